@@ -1,0 +1,39 @@
+# Leitmotif's everyday commands. `make test` and `make demo` work on a fresh Debian machine with
+# Swift: they install the Debian packages the project needs first (as root), or print the exact
+# apt-get line to run (otherwise) and stop.
+
+# C libraries the package links (OpenAL Soft, libvorbis/vorbisfile/vorbisenc, libmpg123),
+# pkg-config for SwiftPM to find them, and lame for the benchmark's MP3 and the fixture script.
+PACKAGES := pkg-config libopenal-dev libvorbis-dev libmpg123-dev lame
+
+.PHONY: deps test demo bench format fixtures
+
+deps:
+	@missing=$$(for package in $(PACKAGES); do \
+	    dpkg-query -W -f='$${Status}' $$package 2>/dev/null | grep -q 'install ok installed' || echo $$package; \
+	  done | tr '\n' ' '); \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "installing Debian packages: $$missing"; \
+	    apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing; \
+	  else \
+	    echo "missing Debian packages; install them with:"; \
+	    echo "  sudo apt-get install -y $$missing"; \
+	    exit 1; \
+	  fi; \
+	fi
+
+test: deps
+	swift test
+
+demo: deps
+	swift run leitmotif-demo
+
+bench: deps
+	swift run -c release leitmotif-bench decode
+
+format:
+	swift format --in-place --recursive Package.swift Sources Tests Demo
+
+fixtures:
+	Tests/LeitmotifTests/Fixtures/make-mp3-fixtures.sh

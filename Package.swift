@@ -1,0 +1,48 @@
+// swift-tools-version:6.0
+// Leitmotif's layers, lowest first:
+//   C libraries (COpenAL, CVorbisFile, CMPG123)        one system-library target each
+//   LeitmotifDecoding   streaming decoders (Ogg Vorbis, MP3), tags         -> CVorbisFile, CMPG123
+//   LeitmotifOutput     OpenAL devices, sources, buffers, loopback, WAV    -> COpenAL
+//   Leitmotif           the engine: streaming loop, voices, player         -> Decoding, Output
+//   leitmotif (CLI), leitmotif-bench, leitmotif-demo (Demo/)               executables on top
+// LeitmotifFixtures (test and benchmark material: tones, libvorbisenc) is not a product.
+import PackageDescription
+
+let package = Package(
+  name: "Leitmotif",
+  products: [
+    .library(name: "Leitmotif", targets: ["Leitmotif"]),
+    .executable(name: "leitmotif", targets: ["LeitmotifCLI"]),
+    .executable(name: "leitmotif-bench", targets: ["LeitmotifBench"]),
+    .executable(name: "leitmotif-demo", targets: ["LeitmotifDemo"]),
+  ],
+  targets: [
+    .systemLibrary(
+      name: "COpenAL", pkgConfig: "openal", providers: [.apt(["libopenal-dev"])]),
+    .systemLibrary(
+      name: "CVorbisFile", pkgConfig: "vorbisfile", providers: [.apt(["libvorbis-dev"])]),
+    .systemLibrary(
+      name: "CVorbisEnc", pkgConfig: "vorbisenc", providers: [.apt(["libvorbis-dev"])]),
+    .systemLibrary(
+      name: "CMPG123", pkgConfig: "libmpg123", providers: [.apt(["libmpg123-dev"])]),
+
+    .target(name: "LeitmotifDecoding", dependencies: ["CVorbisFile", "CMPG123"]),
+    .target(name: "LeitmotifOutput", dependencies: ["COpenAL"]),
+    .target(name: "Leitmotif", dependencies: ["LeitmotifDecoding", "LeitmotifOutput"]),
+
+    .executableTarget(name: "LeitmotifCLI", dependencies: ["Leitmotif"]),
+    .target(name: "LeitmotifFixtures", dependencies: ["CVorbisEnc", "LeitmotifOutput"]),
+    .executableTarget(
+      name: "LeitmotifBench",
+      dependencies: ["Leitmotif", "LeitmotifFixtures", "CVorbisFile", "CMPG123"]),
+
+    .executableTarget(
+      name: "LeitmotifDemo", dependencies: ["Leitmotif", "LeitmotifFixtures"], path: "Demo",
+      exclude: ["README.md"]),
+
+    .testTarget(
+      name: "LeitmotifTests",
+      dependencies: ["Leitmotif", "LeitmotifFixtures", "CVorbisFile", "CMPG123"],
+      resources: [.copy("Fixtures")]),
+  ]
+)

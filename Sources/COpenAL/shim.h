@@ -1,0 +1,6 @@
+// OpenAL Soft's core and extension headers. AL_ALEXT_PROTOTYPES makes alext.h declare the
+// extension functions (loopback, device clock, source latency) so Swift can call them directly.
+#define AL_ALEXT_PROTOTYPES 1
+#include <AL/al.h>
+#include <AL/alc.h>
+#include <AL/alext.h>

@@ -1,0 +1,195 @@
+import Foundation
+
+/// The streaming thread's state: the voices and the device they play on.
+///
+/// The rules of the streaming thread, in one place:
+/// - It may call: OpenAL (source and buffer calls), the decoders (reading and seeking the files it
+///   owns), and `try` the command queue's lock.
+/// - It must never: wait on a lock a game thread can hold (it only tries), call back into game
+///   code (events go to the notification thread), open files (the loader does, before attaching),
+///   allocate once voices are attached (scratch buffers and rings are sized when a voice is made;
+///   the command and event batches keep their capacity), or free decoders (they go back to the
+///   notification thread to be released).
+/// - A real-time engine pumps it every few milliseconds from its own thread; an offline engine
+///   pumps it once before every render call, on the rendering thread, so runs are deterministic.
+// @unchecked Sendable: handed to the streaming thread at start and used only there (or, offline,
+// under the engine's render lock), never by two threads at once.
+final class StreamingLoop: @unchecked Sendable {
+  static let maximumVoices = 16
+
+  private(set) var device: OutputDevice
+  let statuses: [VoiceStatus]
+  private var voices: [Voice?]
+  private let commands: CommandQueue<EngineCommand>
+  private let events: CommandQueue<EngineEvent>
+  private var commandBatch: [EngineCommand] = []
+  // Commands for a slot whose stream is still loading wait here (per slot): play/pause intent,
+  // a seek, rate and volume are applied when it attaches.
+  private var wantsPlaying = [Bool](repeating: false, count: maximumVoices)
+  private var pendingSeek = [(seconds: Double, generation: Int)?](repeating: nil, count: maximumVoices)
+  private var rates = [Float](repeating: 1, count: maximumVoices)
+  private var volumes = [Float](repeating: 1, count: maximumVoices)
+  private var pendingEvents: [EngineEvent] = []
+  private var lastConnectionCheckNanoseconds: Int64 = 0
+  private var deviceLost = false
+  private var simulatedDisconnect = false
+  private let reopenDevice: () -> OutputDevice?
+
+  init(
+    device: OutputDevice, statuses: [VoiceStatus], commands: CommandQueue<EngineCommand>,
+    events: CommandQueue<EngineEvent>, reopenDevice: @escaping () -> OutputDevice?
+  ) {
+    self.device = device
+    self.statuses = statuses
+    self.commands = commands
+    self.events = events
+    self.reopenDevice = reopenDevice
+    voices = [Voice?](repeating: nil, count: Self.maximumVoices)
+    commandBatch.reserveCapacity(64)
+    pendingEvents.reserveCapacity(64)
+  }
+
+  /// How far ahead of the device clock the next mix reaches, and how long a gain of 0 must stand
+  /// before the source can be paused or flushed without cutting audible sound.
+  private var mixPeriodNanoseconds: Int64 { Int64(device.mixPeriodFrames) * 1_000_000_000 / Int64(device.sampleRate) }
+
+  /// One pass: take commands, feed every voice, watch the device, hand events out.
+  func pump() {
+    device.makeCurrent()
+    let clock = device.clockNanoseconds
+    if commands.takeAll(into: &commandBatch) {
+      for command in commandBatch { apply(command, clock: clock) }
+      commandBatch.removeAll(keepingCapacity: true)
+    }
+    if device.kind != .loopback { watchConnection(clock: clock) }
+    let period = mixPeriodNanoseconds
+    let settle = device.kind == .loopback ? period : 2 * period
+    if !deviceLost {
+      for slot in 0..<Self.maximumVoices {
+        guard let voice = voices[slot] else { continue }
+        if let event = voice.pump(clock: clock, lookaheadNanoseconds: period, settleNanoseconds: settle) {
+          if case .ended = event { wantsPlaying[slot] = false }
+          if case .failed = event { wantsPlaying[slot] = false }
+          pendingEvents.append(event)
+        }
+      }
+    }
+    flushEvents()
+  }
+
+  /// After an offline render: positions as of the end of the mix just made.
+  func publishPositions() {
+    device.makeCurrent()
+    for voice in voices { voice?.publishPosition() }
+  }
+
+  private func flushEvents() {
+    guard !pendingEvents.isEmpty else { return }
+    // The event queue's lock is only tried, never waited on; what does not go now goes next pump.
+    if events.tryPost(contentsOf: pendingEvents) { pendingEvents.removeAll(keepingCapacity: true) }
+  }
+
+  private func apply(_ command: EngineCommand, clock: Int64) {
+    switch command {
+    case .attach(let slot, let stream):
+      if let old = voices[slot] { pendingEvents.append(.reclaim(old)) }
+      do {
+        let source = try StreamingSource(device: device, bufferCount: Voice.bufferCount)
+        let voice = Voice(slot: slot, status: statuses[slot], source: source, stream: stream)
+        voice.setRate(rates[slot])
+        voice.setVolume(volumes[slot])
+        voices[slot] = voice
+        if let seek = pendingSeek[slot] {
+          voice.seek(toSeconds: seek.seconds, clock: clock)
+          statuses[slot].seekGenerationDone.store(seek.generation, ordering: .releasing)
+          pendingSeek[slot] = nil
+        }
+        statuses[slot].isPrepared.store(true, ordering: .releasing)
+        pendingEvents.append(.prepared(slot: slot))
+        if wantsPlaying[slot] { voice.play(clock: clock) }
+      } catch {
+        pendingEvents.append(.diagnostic(Diagnostic(.error, "cannot create an OpenAL source: \(error)", error: error)))
+        pendingEvents.append(.reclaim(stream.decoder))
+      }
+    case .loadFailed(let slot, let error):
+      wantsPlaying[slot] = false
+      pendingEvents.append(.failed(slot: slot, error))
+    case .play(let slot):
+      wantsPlaying[slot] = true
+      voices[slot]?.play(clock: clock)
+    case .pause(let slot):
+      wantsPlaying[slot] = false
+      voices[slot]?.pause(clock: clock)
+    case .stop(let slot, let generation):
+      wantsPlaying[slot] = false
+      pendingSeek[slot] = nil
+      voices[slot]?.stop(clock: clock)
+      statuses[slot].seekGenerationDone.store(generation, ordering: .releasing)
+    case .seek(let slot, let seconds, let generation):
+      if let voice = voices[slot] {
+        voice.seek(toSeconds: seconds, clock: clock)
+        statuses[slot].seekGenerationDone.store(generation, ordering: .releasing)
+      } else {
+        pendingSeek[slot] = (seconds, generation)
+      }
+    case .setRate(let slot, let rate):
+      rates[slot] = rate
+      voices[slot]?.setRate(rate)
+    case .setVolume(let slot, let volume):
+      volumes[slot] = volume
+      voices[slot]?.setVolume(volume)
+    case .scan(let slot, let direction):
+      voices[slot]?.scan(direction: direction, clock: clock)
+    case .release(let slot):
+      if let voice = voices[slot] { pendingEvents.append(.reclaim(voice)) }
+      voices[slot] = nil
+      wantsPlaying[slot] = false
+      pendingSeek[slot] = nil
+      rates[slot] = 1
+      volumes[slot] = 1
+      statuses[slot].isPrepared.store(false, ordering: .releasing)
+    case .simulateDeviceDisconnect:
+      simulatedDisconnect = true
+    case .stallForTesting(let milliseconds):
+      usleep(useconds_t(milliseconds * 1000))
+    }
+  }
+
+  /// ALC_EXT_disconnect: in OpenAL 1.19 a lost device stops every source, and recovery means a new
+  /// device, context, sources and buffers. Checked five times a second; reopening is retried
+  /// once a second until it works, then every voice resumes where it was heard.
+  private func watchConnection(clock: Int64) {
+    let now = DispatchTime.now().uptimeNanoseconds
+    guard Int64(now) - lastConnectionCheckNanoseconds >= (deviceLost ? 1_000_000_000 : 200_000_000) else { return }
+    lastConnectionCheckNanoseconds = Int64(now)
+    if !deviceLost {
+      guard simulatedDisconnect || !device.isConnected else { return }
+      simulatedDisconnect = false
+      deviceLost = true
+      pendingEvents.append(.deviceLost(device.name))
+      for slot in 0..<Self.maximumVoices where voices[slot] != nil {
+        pendingEvents.append(.interrupted(slot: slot, true))
+      }
+    }
+    guard let newDevice = reopenDevice() else { return }
+    let oldDevice = device
+    device = newDevice
+    newDevice.makeCurrent()
+    let newClock = newDevice.clockNanoseconds
+    for slot in 0..<Self.maximumVoices {
+      guard let voice = voices[slot] else { continue }
+      do {
+        let source = try StreamingSource(device: newDevice, bufferCount: Voice.bufferCount)
+        let oldSource = voice.source
+        voice.move(to: source, clock: newClock)
+        pendingEvents.append(.reclaim(oldSource))
+        pendingEvents.append(.interrupted(slot: slot, false))
+      } catch {
+        pendingEvents.append(.diagnostic(Diagnostic(.error, "after the device came back: \(error)", error: error)))
+      }
+    }
+    pendingEvents.append(.reclaim(oldDevice))
+    deviceLost = false
+    pendingEvents.append(.deviceRestored(newDevice.kind, newDevice.name))
+  }
+}

@@ -1,0 +1,296 @@
+import Foundation
+import Synchronization
+
+/// Plays one item: MediaPlayer's `MPMediaPlayback` contract on Leitmotif's engine.
+///
+/// Every method returns at once: requests go to the engine's streaming thread as commands, and
+/// file opening happens on the engine's loader thread. (On an offline engine `prepareToPlay` opens
+/// the file in the calling thread, and changes take effect at the next `render`.)
+///
+/// Transport changes are click-free: pause, stop and seeks ramp the gain over 10 ms first.
+///
+/// Thread safety: safe to call from any thread; no async code needed.
+/// Observers run on the player's own serial notification queue, in order, never on the streaming
+/// thread; they may call back into the player.
+public final class Player: Sendable {
+  public let engine: AudioEngine
+  let slot: Int
+  private let state: Mutex<State>
+  private let notifications = DispatchQueue(label: "leitmotif.player.notifications")
+
+  private struct State {
+    var item: MediaItem?
+    var playbackState: PlaybackState = .stopped
+    var loadRequested = false
+    var prepared = false
+    var rate: Float = 1
+    var volume: Float = 1
+    var stateBeforeSeeking: PlaybackState?
+    var seekGeneration = 0
+    var requestedSeekSeconds: Double = 0
+    var observers: [UInt64: @Sendable (PlayerEvent) -> Void] = [:]
+    var nextObserverID: UInt64 = 1
+  }
+
+  /// A player on `engine` for `item`.
+  /// - Throws: `PlayerError.noFreeVoice` when the engine has no voice left.
+  public init(engine: AudioEngine, item: MediaItem? = nil) throws(PlayerError) {
+    guard let slot = engine.allocateSlot() else { throw PlayerError.noFreeVoice(limit: StreamingLoop.maximumVoices) }
+    self.engine = engine
+    self.slot = slot
+    state = Mutex(State(item: item))
+    engine.setListener(slot: slot) { [weak self] event in self?.handle(event) }
+  }
+
+  deinit { engine.releaseSlot(slot) }
+
+  private var status: VoiceStatus { engine.statuses[slot] }
+
+  // MARK: - The item
+
+  /// The item to play. Setting it stops what plays and forgets the old item's buffers.
+  public var item: MediaItem? {
+    get { state.withLock { $0.item } }
+    set {
+      let changed = state.withLock { state -> Bool in
+        state.item = newValue
+        state.loadRequested = false
+        state.prepared = false
+        state.requestedSeekSeconds = 0
+        return setState(.stopped, in: &state)
+      }
+      status.isPrepared.store(false, ordering: .releasing)
+      engine.commands.post(.release(slot: slot))
+      _ = changed
+    }
+  }
+
+  // MARK: - MPMediaPlayback
+
+  /// Opens the item and fills the output buffers so that `play()` starts at once. Returns
+  /// immediately; `isPreparedToPlay` turns true (and `.prepared` is reported) when done.
+  public func prepareToPlay() {
+    let request = state.withLock { state -> (String, Double)? in
+      guard let item = state.item, !state.loadRequested else { return nil }
+      state.loadRequested = true
+      return (item.assetURL.path, state.requestedSeekSeconds)
+    }
+    if let (path, start) = request { engine.load(path: path, startSeconds: start, slot: slot) }
+  }
+
+  /// Whether the item is open and buffered.
+  public var isPreparedToPlay: Bool { status.isPrepared.load(ordering: .acquiring) }
+
+  /// Starts or resumes playback (preparing first if needed).
+  public func play() {
+    prepareToPlay()
+    state.withLock { state in
+      if state.stateBeforeSeeking != nil { endSeekingLocked(&state, restore: false) }
+      _ = setState(.playing, in: &state)
+    }
+    engine.commands.post(.play(slot: slot))
+  }
+
+  /// Pauses with a short fade; `play()` resumes from the same frame.
+  public func pause() {
+    state.withLock { state in
+      if state.stateBeforeSeeking != nil { endSeekingLocked(&state, restore: false) }
+      _ = setState(.paused, in: &state)
+    }
+    engine.commands.post(.pause(slot: slot))
+  }
+
+  /// Stops with a short fade; the next `play()` starts from the beginning.
+  public func stop() {
+    let generation = state.withLock { state -> Int in
+      state.stateBeforeSeeking = nil
+      state.requestedSeekSeconds = 0
+      state.seekGeneration += 1
+      _ = setState(.stopped, in: &state)
+      return state.seekGeneration
+    }
+    engine.commands.post(.stop(slot: slot, generation: generation))
+  }
+
+  /// The position in the item, in seconds. Setting it seeks sample-accurately (to the frame
+  /// nearest the time), clamped to the item; while playing the seek fades out and back in.
+  public var currentPlaybackTime: TimeInterval {
+    get {
+      let (generation, requested) = state.withLock { ($0.seekGeneration, $0.requestedSeekSeconds) }
+      let rate = status.sampleRate.load(ordering: .acquiring)
+      if rate == 0 || status.seekGenerationDone.load(ordering: .acquiring) < generation { return requested }
+      return Double(status.positionFrames.load(ordering: .acquiring)) / Double(rate)
+    }
+    set {
+      var seconds = newValue.isFinite ? max(0, newValue) : 0
+      if let duration = playbackDuration { seconds = min(seconds, duration) }
+      let generation = state.withLock { state -> Int in
+        state.seekGeneration += 1
+        state.requestedSeekSeconds = seconds
+        return state.seekGeneration
+      }
+      engine.commands.post(.seek(slot: slot, seconds: seconds, generation: generation))
+    }
+  }
+
+  /// The item's length in seconds, once it is prepared.
+  public var playbackDuration: TimeInterval? {
+    let rate = status.sampleRate.load(ordering: .acquiring)
+    guard rate > 0, isPreparedToPlay else { return nil }
+    return Double(status.lengthFrames.load(ordering: .acquiring)) / Double(rate)
+  }
+
+  /// The playback speed: 0 when not playing. Setting 0 pauses; a value in (0, 4] plays at that
+  /// speed (starting playback if needed, as MediaPlayer does); any other value is refused and
+  /// reported to the engine's diagnostics (use `setCurrentPlaybackRate` to get the error).
+  public var currentPlaybackRate: Float {
+    get { state.withLock { $0.playbackState == .playing ? $0.rate : 0 } }
+    set {
+      do throws(PlayerError) {
+        try setCurrentPlaybackRate(newValue)
+      } catch {
+        engine.report(Diagnostic(.error, error.description, error: error))
+      }
+    }
+  }
+
+  /// Sets the playback speed: 0 pauses, (0, 4] plays at that speed (pitch follows: OpenAL
+  /// resamples).
+  /// - Throws: `PlayerError.rateOutOfRange` for NaN, negatives and values above 4.
+  public func setCurrentPlaybackRate(_ rate: Float) throws(PlayerError) {
+    guard rate.isFinite, rate >= 0, rate <= 4 else { throw PlayerError.rateOutOfRange(rate) }
+    if rate == 0 {
+      pause()
+      return
+    }
+    state.withLock { $0.rate = rate }
+    engine.commands.post(.setRate(slot: slot, rate))
+    if playbackState != .playing { play() }
+  }
+
+  /// The player's gain, 0 to 1.
+  public var volume: Float {
+    get { state.withLock { $0.volume } }
+    set {
+      let volume = newValue.isFinite ? max(0, min(1, newValue)) : 1
+      state.withLock { $0.volume = volume }
+      engine.commands.post(.setVolume(slot: slot, volume))
+    }
+  }
+
+  /// Scans forward: jumps that grow the longer it runs (2x speed at first, up to 16x).
+  public func beginSeekingForward() { beginSeeking(direction: 1) }
+
+  /// Scans backward, the same way.
+  public func beginSeekingBackward() { beginSeeking(direction: -1) }
+
+  /// Ends a scan and restores the state from before it (playing, paused or stopped) at the
+  /// scanned position.
+  public func endSeeking() {
+    let restore = state.withLock { state -> PlaybackState? in
+      guard let before = state.stateBeforeSeeking else { return nil }
+      endSeekingLocked(&state, restore: true)
+      return before
+    }
+    engine.commands.post(.scan(slot: slot, direction: 0))
+    switch restore {
+    case .paused?, .stopped?: engine.commands.post(.pause(slot: slot))
+    default: break
+    }
+  }
+
+  private func beginSeeking(direction: Int) {
+    prepareToPlay()
+    state.withLock { state in
+      if state.stateBeforeSeeking == nil { state.stateBeforeSeeking = state.playbackState }
+      _ = setState(direction > 0 ? .seekingForward : .seekingBackward, in: &state)
+    }
+    engine.commands.post(.play(slot: slot))
+    engine.commands.post(.scan(slot: slot, direction: direction))
+  }
+
+  private func endSeekingLocked(_ state: inout State, restore: Bool) {
+    let before = state.stateBeforeSeeking ?? .paused
+    state.stateBeforeSeeking = nil
+    if restore { _ = setState(before == .stopped ? .paused : before, in: &state) }
+  }
+
+  /// The current playback state.
+  public var playbackState: PlaybackState { state.withLock { $0.playbackState } }
+
+  /// Underruns on this player's voice since it was made.
+  public var underrunCount: Int { status.underruns.load(ordering: .relaxed) }
+
+  // MARK: - Notifications
+
+  /// Calls `handler` for every event, in order, on the player's notification queue.
+  /// Returns a token for `removeObserver`.
+  @discardableResult
+  public func addObserver(_ handler: @escaping @Sendable (PlayerEvent) -> Void) -> UInt64 {
+    state.withLock { state in
+      let id = state.nextObserverID
+      state.nextObserverID += 1
+      state.observers[id] = handler
+      return id
+    }
+  }
+
+  /// Blocks until every event reported so far has reached the observers (for tests and tools).
+  public func waitForNotifications() { notifications.sync {} }
+
+  public func removeObserver(_ token: UInt64) { _ = state.withLock { $0.observers.removeValue(forKey: token) } }
+
+  /// The events from now on as an async sequence (ends when the stream is dropped).
+  public var events: AsyncStream<PlayerEvent> {
+    let (stream, continuation) = AsyncStream<PlayerEvent>.makeStream(bufferingPolicy: .unbounded)
+    let token = addObserver { continuation.yield($0) }
+    continuation.onTermination = { [weak self] _ in self?.removeObserver(token) }
+    return stream
+  }
+
+  /// Sets the state and, if it changed, queues the notification (under the lock, so the order of
+  /// notifications is the order of changes).
+  private func setState(_ new: PlaybackState, in state: inout State) -> Bool {
+    guard state.playbackState != new else { return false }
+    state.playbackState = new
+    emit(.playbackStateChanged(new), observers: Array(state.observers.values))
+    return true
+  }
+
+  private func emit(_ event: PlayerEvent, observers: [@Sendable (PlayerEvent) -> Void]) {
+    guard !observers.isEmpty else { return }
+    notifications.async { for observer in observers { observer(event) } }
+  }
+
+  private func handle(_ event: EngineEvent) {
+    state.withLock { state in
+      let observers = Array(state.observers.values)
+      switch event {
+      case .prepared:
+        state.prepared = true
+        emit(.prepared, observers: observers)
+      case .ended:
+        emit(.itemEnded, observers: observers)
+        state.stateBeforeSeeking = nil
+        _ = setState(.stopped, in: &state)
+      case .failed(_, let error):
+        emit(.itemFailed(error), observers: observers)
+        state.stateBeforeSeeking = nil
+        state.loadRequested = state.prepared
+        _ = setState(.stopped, in: &state)
+      case .underrun:
+        emit(.underrun, observers: observers)
+      case .interrupted(_, let interrupted):
+        if interrupted && state.playbackState == .playing {
+          _ = setState(.interrupted, in: &state)
+        } else if !interrupted && state.playbackState == .interrupted {
+          _ = setState(.playing, in: &state)
+        }
+      default: break
+      }
+    }
+    if case .failed(_, let error) = event {
+      engine.report(Diagnostic(.error, error.description, error: error))
+    }
+  }
+}

@@ -1,0 +1,153 @@
+import CMPG123
+import CVorbisFile
+import Foundation
+import Leitmotif
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// The three ways a file is decoded in the speed comparison. Each opens the file, decodes all of
+/// it and closes it, and returns the number of frames it produced: opening is part of the cost in
+/// all three, so none of them is favoured by leaving it out.
+enum DecodePath: CaseIterable {
+  /// The C library alone, in the plainest loop its documentation shows: the ceiling.
+  case raw
+  /// Leitmotif's decoder (`AudioFile.openDecoder` + `readFrames`), as the engine's streaming
+  /// thread uses it: interleaved Float32 out.
+  case engine
+  /// A whole offline render: decoder, streaming loop, OpenAL loopback mix and the WAV written.
+  case render
+
+  struct Failure: Error, CustomStringConvertible {
+    var description: String
+  }
+
+  func label(for container: ContainerFormat) -> String {
+    switch (self, container) {
+    case (.raw, .vorbis): return "raw libvorbisfile"
+    case (.raw, .mp3): return "raw libmpg123"
+    case (.engine, _): return "engine decode"
+    case (.render, _): return "offline render"
+    }
+  }
+
+  /// Decodes `path` once this way. `scratchDirectory` receives the render's WAV, deleted after.
+  func run(path: String, container: ContainerFormat, scratchDirectory: String) throws -> Int64 {
+    switch self {
+    case .raw:
+      switch container {
+      case .vorbis: return try RawDecoders.vorbis(path: path)
+      case .mp3: return try RawDecoders.mp3(path: path)
+      }
+    case .engine: return try Self.engineDecode(path: path)
+    case .render: return try Self.offlineRender(path: path, scratchDirectory: scratchDirectory)
+    }
+  }
+
+  /// 4096 frames per call: the size of one of the engine's OpenAL buffers (`Voice.framesPerBuffer`),
+  /// so this is exactly the read pattern of the streaming thread.
+  static let engineFramesPerRead = 4096
+
+  static func engineDecode(path: String) throws -> Int64 {
+    let decoder = try AudioFile.openDecoder(path: path)
+    let channels = decoder.format.channelCount
+    let buffer = UnsafeMutablePointer<Float>.allocate(capacity: engineFramesPerRead * channels)
+    defer { buffer.deallocate() }
+    var frames: Int64 = 0
+    while true {
+      let got = try decoder.readFrames(into: buffer, frameCapacity: engineFramesPerRead)
+      if got == 0 { break }
+      frames += Int64(got)
+    }
+    return frames
+  }
+
+  /// `OfflineRenderer.render` with its defaults: Float32 WAV at the file's own rate (so OpenAL
+  /// does not resample), 1024-frame mixes. The WAV goes to the scratch directory and is deleted
+  /// at once, so a long run does not fill the disk.
+  static func offlineRender(path: String, scratchDirectory: String) throws -> Int64 {
+    let output = "\(scratchDirectory)/render-\(getpid()).wav"
+    defer { unlink(output) }
+    let result = try OfflineRenderer.render(path: path, to: output, options: OfflineRenderer.Options())
+    if let failure = result.failure { throw Failure(description: "render of \(path) failed: \(failure)") }
+    return result.framesWritten
+  }
+}
+
+/// The C decoders driven directly, with none of Leitmotif in between: the reference the engine is
+/// measured against. Each loop is the one the library's own documentation shows, with the output
+/// asked for in the form the engine asks for it (Float32), so the difference between this and the
+/// engine is exactly what the engine adds (its I/O callbacks, interleaving, bookkeeping).
+enum RawDecoders {
+  /// libvorbisfile: `ov_fopen` (stdio I/O), then `ov_read_float` until it returns 0. It hands back
+  /// pointers into its own planar buffers, at most one packet per call; nothing is copied.
+  static func vorbis(path: String) throws -> Int64 {
+    // OggVorbis_File points into itself: it lives on the heap and is never copied.
+    let file = UnsafeMutablePointer<OggVorbis_File>.allocate(capacity: 1)
+    defer { file.deallocate() }
+    let opened = ov_fopen(path, file)
+    guard opened == 0 else { throw DecodePath.Failure(description: "ov_fopen(\(path)) failed: \(opened)") }
+    defer { ov_clear(file) }
+    var planar: UnsafeMutablePointer<UnsafeMutablePointer<Float>?>? = nil
+    var link: Int32 = 0
+    var frames: Int64 = 0
+    while true {
+      let got = ov_read_float(file, &planar, 4096, &link)
+      if got == 0 { break }
+      if got == OV_HOLE { continue }
+      guard got > 0 else { throw DecodePath.Failure(description: "ov_read_float(\(path)) failed: \(got)") }
+      frames += Int64(got)
+    }
+    return frames
+  }
+
+  /// The output buffer of the libmpg123 loop: 64 KB, as in libmpg123's examples.
+  static let mp3BufferBytes = 65_536
+
+  /// libmpg123: `mpg123_open` (its own file reader), Float32 output exactly as the engine sets it
+  /// up (`mpg123_format_none` + `mpg123_format2(..., MPG123_ENC_FLOAT_32)`), then `mpg123_read`
+  /// into a 64 KB buffer until `MPG123_DONE`. Gapless is on by default, as in the engine, so both
+  /// produce the same number of frames.
+  static func mp3(path: String) throws -> Int64 {
+    var code: Int32 = 0
+    guard let handle = mpg123_new(nil, &code) else {
+      throw DecodePath.Failure(description: "mpg123_new failed: \(code)")
+    }
+    defer { mpg123_delete(handle) }
+    func check(_ result: Int32, _ call: String) throws {
+      guard result == MPG123_OK.rawValue else {
+        throw DecodePath.Failure(description: "\(call)(\(path)) failed: \(result)")
+      }
+    }
+    // Swift cannot see the macro `mpg123_param`; `mpg123_param2` is the function behind it.
+    try check(mpg123_param2(handle, Int32(MPG123_ADD_FLAGS.rawValue), Int(MPG123_QUIET.rawValue), 0), "mpg123_param2")
+    try check(mpg123_format_none(handle), "mpg123_format_none")
+    try check(
+      mpg123_format2(handle, 0, Int32(MPG123_MONO.rawValue | MPG123_STEREO.rawValue), Int32(MPG123_ENC_FLOAT_32.rawValue)),
+      "mpg123_format2")
+    try check(mpg123_open(handle, path), "mpg123_open")
+    defer { mpg123_close(handle) }
+    let buffer = UnsafeMutableRawPointer.allocate(byteCount: mp3BufferBytes, alignment: 16)
+    defer { buffer.deallocate() }
+    var channels = 2
+    var bytes: Int64 = 0
+    while true {
+      var done = 0
+      let result = mpg123_read(handle, buffer, mp3BufferBytes, &done)
+      bytes += Int64(done)
+      if result == MPG123_OK.rawValue { continue }
+      if result == MPG123_DONE.rawValue { break }
+      if result == MPG123_NEW_FORMAT.rawValue {
+        var rate = 0
+        var count: Int32 = 0
+        var encoding: Int32 = 0
+        try check(mpg123_getformat(handle, &rate, &count, &encoding), "mpg123_getformat")
+        channels = Int(count)
+        continue
+      }
+      throw DecodePath.Failure(description: "mpg123_read(\(path)) failed: \(result)")
+    }
+    return bytes / Int64(4 * channels)
+  }
+}

@@ -1,0 +1,59 @@
+// leitmotif-bench: how fast Leitmotif decodes and renders compared with the C decoders it wraps,
+// and whether an offline render streams (its memory does not grow with the file's length).
+//
+//   leitmotif-bench decode [--minutes N] [--long-minutes M] [--rounds R] [--no-cache] [--skip-memory]
+//
+// Every file it measures is made on the spot (and cached, see BenchFiles.swift), so the bench
+// needs nothing but the package and the `lame` command. The figures go to stdout as tables;
+// progress goes to stderr. The goals are printed next to the figures; the exit status is 0
+// whether they are met or not (it is a measurement, not a test), and non-zero only when the
+// bench itself could not run.
+
+import Foundation
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+let usage = """
+  usage:
+    leitmotif-bench decode [--minutes N] [--long-minutes M] [--rounds R] [--no-cache] [--skip-memory]
+        decode and render speed of an N-minute Ogg Vorbis and MP3 (default 10) against the raw
+        C decoders, and peak memory of rendering an M-minute (default 60) and a 1-minute file
+      --rounds R      interleaved measurement rounds; the median is reported (default 3)
+      --no-cache      make the files in a fresh temporary directory instead of
+                      $TMPDIR/leitmotif-bench-cache
+      --skip-memory   leave out the peak-memory measurement (and the long file)
+  """
+
+/// Prints to stderr and exits with status 2: wrong usage or a bench that cannot run.
+func fail(_ message: String) -> Never {
+  FileHandle.standardError.write(Data("leitmotif-bench: \(message)\n".utf8))
+  exit(2)
+}
+
+/// A progress line on stderr, so that stdout holds only the tables.
+func progress(_ message: String) {
+  FileHandle.standardError.write(Data("  \(message)\n".utf8))
+}
+
+var arguments = CommandLine.arguments.dropFirst()
+guard let command = arguments.popFirst() else { fail(usage) }
+switch command {
+case "decode":
+  let options: DecodeBenchmark.Options
+  do { options = try DecodeBenchmark.Options(parsing: Array(arguments)) } catch { fail("\(error)\n\(usage)") }
+  do {
+    try DecodeBenchmark(options: options).run()
+  } catch {
+    fail("\(error)")
+  }
+  exit(0)
+case RenderChild.subcommand:
+  // Hidden: one offline render in a process of its own, for the peak-memory measurement.
+  exit(RenderChild.main(Array(arguments)))
+case "help", "--help", "-h":
+  print(usage)
+default:
+  fail("unknown command \"\(command)\"\n\(usage)")
+}

@@ -1,0 +1,72 @@
+/// A streaming decoder: a source of interleaved Float32 frames with a cursor, a length and a seek.
+///
+/// The five operations follow miniaudio's data-source shape: read frames, seek to a frame,
+/// the format, the cursor and the length, all counted in PCM frames of `format.sampleRate`.
+///
+/// Thread safety: a decoder is used by one thread at a time (the C libraries behind it are not
+/// reentrant per handle). It may be created on one thread and handed to another.
+/// Callback safety: none of these may be called from a real-time audio callback; they do I/O.
+public protocol AudioDecoder: AnyObject {
+  /// The file being decoded.
+  var path: String { get }
+  var containerFormat: ContainerFormat { get }
+  /// The format of the frames `readFrames` produces: mono or stereo, at the file's sample rate.
+  var format: AudioFormat { get }
+  /// The exact number of frames in the file (gapless for MP3 with a LAME/Info tag).
+  var lengthFrames: Int64 { get }
+  /// The index of the next frame `readFrames` will produce.
+  var cursorFrames: Int64 { get }
+  var tags: AudioTags { get }
+  /// Things worth knowing that did not stop decoding (an oversized tag skipped, a hole in the stream).
+  var warnings: [String] { get }
+
+  /// Decodes up to `frameCapacity` frames into `buffer` (interleaved, `format.channelCount` samples
+  /// per frame). Returns the number of frames written, 0 only at the end of the file.
+  /// - Throws: `DecodeError` when the stream is damaged beyond recovery or the file cannot be read.
+  func readFrames(into buffer: UnsafeMutablePointer<Float>, frameCapacity: Int) throws(DecodeError) -> Int
+
+  /// Moves the cursor to `frame` exactly: the next read starts with that frame of a linear decode.
+  /// - Throws: `DecodeError.Reason.seekOutOfRange` for a frame outside `0...lengthFrames`.
+  func seek(toFrame frame: Int64) throws(DecodeError)
+}
+
+extension AudioDecoder {
+  public var durationSeconds: Double { Double(lengthFrames) / Double(format.sampleRate) }
+}
+
+/// Opening audio files: the format is chosen from the content, not the name.
+public enum AudioFile {
+  /// Opens `path` with the decoder its content calls for.
+  /// - Throws: `DecodeError` naming the file and the reason (missing, a directory, unreadable,
+  ///   empty, not Ogg Vorbis or MP3, damaged).
+  public static func openDecoder(path: String) throws(DecodeError) -> any AudioDecoder {
+    let source = try FileByteSource(path: path)
+    let kind = FormatSniffer.sniff(source)
+    switch kind {
+    case .vorbis: return try VorbisDecoder(source: source)
+    case .mp3(let id3v2SizeBytes): return try MP3Decoder(source: source, id3v2SizeBytes: id3v2SizeBytes)
+    case .other(let detected):
+      throw DecodeError(path: path, reason: .unrecognizedFormat(detected: detected))
+    case .truncatedTag(let claimed):
+      throw DecodeError(
+        path: path,
+        reason: .truncated("the ID3v2 tag claims \(claimed) bytes but the file has \(source.sizeBytes)"))
+    }
+  }
+
+  /// Decodes a whole file into memory (interleaved). For tests and tools; the engine streams.
+  public static func decodeAll(_ decoder: any AudioDecoder) throws(DecodeError) -> [Float] {
+    let channels = decoder.format.channelCount
+    var samples: [Float] = []
+    samples.reserveCapacity(Int(max(0, decoder.lengthFrames)) * channels)
+    var block = [Float](repeating: 0, count: 4096 * channels)
+    while true {
+      let frames = try block.withUnsafeMutableBufferPointer { (pointer) throws(DecodeError) -> Int in
+        try decoder.readFrames(into: pointer.baseAddress!, frameCapacity: 4096)
+      }
+      if frames == 0 { break }
+      samples.append(contentsOf: block[0..<(frames * channels)])
+    }
+    return samples
+  }
+}

@@ -1,0 +1,124 @@
+/// The metadata Leitmotif reads from a file's tags (Vorbis comments or ID3v2).
+///
+/// Absent tags are `nil`. Frame positions (loop points) are in frames of the file's own sample rate.
+public struct AudioTags: Sendable, Hashable {
+  public var title: String?
+  public var artist: String?
+  public var album: String?
+  public var albumArtist: String?
+  public var genre: String?
+  public var composer: String?
+  public var trackNumber: Int?
+  public var trackCount: Int?
+  public var discNumber: Int?
+  public var discCount: Int?
+  /// Tempo in beats per minute (Vorbis `BPM`, ID3 `TBPM`).
+  public var beatsPerMinute: Double?
+  /// First frame of the loop (`LOOPSTART`, `LOOP_START` or `LOOP_BEGIN`).
+  public var loopStartFrame: Int64?
+  /// The frame just after the loop's last one (from `LOOPLENGTH`, `LOOPEND` or `LOOP_END`);
+  /// `nil` with a loop start means the loop runs to the end of the file.
+  public var loopEndFrame: Int64?
+  /// ReplayGain adjustments in dB and peaks as linear amplitude (1.0 = full scale).
+  public var replayGainTrackGainDecibels: Double?
+  public var replayGainTrackPeak: Double?
+  public var replayGainAlbumGainDecibels: Double?
+  public var replayGainAlbumPeak: Double?
+
+  public init() {}
+}
+
+/// Builds `AudioTags` from (name, value) pairs, whatever tag format they came from.
+///
+/// Vorbis comment names are used as the common vocabulary (case-insensitive); the MP3 decoder maps
+/// ID3v2 frame ids onto them (`TIT2` -> `TITLE`, ...), and ID3 `TXXX` descriptions are used as names.
+struct TagCollector {
+  private(set) var tags = AudioTags()
+  private var loopLengthFrames: Int64?
+
+  mutating func add(name rawName: String, value rawValue: String) {
+    let value = rawValue.trimmingSpaces
+    guard !value.isEmpty else { return }
+    switch rawName.uppercased() {
+    case "TITLE": tags.title = tags.title ?? value
+    case "ARTIST": tags.artist = tags.artist ?? value
+    case "ALBUM": tags.album = tags.album ?? value
+    case "ALBUMARTIST", "ALBUM ARTIST", "ALBUM_ARTIST": tags.albumArtist = tags.albumArtist ?? value
+    case "GENRE": tags.genre = tags.genre ?? value
+    case "COMPOSER": tags.composer = tags.composer ?? value
+    case "TRACKNUMBER", "TRACK":
+      let (number, count) = Self.numberAndCount(value)
+      tags.trackNumber = number ?? tags.trackNumber
+      tags.trackCount = count ?? tags.trackCount
+    case "TRACKTOTAL", "TOTALTRACKS": tags.trackCount = Int(value) ?? tags.trackCount
+    case "DISCNUMBER", "DISC":
+      let (number, count) = Self.numberAndCount(value)
+      tags.discNumber = number ?? tags.discNumber
+      tags.discCount = count ?? tags.discCount
+    case "DISCTOTAL", "TOTALDISCS": tags.discCount = Int(value) ?? tags.discCount
+    case "BPM", "TEMPO":
+      if let bpm = Double(value), bpm > 0, bpm.isFinite { tags.beatsPerMinute = bpm }
+    case "LOOPSTART", "LOOP_START", "LOOP_BEGIN", "LOOPBEGIN":
+      tags.loopStartFrame = Self.frame(value) ?? tags.loopStartFrame
+    case "LOOPLENGTH", "LOOP_LENGTH":
+      loopLengthFrames = Self.frame(value).flatMap { $0 > 0 ? $0 : nil }
+    case "LOOPEND", "LOOP_END":
+      tags.loopEndFrame = Self.frame(value) ?? tags.loopEndFrame
+    case "REPLAYGAIN_TRACK_GAIN": tags.replayGainTrackGainDecibels = Self.decibels(value)
+    case "REPLAYGAIN_TRACK_PEAK": tags.replayGainTrackPeak = Self.number(value)
+    case "REPLAYGAIN_ALBUM_GAIN": tags.replayGainAlbumGainDecibels = Self.decibels(value)
+    case "REPLAYGAIN_ALBUM_PEAK": tags.replayGainAlbumPeak = Self.number(value)
+    default: break
+    }
+  }
+
+  /// The tags, with LOOPLENGTH turned into an end frame and loop points that contradict the
+  /// file's length (or each other) dropped: a bad tag must not make a track loop forever on nothing.
+  func finished(lengthFrames: Int64) -> AudioTags {
+    var result = tags
+    if let start = result.loopStartFrame, let length = loopLengthFrames {
+      result.loopEndFrame = start + length
+    }
+    if let start = result.loopStartFrame {
+      let end = result.loopEndFrame ?? lengthFrames
+      if start < 0 || start >= lengthFrames || end <= start || end > lengthFrames {
+        result.loopStartFrame = nil
+        result.loopEndFrame = nil
+      }
+    } else {
+      result.loopEndFrame = nil
+    }
+    return result
+  }
+
+  private static func numberAndCount(_ value: String) -> (Int?, Int?) {
+    let parts = value.split(separator: "/", maxSplits: 1).map { String($0).trimmingSpaces }
+    return (parts.first.flatMap { Int($0) }, parts.count > 1 ? Int(parts[1]) : nil)
+  }
+
+  private static func frame(_ value: String) -> Int64? {
+    guard let frame = Int64(value), frame >= 0 else { return nil }
+    return frame
+  }
+
+  private static func number(_ value: String) -> Double? {
+    guard let number = Double(value), number.isFinite else { return nil }
+    return number
+  }
+
+  /// "-6.52 dB" -> -6.52
+  private static func decibels(_ value: String) -> Double? {
+    var text = value
+    if text.lowercased().hasSuffix("db") { text = String(text.dropLast(2)).trimmingSpaces }
+    return number(text)
+  }
+}
+
+extension String {
+  var trimmingSpaces: String {
+    var scalars = Substring(self)
+    while let first = scalars.first, first.isWhitespace || first == "\0" { scalars.removeFirst() }
+    while let last = scalars.last, last.isWhitespace || last == "\0" { scalars.removeLast() }
+    return String(scalars)
+  }
+}

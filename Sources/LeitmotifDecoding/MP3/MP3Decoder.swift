@@ -1,0 +1,219 @@
+import CMPG123
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// MPEG audio (MP3) through libmpg123. This is the only file that calls libmpg123.
+///
+/// Owns one `mpg123_handle` and frees it with `mpg123_delete` in `deinit`. Reads go through
+/// `FileByteSource` by `mpg123_replace_reader_handle`. Output is Float32 at the file's own rate.
+///
+/// Length: with a LAME/Info tag libmpg123 trims encoder delay and padding (gapless) and knows the
+/// exact length at once. Without one its length is a guess from the file size, so the file is
+/// scanned (`mpg123_scan` walks every frame header) to make the length and seek index exact.
+/// Seeks are sample-accurate in both cases.
+final class MP3Decoder: AudioDecoder {
+  let containerFormat = ContainerFormat.mp3
+  let format: AudioFormat
+  let lengthFrames: Int64
+  private(set) var cursorFrames: Int64 = 0
+  let tags: AudioTags
+  private(set) var warnings: [String] = []
+  var path: String { source.path }
+  /// Whether the file carried gapless information (a LAME/Info tag), so nothing had to be scanned.
+  let hasGaplessInfo: Bool
+
+  /// Tags larger than this are skipped rather than parsed: a megabyte of ID3 is cover art or an
+  /// attack, never a title, and parsing it costs memory on the loading thread.
+  static let maximumParsedID3v2Bytes: Int64 = 1 << 20
+
+  private let source: FileByteSource
+  private let handle: OpaquePointer
+  private var ended = false
+
+  init(source: FileByteSource, id3v2SizeBytes: Int64) throws(DecodeError) {
+    self.source = source
+    var code: Int32 = 0
+    guard let handle = mpg123_new(nil, &code) else {
+      throw DecodeError(path: source.path, reason: .unsupported("libmpg123 could not create a decoder"), code: code)
+    }
+    self.handle = handle
+    var flags = MPG123_QUIET.rawValue | MPG123_GAPLESS.rawValue | MPG123_NO_FRANKENSTEIN.rawValue
+    if id3v2SizeBytes > Self.maximumParsedID3v2Bytes {
+      flags |= MPG123_SKIP_ID3V2.rawValue
+      warnings.append("ID3v2 tag of \(id3v2SizeBytes) bytes is over 1 MiB: skipped, tags not read")
+    }
+    var failure: DecodeError? = nil
+    func check(_ result: Int32, _ action: String) {
+      if result != MPG123_OK.rawValue && failure == nil {
+        failure = Self.error(result, handle: handle, path: source.path, during: action)
+      }
+    }
+    check(mpg123_param2(handle, Int32(MPG123_ADD_FLAGS.rawValue), Int(flags), 0), "configuring")
+    check(mpg123_format_none(handle), "configuring")
+    check(
+      mpg123_format2(handle, 0, Int32(MPG123_MONO.rawValue | MPG123_STEREO.rawValue), Int32(MPG123_ENC_FLOAT_32.rawValue)),
+      "configuring")
+    check(
+      mpg123_replace_reader_handle(
+        handle,
+        { datasource, buffer, count in
+          let source = Unmanaged<FileByteSource>.fromOpaque(datasource!).takeUnretainedValue()
+          return source.read(into: buffer!, count: count)
+        },
+        { datasource, offset, whence in
+          let source = Unmanaged<FileByteSource>.fromOpaque(datasource!).takeUnretainedValue()
+          return off_t(source.seek(offset: Int64(offset), whence: whence))
+        },
+        nil),  // FileByteSource closes its own descriptor
+      "installing the reader")
+    check(mpg123_open_handle(handle, Unmanaged.passUnretained(source).toOpaque()), "opening")
+    var rate = 0
+    var channels: Int32 = 0
+    var encoding: Int32 = 0
+    check(mpg123_getformat(handle, &rate, &channels, &encoding), "reading the first frame")
+    if let failure {
+      mpg123_delete(handle)
+      throw failure
+    }
+    guard rate > 0, channels == 1 || channels == 2 else {
+      mpg123_delete(handle)
+      throw DecodeError(path: source.path, reason: .corrupt("no valid MPEG audio frame"))
+    }
+    format = AudioFormat(sampleRate: rate, channelCount: Int(channels))
+
+    var accurate = 0
+    var unusedFloat = 0.0
+    mpg123_getstate2(handle, Int32(MPG123_ACCURATE.rawValue), &accurate, &unusedFloat)
+    var encoderDelay = -1
+    mpg123_getstate2(handle, Int32(MPG123_ENC_DELAY.rawValue), &encoderDelay, &unusedFloat)
+    hasGaplessInfo = encoderDelay >= 0
+    if accurate == 0 || !hasGaplessInfo {
+      let scanned = mpg123_scan(handle)
+      if scanned != MPG123_OK.rawValue {
+        let error = Self.error(scanned, handle: handle, path: source.path, during: "scanning")
+        mpg123_delete(handle)
+        throw error
+      }
+    }
+    let length = Int64(mpg123_length(handle))
+    guard length > 0 else {
+      mpg123_delete(handle)
+      throw DecodeError(path: source.path, reason: .corrupt("no decodable MPEG audio frames"))
+    }
+    lengthFrames = length
+
+    var collector = TagCollector()
+    Self.readTags(handle, into: &collector)
+    tags = collector.finished(lengthFrames: length)
+  }
+
+  deinit { mpg123_delete(handle) }
+
+  func readFrames(into buffer: UnsafeMutablePointer<Float>, frameCapacity: Int) throws(DecodeError) -> Int {
+    guard !ended else { return 0 }
+    let bytesPerFrame = 4 * format.channelCount
+    let capacityBytes = frameCapacity * bytesPerFrame
+    let bytes = UnsafeMutableRawPointer(buffer).assumingMemoryBound(to: UInt8.self)
+    var filled = 0
+    while filled < capacityBytes {
+      var done = 0
+      let result = mpg123_read(handle, bytes + filled, capacityBytes - filled, &done)
+      filled += done
+      if result == MPG123_OK.rawValue { continue }
+      if result == MPG123_DONE.rawValue {
+        ended = true
+        break
+      }
+      if result == MPG123_NEW_FORMAT.rawValue {
+        var rate = 0
+        var channels: Int32 = 0
+        var encoding: Int32 = 0
+        mpg123_getformat(handle, &rate, &channels, &encoding)
+        if rate != format.sampleRate || Int(channels) != format.channelCount {
+          // A stream that changes its nature mid-way is ended here (no Frankenstein streams).
+          warnings.append("the stream changes format at frame \(cursorFrames + Int64(filled / bytesPerFrame)); ended there")
+          ended = true
+          break
+        }
+        continue
+      }
+      cursorFrames += Int64(filled / bytesPerFrame)
+      throw Self.error(result, handle: handle, path: path, during: "decoding")
+    }
+    let frames = filled / bytesPerFrame
+    cursorFrames += Int64(frames)
+    return frames
+  }
+
+  func seek(toFrame frame: Int64) throws(DecodeError) {
+    guard frame >= 0 && frame <= lengthFrames else {
+      throw DecodeError(path: path, reason: .seekOutOfRange(frame: frame, lengthFrames: lengthFrames))
+    }
+    let result = mpg123_seek(handle, off_t(frame), SEEK_SET)
+    guard result >= 0 else {
+      throw Self.error(Int32(result), handle: handle, path: path, during: "seeking to frame \(frame)")
+    }
+    ended = false
+    cursorFrames = frame
+  }
+
+  /// ID3v2 text frames mapped onto the Vorbis comment names `TagCollector` speaks; ID3v1 as a fallback.
+  private static func readTags(_ handle: OpaquePointer, into collector: inout TagCollector) {
+    guard (mpg123_meta_check(handle) & MPG123_ID3) != 0 else { return }
+    var version1: UnsafeMutablePointer<mpg123_id3v1>? = nil
+    var version2: UnsafeMutablePointer<mpg123_id3v2>? = nil
+    guard mpg123_id3(handle, &version1, &version2) == MPG123_OK.rawValue else { return }
+    let names: [String: String] = [
+      "TIT2": "TITLE", "TPE1": "ARTIST", "TALB": "ALBUM", "TPE2": "ALBUMARTIST", "TCON": "GENRE",
+      "TCOM": "COMPOSER", "TRCK": "TRACKNUMBER", "TPOS": "DISCNUMBER", "TBPM": "BPM",
+    ]
+    if let tag = version2?.pointee {
+      for index in 0..<tag.texts {
+        let text = tag.text[index]
+        let id = withUnsafeBytes(of: text.id) { String(decoding: $0, as: UTF8.self) }
+        if let name = names[id], let value = string(text.text) { collector.add(name: name, value: value) }
+      }
+      for index in 0..<tag.extras {
+        let extra = tag.extra[index]
+        if let name = string(extra.description), let value = string(extra.text) {
+          collector.add(name: name, value: value)
+        }
+      }
+    }
+    if let tag = version1?.pointee {
+      func field<T>(_ value: T) -> String {
+        withUnsafeBytes(of: value) { raw in
+          let bytes = raw.prefix(while: { $0 != 0 })
+          return String(decoding: bytes, as: UTF8.self)
+        }
+      }
+      // add() keeps the first value, so ID3v2's text wins over ID3v1's truncated one.
+      collector.add(name: "TITLE", value: field(tag.title))
+      collector.add(name: "ARTIST", value: field(tag.artist))
+      collector.add(name: "ALBUM", value: field(tag.album))
+    }
+  }
+
+  private static func string(_ value: mpg123_string) -> String? {
+    guard let pointer = value.p, value.fill > 1 else { return nil }
+    // `fill` counts the terminating NUL, and after libmpg123 converts UTF-16 (lame writes TXXX
+    // descriptions that way) more than one: "LOOPSTART\0\0". Stop at the first NUL.
+    let bytes = UnsafeRawBufferPointer(start: pointer, count: value.fill - 1).prefix { $0 != 0 }
+    return bytes.isEmpty ? nil : String(decoding: bytes, as: UTF8.self)
+  }
+
+  /// The single place libmpg123's codes become `DecodeError`s.
+  private static func error(_ result: Int32, handle: OpaquePointer, path: String, during action: String) -> DecodeError {
+    let code = result == MPG123_ERR.rawValue ? mpg123_errcode(handle) : result
+    let text = mpg123_plain_strerror(code).map { String(cString: $0) } ?? "unknown error"
+    if code == MPG123_RESYNC_FAIL.rawValue || code == MPG123_OUT_OF_SYNC.rawValue {
+      return DecodeError(path: path, reason: .corrupt("no MPEG audio stream found (\(text)) while \(action)"), code: code)
+    }
+    if code == MPG123_NO_SEEK.rawValue || code == MPG123_NO_SEEK_FROM_END.rawValue {
+      return DecodeError(path: path, reason: .unsupported("\(text) while \(action)"), code: code)
+    }
+    return DecodeError(path: path, reason: .corrupt("\(text) while \(action)"), code: code)
+  }
+}

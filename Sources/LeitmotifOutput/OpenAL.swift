@@ -1,0 +1,98 @@
+import COpenAL
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// The one place Leitmotif talks to OpenAL Soft (1.19.1 on Debian 12: see shared/NOTES.md).
+///
+/// Every `al*`/`alc*` call in the package is made by a type in this module; each reads the error
+/// state right after its group of calls and turns it into an `OutputError` here, once.
+///
+/// Contexts: Leitmotif never makes a context process-current. Each thread that makes AL calls sets
+/// its own with `alcSetThreadContext` (ALC_EXT_thread_local_context), so several engines (a game's
+/// and a test's loopback renders) can run in one process at once.
+enum OpenAL {
+  /// Clears and returns the AL error state of the calling thread's context.
+  @inline(__always)
+  static func takeError() -> ALenum { alGetError() }
+
+  /// Throws if the last group of AL calls set an error.
+  static func check(_ operation: @autoclosure () -> String, device: String? = nil) throws(OutputError) {
+    let code = alGetError()
+    if code != AL_NO_ERROR {
+      throw OutputError(.callFailed, operation: operation(), device: device, code: code)
+    }
+  }
+
+  static func errorName(_ code: Int32) -> String {
+    switch code {
+    case AL_INVALID_NAME: return "AL_INVALID_NAME"
+    case AL_INVALID_ENUM: return "AL_INVALID_ENUM"
+    case AL_INVALID_VALUE: return "AL_INVALID_VALUE"
+    case AL_INVALID_OPERATION: return "AL_INVALID_OPERATION"
+    case AL_OUT_OF_MEMORY: return "AL_OUT_OF_MEMORY"
+    case ALC_INVALID_DEVICE: return "ALC_INVALID_DEVICE"
+    case ALC_INVALID_CONTEXT: return "ALC_INVALID_CONTEXT"
+    default: return "OpenAL error 0x\(String(code, radix: 16))"
+    }
+  }
+}
+
+/// Decides, once per process and before the first OpenAL call, which backend OpenAL Soft may use.
+///
+/// OpenAL Soft 1.19 picks its playback backend when it first initialises and never again: if that
+/// backend (ALSA, usually) cannot open a device, `alcOpenDevice(NULL)` fails for the rest of the
+/// process, and ALSA prints its complaints on stderr. So on a machine with no sign of a sound
+/// system (no /dev/snd playback node, no PulseAudio or PipeWire socket) Leitmotif asks for the
+/// null backend ("No Output") up front, which still runs in real time. A user's own
+/// `ALSOFT_DRIVERS` is always respected. The library never prints, so OpenAL Soft's own logging is
+/// silenced unless `ALSOFT_LOGLEVEL` is set.
+public enum OpenALRuntime {
+  public struct Setup: Sendable {
+    /// True when no sound system was found and the null backend was chosen.
+    public var choseHeadless: Bool
+    /// What was found, for the one-line notice the engine reports.
+    public var reason: String
+  }
+
+  private static let setup: Setup = {
+    if getenv("ALSOFT_LOGLEVEL") == nil { setenv("ALSOFT_LOGLEVEL", "0", 1) }
+    if let drivers = getenv("ALSOFT_DRIVERS") {
+      let value = String(cString: drivers)
+      return Setup(choseHeadless: value == "null", reason: "ALSOFT_DRIVERS=\(value)")
+    }
+    if soundSystemPresent() { return Setup(choseHeadless: false, reason: "a sound system is present") }
+    setenv("ALSOFT_DRIVERS", "null", 1)
+    return Setup(choseHeadless: true, reason: "no sound card or sound server found")
+  }()
+
+  /// Runs the one-time set-up (idempotent) and says what it decided.
+  @discardableResult
+  public static func prepare() -> Setup { setup }
+
+  private static func soundSystemPresent() -> Bool {
+    if let entries = try? directoryEntries("/dev/snd"), entries.contains(where: { $0.hasPrefix("pcmC") && $0.hasSuffix("p") }) {
+      return true
+    }
+    var sockets: [String] = []
+    if let runtime = getenv("XDG_RUNTIME_DIR").map({ String(cString: $0) }) {
+      sockets += ["\(runtime)/pulse/native", "\(runtime)/pipewire-0"]
+    }
+    if let server = getenv("PULSE_SERVER").map({ String(cString: $0) }), !server.isEmpty { return true }
+    return sockets.contains { access($0, F_OK) == 0 }
+  }
+
+  private static func directoryEntries(_ path: String) throws -> [String] {
+    guard let directory = opendir(path) else { return [] }
+    defer { closedir(directory) }
+    var names: [String] = []
+    while let entry = readdir(directory) {
+      let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+        String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+      }
+      names.append(name)
+    }
+    return names
+  }
+}

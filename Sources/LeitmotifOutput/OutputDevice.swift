@@ -1,0 +1,153 @@
+import COpenAL
+
+/// An open OpenAL device and the one context Leitmotif mixes in. Frees both in `deinit`.
+///
+/// Three kinds: a real playback device (the default or a named one), the headless null backend
+/// (OpenAL Soft's "No Output", which mixes in real time and discards), and a loopback device
+/// (ALC_SOFT_loopback) that mixes only when `render` is called: faster than real time and
+/// deterministic, for offline renders and tests.
+///
+/// Thread safety: the methods may be called from any thread; each call makes this device's context
+/// current for the calling thread first (`alcSetThreadContext`).
+public final class OutputDevice: @unchecked Sendable {
+  public enum Kind: String, Sendable, Equatable {
+    case playback
+    case headless
+    case loopback
+  }
+
+  public let kind: Kind
+  /// The device's name as OpenAL reports it.
+  public let name: String
+  /// The mixing rate in frames per second.
+  public let sampleRate: Int
+  /// How many frames OpenAL mixes at once: the update period of a real device, or the render
+  /// size a loopback renderer uses (set by the renderer). Gain changes ramp over one period.
+  public var mixPeriodFrames: Int
+
+  let device: OpaquePointer
+  let context: OpaquePointer
+
+  private init(kind: Kind, device: OpaquePointer, context: OpaquePointer, sampleRate: Int, mixPeriodFrames: Int) {
+    self.kind = kind
+    self.device = device
+    self.context = context
+    self.sampleRate = sampleRate
+    self.mixPeriodFrames = mixPeriodFrames
+    self.name = alcGetString(device, ALC_DEVICE_SPECIFIER).map { String(cString: $0) } ?? "unknown"
+  }
+
+  deinit {
+    if alcGetThreadContext() == context { alcSetThreadContext(nil) }
+    alcDestroyContext(context)
+    alcCloseDevice(device)
+  }
+
+  /// Opens a real-time device: the default (`name == nil`) or the named one.
+  ///
+  /// On a machine without a sound system `OpenALRuntime` has already chosen the null backend,
+  /// so this gives the headless device; the result's `kind` says which it is.
+  /// - Throws: `OutputError.deviceUnavailable` when OpenAL cannot open the device.
+  public static func openPlayback(named name: String? = nil) throws(OutputError) -> OutputDevice {
+    let setup = OpenALRuntime.prepare()
+    guard let device = alcOpenDevice(name) else {
+      throw OutputError(.deviceUnavailable, operation: "alcOpenDevice", device: name ?? "default", code: nil)
+    }
+    guard let context = alcCreateContext(device, nil) else {
+      let code = alcGetError(device)
+      alcCloseDevice(device)
+      throw OutputError(.contextFailed, operation: "alcCreateContext", device: name ?? "default", code: code)
+    }
+    var frequency: ALCint = 0
+    var refresh: ALCint = 0
+    alcGetIntegerv(device, ALC_FREQUENCY, 1, &frequency)
+    alcGetIntegerv(device, ALC_REFRESH, 1, &refresh)
+    let rate = frequency > 0 ? Int(frequency) : 44_100
+    let period = refresh > 0 ? rate / Int(refresh) : 1024
+    let kind: Kind = setup.choseHeadless ? .headless : .playback
+    let output = OutputDevice(kind: kind, device: device, context: context, sampleRate: rate, mixPeriodFrames: period)
+    try output.configureSources()
+    return output
+  }
+
+  /// Opens a loopback device mixing stereo Float32 at `sampleRate`, with the output limiter and
+  /// HRTF off so that a stereo source at the device's rate comes out bit-exact.
+  /// - Throws: `OutputError.formatUnsupported` if OpenAL cannot render that rate.
+  public static func openLoopback(sampleRate: Int, renderFrames: Int = 1024) throws(OutputError) -> OutputDevice {
+    OpenALRuntime.prepare()
+    guard let device = alcLoopbackOpenDeviceSOFT(nil) else {
+      throw OutputError(.deviceUnavailable, operation: "alcLoopbackOpenDeviceSOFT", device: "loopback")
+    }
+    guard alcIsRenderFormatSupportedSOFT(device, ALCsizei(sampleRate), ALC_STEREO_SOFT, ALC_FLOAT_SOFT) != 0 else {
+      alcCloseDevice(device)
+      throw OutputError(.formatUnsupported, operation: "alcIsRenderFormatSupportedSOFT(\(sampleRate) Hz)", device: "loopback")
+    }
+    let attributes: [ALCint] = [
+      ALC_FORMAT_CHANNELS_SOFT, ALC_STEREO_SOFT,
+      ALC_FORMAT_TYPE_SOFT, ALC_FLOAT_SOFT,
+      ALC_FREQUENCY, ALCint(sampleRate),
+      ALC_OUTPUT_LIMITER_SOFT, ALC_FALSE,
+      ALC_HRTF_SOFT, ALC_FALSE,
+      0,
+    ]
+    guard let context = alcCreateContext(device, attributes) else {
+      let code = alcGetError(device)
+      alcCloseDevice(device)
+      throw OutputError(.contextFailed, operation: "alcCreateContext", device: "loopback", code: code)
+    }
+    let output = OutputDevice(
+      kind: .loopback, device: device, context: context, sampleRate: sampleRate, mixPeriodFrames: renderFrames)
+    try output.configureSources()
+    return output
+  }
+
+  private func configureSources() throws(OutputError) {
+    makeCurrent()
+    // Music is not placed in space: distance attenuation off for every source.
+    alDistanceModel(AL_NONE)
+    try OpenAL.check("alDistanceModel", device: name)
+  }
+
+  /// Makes this device's context current for the calling thread.
+  @inline(__always)
+  public func makeCurrent() {
+    if alcGetThreadContext() != context { alcSetThreadContext(context) }
+  }
+
+  /// False once OpenAL reports the device gone (ALC_EXT_disconnect). Loopback devices never go.
+  public var isConnected: Bool {
+    var connected: ALCint = 1
+    alcGetIntegerv(device, ALC_CONNECTED, 1, &connected)
+    return connected != 0
+  }
+
+  /// The device clock in nanoseconds (ALC_SOFT_device_clock): how much audio has been mixed.
+  /// On a loopback device it is exactly frames rendered / rate.
+  public var clockNanoseconds: Int64 {
+    var value: ALCint64SOFT = 0
+    alcGetInteger64vSOFT(device, ALC_DEVICE_CLOCK_SOFT, 1, &value)
+    return value
+  }
+
+  /// Mixes `frameCount` stereo Float32 frames into `buffer` (loopback devices only).
+  public func render(into buffer: UnsafeMutablePointer<Float>, frameCount: Int) {
+    precondition(kind == .loopback, "render(into:frameCount:) needs a loopback device")
+    alcRenderSamplesSOFT(device, buffer, ALCsizei(frameCount))
+  }
+
+  /// The names of the playback devices OpenAL can open.
+  public static func playbackDeviceNames() -> [String] {
+    OpenALRuntime.prepare()
+    guard let list = alcGetString(nil, ALC_ALL_DEVICES_SPECIFIER) ?? alcGetString(nil, ALC_DEVICE_SPECIFIER) else {
+      return []
+    }
+    var names: [String] = []
+    var cursor = list
+    while cursor.pointee != 0 {
+      let name = String(cString: cursor)
+      names.append(name)
+      cursor += name.utf8.count + 1
+    }
+    return names
+  }
+}

@@ -1,0 +1,170 @@
+import Foundation
+
+/// Sample encodings a WAV file can be written in.
+public enum WAVSampleFormat: String, Sendable, CaseIterable {
+  /// IEEE 32-bit float (format tag 3): what OpenAL renders, bit for bit.
+  case float32 = "f32"
+  /// 16-bit signed integer (format tag 1), rounded and clamped from float.
+  case int16 = "s16"
+}
+
+/// Writes interleaved Float32 frames to a RIFF/WAVE file, streaming: the header's sizes are
+/// patched when the writer is finished, so a 60-minute render never sits in memory.
+///
+/// Owns one `FileHandle`. Thread safety: one thread at a time.
+public final class WAVWriter {
+  public let path: String
+  public let sampleRate: Int
+  public let channelCount: Int
+  public let sampleFormat: WAVSampleFormat
+  public private(set) var framesWritten: Int64 = 0
+  private let handle: FileHandle
+  private var scratch: [UInt8] = []
+  private var finished = false
+
+  /// Creates (or truncates) the file at `path` and writes a provisional header.
+  /// - Throws: `CocoaError` from Foundation when the file cannot be created.
+  public init(path: String, sampleRate: Int, channelCount: Int, sampleFormat: WAVSampleFormat) throws {
+    self.path = path
+    self.sampleRate = sampleRate
+    self.channelCount = channelCount
+    self.sampleFormat = sampleFormat
+    guard FileManager.default.createFile(atPath: path, contents: nil) else {
+      throw CocoaError(.fileWriteNoPermission, userInfo: [NSFilePathErrorKey: path])
+    }
+    handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+    try handle.write(contentsOf: header(dataBytes: 0))
+  }
+
+  deinit { try? finish() }
+
+  private var bytesPerSample: Int { sampleFormat == .float32 ? 4 : 2 }
+
+  /// Appends `frameCount` interleaved frames.
+  public func write(_ samples: UnsafeBufferPointer<Float>, frameCount: Int) throws {
+    let sampleCount = frameCount * channelCount
+    scratch.removeAll(keepingCapacity: true)
+    scratch.reserveCapacity(sampleCount * bytesPerSample)
+    switch sampleFormat {
+    case .float32:
+      #if _endian(little)
+        // Float32 little-endian is the file's layout already: one copy, no per-sample work.
+        scratch.append(contentsOf: UnsafeRawBufferPointer(start: samples.baseAddress, count: sampleCount * 4))
+      #else
+        for index in 0..<sampleCount {
+          withUnsafeBytes(of: samples[index].bitPattern.littleEndian) { scratch.append(contentsOf: $0) }
+        }
+      #endif
+    case .int16:
+      for index in 0..<sampleCount {
+        let value = Int16((max(-1, min(1, samples[index])) * 32767).rounded())
+        withUnsafeBytes(of: value.littleEndian) { scratch.append(contentsOf: $0) }
+      }
+    }
+    try handle.write(contentsOf: scratch)
+    framesWritten += Int64(frameCount)
+  }
+
+  /// Patches the header with the final sizes and closes the file. Called by `deinit` if forgotten.
+  public func finish() throws {
+    guard !finished else { return }
+    finished = true
+    try handle.seek(toOffset: 0)
+    try handle.write(contentsOf: header(dataBytes: Int(framesWritten) * channelCount * bytesPerSample))
+    try handle.close()
+  }
+
+  /// The RIFF header. Float files carry the 18-byte fmt chunk and the fact chunk that
+  /// WAVE_FORMAT_IEEE_FLOAT requires (tools such as sox warn without them).
+  private func header(dataBytes: Int) -> Data {
+    var data = Data()
+    func append<T: FixedWidthInteger>(_ value: T) { withUnsafeBytes(of: value.littleEndian) { data.append(contentsOf: $0) } }
+    let isFloat = sampleFormat == .float32
+    let blockAlign = channelCount * bytesPerSample
+    let formatChunkBytes = isFloat ? 18 : 16
+    let factChunkBytes = isFloat ? 12 : 0
+    data.append(contentsOf: Array("RIFF".utf8))
+    append(UInt32(truncatingIfNeeded: 4 + (8 + formatChunkBytes) + factChunkBytes + 8 + dataBytes))
+    data.append(contentsOf: Array("WAVEfmt ".utf8))
+    append(UInt32(formatChunkBytes))
+    append(UInt16(isFloat ? 3 : 1))
+    append(UInt16(channelCount))
+    append(UInt32(sampleRate))
+    append(UInt32(sampleRate * blockAlign))
+    append(UInt16(blockAlign))
+    append(UInt16(bytesPerSample * 8))
+    if isFloat {
+      append(UInt16(0))  // cbSize: no extension
+      data.append(contentsOf: Array("fact".utf8))
+      append(UInt32(4))
+      append(UInt32(truncatingIfNeeded: dataBytes / max(blockAlign, 1)))
+    }
+    data.append(contentsOf: Array("data".utf8))
+    append(UInt32(truncatingIfNeeded: dataBytes))
+    return data
+  }
+}
+
+/// A WAV file read back whole: for tests and tools that check what was rendered.
+public struct WAVFile: Sendable {
+  public var sampleRate: Int
+  public var channelCount: Int
+  /// Interleaved samples, converted to Float.
+  public var samples: [Float]
+  public var frameCount: Int { samples.count / max(channelCount, 1) }
+
+  public struct FormatError: Error, CustomStringConvertible {
+    public var path: String
+    public var reason: String
+    public var description: String { "\(path): \(reason)" }
+  }
+
+  /// Reads a PCM 16-bit or float 32-bit WAV file.
+  public init(path: String) throws {
+    let data = try Data(contentsOf: URL(fileURLWithPath: path))
+    let bytes = [UInt8](data)
+    func u32(_ at: Int) -> Int { Int(bytes[at]) | Int(bytes[at + 1]) << 8 | Int(bytes[at + 2]) << 16 | Int(bytes[at + 3]) << 24 }
+    func u16(_ at: Int) -> Int { Int(bytes[at]) | Int(bytes[at + 1]) << 8 }
+    guard bytes.count >= 12, bytes.starts(with: Array("RIFF".utf8)), Array(bytes[8..<12]) == Array("WAVE".utf8) else {
+      throw FormatError(path: path, reason: "not a RIFF/WAVE file")
+    }
+    var offset = 12
+    var formatTag = 0, channels = 0, rate = 0, bits = 0
+    var samples: [Float] = []
+    while offset + 8 <= bytes.count {
+      let id = String(decoding: bytes[offset..<(offset + 4)], as: UTF8.self)
+      let size = u32(offset + 4)
+      let body = offset + 8
+      if id == "fmt " {
+        formatTag = u16(body)
+        channels = u16(body + 2)
+        rate = u32(body + 4)
+        bits = u16(body + 14)
+      } else if id == "data" {
+        let end = min(bytes.count, body + size)
+        if formatTag == 3 && bits == 32 {
+          samples.reserveCapacity((end - body) / 4)
+          var at = body
+          while at + 4 <= end {
+            samples.append(Float(bitPattern: UInt32(u32(at))))
+            at += 4
+          }
+        } else if formatTag == 1 && bits == 16 {
+          samples.reserveCapacity((end - body) / 2)
+          var at = body
+          while at + 2 <= end {
+            samples.append(Float(Int16(bitPattern: UInt16(u16(at)))) / 32767)
+            at += 2
+          }
+        } else {
+          throw FormatError(path: path, reason: "unsupported WAV encoding (tag \(formatTag), \(bits) bits)")
+        }
+      }
+      offset = body + size + (size & 1)
+    }
+    guard channels > 0, rate > 0 else { throw FormatError(path: path, reason: "no fmt chunk") }
+    self.sampleRate = rate
+    self.channelCount = channels
+    self.samples = samples
+  }
+}

@@ -1,0 +1,247 @@
+import Foundation
+import LeitmotifFixtures
+import Testing
+
+@testable import Leitmotif
+
+@Suite("Offline rendering and the player on the loopback device")
+struct PlayerTests {
+  @Test("A stereo Vorbis file renders sample-identical to its decode at its own rate, rate 1, f32")
+  func vorbisRenderIsIdenticalToDecode() throws {
+    let directory = try TemporaryDirectory()
+    let path = try EngineHarness.vorbisTone(in: directory, seconds: 2.3)
+    try assertRenderIdentical(path, directory: directory)
+  }
+
+  @Test("A stereo MP3 (LAME tag) renders sample-identical to its decode")
+  func mp3RenderIsIdenticalToDecode() throws {
+    let directory = try TemporaryDirectory()
+    let fixtures = try #require(Bundle.module.url(forResource: "Fixtures", withExtension: nil))
+    try assertRenderIdentical(fixtures.appendingPathComponent("lame-44100-stereo.mp3").path, directory: directory)
+  }
+
+  private func assertRenderIdentical(_ path: String, directory: TemporaryDirectory) throws {
+    let (decoded, format) = try EngineHarness.decodeAll(path)
+    let out = directory.file("render.wav")
+    let result = try OfflineRenderer.render(path: path, to: out)
+    let rendered = try WAVFile(path: out)
+    #expect(rendered.sampleRate == format.sampleRate)
+    #expect(Int(result.framesWritten) == decoded.count / 2)
+    #expect(rendered.samples.count == decoded.count)
+    let mismatch = rendered.samples.indices.first { rendered.samples[$0] != decoded[$0] }
+    #expect(mismatch == nil, "first differing sample at \(mismatch ?? -1)")
+  }
+
+  @Test("Loopback rendering is deterministic: same input, same bytes")
+  func loopbackIsDeterministic() throws {
+    let directory = try TemporaryDirectory()
+    let path = try EngineHarness.vorbisTone(in: directory, seconds: 1.5)
+    var options = OfflineRenderer.Options()
+    options.sampleRate = 44_100  // resampled by OpenAL: still deterministic
+    options.rate = 1.3
+    options.sampleFormat = .int16
+    _ = try OfflineRenderer.render(path: path, to: directory.file("a.wav"), options: options)
+    _ = try OfflineRenderer.render(path: path, to: directory.file("b.wav"), options: options)
+    let first = try Data(contentsOf: URL(fileURLWithPath: directory.file("a.wav")))
+    let second = try Data(contentsOf: URL(fileURLWithPath: directory.file("b.wav")))
+    #expect(first.count > 44_100)
+    #expect(first == second)
+  }
+
+  @Test("Rate 2.0 plays a 10 s file in 5 s, within one block")
+  func doubleRateHalvesTheDuration() throws {
+    let directory = try TemporaryDirectory()
+    let path = try EngineHarness.vorbisTone(in: directory, seconds: 10, frequency: 220)
+    let engine = try EngineHarness.offlineEngine()
+    let player = try Player(engine: engine, item: MediaItem(path: path))
+    try player.setCurrentPlaybackRate(2)
+    #expect(player.currentPlaybackRate == 2)
+    var framesUntilEnd = 0
+    var output: [Float] = []
+    while player.playbackState == .playing && framesUntilEnd < 48_000 * 8 {
+      output += EngineHarness.render(engine, frames: EngineHarness.renderFrames)
+      framesUntilEnd += EngineHarness.renderFrames
+    }
+    #expect(player.playbackState == .stopped)
+    let lastSound = (output.lastIndex { abs($0) > 1e-4 } ?? 0) / 2
+    #expect(abs(lastSound - 240_000) <= Voice.framesPerBuffer, "sound ended at frame \(lastSound)")
+    #expect(abs(framesUntilEnd - 240_000) <= Voice.framesPerBuffer + EngineHarness.renderFrames)
+  }
+
+  @Test("Pause, resume, stop and seek leave no step louder than -40 dBFS")
+  func transportIsClickFree() throws {
+    let directory = try TemporaryDirectory()
+    // 30 Hz at half scale: its own largest step is 0.002, so any click stands out against 0.01.
+    let path = try EngineHarness.vorbisTone(in: directory, seconds: 6, frequency: 30)
+    let engine = try EngineHarness.offlineEngine()
+    let player = try Player(engine: engine, item: MediaItem(path: path))
+    player.play()
+    var output = EngineHarness.render(engine, seconds: 0.77)
+    player.pause()
+    output += EngineHarness.render(engine, seconds: 0.3)
+    let pausedTail = EngineHarness.render(engine, seconds: 0.2)
+    #expect(EngineHarness.peak(pausedTail[...]) == 0, "silent while paused")
+    output += pausedTail
+    let pausedAt = player.currentPlaybackTime
+    player.play()
+    output += EngineHarness.render(engine, seconds: 0.41)
+    player.currentPlaybackTime = 3.123
+    output += EngineHarness.render(engine, seconds: 0.5)
+    player.stop()
+    output += EngineHarness.render(engine, seconds: 0.3)
+    #expect(player.currentPlaybackTime == 0)
+    player.play()
+    output += EngineHarness.render(engine, seconds: 0.5)
+
+    let minus40dBFS: Float = 0.01
+    let step = EngineHarness.largestStep(output)
+    #expect(step < minus40dBFS, "largest step \(step)")
+    #expect(pausedAt > 0.7 && pausedAt < 0.85, "paused at \(pausedAt)")
+    #expect(EngineHarness.peak(output[...]) > 0.4, "the music was heard")
+  }
+
+  @Test("The same transport without the fades would click: the measure can fail")
+  func hardCutIsDetected() {
+    var signal = ToneGenerator.sine(frequency: 30, amplitude: 0.5, frameCount: 48_000, format: .stereo48000)
+    for index in 30_000..<signal.count { signal[index] = 0 }
+    #expect(EngineHarness.largestStep(signal) > 0.01)
+  }
+
+  @Test("currentPlaybackTime is exact: frames rendered while playing, and a seek lands on its frame")
+  func positionIsExact() throws {
+    let directory = try TemporaryDirectory()
+    let path = try EngineHarness.vorbisTone(in: directory, seconds: 4)
+    let (decoded, _) = try EngineHarness.decodeAll(path)
+    let engine = try EngineHarness.offlineEngine()
+    let player = try Player(engine: engine, item: MediaItem(path: path))
+    player.play()
+    _ = EngineHarness.render(engine, frames: 10 * EngineHarness.renderFrames)
+    #expect(player.currentPlaybackTime == Double(10 * EngineHarness.renderFrames) / 48_000)
+
+    // Seek while paused to frame 77_777, then play: after the fade-in the output is the decode
+    // from that frame on, sample for sample.
+    player.pause()
+    _ = EngineHarness.render(engine, frames: 4 * EngineHarness.renderFrames)
+    let target = 77_777
+    player.currentPlaybackTime = Double(target) / 48_000
+    #expect(player.currentPlaybackTime == Double(target) / 48_000)
+    _ = EngineHarness.render(engine, frames: EngineHarness.renderFrames)
+    #expect(player.currentPlaybackTime == Double(target) / 48_000)
+    player.play()
+    let output = EngineHarness.render(engine, frames: 8 * EngineHarness.renderFrames)
+    // The source starts at the first render after play, at gain 0 (a source's first mix is not
+    // ramped); the fade-in ramps over the next renders, and from the third on the gain is 1.
+    #expect(EngineHarness.peak(output[0..<(2 * EngineHarness.renderFrames)]) == 0)
+    for frame in (3 * EngineHarness.renderFrames)..<(8 * EngineHarness.renderFrames) {
+      let sourceFrame = target + frame
+      if output[2 * frame] != decoded[2 * sourceFrame] {
+        Issue.record("frame \(frame): \(output[2 * frame]) != decode[\(sourceFrame)] \(decoded[2 * sourceFrame])")
+        break
+      }
+    }
+  }
+
+  @Test("Rates outside (0, 4] are refused with a clear error; 0 pauses")
+  func rateValidation() throws {
+    let directory = try TemporaryDirectory()
+    let path = try EngineHarness.vorbisTone(in: directory, seconds: 1)
+    let engine = try EngineHarness.offlineEngine()
+    let player = try Player(engine: engine, item: MediaItem(path: path))
+    for bad: Float in [-1, 4.01, .nan, .infinity] {
+      #expect(throws: PlayerError.self) { try player.setCurrentPlaybackRate(bad) }
+    }
+    #expect(PlayerError.rateOutOfRange(5).description.contains("(0, 4]"))
+    try player.setCurrentPlaybackRate(4)
+    #expect(player.playbackState == .playing)
+    try player.setCurrentPlaybackRate(0)
+    #expect(player.playbackState == .paused)
+  }
+
+  @Test("Playback-state notifications arrive in order, as callbacks and as an AsyncStream")
+  func notificationsInOrder() async throws {
+    let directory = try TemporaryDirectory()
+    let path = try EngineHarness.vorbisTone(in: directory, seconds: 0.5)
+    let engine = try EngineHarness.offlineEngine()
+    let player = try Player(engine: engine, item: MediaItem(path: path))
+    let log = EventLog(player)
+    let stream = player.events
+    player.play()
+    _ = EngineHarness.render(engine, seconds: 0.1)
+    player.pause()
+    player.play()
+    _ = EngineHarness.render(engine, seconds: 1)  // plays to the end
+    player.waitForNotifications()
+    #expect(log.states == [.playing, .paused, .playing, .stopped])
+    #expect(log.all.contains { if case .itemEnded = $0 { true } else { false } })
+    var streamed: [PlaybackState] = []
+    for await event in stream {
+      if case .playbackStateChanged(let state) = event { streamed.append(state) }
+      if streamed.count == 4 { break }
+    }
+    #expect(streamed == log.states)
+  }
+
+  @Test("Scanning forward moves faster than real time; endSeeking restores the state before")
+  func scanning() throws {
+    let directory = try TemporaryDirectory()
+    let path = try EngineHarness.vorbisTone(in: directory, seconds: 20, frequency: 30)
+    let engine = try EngineHarness.offlineEngine()
+    let player = try Player(engine: engine, item: MediaItem(path: path))
+    player.play()
+    _ = EngineHarness.render(engine, seconds: 0.5)
+    player.beginSeekingForward()
+    #expect(player.playbackState == .seekingForward)
+    var output = EngineHarness.render(engine, seconds: 2)
+    let scanned = player.currentPlaybackTime
+    #expect(scanned > 4, "after 2 s of scanning from 0.5 s the position is \(scanned)")
+    player.endSeeking()
+    #expect(player.playbackState == .playing)
+    player.beginSeekingBackward()
+    output += EngineHarness.render(engine, seconds: 1.5)
+    #expect(player.currentPlaybackTime < scanned)
+    player.endSeeking()
+    output += EngineHarness.render(engine, seconds: 0.3)
+    #expect(EngineHarness.largestStep(output) < 0.01, "scans jump with fades too")
+  }
+
+  @Test("A file that cannot be opened fails its item with a typed error; the engine goes on")
+  func failingItemDoesNotStopTheEngine() throws {
+    let directory = try TemporaryDirectory()
+    let engine = try EngineHarness.offlineEngine()
+    let broken = try Player(engine: engine, item: MediaItem(path: directory.file("missing.ogg")))
+    let log = EventLog(broken)
+    broken.play()
+    _ = EngineHarness.render(engine, seconds: 0.1)
+    broken.waitForNotifications()
+    let failure = log.all.compactMap { if case .itemFailed(let error) = $0 { error } else { nil } }.first
+    #expect(failure?.reason == .fileNotFound)
+    #expect(failure?.path == directory.file("missing.ogg"))
+    #expect(broken.playbackState == .stopped)
+
+    let path = try EngineHarness.vorbisTone(in: directory, seconds: 0.5)
+    let good = try Player(engine: engine, item: MediaItem(path: path))
+    good.play()
+    let output = EngineHarness.render(engine, seconds: 0.3)
+    #expect(EngineHarness.peak(output[...]) > 0.3)
+  }
+
+  @Test("A file damaged in the middle ends its item early; the process goes on")
+  func damagedMidway() throws {
+    let directory = try TemporaryDirectory()
+    let path = try EngineHarness.vorbisTone(in: directory, seconds: 3)
+    var bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+    let middle = bytes.count / 2
+    for index in middle..<(middle + 4000) { bytes[index] = UInt8(truncatingIfNeeded: index &* 31) }
+    try bytes.prefix(middle + 4000).write(to: URL(fileURLWithPath: path))
+    let engine = try EngineHarness.offlineEngine()
+    let player = try Player(engine: engine, item: MediaItem(path: path))
+    player.play()
+    var rendered = 0
+    while player.playbackState == .playing && rendered < 48_000 * 5 {
+      _ = EngineHarness.render(engine, frames: EngineHarness.renderFrames)
+      rendered += EngineHarness.renderFrames
+    }
+    #expect(player.playbackState == .stopped)
+    #expect(rendered < 48_000 * 3, "ended early, after \(rendered) frames")
+  }
+}

@@ -1,0 +1,90 @@
+import Foundation
+import LeitmotifFixtures
+import Testing
+
+@testable import Leitmotif
+
+/// The real-time path: the default device (headless on a machine without a sound card), the
+/// streaming thread, underruns and device loss. These run in real time, so they are short.
+@Suite("Real-time output", .serialized)
+struct RealtimeTests {
+  @Test("The default device opens, or falls back to the headless null output with a one-line notice")
+  func defaultDeviceOrHeadless() throws {
+    let log = DiagnosticLog()
+    let engine = try AudioEngine(output: .defaultDevice, diagnostics: log.handler)
+    if engine.initialDevice.kind == .headless {
+      let notices = log.all.filter { $0.severity == .notice }
+      #expect(notices.count == 1)
+      #expect(notices.first?.message.contains("headless") == true)
+      #expect(notices.first?.message.contains("\n") == false)
+    }
+    #expect(engine.sampleRate > 0)
+    engine.shutdown()
+  }
+
+  @Test("A named device that does not exist is a typed error, not a crash")
+  func missingNamedDevice() {
+    #expect(throws: OutputError.self) { _ = try AudioEngine(output: .namedDevice("No Such Device 1234")) }
+  }
+
+  @Test("Playback runs in real time and ends by itself")
+  func realTimePlayback() throws {
+    let directory = try TemporaryDirectory()
+    let path = try EngineHarness.vorbisTone(in: directory, seconds: 1.0)
+    let engine = try AudioEngine(output: .defaultDevice)
+    defer { engine.shutdown() }
+    let player = try Player(engine: engine, item: MediaItem(path: path))
+    let started = Date()
+    player.play()
+    #expect(EngineHarness.wait(seconds: 2) { player.isPreparedToPlay })
+    usleep(500_000)
+    let position = player.currentPlaybackTime
+    #expect(position > 0.2 && position < 0.8, "position after half a second: \(position)")
+    #expect(EngineHarness.wait(seconds: 3) { player.playbackState == .stopped })
+    let elapsed = Date().timeIntervalSince(started)
+    #expect(elapsed > 0.9 && elapsed < 2.5, "a 1 s item took \(elapsed) s")
+  }
+
+  @Test("An underrun restarts the source, is counted, and the item plays on")
+  func underrunIsRecovered() throws {
+    let directory = try TemporaryDirectory()
+    let path = try EngineHarness.vorbisTone(in: directory, seconds: 2.0)
+    let engine = try AudioEngine(output: .defaultDevice)
+    defer { engine.shutdown() }
+    let player = try Player(engine: engine, item: MediaItem(path: path))
+    let log = EventLog(player)
+    player.play()
+    #expect(EngineHarness.wait(seconds: 2) { player.currentPlaybackTime > 0.2 })
+    // About a third of a second is queued: a 700 ms stall drains it.
+    engine.stallStreamingThread(milliseconds: 700)
+    #expect(EngineHarness.wait(seconds: 4) { player.playbackState == .stopped })
+    player.waitForNotifications()
+    #expect(player.underrunCount >= 1)
+    #expect(log.all.contains { if case .underrun = $0 { true } else { false } })
+    #expect(log.all.contains { if case .itemEnded = $0 { true } else { false } })
+  }
+
+  @Test("A device disconnect is reported; the engine reopens the default device and resumes where it was")
+  func disconnectRecovery() throws {
+    let directory = try TemporaryDirectory()
+    let path = try EngineHarness.vorbisTone(in: directory, seconds: 4.0)
+    let log = DiagnosticLog()
+    let engine = try AudioEngine(output: .defaultDevice, diagnostics: log.handler)
+    defer { engine.shutdown() }
+    let player = try Player(engine: engine, item: MediaItem(path: path))
+    let events = EventLog(player)
+    player.play()
+    #expect(EngineHarness.wait(seconds: 2) { player.currentPlaybackTime > 1.0 })
+    let before = player.currentPlaybackTime
+    engine.simulateDeviceDisconnect()
+    #expect(EngineHarness.wait(seconds: 3) { log.all.contains { $0.message.contains("resumed") } })
+    #expect(log.all.contains { $0.message.contains("disconnected") })
+    usleep(200_000)
+    let after = player.currentPlaybackTime
+    #expect(after >= before, "resumed at \(after) s, was at \(before) s")
+    #expect(after < before + 1.5)
+    player.waitForNotifications()
+    #expect(events.states.contains(.interrupted))
+    #expect(player.playbackState == .playing)
+  }
+}
