@@ -87,7 +87,8 @@ final class BenchFiles {
       process.waitUntilExit()
       unlink(wavPath)
       guard process.terminationReason == .exit, process.terminationStatus == 0 else {
-        let why = process.terminationStatus == 127
+        let why =
+          process.terminationStatus == 127
           ? "the lame command was not found (apt-get install lame)"
           : "lame failed with status \(process.terminationStatus)"
         throw Failure(description: "cannot make \(path): \(why)")

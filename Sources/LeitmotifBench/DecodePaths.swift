@@ -19,6 +19,16 @@ enum DecodePath: CaseIterable {
   /// A whole offline render: decoder, streaming loop, OpenAL loopback mix and the WAV written.
   case render
 
+  /// The path named `raw`, `engine` or `render`.
+  init?(name: String) {
+    switch name {
+    case "raw": self = .raw
+    case "engine": self = .engine
+    case "render": self = .render
+    default: return nil
+    }
+  }
+
   struct Failure: Error, CustomStringConvertible {
     var description: String
   }
@@ -33,7 +43,11 @@ enum DecodePath: CaseIterable {
   }
 
   /// Decodes `path` once this way. `scratchDirectory` receives the render's WAV, deleted after.
-  func run(path: String, container: ContainerFormat, scratchDirectory: String) throws -> Int64 {
+  /// `renderOptions` are the benchmark's defaults but for `decode-once` experiments.
+  func run(
+    path: String, container: ContainerFormat, scratchDirectory: String,
+    renderOptions: OfflineRenderer.Options = OfflineRenderer.Options()
+  ) throws -> Int64 {
     switch self {
     case .raw:
       switch container {
@@ -41,7 +55,7 @@ enum DecodePath: CaseIterable {
       case .mp3: return try RawDecoders.mp3(path: path)
       }
     case .engine: return try Self.engineDecode(path: path)
-    case .render: return try Self.offlineRender(path: path, scratchDirectory: scratchDirectory)
+    case .render: return try Self.offlineRender(path: path, scratchDirectory: scratchDirectory, options: renderOptions)
     }
   }
 
@@ -66,10 +80,10 @@ enum DecodePath: CaseIterable {
   /// `OfflineRenderer.render` with its defaults: Float32 WAV at the file's own rate (so OpenAL
   /// does not resample), 1024-frame mixes. The WAV goes to the scratch directory and is deleted
   /// at once, so a long run does not fill the disk.
-  static func offlineRender(path: String, scratchDirectory: String) throws -> Int64 {
+  static func offlineRender(path: String, scratchDirectory: String, options: OfflineRenderer.Options) throws -> Int64 {
     let output = "\(scratchDirectory)/render-\(getpid()).wav"
     defer { unlink(output) }
-    let result = try OfflineRenderer.render(path: path, to: output, options: OfflineRenderer.Options())
+    let result = try OfflineRenderer.render(path: path, to: output, options: options)
     if let failure = result.failure { throw Failure(description: "render of \(path) failed: \(failure)") }
     return result.framesWritten
   }
@@ -124,7 +138,8 @@ enum RawDecoders {
     try check(mpg123_param2(handle, Int32(MPG123_ADD_FLAGS.rawValue), Int(MPG123_QUIET.rawValue), 0), "mpg123_param2")
     try check(mpg123_format_none(handle), "mpg123_format_none")
     try check(
-      mpg123_format2(handle, 0, Int32(MPG123_MONO.rawValue | MPG123_STEREO.rawValue), Int32(MPG123_ENC_FLOAT_32.rawValue)),
+      mpg123_format2(
+        handle, 0, Int32(MPG123_MONO.rawValue | MPG123_STEREO.rawValue), Int32(MPG123_ENC_FLOAT_32.rawValue)),
       "mpg123_format2")
     try check(mpg123_open(handle, path), "mpg123_open")
     defer { mpg123_close(handle) }

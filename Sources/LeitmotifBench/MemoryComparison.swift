@@ -17,9 +17,9 @@ import Leitmotif
 /// `getrusage(RUSAGE_CHILDREN)`, the maximum over every child ever waited for, `lame` included)
 /// is shown too but cannot be used: glibc's `posix_spawn` runs the child in the parent's memory
 /// until the exec (clone with CLONE_VM | CLONE_VFORK), and Linux carries the high-water mark of
-/// the memory it leaves at exec into the child's `ru_maxrss`. So `ru_maxrss` is never below the
-/// bench's own peak at the spawn (printed beside it), whatever the child does. (A plain `fork`
-/// would not help: the copy starts with the parent's resident pages counted.)
+/// the memory it leaves at exec into the child's `ru_maxrss`. So `ru_maxrss` shows about the
+/// bench's own peak at the spawn (printed beside it) whenever the child stays below it. (A plain
+/// `fork` would not help: the copy starts with the parent's resident pages counted.)
 ///
 /// What it shows: both children carry the same fixed cost (the Swift runtime, Foundation, OpenAL),
 /// so the difference is what the render holds in proportion to the file's length. A streaming
@@ -104,7 +104,8 @@ struct MemoryComparison {
     let line = String(decoding: text, as: UTF8.self)
     guard exited, exitStatus == 0 else {
       throw DecodePath.Failure(
-        description: "render-child \(file) " + (exited ? "exited with status \(exitStatus)" : "was killed by signal \(status & 0x7f)")
+        description: "render-child \(file) "
+          + (exited ? "exited with status \(exitStatus)" : "was killed by signal \(status & 0x7f)")
           + (line.isEmpty ? "" : ": \(line)"))
     }
     let fields = RenderChild.parse(line)
@@ -142,12 +143,13 @@ struct MemoryComparison {
         let verdict = abs(difference) < DecodeBenchmark.memoryGoalKiB ? "PASS" : "BELOW GOAL"
         verdictLine = String(
           format: "difference in peak RSS (%g min − %g min): %+.1f MiB (%+d KiB)   goal: under %d MiB   %@",
-          longMinutes, shortMinutes, Double(difference) / 1024, difference, DecodeBenchmark.memoryGoalKiB / 1024, verdict)
+          longMinutes, shortMinutes, Double(difference) / 1024, difference, DecodeBenchmark.memoryGoalKiB / 1024,
+          verdict)
       }
       return [
         "Peak resident memory of an offline render (OfflineRenderer to a Float32 WAV), each in its own child process.",
-        "Compared: the child's VmHWM (its own memory since exec). wait4's ru_maxrss is shown but is never below the",
-        "bench's own peak at the spawn (posix_spawn shares the parent's memory until exec), so it cannot tell the two apart.",
+        "Compared: the child's VmHWM (its own memory since exec). wait4's ru_maxrss is shown, but it inherits the bench's",
+        "own high-water mark at the spawn (posix_spawn runs the child in the parent's memory until exec): it cannot tell them apart.",
         "Render time includes the child's start-up.",
         "",
         table.render(),

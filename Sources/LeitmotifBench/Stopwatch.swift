@@ -7,8 +7,9 @@
 ///
 /// Wall time is what "× real time" means to a game or a render job, so the figures and goals use
 /// it. Every path measured here runs on the calling thread alone (an offline engine starts no
-/// threads), so CPU time is the same work minus the time the machine gave to other processes:
-/// on a busy machine (a build next door) it is the steadier of the two, and is shown beside it.
+/// threads), so CPU time is the same work minus the time the machine gave to other processes; it
+/// is shown beside wall time so a slow run can be told from a descheduled one. (It is no cure
+/// for a busy machine: a core shared with a build next door also runs slower.)
 struct Stopwatch {
   private let startWall: timespec
   private let startCPU: timespec

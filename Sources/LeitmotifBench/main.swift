@@ -8,8 +8,13 @@
 // progress goes to stderr. The goals are printed next to the figures; the exit status is 0
 // whether they are met or not (it is a measurement, not a test), and non-zero only when the
 // bench itself could not run.
+//
+// Hidden subcommands: `render-child FILE OUT` (one render in its own process, for the memory
+// figure) and `decode-once raw|engine|render FILE` (one path, for running under perf or callgrind).
 
 import Foundation
+import Leitmotif
+import LeitmotifFixtures
 
 #if canImport(Glibc)
   import Glibc
@@ -20,7 +25,7 @@ let usage = """
     leitmotif-bench decode [--minutes N] [--long-minutes M] [--rounds R] [--no-cache] [--skip-memory]
         decode and render speed of an N-minute Ogg Vorbis and MP3 (default 10) against the raw
         C decoders, and peak memory of rendering an M-minute (default 60) and a 1-minute file
-      --rounds R      interleaved measurement rounds; the median is reported (default 3)
+      --rounds R      interleaved measurement rounds; the median is reported (default 5)
       --no-cache      make the files in a fresh temporary directory instead of
                       $TMPDIR/leitmotif-bench-cache
       --skip-memory   leave out the peak-memory measurement (and the long file)
@@ -52,6 +57,39 @@ case "decode":
 case RenderChild.subcommand:
   // Hidden: one offline render in a process of its own, for the peak-memory measurement.
   exit(RenderChild.main(Array(arguments)))
+case "decode-once":
+  // Hidden, for profilers (perf, callgrind) and experiments: one path over one file, e.g.
+  // `leitmotif-bench decode-once render FILE --render-frames 4096 --format s16`.
+  var rest = Array(arguments)
+  var renderOptions = OfflineRenderer.Options()
+  while rest.count > 2, let index = rest.firstIndex(where: { $0.hasPrefix("--") }), index + 1 < rest.count {
+    let value = rest[index + 1]
+    switch rest[index] {
+    case "--render-frames":
+      guard let frames = Int(value), frames > 0 else { fail("--render-frames needs a positive whole number") }
+      renderOptions.renderFrames = frames
+    case "--format":
+      guard let format = WAVSampleFormat(rawValue: value) else { fail("--format needs f32 or s16") }
+      renderOptions.sampleFormat = format
+    default: fail("unknown option \(rest[index])")
+    }
+    rest.removeSubrange(index...(index + 1))
+  }
+  guard rest.count == 2, let path = DecodePath(name: rest[0]) else {
+    fail("usage: leitmotif-bench decode-once raw|engine|render FILE [--render-frames N] [--format f32|s16]")
+  }
+  do {
+    let container: ContainerFormat = try AudioFile.openDecoder(path: rest[1]).containerFormat
+    let scratch = try TemporaryDirectory(prefix: "leitmotif-bench")
+    let stopwatch = Stopwatch()
+    let frames = try path.run(
+      path: rest[1], container: container, scratchDirectory: scratch.path, renderOptions: renderOptions)
+    print(
+      String(format: "%@: %lld frames in %.3f s (%.3f s CPU)", rest[0], frames, stopwatch.seconds, stopwatch.cpuSeconds)
+    )
+  } catch {
+    fail("\(error)")
+  }
 case "help", "--help", "-h":
   print(usage)
 default:

@@ -48,7 +48,9 @@ public enum ToneGenerator {
     frequency: Double, amplitude: Float = 0.5, frameCount: Int, format: PCMFormat, startFrame: Int = 0
   ) -> [Float] {
     let frequencies = (0..<format.channelCount).map { channelFrequency(frequency, channel: $0) }
-    return sine(frequencies: frequencies, amplitude: amplitude, frameCount: frameCount, sampleRate: format.sampleRate, startFrame: startFrame)
+    return sine(
+      frequencies: frequencies, amplitude: amplitude, frameCount: frameCount, sampleRate: format.sampleRate,
+      startFrame: startFrame)
   }
 
   /// A sine tone of `seconds` (rounded to whole frames); see `sine(frequency:amplitude:frameCount:format:startFrame:)`.

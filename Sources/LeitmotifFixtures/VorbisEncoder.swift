@@ -9,8 +9,9 @@ import CVorbisEnc
 /// that calls libvorbisenc and libogg.
 ///
 /// Files are deterministic: the Ogg serial number of the first logical stream is fixed
-/// (`firstSerialNumber`), each further link of a chained file takes the next one, and the encoder
-/// has no other source of variation. Same input, same bytes.
+/// (`firstSerialNumber`), each further link of a chained file takes the next one, and samples reach
+/// libvorbis in blocks of 1024 frames however the caller cut them up. Same samples, same bytes
+/// (on the same libvorbis build).
 ///
 /// Chained files: `startNextLink(format:tags:)` ends the current logical stream and begins another
 /// in the same file, with its own rate, channel count and tags (a chained Ogg file is just logical
@@ -54,6 +55,8 @@ public final class VorbisEncoder {
 
   private var file: UnsafeMutablePointer<FILE>?
   private var stream: LinkStream?
+  /// Interleaved input not yet handed to libvorbis (less than one block).
+  private var pendingInput: [Float] = []
   private var nextSerialNumber: Int32
 
   /// Creates (or truncates) `path` and writes the headers of the first link.
@@ -94,24 +97,40 @@ public final class VorbisEncoder {
     guard samples.count % channels == 0 else {
       throw Error(path: path, reason: "\(samples.count) samples is not a whole number of \(channels)-channel frames")
     }
-    let frameCount = samples.count / channels
-    var done = 0
-    // libvorbis asks for the input in blocks it allocates; 4096 frames keeps them small.
-    while done < frameCount {
-      let chunk = min(4096, frameCount - done)
-      guard let planar = vorbis_analysis_buffer(stream.dsp, Int32(chunk)) else {
-        throw Error(path: path, reason: "libvorbis could not allocate an analysis buffer")
-      }
-      for channel in 0..<channels {
-        let destination = planar[channel]!
-        for frame in 0..<chunk { destination[frame] = samples[(done + frame) * channels + channel] }
-      }
-      vorbis_analysis_wrote(stream.dsp, Int32(chunk))
-      try drain(stream)
-      done += chunk
+    // libvorbis's output depends on how its input was cut up (its block decisions look at what
+    // has arrived so far), so input is handed over in blocks of exactly `Self.blockFrames`
+    // whatever the caller's chunks: the same samples give the same file.
+    var consumed = 0
+    while consumed < samples.count {
+      let take = min(samples.count - consumed, Self.blockFrames * channels - pendingInput.count)
+      pendingInput.append(contentsOf: samples[consumed..<(consumed + take)])
+      consumed += take
+      if pendingInput.count == Self.blockFrames * channels { try analysePendingInput(in: stream) }
     }
+    let frameCount = samples.count / channels
     linkFramesWritten += Int64(frameCount)
     totalFramesWritten += Int64(frameCount)
+  }
+
+  /// Frames handed to libvorbis at a time.
+  static let blockFrames = 1024
+
+  /// Gives libvorbis the pending frames (de-interleaved into its buffer) and writes whatever
+  /// pages that completes.
+  private func analysePendingInput(in stream: LinkStream) throws(Error) {
+    defer { pendingInput.removeAll(keepingCapacity: true) }
+    let channels = format.channelCount
+    let frames = pendingInput.count / channels
+    guard frames > 0 else { return }
+    guard let planar = vorbis_analysis_buffer(stream.dsp, Int32(frames)) else {
+      throw Error(path: path, reason: "libvorbis could not allocate an analysis buffer")
+    }
+    for channel in 0..<channels {
+      let destination = planar[channel]!
+      for frame in 0..<frames { destination[frame] = pendingInput[frame * channels + channel] }
+    }
+    vorbis_analysis_wrote(stream.dsp, Int32(frames))
+    try drain(stream)
   }
 
   /// Appends interleaved frames; see `write(frames:)` for an unsafe buffer.
@@ -252,6 +271,7 @@ public final class VorbisEncoder {
   private func endLink() throws(Error) {
     guard let stream else { return }
     self.stream = nil
+    try analysePendingInput(in: stream)
     vorbis_analysis_wrote(stream.dsp, 0)
     try drain(stream)
   }

@@ -24,12 +24,19 @@ public final class OutputDevice: @unchecked Sendable {
   /// How many frames OpenAL mixes at once: the update period of a real device, or the render
   /// size a loopback renderer uses (set by the renderer). Gain changes ramp over one period.
   public var mixPeriodFrames: Int
+  /// True for loopback devices: they mix only when `render` is called (by an offline renderer,
+  /// or, for the clocked headless fallback, by the engine's streaming thread in real time).
+  public let rendersOnDemand: Bool
 
   let device: OpaquePointer
   let context: OpaquePointer
 
-  private init(kind: Kind, device: OpaquePointer, context: OpaquePointer, sampleRate: Int, mixPeriodFrames: Int) {
+  private init(
+    kind: Kind, device: OpaquePointer, context: OpaquePointer, sampleRate: Int, mixPeriodFrames: Int,
+    rendersOnDemand: Bool = false
+  ) {
     self.kind = kind
+    self.rendersOnDemand = rendersOnDemand
     self.device = device
     self.context = context
     self.sampleRate = sampleRate
@@ -74,6 +81,20 @@ public final class OutputDevice: @unchecked Sendable {
   /// HRTF off so that a stereo source at the device's rate comes out bit-exact.
   /// - Throws: `OutputError.formatUnsupported` if OpenAL cannot render that rate.
   public static func openLoopback(sampleRate: Int, renderFrames: Int = 1024) throws(OutputError) -> OutputDevice {
+    try openLoopback(sampleRate: sampleRate, renderFrames: renderFrames, kind: .loopback)
+  }
+
+  /// A headless output for when OpenAL's own backend cannot open any device even though a sound
+  /// system seemed present (OpenAL Soft 1.19 cannot switch to its null backend after it has
+  /// started): a loopback device that the engine's streaming thread renders in real time and
+  /// discards.
+  public static func openClockedHeadless(sampleRate: Int = 48_000, periodFrames: Int = 1024) throws(OutputError)
+    -> OutputDevice
+  {
+    try openLoopback(sampleRate: sampleRate, renderFrames: periodFrames, kind: .headless)
+  }
+
+  private static func openLoopback(sampleRate: Int, renderFrames: Int, kind: Kind) throws(OutputError) -> OutputDevice {
     OpenALRuntime.prepare()
     guard let device = alcLoopbackOpenDeviceSOFT(nil) else {
       throw OutputError(.deviceUnavailable, operation: "alcLoopbackOpenDeviceSOFT", device: "loopback")
@@ -96,7 +117,8 @@ public final class OutputDevice: @unchecked Sendable {
       throw OutputError(.contextFailed, operation: "alcCreateContext", device: "loopback", code: code)
     }
     let output = OutputDevice(
-      kind: .loopback, device: device, context: context, sampleRate: sampleRate, mixPeriodFrames: renderFrames)
+      kind: kind, device: device, context: context, sampleRate: sampleRate, mixPeriodFrames: renderFrames,
+      rendersOnDemand: true)
     try output.configureSources()
     return output
   }
@@ -131,7 +153,7 @@ public final class OutputDevice: @unchecked Sendable {
 
   /// Mixes `frameCount` stereo Float32 frames into `buffer` (loopback devices only).
   public func render(into buffer: UnsafeMutablePointer<Float>, frameCount: Int) {
-    precondition(kind == .loopback, "render(into:frameCount:) needs a loopback device")
+    precondition(rendersOnDemand, "render(into:frameCount:) needs a loopback device")
     alcRenderSamplesSOFT(device, buffer, ALCsizei(frameCount))
   }
 

@@ -20,6 +20,16 @@ enum EngineHarness {
     return path
   }
 
+  /// Seeded white noise: it compresses badly, so the file has many pages to damage or cut.
+  static func vorbisNoise(in directory: TemporaryDirectory, name: String = "noise.ogg", seconds: Double) throws -> String {
+    let path = directory.file(name)
+    let format = PCMFormat.stereo48000
+    let samples = ToneGenerator.whiteNoise(
+      seed: 7, amplitude: 0.5, frameCount: format.frames(seconds: seconds), channelCount: format.channelCount)
+    try VorbisEncoder.encode(samples: samples, format: format, quality: 0.4, to: path)
+    return path
+  }
+
   static func decodeAll(_ path: String) throws -> (samples: [Float], format: AudioFormat) {
     let decoder = try AudioFile.openDecoder(path: path)
     return (try AudioFile.decodeAll(decoder), decoder.format)

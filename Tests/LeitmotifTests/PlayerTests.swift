@@ -225,16 +225,43 @@ struct PlayerTests {
     #expect(EngineHarness.peak(output[...]) > 0.3)
   }
 
-  @Test("A file damaged in the middle ends its item early; the process goes on")
+  @Test("A file cut off in the middle ends its item early with an error notification; the process goes on")
+  func truncatedMidway() throws {
+    let directory = try TemporaryDirectory()
+    let path = try EngineHarness.vorbisNoise(in: directory, seconds: 3)
+    let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+    try bytes.prefix(bytes.count / 2).write(to: URL(fileURLWithPath: path))
+    let (player, engine, log, rendered) = try playToEnd(path)
+    #expect(rendered > 48_000 / 2 && rendered < 48_000 * 2, "played what is there and ended early: \(rendered) frames")
+    let failure = log.all.compactMap { if case .itemFailed(let error) = $0 { error } else { nil } }.first
+    #expect(failure?.path == path, "an error notification names the file")
+    if case .truncated = failure?.reason {} else { Issue.record("expected .truncated, got \(String(describing: failure))") }
+
+    // The engine goes on: the next item plays.
+    let next = try EngineHarness.vorbisTone(in: directory, name: "next.ogg", seconds: 0.5)
+    player.item = MediaItem(path: next)
+    player.play()
+    #expect(EngineHarness.peak(EngineHarness.render(engine, seconds: 0.3)[...]) > 0.3)
+  }
+
+  @Test("Damage in the middle is played through, and reported when the item ends")
   func damagedMidway() throws {
     let directory = try TemporaryDirectory()
-    let path = try EngineHarness.vorbisTone(in: directory, seconds: 3)
+    let path = try EngineHarness.vorbisNoise(in: directory, seconds: 3)
     var bytes = try Data(contentsOf: URL(fileURLWithPath: path))
     let middle = bytes.count / 2
-    for index in middle..<(middle + 4000) { bytes[index] = UInt8(truncatingIfNeeded: index &* 31) }
-    try bytes.prefix(middle + 4000).write(to: URL(fileURLWithPath: path))
+    for index in middle..<(middle + 3000) { bytes[index] = UInt8(truncatingIfNeeded: index &* 31) }
+    try bytes.write(to: URL(fileURLWithPath: path))
+    let (_, _, log, rendered) = try playToEnd(path)
+    #expect(rendered > 48_000 * 2 && rendered < 48_000 * 4, "played on past the damage: \(rendered) frames")
+    let failure = log.all.compactMap { if case .itemFailed(let error) = $0 { error } else { nil } }.first
+    #expect(failure?.path == path, "the lost frames are reported, naming the file")
+  }
+
+  private func playToEnd(_ path: String) throws -> (Player, AudioEngine, EventLog, Int) {
     let engine = try EngineHarness.offlineEngine()
     let player = try Player(engine: engine, item: MediaItem(path: path))
+    let log = EventLog(player)
     player.play()
     var rendered = 0
     while player.playbackState == .playing && rendered < 48_000 * 5 {
@@ -242,6 +269,7 @@ struct PlayerTests {
       rendered += EngineHarness.renderFrames
     }
     #expect(player.playbackState == .stopped)
-    #expect(rendered < 48_000 * 3, "ended early, after \(rendered) frames")
+    player.waitForNotifications()
+    return (player, engine, log, rendered)
   }
 }

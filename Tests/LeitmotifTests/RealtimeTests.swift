@@ -22,6 +22,21 @@ struct RealtimeTests {
     engine.shutdown()
   }
 
+  @Test("The clocked headless output plays in real time with no sound card involved")
+  func clockedHeadless() throws {
+    let directory = try TemporaryDirectory()
+    let path = try EngineHarness.vorbisTone(in: directory, seconds: 0.8)
+    let engine = try AudioEngine(output: .headless)
+    defer { engine.shutdown() }
+    #expect(engine.initialDevice.kind == .headless)
+    let player = try Player(engine: engine, item: MediaItem(path: path))
+    let started = Date()
+    player.play()
+    #expect(EngineHarness.wait(seconds: 3) { player.playbackState == .stopped })
+    let elapsed = Date().timeIntervalSince(started)
+    #expect(elapsed > 0.7 && elapsed < 2.0, "a 0.8 s item took \(elapsed) s")
+  }
+
   @Test("A named device that does not exist is a typed error, not a crash")
   func missingNamedDevice() {
     #expect(throws: OutputError.self) { _ = try AudioEngine(output: .namedDevice("No Such Device 1234")) }

@@ -8,6 +8,9 @@ public enum OutputChoice: Sendable, Equatable {
   case defaultDevice
   /// A device by its OpenAL name (see `OutputDevice.playbackDeviceNames()`).
   case namedDevice(String)
+  /// No sound, in real time, even where a sound card exists (servers, tests): a loopback device
+  /// the streaming thread renders on the wall clock and discards.
+  case headless
   /// Offline: nothing plays by itself; `render` mixes on demand through the loopback device,
   /// faster than real time and deterministically. `renderFrames` is the size of every mix.
   case offline(sampleRate: Int, renderFrames: Int)
@@ -62,15 +65,23 @@ public final class AudioEngine: @unchecked Sendable {
     case .offline(let sampleRate, let renderFrames):
       initialDevice = try OutputDevice.openLoopback(sampleRate: sampleRate, renderFrames: renderFrames)
       isOffline = true
+    case .headless:
+      initialDevice = try OutputDevice.openClockedHeadless()
+      isOffline = false
     case .namedDevice(let name):
       initialDevice = try OutputDevice.openPlayback(named: name)
       isOffline = false
     case .defaultDevice:
-      initialDevice = try AudioEngine.openDefaultOutput()
-      isOffline = false
-      if initialDevice.kind == .headless {
-        notice = "no sound device (\(OpenALRuntime.prepare().reason)): playing headless in real time"
+      do {
+        initialDevice = try AudioEngine.openDefaultOutput()
+        if initialDevice.kind == .headless {
+          notice = "no sound device (\(OpenALRuntime.prepare().reason)): playing headless in real time"
+        }
+      } catch {
+        initialDevice = try OutputDevice.openClockedHeadless()
+        notice = "the default sound device could not be opened (\(error)): playing headless in real time"
       }
+      isOffline = false
     }
     startupNotice = notice
     statuses = (0..<StreamingLoop.maximumVoices).map { _ in VoiceStatus() }
@@ -78,7 +89,7 @@ public final class AudioEngine: @unchecked Sendable {
     let isOffline = self.isOffline
     loop = StreamingLoop(
       device: initialDevice, statuses: statuses, commands: commands, events: events,
-      reopenDevice: { isOffline ? nil : try? AudioEngine.openDefaultOutput() })
+      reopenDevice: { isOffline ? nil : try? AudioEngine.openDefaultOutput() }, isOffline: isOffline)
     if let notice { report(Diagnostic(.notice, notice)) }
     if !isOffline { startThreads() }
   }

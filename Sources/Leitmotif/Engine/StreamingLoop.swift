@@ -34,11 +34,17 @@ final class StreamingLoop: @unchecked Sendable {
   private var deviceLost = false
   private var simulatedDisconnect = false
   private let reopenDevice: () -> OutputDevice?
+  private let isOffline: Bool
+  // The clocked headless fallback: the loop renders and discards what the wall clock says is due.
+  private var headlessScratch: [Float] = []
+  private var headlessStartNanoseconds: UInt64 = 0
+  private var headlessFramesRendered: Int64 = 0
 
   init(
     device: OutputDevice, statuses: [VoiceStatus], commands: CommandQueue<EngineCommand>,
-    events: CommandQueue<EngineEvent>, reopenDevice: @escaping () -> OutputDevice?
+    events: CommandQueue<EngineEvent>, reopenDevice: @escaping () -> OutputDevice?, isOffline: Bool
   ) {
+    self.isOffline = isOffline
     self.device = device
     self.statuses = statuses
     self.commands = commands
@@ -61,9 +67,11 @@ final class StreamingLoop: @unchecked Sendable {
       for command in commandBatch { apply(command, clock: clock) }
       commandBatch.removeAll(keepingCapacity: true)
     }
-    if device.kind != .loopback { watchConnection(clock: clock) }
+    if !isOffline { watchConnection(clock: clock) }
     let period = mixPeriodNanoseconds
-    let settle = device.kind == .loopback ? period : 2 * period
+    // A device that renders on demand mixes right after this pump; a real device may be midway
+    // through a mix when a gain is set, so a change is certain to be heard only after two periods.
+    let settle = device.rendersOnDemand ? period : 2 * period
     if !deviceLost {
       for slot in 0..<Self.maximumVoices {
         guard let voice = voices[slot] else { continue }
@@ -75,6 +83,23 @@ final class StreamingLoop: @unchecked Sendable {
       }
     }
     flushEvents()
+    if device.rendersOnDemand && !isOffline { renderHeadlessDue() }
+  }
+
+  /// Renders, and throws away, the frames the wall clock says a real device would have played.
+  private func renderHeadlessDue() {
+    let period = device.mixPeriodFrames
+    if headlessScratch.count != period * 2 {
+      headlessScratch = [Float](repeating: 0, count: period * 2)
+      headlessStartNanoseconds = DispatchTime.now().uptimeNanoseconds
+      headlessFramesRendered = 0
+    }
+    let elapsed = DispatchTime.now().uptimeNanoseconds - headlessStartNanoseconds
+    let due = Int64(elapsed / 1000) * Int64(device.sampleRate) / 1_000_000
+    if due - headlessFramesRendered >= Int64(period) {
+      headlessScratch.withUnsafeMutableBufferPointer { device.render(into: $0.baseAddress!, frameCount: period) }
+      headlessFramesRendered += Int64(period)
+    }
   }
 
   /// After an offline render: positions as of the end of the mix just made.

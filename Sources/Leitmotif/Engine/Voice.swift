@@ -320,6 +320,14 @@ final class Voice {
       }
       if frames == 0 {
         decoderEnded = true
+        let missing = decoder.lengthFrames - decoder.cursorFrames
+        if missing > 0 {
+          // Damage swallowed part of the stream (a hole, a lost sync, a truncated file): the
+          // item ends early, and says so.
+          failure = DecodeError(
+            path: decoder.path,
+            reason: .truncated("the stream ended at frame \(decoder.cursorFrames), \(missing) frames before its end"))
+        }
         break
       }
       let channels = decoder.format.channelCount

@@ -12,7 +12,10 @@ import CMPG123
 /// Length: with a LAME/Info tag libmpg123 trims encoder delay and padding (gapless) and knows the
 /// exact length at once. Without one its length is a guess from the file size, so the file is
 /// scanned (`mpg123_scan` walks every frame header) to make the length and seek index exact.
-/// Seeks are sample-accurate in both cases.
+/// Seeks are sample-accurate in both cases: the next frame is the one a linear decode has there.
+/// Its value can differ from the linear decode's in the last bit or two (about 1e-7): libmpg123's
+/// synthesis filter keeps a ring-buffer phase across seeks, and some of its kernels (mono, and
+/// MPEG-2 stereo) round differently at another phase. Inaudible, but not bit-identical.
 final class MP3Decoder: AudioDecoder {
   let containerFormat = ContainerFormat.mp3
   let format: AudioFormat
@@ -83,6 +86,16 @@ final class MP3Decoder: AudioDecoder {
     }
     format = AudioFormat(sampleRate: rate, channelCount: Int(channels))
 
+    // Layer III frames borrow up to 511 bytes (MPEG-1) or 255 bytes (MPEG-2/2.5) of data from the
+    // frames before them (the bit reservoir). After a seek libmpg123 decodes MPG123_PREFRAMES
+    // frames ahead of the target and discards them to refill it; its default of 4 is too few for
+    // low bitrates (a 64 kbit/s 48 kHz file came out wrong for whole frames after some seeks).
+    // Enough frames for the largest reservoir at the smallest frame, plus two for the overlap and
+    // the filterbank: MPEG-1 at 32 kbit/s, 48 kHz has 75 bytes of main data (7 + 2); MPEG-2 at
+    // 8 kbit/s, 24 kHz has 11 (24 + 2). MPEG-1 is 32 kHz and up.
+    let preframes = rate >= 32_000 ? 9 : 26
+    mpg123_param2(handle, Int32(MPG123_PREFRAMES.rawValue), preframes, 0)
+
     var accurate = 0
     var unusedFloat = 0.0
     mpg123_getstate2(handle, Int32(MPG123_ACCURATE.rawValue), &accurate, &unusedFloat)
@@ -124,6 +137,13 @@ final class MP3Decoder: AudioDecoder {
       if result == MPG123_OK.rawValue { continue }
       if result == MPG123_DONE.rawValue {
         ended = true
+        let reached = cursorFrames + Int64(filled / bytesPerFrame)
+        if reached < lengthFrames && filled == 0 {
+          // The LAME/Info tag promised more frames than the file holds: it was cut off.
+          throw DecodeError(
+            path: path, reason: .truncated("the stream ends at frame \(reached) of the \(lengthFrames) its header promises"))
+        }
+        if reached < lengthFrames { ended = false }  // report it on the next call, after these frames
         break
       }
       if result == MPG123_NEW_FORMAT.rawValue {

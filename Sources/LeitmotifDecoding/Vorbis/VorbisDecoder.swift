@@ -13,12 +13,27 @@ import CVorbisFile
 /// is the first link's rate with the largest channel count of any link (at most 2); links at
 /// another rate are converted to it by linear interpolation, and their frame counts are scaled
 /// (seeks inside such links are exact to the link's own frame, not the output's).
+///
+/// Damaged files: libvorbisfile's seekable mode trusts the file's structure (it bisects for link
+/// boundaries and reads the length from the last page). A file cut off mid-page or damaged in the
+/// middle confuses it: it reports a length of 0, or one that stops at the damage, and cannot seek.
+/// Such a file is opened again in libvorbisfile's streaming (non-seekable) mode, which reads
+/// linearly through holes: its length is counted by decoding it once, and a seek reopens and
+/// decodes up to the target. Everything that is there plays; at the end, reading reports what was
+/// wrong (`.truncated` or `.corrupt`), so the item ends with an error notification.
+///
+/// After a hard error the handle is never touched again: every later read or seek throws the same
+/// error. libvorbis 1.3.7 leaves a half-initialised decoder behind when a damaged setup header
+/// makes `vorbis_synthesis_init` fail (ov_read_float says OV_EBADLINK); calling it again then
+/// decodes with codebooks it has zeroed and dies of SIGFPE in res2_inverse (xiph/vorbis#124; the
+/// repro is Tests/LeitmotifTests/Fixtures/vorbis-setup-sigfpe.ogg). A damaged asset must not take
+/// the game down.
 final class VorbisDecoder: AudioDecoder {
   let containerFormat = ContainerFormat.vorbis
-  let format: AudioFormat
-  let lengthFrames: Int64
+  private(set) var format: AudioFormat
+  private(set) var lengthFrames: Int64
   private(set) var cursorFrames: Int64 = 0
-  let tags: AudioTags
+  private(set) var tags = AudioTags()
   private(set) var warnings: [String] = []
   var path: String { source.path }
 
@@ -33,7 +48,19 @@ final class VorbisDecoder: AudioDecoder {
     var startInOutput: Int64  // first frame of the link in our output numbering
     var outputFrames: Int64
   }
-  private let links: [Link]
+  private var links: [Link]
+  /// The file does not end with a complete end-of-stream page: it was cut off. Everything that is
+  /// there plays, then reading reports `.truncated`.
+  private(set) var isTruncated = false
+  /// Opened in libvorbisfile's streaming mode because the seekable open could not make sense of
+  /// the file (see the type's documentation).
+  private(set) var isLinear = false
+  /// Holes met since the last seek; reported when the end is reached.
+  private var holes = 0
+  private var reportedDamage = false
+  private var countingOnly = false
+  /// Set by the first hard error; see the type's documentation.
+  private var poisoned: DecodeError?
   private var currentLink: Int32 = -1
   // Linear-interpolation state for links whose rate differs from `format.sampleRate`.
   private var resampleHistory: [Float] = [0, 0]
@@ -45,33 +72,11 @@ final class VorbisDecoder: AudioDecoder {
   init(source: FileByteSource) throws(DecodeError) {
     self.source = source
     file = .allocate(capacity: 1)
-    let callbacks = ov_callbacks(
-      read_func: { buffer, size, count, datasource in
-        let source = Unmanaged<FileByteSource>.fromOpaque(datasource!).takeUnretainedValue()
-        errno = 0
-        let bytes = source.read(into: buffer!, count: size * count)
-        // vorbisfile treats 0 with errno set as a read error, 0 with errno 0 as the end.
-        if bytes < 0 { return 0 }
-        return bytes / max(size, 1)
-      },
-      seek_func: { datasource, offset, whence in
-        let source = Unmanaged<FileByteSource>.fromOpaque(datasource!).takeUnretainedValue()
-        return source.seek(offset: offset, whence: whence) < 0 ? -1 : 0
-      },
-      close_func: nil,  // FileByteSource closes its descriptor itself
-      tell_func: { datasource in
-        let source = Unmanaged<FileByteSource>.fromOpaque(datasource!).takeUnretainedValue()
-        return Int(source.seek(offset: 0, whence: SEEK_CUR))
-      })
-    let opened = ov_open_callbacks(Unmanaged.passUnretained(source).toOpaque(), file, nil, 0, callbacks)
+    let opened = Self.open(file, source: source, seekable: true)
     guard opened == 0 else {
-      // On failure ov_open_callbacks leaves nothing that ov_clear must free... except when it
-      // fails after reading headers; ov_clear is safe on both (it zeroes the struct).
-      ov_clear(file)
       file.deallocate()
       throw Self.error(opened, path: source.path, during: "opening")
     }
-
     var links: [Link] = []
     let linkCount = Int(ov_streams(file))
     var startInFile: Int64 = 0
@@ -101,20 +106,8 @@ final class VorbisDecoder: AudioDecoder {
       startInOutput += links[index].outputFrames
     }
     self.links = links
-    // libvorbisfile 1.3.7 leaves a chained file positioned at the start of its second link after
-    // ov_open_callbacks (ov_pcm_tell says 44100 for a first link of 44100 frames): a linear read
-    // would skip the whole first link. Checked with a plain C program on Debian 12. Rewind.
-    if ov_pcm_tell(file) != 0 {
-      let rewound = ov_pcm_seek(file, 0)
-      guard rewound == 0 else {
-        ov_clear(file)
-        file.deallocate()
-        throw Self.error(rewound, path: source.path, during: "rewinding to the first link")
-      }
-    }
     format = AudioFormat(sampleRate: outputRate, channelCount: min(2, links.map(\.channelCount).max()!))
     lengthFrames = startInOutput
-
     var collector = TagCollector()
     if let comment = ov_comment(file, -1) {
       for index in 0..<Int(comment.pointee.comments) {
@@ -123,6 +116,25 @@ final class VorbisDecoder: AudioDecoder {
         let text = String(decoding: UnsafeRawBufferPointer(start: entry, count: length), as: UTF8.self)
         guard let equals = text.firstIndex(of: "=") else { continue }
         collector.add(name: String(text[..<equals]), value: String(text[text.index(after: equals)...]))
+      }
+    }
+    isTruncated = !Self.endsWithEndOfStreamPage(source)
+    // libvorbisfile 1.3.7 leaves a chained file positioned at the start of its second link after
+    // ov_open_callbacks (ov_pcm_tell says 44100 for a first link of 44100 frames): a linear read
+    // would skip the whole first link. Checked with a plain C program on Debian 12. Rewind.
+    var rewound: Int32 = 0
+    if ov_pcm_tell(file) != 0 { rewound = ov_pcm_seek(file, 0) }
+    // From here on every stored property is set, so a throw runs `deinit`, which frees `file`.
+    if rewound == OV_EBADLINK || rewound == OV_EFAULT {
+      // libvorbis could not set up its decoder: the handle is not to be used again (see above).
+      throw Self.error(rewound, path: source.path, during: "rewinding to the first link")
+    }
+    if isTruncated || rewound != 0 || lengthFrames <= 0 {
+      try reopenLinear(countingFrames: true)
+      guard lengthFrames > 0 else {
+        throw DecodeError(
+          path: source.path,
+          reason: isTruncated ? .truncated("no complete audio packet before the file ends") : .corrupt("no decodable audio"))
       }
     }
     tags = collector.finished(lengthFrames: lengthFrames)
@@ -137,6 +149,7 @@ final class VorbisDecoder: AudioDecoder {
   }
 
   func readFrames(into buffer: UnsafeMutablePointer<Float>, frameCapacity: Int) throws(DecodeError) -> Int {
+    if let poisoned { throw poisoned }
     let outChannels = format.channelCount
     var written = 0
     while written < frameCapacity {
@@ -154,23 +167,36 @@ final class VorbisDecoder: AudioDecoder {
       var link: Int32 = 0
       let request = Int32(min(frameCapacity - written, 4096))
       let got = Int(ov_read_float(file, &planar, request, &link))
-      if got == 0 { break }
+      if got == 0 {
+        // The end. What was wrong on the way is reported now, once, after every frame is out.
+        if written == 0 && !reportedDamage && !countingOnly && (isTruncated || holes > 0) {
+          reportedDamage = true
+          if isTruncated {
+            throw DecodeError(
+              path: path, reason: .truncated("the file ends inside an Ogg page, after frame \(cursorFrames)"))
+          }
+          throw DecodeError(path: path, reason: .corrupt("\(holes) damaged stretch(es): audio was lost there"))
+        }
+        break
+      }
       if got == Int(OV_HOLE) {
         // A gap in the data (a lost page): vorbisfile resynchronises; the music goes on.
+        holes += 1
         if warnings.count < 16 { warnings.append("a hole in the stream near frame \(cursorFrames + Int64(written))") }
         continue
       }
       if got < 0 {
         cursorFrames += Int64(written)
-        throw Self.error(Int32(got), path: path, during: "decoding")
+        let error = Self.error(Int32(got), path: path, during: "decoding")
+        poisoned = error
+        throw error
       }
-      guard let planar, Int(link) < links.count else { continue }
+      guard let planar, let info = linkInfo(link) else { continue }
       if link != currentLink {
         currentLink = link
         hasResampleHistory = false
         resamplePhase = 0
       }
-      let info = links[Int(link)]
       if info.sampleRate == format.sampleRate {
         for frame in 0..<got {
           ChannelMixing.mix(
@@ -227,6 +253,11 @@ final class VorbisDecoder: AudioDecoder {
     guard frame >= 0 && frame <= lengthFrames else {
       throw DecodeError(path: path, reason: .seekOutOfRange(frame: frame, lengthFrames: lengthFrames))
     }
+    if let poisoned { throw poisoned }
+    if isLinear {
+      try seekLinear(toFrame: frame)
+      return
+    }
     pending.removeAll(keepingCapacity: true)
     pendingStart = 0
     hasResampleHistory = false
@@ -242,9 +273,149 @@ final class VorbisDecoder: AudioDecoder {
       target = link.startInFile + (frame - link.startInOutput)
     }
     let result = ov_pcm_seek(file, target)
-    guard result == 0 else { throw Self.error(result, path: path, during: "seeking to frame \(frame)") }
+    guard result == 0 else {
+      let error = Self.error(result, path: path, during: "seeking to frame \(frame)")
+      if result != OV_EINVAL { poisoned = error }
+      throw error
+    }
     currentLink = -1
     cursorFrames = frame
+    reportedDamage = false
+    holes = 0
+  }
+
+  /// Opens `file` on `source` from its first byte; `seekable: false` gives libvorbisfile no seek
+  /// callback, so it reads the stream linearly and never bisects.
+  private static func open(
+    _ file: UnsafeMutablePointer<OggVorbis_File>, source: FileByteSource, seekable: Bool
+  ) -> Int32 {
+    _ = source.seek(offset: 0, whence: SEEK_SET)
+    let callbacks = ov_callbacks(
+      read_func: { buffer, size, count, datasource in
+        let source = Unmanaged<FileByteSource>.fromOpaque(datasource!).takeUnretainedValue()
+        errno = 0
+        let bytes = source.read(into: buffer!, count: size * count)
+        // vorbisfile treats 0 with errno set as a read error, 0 with errno 0 as the end.
+        if bytes < 0 { return 0 }
+        return bytes / max(size, 1)
+      },
+      seek_func: seekable
+        ? { datasource, offset, whence in
+          let source = Unmanaged<FileByteSource>.fromOpaque(datasource!).takeUnretainedValue()
+          return source.seek(offset: offset, whence: whence) < 0 ? -1 : 0
+        } : nil,
+      close_func: nil,  // FileByteSource closes its descriptor itself
+      tell_func: seekable
+        ? { datasource in
+          let source = Unmanaged<FileByteSource>.fromOpaque(datasource!).takeUnretainedValue()
+          return Int(source.seek(offset: 0, whence: SEEK_CUR))
+        } : nil)
+    let result = ov_open_callbacks(Unmanaged.passUnretained(source).toOpaque(), file, nil, 0, callbacks)
+    // On failure ov_open_callbacks may have read headers; ov_clear is safe either way.
+    if result != 0 { ov_clear(file) }
+    return result
+  }
+
+  /// Reopens in streaming mode at frame 0. With `countingFrames`, first decodes the whole file
+  /// once to learn its length (the streaming mode cannot know it otherwise).
+  private func reopenLinear(countingFrames: Bool) throws(DecodeError) {
+    ov_clear(file)
+    let opened = Self.open(file, source: source, seekable: false)
+    guard opened == 0 else { throw Self.error(opened, path: path, during: "reopening the damaged file") }
+    isLinear = true
+    poisoned = nil
+    resetReadState()
+    cursorFrames = 0
+    guard countingFrames else { return }
+    if let info = ov_info(file, -1) {
+      links = [
+        Link(
+          sampleRate: Int(info.pointee.rate), channelCount: Int(info.pointee.channels), startInFile: 0,
+          nativeFrames: 0, startInOutput: 0, outputFrames: 0)
+      ]
+      format = AudioFormat(sampleRate: Int(info.pointee.rate), channelCount: min(2, Int(info.pointee.channels)))
+    }
+    countingOnly = true
+    defer { countingOnly = false }
+    var scratch = [Float](repeating: 0, count: 4096 * 2)
+    var total: Int64 = 0
+    while true {
+      let frames: Int
+      do {
+        frames = try scratch.withUnsafeMutableBufferPointer { (pointer) throws(DecodeError) -> Int in
+          try readFrames(into: pointer.baseAddress!, frameCapacity: 4096)
+        }
+      } catch {
+        break  // a hard error: the length is what came before it
+      }
+      if frames == 0 { break }
+      total += Int64(frames)
+    }
+    lengthFrames = total
+    warnings.append(
+      isTruncated
+        ? "the file is cut off: \(total) frames are there" : "the file is damaged: read linearly, \(total) frames")
+    ov_clear(file)
+    let reopened = Self.open(file, source: source, seekable: false)
+    guard reopened == 0 else { throw Self.error(reopened, path: path, during: "reopening the damaged file") }
+    resetReadState()
+    cursorFrames = 0
+  }
+
+  /// Seeking in streaming mode: from the start, decoding up to the target.
+  private func seekLinear(toFrame frame: Int64) throws(DecodeError) {
+    try reopenLinear(countingFrames: false)
+    var scratch = [Float](repeating: 0, count: 4096 * 2)
+    while cursorFrames < frame {
+      let want = Int(min(4096, frame - cursorFrames))
+      let got = try scratch.withUnsafeMutableBufferPointer { (pointer) throws(DecodeError) -> Int in
+        try readFrames(into: pointer.baseAddress!, frameCapacity: want)
+      }
+      if got == 0 { break }
+    }
+    reportedDamage = false
+    holes = 0
+  }
+
+  private func resetReadState() {
+    pending.removeAll(keepingCapacity: true)
+    pendingStart = 0
+    hasResampleHistory = false
+    resamplePhase = 0
+    currentLink = -1
+    holes = 0
+    reportedDamage = false
+  }
+
+  /// Rate and channels of `link`: from the table built at open, or, in streaming mode (which
+  /// has no table), from the link being read now.
+  private func linkInfo(_ link: Int32) -> Link? {
+    if !isLinear { return Int(link) < links.count ? links[Int(link)] : nil }
+    guard let info = ov_info(file, -1) else { return nil }
+    return Link(
+      sampleRate: Int(info.pointee.rate), channelCount: Int(info.pointee.channels), startInFile: 0, nativeFrames: 0,
+      startInOutput: 0, outputFrames: 0)
+  }
+
+  /// Whether the last Ogg page is complete, ends the file exactly, and carries the end-of-stream
+  /// flag. An encoder always writes one; a file cut off in transfer or on a full disk does not.
+  private static func endsWithEndOfStreamPage(_ source: FileByteSource) -> Bool {
+    let tailLength = Int(min(source.sizeBytes, 65_536 + 282))
+    let tailStart = source.sizeBytes - Int64(tailLength)
+    let tail = source.bytes(at: tailStart, count: tailLength)
+    let capture: [UInt8] = Array("OggS".utf8)
+    var index = tail.count - 27
+    while index >= 0 {
+      if tail[index] == capture[0] && Array(tail[index..<(index + 4)]) == capture {
+        let segments = Int(tail[index + 26])
+        guard index + 27 + segments <= tail.count else { return false }
+        let body = tail[(index + 27)..<(index + 27 + segments)].reduce(0) { $0 + Int($1) }
+        let pageEnd = index + 27 + segments + body
+        return pageEnd == tail.count && (tail[index + 5] & 0x04) != 0
+      }
+      index -= 1
+    }
+    return false
   }
 
   /// The single place libvorbisfile's codes become `DecodeError`s.

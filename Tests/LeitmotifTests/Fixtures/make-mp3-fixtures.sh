@@ -9,8 +9,10 @@
 # The sources are synthetic tones from sox, so nothing here is copyrighted and every file can be
 # remade. Lengths are odd sample counts (not multiples of the 1152- or 576-sample MP3 frame) so a
 # decoder that rounds to whole frames is caught. Each tone has a different frequency per channel
-# (440 Hz left, 660 Hz right) so a swapped or duplicated channel is visible. Stereo is 64 kbit/s CBR
-# (about 8 KB a second), mono 32 kbit/s; everything together stays well under 200 KB.
+# (440 Hz left, 660 Hz right) so a swapped or duplicated channel is visible. Every file is 64 kbit/s
+# CBR (8 KB a second); everything together stays well under 200 KB. Not lower: lame 3.100 silently
+# leaves out the LAME/Info tag when it does not fit in one frame at the stream's bitrate (it needs
+# about 180 bytes; a 48 kbit/s frame at 44.1 kHz has 156).
 #
 # `sox -r RATE -n ...`: the rate must come before `-n`, or sox reads "Ns" sample counts at its
 # default 48 kHz and converts them (57331s at 44.1 kHz would give 52673 samples). `-D`: no dither,
@@ -27,15 +29,21 @@
 #                            (it is the padded length, longer than 57331).
 #   notag-22050-stereo.mp3   30001 frames' worth, 22.05 kHz stereo, no LAME tag.
 #   notag-48000-mono.mp3     50001 frames' worth, 48 kHz mono, no LAME tag.
-#   id3-tagged.mp3           a 44.1 kHz mono tone of 30000 frames, LAME tag, with an ID3v2.3 tag written by lame's
-#                            --tt/--ta/--tl/--tg/--tn/--tv options (--id3v2-only: no ID3v1 tag at the
+#   id3-tagged.mp3           a 44.1 kHz mono tone of 30000 frames, LAME tag, and an ID3v2.3 tag
+#                            written by lame's --tt/--ta/--tl/--tg/--tn/--tv options (--id3v2-only: no ID3v1 tag at the
 #                            end): title, artist, album, album artist (TPE2), genre, composer (TCOM),
 #                            track 3/12, disc 1/2 (TPOS), TBPM 128, TXXX REPLAYGAIN_TRACK_GAIN/PEAK,
 #                            REPLAYGAIN_ALBUM_GAIN/PEAK, TXXX LOOPSTART=1000 and LOOPLENGTH=20000.
-#   gapless-part1.mp3,       one 44.1 kHz stereo tone of 2 x 22050 frames cut in two halves by sox
-#   gapless-part2.mp3        `trim`, encoded with `lame --nogap --nogaptags` so each part has a LAME
-#                            tag and the parts join without a gap (for a later gapless-playback test).
-#                            Each part must decode to exactly 22050 frames.
+#   gapless-part1.mp3,       one 44.1 kHz stereo tone of 44100 frames cut by sox `trim` into 21017 and
+#   gapless-part2.mp3        23083 frames (unequal, so the parts differ), each encoded on its own with
+#                            a LAME tag, so each decodes to exactly its length and the two join
+#                            without a gap (for gapless
+#                            playback tests). Not `lame --nogap`: lame 3.100 writes LAME tags for
+#                            such sets (--nogaptags) whose delay/padding do not add up (libmpg123
+#                            gives 19631 + 23364 frames, 1105 short of the 44100 put in).
+#
+# vorbis-setup-sigfpe.ogg in this folder is not made here: DecoderTests.swift says how it was made
+# (vorbisSetupHeaderDivisionByZero).
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -78,11 +86,13 @@ encode 44100 1 30000 id3-tagged --id3v2-only \
   --tv "TXXX=REPLAYGAIN_ALBUM_GAIN=-7.25 dB" --tv "TXXX=REPLAYGAIN_ALBUM_PEAK=0.750000" \
   --tv "TXXX=LOOPSTART=1000" --tv "TXXX=LOOPLENGTH=20000"
 
-# Two halves of one tone, encoded as a gapless set.
+# Two halves of one tone, each encoded on its own (see the header for why not --nogap).
 tone 44100 2 44100 "$work/whole.wav"
-sox "$work/whole.wav" "$work/gapless-part1.wav" trim 0s 22050s
-sox "$work/whole.wav" "$work/gapless-part2.wav" trim 22050s 22050s
-lame --quiet -b 64 -m j --resample 44.1 --nogaptags --nogapout "$here" --nogap "$work/gapless-part1.wav" "$work/gapless-part2.wav"
+sox "$work/whole.wav" "$work/gapless-part1.wav" trim 0s 21017s
+sox "$work/whole.wav" "$work/gapless-part2.wav" trim 21017s
+for part in gapless-part1 gapless-part2; do
+  lame --quiet -b 64 -m j --resample 44.1 "$work/$part.wav" "$here/$part.mp3"
+done
 
 ls -l "$here"/*.mp3
 du -ch "$here"/*.mp3 | tail -n 1
