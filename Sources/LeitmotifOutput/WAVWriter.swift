@@ -43,26 +43,31 @@ public final class WAVWriter {
   /// Appends `frameCount` interleaved frames.
   public func write(_ samples: UnsafeBufferPointer<Float>, frameCount: Int) throws {
     let sampleCount = frameCount * channelCount
-    scratch.removeAll(keepingCapacity: true)
-    scratch.reserveCapacity(sampleCount * bytesPerSample)
     switch sampleFormat {
     case .float32:
       #if _endian(little)
-        // Float32 little-endian is the file's layout already: one copy, no per-sample work.
-        scratch.append(contentsOf: UnsafeRawBufferPointer(start: samples.baseAddress, count: sampleCount * 4))
+        // Float32 little-endian is the file's layout already: written straight from the caller.
+        let bytes = UnsafeMutableRawPointer(mutating: samples.baseAddress!)
+        try handle.write(contentsOf: Data(bytesNoCopy: bytes, count: sampleCount * 4, deallocator: .none))
       #else
-        for index in 0..<sampleCount {
-          withUnsafeBytes(of: samples[index].bitPattern.littleEndian) { scratch.append(contentsOf: $0) }
-        }
+        try writeConverted(sampleCount) { UInt32($0.bitPattern).littleEndian }
       #endif
     case .int16:
-      for index in 0..<sampleCount {
-        let value = Int16((max(-1, min(1, samples[index])) * 32767).rounded())
-        withUnsafeBytes(of: value.littleEndian) { scratch.append(contentsOf: $0) }
+      try writeConverted(sampleCount) { UInt16(bitPattern: Int16((max(-1, min(1, $0)) * 32767).rounded())).littleEndian }
+    }
+    framesWritten += Int64(frameCount)
+
+    func writeConverted<Word: FixedWidthInteger>(_ count: Int, _ convert: (Float) -> Word) throws {
+      let byteCount = count * MemoryLayout<Word>.size
+      if scratch.count < byteCount { scratch = [UInt8](repeating: 0, count: byteCount) }
+      scratch.withUnsafeMutableBytes { raw in
+        let output = raw.bindMemory(to: Word.self)
+        for index in 0..<count { output[index] = convert(samples[index]) }
+      }
+      try scratch.withUnsafeBytes { raw in
+        try handle.write(contentsOf: Data(bytesNoCopy: UnsafeMutableRawPointer(mutating: raw.baseAddress!), count: byteCount, deallocator: .none))
       }
     }
-    try handle.write(contentsOf: scratch)
-    framesWritten += Int64(frameCount)
   }
 
   /// Patches the header with the final sizes and closes the file. Called by `deinit` if forgotten.

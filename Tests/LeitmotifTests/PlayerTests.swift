@@ -32,6 +32,25 @@ struct PlayerTests {
     #expect(mismatch == nil, "first differing sample at \(mismatch ?? -1)")
   }
 
+  @Test("render with a start position opens the file there and fades in: no sound from before it")
+  func renderFromAPosition() throws {
+    let directory = try TemporaryDirectory()
+    let path = try EngineHarness.vorbisTone(in: directory, seconds: 3)
+    let (decoded, _) = try EngineHarness.decodeAll(path)
+    var options = OfflineRenderer.Options()
+    options.seekSeconds = 1.5
+    let out = directory.file("seek.wav")
+    let result = try OfflineRenderer.render(path: path, to: out, options: options)
+    let rendered = try WAVFile(path: out).samples
+    #expect(result.framesWritten == 72_000)
+    // After the 10 ms fade-in (and the silent first mix) the output is the decode from 1.5 s on.
+    let start = 72_000
+    let settled = 3 * EngineHarness.renderFrames
+    let offset = (settled..<(settled + 4096)).first { rendered[2 * $0] != decoded[2 * (start + $0)] }
+    #expect(offset == nil, "differs at frame \(offset ?? -1)")
+    #expect(EngineHarness.largestStep(rendered) < 0.05, "no click at the start")
+  }
+
   @Test("Loopback rendering is deterministic: same input, same bytes")
   func loopbackIsDeterministic() throws {
     let directory = try TemporaryDirectory()

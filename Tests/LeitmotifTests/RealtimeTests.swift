@@ -79,6 +79,25 @@ struct RealtimeTests {
     #expect(log.all.contains { if case .itemEnded = $0 { true } else { false } })
   }
 
+  @Test("Seeks while playing in real time are not underruns")
+  func seeksAreNotUnderruns() throws {
+    let directory = try TemporaryDirectory()
+    let path = try EngineHarness.vorbisTone(in: directory, seconds: 6.0)
+    let engine = try AudioEngine(output: .headless)
+    defer { engine.shutdown() }
+    let player = try Player(engine: engine, item: MediaItem(path: path))
+    player.play()
+    #expect(EngineHarness.wait(seconds: 2) { player.currentPlaybackTime > 0.1 })
+    for target in [3.0, 1.0, 4.5, 0.5] {
+      player.currentPlaybackTime = target
+      usleep(150_000)
+      let position = player.currentPlaybackTime
+      #expect(position >= target && position < target + 0.4, "after seeking to \(target): \(position)")
+    }
+    #expect(player.underrunCount == 0)
+    #expect(player.playbackState == .playing)
+  }
+
   @Test("A device disconnect is reported; the engine reopens the default device and resumes where it was")
   func disconnectRecovery() throws {
     let directory = try TemporaryDirectory()

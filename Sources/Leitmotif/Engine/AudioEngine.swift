@@ -202,27 +202,14 @@ public final class AudioEngine: @unchecked Sendable {
       let startFrame = Int64((max(0, startSeconds) * Double(decoder.format.sampleRate)).rounded())
       let start = min(startFrame, decoder.lengthFrames)
       if start > 0 { try decoder.seek(toFrame: start) }
-      var blocks: [[Float]] = []
-      var endedEarly: DecodeError?
-      let channels = decoder.format.channelCount
-      var scratch = [Float](repeating: 0, count: Voice.framesPerBuffer * channels)
-      do {
-        while blocks.count < Voice.bufferCount {
-          let frames = try scratch.withUnsafeMutableBufferPointer { (pointer) throws(DecodeError) -> Int in
-            try decoder.readFrames(into: pointer.baseAddress!, frameCapacity: Voice.framesPerBuffer)
-          }
-          if frames == 0 { break }
-          var block = [Float](repeating: 0, count: frames * 2)
-          for frame in 0..<frames {
-            block[2 * frame] = scratch[frame * channels]
-            block[2 * frame + 1] = scratch[frame * channels + channels - 1]
-          }
-          blocks.append(block)
-        }
-      } catch {
-        endedEarly = error
+      let stream = DecodeAheadStream(decoder: decoder, startFrame: start)
+      // Pre-buffer: wait (here, on the loader thread) until the ring holds what the OpenAL
+      // buffers will take, so that attaching never waits.
+      let deadline = Date().addingTimeInterval(5)
+      while stream.availableBlocks < Voice.bufferCount && !stream.initialGenerationEnded && Date() < deadline {
+        usleep(500)
       }
-      return .attach(slot: slot, LoadedStream(decoder: decoder, blocks: blocks, startFrame: start, endedEarly: endedEarly))
+      return .attach(slot: slot, LoadedStream(stream: stream, startFrame: start))
     } catch {
       return .loadFailed(slot: slot, error)
     }

@@ -1,14 +1,11 @@
 import Foundation
 import Synchronization
 
-/// A decoder opened and pre-buffered by the loader, handed to the streaming thread. The loader
-/// never touches it again after sending: ownership moves with the command.
+/// A file opened by the loader, its decode thread already running and its ring filled, handed
+/// to the streaming thread. The loader never touches it again after sending.
 struct LoadedStream: @unchecked Sendable {
-  var decoder: any AudioDecoder
-  /// The first blocks, already decoded (stereo, interleaved), so attaching does no I/O.
-  var blocks: [[Float]]
+  var stream: DecodeAheadStream
   var startFrame: Int64
-  var endedEarly: DecodeError?
 }
 
 /// Requests from game threads to the streaming thread.

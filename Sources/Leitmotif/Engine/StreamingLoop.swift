@@ -3,8 +3,8 @@ import Foundation
 /// The streaming thread's state: the voices and the device they play on.
 ///
 /// The rules of the streaming thread, in one place:
-/// - It may call: OpenAL (source and buffer calls), the decoders (reading and seeking the files it
-///   owns), and `try` the command queue's lock.
+/// - It may call: OpenAL (source and buffer calls), the decode-ahead rings (take a block, ask for a
+///   seek: both lock-free), and `try` the command queue's lock.
 /// - It must never: wait on a lock a game thread can hold (it only tries), call back into game
 ///   code (events go to the notification thread), open files (the loader does, before attaching),
 ///   allocate once voices are attached (scratch buffers and rings are sized when a voice is made;
@@ -120,7 +120,8 @@ final class StreamingLoop: @unchecked Sendable {
       if let old = voices[slot] { pendingEvents.append(.reclaim(old)) }
       do {
         let source = try StreamingSource(device: device, bufferCount: Voice.bufferCount)
-        let voice = Voice(slot: slot, status: statuses[slot], source: source, stream: stream)
+        let voice = Voice(
+          slot: slot, status: statuses[slot], source: source, loaded: stream, waitForDecoding: isOffline)
         voice.setRate(rates[slot])
         voice.setVolume(volumes[slot])
         voices[slot] = voice
@@ -134,7 +135,8 @@ final class StreamingLoop: @unchecked Sendable {
         if wantsPlaying[slot] { voice.play(clock: clock) }
       } catch {
         pendingEvents.append(.diagnostic(Diagnostic(.error, "cannot create an OpenAL source: \(error)", error: error)))
-        pendingEvents.append(.reclaim(stream.decoder))
+        stream.stream.stop()
+        pendingEvents.append(.reclaim(stream.stream))
       }
     case .loadFailed(let slot, let error):
       wantsPlaying[slot] = false

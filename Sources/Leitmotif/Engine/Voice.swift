@@ -1,9 +1,10 @@
-/// A playing instance of one decoded file: a decoder, an OpenAL source with its buffers, and the
-/// transport (playing, paused, fades, seeks, scans).
+/// A playing instance of one file: its decode-ahead stream, an OpenAL source with its buffers,
+/// and the transport (playing, paused, fades, seeks, scans).
 ///
 /// Streaming-thread only. Rules for everything in here (the loop's rules, see `StreamingLoop`):
-/// no locks, no allocation once attached (scratch buffers are sized up front), and every gain
-/// change is stepped from the device clock because OpenAL 1.19 only ramps within one mix.
+/// no locks, no allocation once attached, no decoding or file reads (the stream's own thread does
+/// those), and every gain change is stepped from the device clock because OpenAL 1.19 only ramps
+/// within one mix.
 final class Voice {
   /// Frames per OpenAL buffer. 4096 frames is 85 ms at 48 kHz: large enough that one decode call
   /// per buffer is cheap, small enough that a refill never takes long.
@@ -17,8 +18,13 @@ final class Voice {
   let slot: Int
   let status: VoiceStatus
   private(set) var source: StreamingSource
-  let decoder: any AudioDecoder
-  var format: AudioFormat { decoder.format }
+  let stream: DecodeAheadStream
+  var format: AudioFormat { stream.format }
+  /// Offline engines wait (bounded) for the decode thread; the real-time streaming thread never does.
+  private let decodeWaitSeconds: Double
+  private var generation = 0
+  /// The frame the next decoded block starts at (the position when nothing is queued).
+  private var nextFrame: Int64
 
   // Start frame and length of each queued buffer, oldest first (a fixed ring: no allocation).
   private var queuedStart = [Int64](repeating: 0, count: Voice.bufferCount)
@@ -26,8 +32,6 @@ final class Voice {
   private var queuedHead = 0
   private var queuedCount = 0
 
-  private var decodeScratch: [Float]
-  private var stereoScratch: [Float]
   private var decoderEnded = false
   private(set) var failure: DecodeError?
 
@@ -58,6 +62,9 @@ final class Voice {
   private var rampDurationNanoseconds: Int64 = 0
   private var zeroGainSince: Int64?
   private var holdGainThisPump = false
+  /// Play was asked for while nothing was queued yet (right after a seek, the decode thread is
+  /// still on its way): the source starts when the first buffer is in, and that is no underrun.
+  private var awaitingData = false
   private(set) var rate: Float = 1
 
   // Scanning (beginSeekingForward/Backward): jumps that grow the longer the scan runs.
@@ -65,25 +72,22 @@ final class Voice {
   private var scanStartedNanoseconds: Int64 = 0
   private var lastScanJumpNanoseconds: Int64 = 0
 
-  init(slot: Int, status: VoiceStatus, source: StreamingSource, stream: LoadedStream) {
+  init(slot: Int, status: VoiceStatus, source: StreamingSource, loaded: LoadedStream, waitForDecoding: Bool) {
     self.slot = slot
     self.status = status
     self.source = source
-    self.decoder = stream.decoder
-    decodeScratch = [Float](repeating: 0, count: Voice.framesPerBuffer * 2)
-    stereoScratch = [Float](repeating: 0, count: Voice.framesPerBuffer * 2)
-    status.lengthFrames.store(stream.decoder.lengthFrames, ordering: .releasing)
-    status.sampleRate.store(stream.decoder.format.sampleRate, ordering: .releasing)
-    var frame = stream.startFrame
-    for block in stream.blocks {
-      let frames = block.count / 2
-      block.withUnsafeBufferPointer { enqueue($0.baseAddress!, frames: frames, startFrame: frame) }
-      frame += Int64(frames)
-    }
-    if stream.blocks.count < Voice.bufferCount || stream.endedEarly != nil { decoderEnded = true }
-    failure = stream.endedEarly
+    self.stream = loaded.stream
+    decodeWaitSeconds = waitForDecoding ? 10 : 0
+    nextFrame = loaded.startFrame
+    // Starting mid-file fades in, like a resume: the first sample may be far from zero.
+    mode = .ready(resumeFades: loaded.startFrame > 0)
+    status.lengthFrames.store(stream.lengthFrames, ordering: .releasing)
+    status.sampleRate.store(stream.format.sampleRate, ordering: .releasing)
+    refill()
     publishPosition()
   }
+
+  deinit { stream.stop() }
 
   // MARK: - Transport (called by the loop for commands)
 
@@ -104,7 +108,14 @@ final class Voice {
       }
       zeroGainSince = nil
       source.setPitch(rate)
-      source.play()
+      if queuedCount > 0 {
+        source.play()
+      } else {
+        awaitingData = true
+        source.setGain(0)
+        startRamp(from: 0, to: 1, clock: clock)
+        holdGainThisPump = true
+      }
       mode = .playing
     case .fadingOut:
       // Changed its mind mid-fade: fade back in from where the gain is, keep any pending seek.
@@ -138,12 +149,12 @@ final class Voice {
 
   /// Seconds are turned into the frame nearest to them: `Double(n) / rate` gives frame n exactly.
   func seek(toSeconds seconds: Double, clock: Int64) {
-    let frame = seconds.isFinite ? Int64((seconds * Double(decoder.format.sampleRate)).rounded()) : 0
+    let frame = seconds.isFinite ? Int64((seconds * Double(stream.format.sampleRate)).rounded()) : 0
     seek(toFrame: frame, clock: clock)
   }
 
   func seek(toFrame frame: Int64, clock: Int64) {
-    let target = max(0, min(frame, decoder.lengthFrames))
+    let target = max(0, min(frame, stream.lengthFrames))
     switch mode {
     case .playing: fadeOut(then: .seek(frame: target, thenPlay: true), clock: clock)
     case .fadingOut:
@@ -185,6 +196,11 @@ final class Voice {
 
     switch mode {
     case .playing:
+      if awaitingData {
+        guard queuedCount > 0 else { break }
+        awaitingData = false
+        source.play()
+      }
       if holdGainThisPump {
         holdGainThisPump = false
         rampStartNanoseconds = clock + lookaheadNanoseconds
@@ -227,9 +243,9 @@ final class Voice {
     let position: Int64
     if queuedCount > 0 {
       let offset = Int64(source.sampleOffset)
-      position = min(queuedStart[queuedHead] + offset, decoder.lengthFrames)
+      position = min(queuedStart[queuedHead] + offset, stream.lengthFrames)
     } else {
-      position = decoderEnded ? decoder.lengthFrames : decoder.cursorFrames
+      position = decoderEnded ? stream.lengthFrames : nextFrame
     }
     status.positionFrames.store(position, ordering: .releasing)
   }
@@ -254,6 +270,13 @@ final class Voice {
   // MARK: - Internals
 
   private func fadeOut(then action: PendingAction, clock: Int64) {
+    if awaitingData {
+      // Nothing was heard yet: no fade needed, act at once.
+      awaitingData = false
+      pendingAction = action
+      runPendingAction(clock: clock)
+      return
+    }
     pendingAction = action
     startRamp(from: currentRampGain(at: clock), to: 0, clock: clock)
     zeroGainSince = nil
@@ -287,64 +310,46 @@ final class Voice {
     mode = .ready(resumeFades: resumeFades)
   }
 
-  /// Throws away what is queued, moves the decoder, and refills: used by stop, seek and recovery.
+  /// Throws away what is queued, moves the stream, and refills: used by stop, seek and recovery.
   private func reposition(to frame: Int64) {
     source.flush()
     queuedCount = 0
     queuedHead = 0
     decoderEnded = false
     failure = nil
-    do {
-      try decoder.seek(toFrame: frame)
-    } catch {
-      failure = error
-      decoderEnded = true
-    }
+    generation = stream.requestSeek(toFrame: frame)
+    nextFrame = frame
     refill()
     publishPosition()
   }
 
+  /// Queues decoded blocks while OpenAL has free buffers. Blocks from before the last seek are
+  /// dropped; the end-of-stream block records how the item ended.
   private func refill() {
     while !decoderEnded && source.freeBufferCount > 0 {
-      let startFrame = decoder.cursorFrames
-      let frames: Int
-      do {
-        frames = try decodeScratch.withUnsafeMutableBufferPointer { (pointer) throws(DecodeError) -> Int in
-          try decoder.readFrames(into: pointer.baseAddress!, frameCapacity: Voice.framesPerBuffer)
-        }
-      } catch {
-        // The item ends early here: what is queued plays out, then the failure is reported.
-        failure = error
-        decoderEnded = true
-        break
-      }
-      if frames == 0 {
-        decoderEnded = true
-        let missing = decoder.lengthFrames - decoder.cursorFrames
-        if missing > 0 {
-          // Damage swallowed part of the stream (a hole, a lost sync, a truncated file): the
-          // item ends early, and says so.
-          failure = DecodeError(
-            path: decoder.path,
-            reason: .truncated("the stream ended at frame \(decoder.cursorFrames), \(missing) frames before its end"))
+      guard let block = stream.peek(waitSeconds: decodeWaitSeconds) else {
+        if decodeWaitSeconds > 0 {
+          // Offline only: the decode thread gave nothing for seconds. End rather than hang.
+          failure = DecodeError(path: stream.path, reason: .unsupported("the decoder stopped answering"))
+          decoderEnded = true
         }
         break
       }
-      let channels = decoder.format.channelCount
-      if channels == 2 {
-        decodeScratch.withUnsafeBufferPointer { enqueue($0.baseAddress!, frames: frames, startFrame: startFrame) }
-      } else {
-        for frame in 0..<frames {
-          stereoScratch[2 * frame] = decodeScratch[frame]
-          stereoScratch[2 * frame + 1] = decodeScratch[frame]
-        }
-        stereoScratch.withUnsafeBufferPointer { enqueue($0.baseAddress!, frames: frames, startFrame: startFrame) }
+      defer { stream.release() }
+      guard block.generation == generation else { continue }
+      if block.frames > 0 {
+        enqueue(block.samples, frames: block.frames, startFrame: block.startFrame)
+        nextFrame = block.startFrame + Int64(block.frames)
+      }
+      if block.isEnd {
+        decoderEnded = true
+        failure = block.error
       }
     }
   }
 
   private func enqueue(_ samples: UnsafePointer<Float>, frames: Int, startFrame: Int64) {
-    guard frames > 0, source.queue(stereo: samples, frameCount: frames, sampleRate: decoder.format.sampleRate) else {
+    guard frames > 0, source.queue(stereo: samples, frameCount: frames, sampleRate: stream.format.sampleRate) else {
       return
     }
     let index = (queuedHead + queuedCount) % Voice.bufferCount
@@ -382,10 +387,11 @@ final class Voice {
     lastScanJumpNanoseconds = clock
     let elapsedSeconds = Double(clock - scanStartedNanoseconds) / 1e9
     let speed = min(16, pow2(1 + elapsedSeconds))
-    let jumpFrames = Int64(speed * 0.25 * Double(decoder.format.sampleRate))
+    let rate = Double(stream.format.sampleRate)
+    let jumpFrames = Int64(speed * 0.25 * rate)
     let position = positionFrames
-    let target = scanDirection > 0 ? position + jumpFrames : position - jumpFrames - Int64(0.25 * Double(decoder.format.sampleRate))
-    if target >= decoder.lengthFrames {
+    let target = scanDirection > 0 ? position + jumpFrames : position - jumpFrames - Int64(0.25 * rate)
+    if target >= stream.lengthFrames {
       scanDirection = 0
       return nil
     }

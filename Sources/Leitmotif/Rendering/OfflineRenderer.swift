@@ -65,9 +65,9 @@ public struct OfflineRenderer {
     player.addObserver { event in
       if case .itemFailed(let error) = event { failure.value.withLock { $0 = error } }
     }
-    do { try player.setCurrentPlaybackRate(options.rate) } catch { throw .player(error) }
+    // The position first: the file then opens right there (setting a rate starts playback).
     if options.seekSeconds > 0 { player.currentPlaybackTime = options.seekSeconds }
-    player.prepareToPlay()
+    do { try player.setCurrentPlaybackRate(options.rate) } catch { throw .player(error) }
     player.play()
 
     let writer: WAVWriter

@@ -197,7 +197,17 @@ final class VorbisDecoder: AudioDecoder {
         hasResampleHistory = false
         resamplePhase = 0
       }
-      if info.sampleRate == format.sampleRate {
+      if info.sampleRate == format.sampleRate && info.channelCount == 2 && outChannels == 2 {
+        // The common case, kept tight: interleave the two planar channels directly.
+        let left = planar[0]!
+        let right = planar[1]!
+        let output = buffer + written * 2
+        for frame in 0..<got {
+          output[2 * frame] = left[frame]
+          output[2 * frame + 1] = right[frame]
+        }
+        written += got
+      } else if info.sampleRate == format.sampleRate {
         for frame in 0..<got {
           ChannelMixing.mix(
             inputChannels: info.channelCount, outputChannels: outChannels,
