@@ -95,7 +95,9 @@ func info(_ paths: [String]) -> Int32 {
       add("replayGainAlbumGain", tags.replayGainAlbumGainDecibels)
       add("replayGainAlbumPeak", tags.replayGainAlbumPeak)
       print("{" + fields.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}")
-      for warning in decoder.warnings { FileHandle.standardError.write(Data("leitmotif: warning: \(path): \(warning)\n".utf8)) }
+      for warning in decoder.warnings {
+        FileHandle.standardError.write(Data("leitmotif: warning: \(path): \(warning)\n".utf8))
+      }
     } catch {
       FileHandle.standardError.write(Data("leitmotif: \(error)\n".utf8))
       status = 1
@@ -113,18 +115,23 @@ func render(_ arguments: Arguments) -> Int32 {
   guard options.rate > 0, options.rate <= 4 else { fail("--rate: expected a value in (0, 4], got \(options.rate)") }
   options.durationSeconds = arguments.double("duration")
   if let rate = arguments.options["sample-rate"] {
-    guard let hz = Int(rate), (8_000...192_000).contains(hz) else { fail("--sample-rate: expected 8000...192000 Hz, got \"\(rate)\"") }
+    guard let hz = Int(rate), (8_000...192_000).contains(hz) else {
+      fail("--sample-rate: expected 8000...192000 Hz, got \"\(rate)\"")
+    }
     options.sampleRate = hz
   }
   if let format = arguments.options["format"] {
-    guard let sampleFormat = WAVSampleFormat(rawValue: format) else { fail("--format: expected f32 or s16, got \"\(format)\"") }
+    guard let sampleFormat = WAVSampleFormat(rawValue: format) else {
+      fail("--format: expected f32 or s16, got \"\(format)\"")
+    }
     options.sampleFormat = sampleFormat
   }
   do {
     let result = try OfflineRenderer.render(
       path: arguments.positional[0], to: out, options: options, diagnostics: printDiagnostic)
     let seconds = Double(result.framesWritten) / Double(result.sampleRate)
-    print("wrote \(out): \(result.framesWritten) frames, \(String(format: "%.3f", seconds)) s at \(result.sampleRate) Hz")
+    print(
+      "wrote \(out): \(result.framesWritten) frames, \(String(format: "%.3f", seconds)) s at \(result.sampleRate) Hz")
     if let failure = result.failure {
       FileHandle.standardError.write(Data("leitmotif: \(failure)\n".utf8))
       return 1

@@ -47,7 +47,8 @@ enum FormatSniffer {
       if let length = frameLength(window, at: index) {
         let next = index + length
         if start + Int64(next) >= source.sizeBytes { return start + Int64(index) }
-        let following = next + 4 <= window.count ? Array(window[next..<(next + 4)]) : source.bytes(at: start + Int64(next), count: 4)
+        let following =
+          next + 4 <= window.count ? Array(window[next..<(next + 4)]) : source.bytes(at: start + Int64(next), count: 4)
         if following.count == 4, frameLength(following, at: 0) != nil,
           sameStream(Array(window[index..<(index + 4)]), following)
         {

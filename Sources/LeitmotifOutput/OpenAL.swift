@@ -72,7 +72,9 @@ public enum OpenALRuntime {
   public static func prepare() -> Setup { setup }
 
   private static func soundSystemPresent() -> Bool {
-    if let entries = try? directoryEntries("/dev/snd"), entries.contains(where: { $0.hasPrefix("pcmC") && $0.hasSuffix("p") }) {
+    if let entries = try? directoryEntries("/dev/snd"),
+      entries.contains(where: { $0.hasPrefix("pcmC") && $0.hasSuffix("p") })
+    {
       return true
     }
     var sockets: [String] = []

@@ -101,7 +101,8 @@ public final class OutputDevice: @unchecked Sendable {
     }
     guard alcIsRenderFormatSupportedSOFT(device, ALCsizei(sampleRate), ALC_STEREO_SOFT, ALC_FLOAT_SOFT) != 0 else {
       alcCloseDevice(device)
-      throw OutputError(.formatUnsupported, operation: "alcIsRenderFormatSupportedSOFT(\(sampleRate) Hz)", device: "loopback")
+      throw OutputError(
+        .formatUnsupported, operation: "alcIsRenderFormatSupportedSOFT(\(sampleRate) Hz)", device: "loopback")
     }
     let attributes: [ALCint] = [
       ALC_FORMAT_CHANNELS_SOFT, ALC_STEREO_SOFT,

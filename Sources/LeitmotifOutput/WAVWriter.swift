@@ -53,7 +53,9 @@ public final class WAVWriter {
         try writeConverted(sampleCount) { UInt32($0.bitPattern).littleEndian }
       #endif
     case .int16:
-      try writeConverted(sampleCount) { UInt16(bitPattern: Int16((max(-1, min(1, $0)) * 32767).rounded())).littleEndian }
+      try writeConverted(sampleCount) {
+        UInt16(bitPattern: Int16((max(-1, min(1, $0)) * 32767).rounded())).littleEndian
+      }
     }
     framesWritten += Int64(frameCount)
 
@@ -65,7 +67,9 @@ public final class WAVWriter {
         for index in 0..<count { output[index] = convert(samples[index]) }
       }
       try scratch.withUnsafeBytes { raw in
-        try handle.write(contentsOf: Data(bytesNoCopy: UnsafeMutableRawPointer(mutating: raw.baseAddress!), count: byteCount, deallocator: .none))
+        try handle.write(
+          contentsOf: Data(
+            bytesNoCopy: UnsafeMutableRawPointer(mutating: raw.baseAddress!), count: byteCount, deallocator: .none))
       }
     }
   }
@@ -83,7 +87,9 @@ public final class WAVWriter {
   /// WAVE_FORMAT_IEEE_FLOAT requires (tools such as sox warn without them).
   private func header(dataBytes: Int) -> Data {
     var data = Data()
-    func append<T: FixedWidthInteger>(_ value: T) { withUnsafeBytes(of: value.littleEndian) { data.append(contentsOf: $0) } }
+    func append<T: FixedWidthInteger>(_ value: T) {
+      withUnsafeBytes(of: value.littleEndian) { data.append(contentsOf: $0) }
+    }
     let isFloat = sampleFormat == .float32
     let blockAlign = channelCount * bytesPerSample
     let formatChunkBytes = isFloat ? 18 : 16
@@ -128,7 +134,9 @@ public struct WAVFile: Sendable {
   public init(path: String) throws {
     let data = try Data(contentsOf: URL(fileURLWithPath: path))
     let bytes = [UInt8](data)
-    func u32(_ at: Int) -> Int { Int(bytes[at]) | Int(bytes[at + 1]) << 8 | Int(bytes[at + 2]) << 16 | Int(bytes[at + 3]) << 24 }
+    func u32(_ at: Int) -> Int {
+      Int(bytes[at]) | Int(bytes[at + 1]) << 8 | Int(bytes[at + 2]) << 16 | Int(bytes[at + 3]) << 24
+    }
     func u16(_ at: Int) -> Int { Int(bytes[at]) | Int(bytes[at + 1]) << 8 }
     guard bytes.count >= 12, bytes.starts(with: Array("RIFF".utf8)), Array(bytes[8..<12]) == Array("WAVE".utf8) else {
       throw FormatError(path: path, reason: "not a RIFF/WAVE file")

@@ -21,7 +21,9 @@ enum EngineHarness {
   }
 
   /// Seeded white noise: it compresses badly, so the file has many pages to damage or cut.
-  static func vorbisNoise(in directory: TemporaryDirectory, name: String = "noise.ogg", seconds: Double) throws -> String {
+  static func vorbisNoise(in directory: TemporaryDirectory, name: String = "noise.ogg", seconds: Double) throws
+    -> String
+  {
     let path = directory.file(name)
     let format = PCMFormat.stereo48000
     let samples = ToneGenerator.whiteNoise(

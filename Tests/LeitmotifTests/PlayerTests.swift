@@ -254,7 +254,10 @@ struct PlayerTests {
     #expect(rendered > 48_000 / 2 && rendered < 48_000 * 2, "played what is there and ended early: \(rendered) frames")
     let failure = log.all.compactMap { if case .itemFailed(let error) = $0 { error } else { nil } }.first
     #expect(failure?.path == path, "an error notification names the file")
-    if case .truncated = failure?.reason {} else { Issue.record("expected .truncated, got \(String(describing: failure))") }
+    if case .truncated = failure?.reason {
+    } else {
+      Issue.record("expected .truncated, got \(String(describing: failure))")
+    }
 
     // The engine goes on: the next item plays.
     let next = try EngineHarness.vorbisTone(in: directory, name: "next.ogg", seconds: 0.5)

@@ -170,7 +170,8 @@ final class DecodeAheadStream: @unchecked Sendable {
         ended = false
         do { try decoder.seek(toFrame: cursor) } catch { seekError = error }
       }
-      let full = counters.produced.load(ordering: .relaxed) - counters.consumed.load(ordering: .acquiring) >= Self.blockCount
+      let full =
+        counters.produced.load(ordering: .relaxed) - counters.consumed.load(ordering: .acquiring) >= Self.blockCount
       if ended || full {
         _ = producerWake.wait(timeout: .now() + .milliseconds(100))
         continue
@@ -181,7 +182,8 @@ final class DecodeAheadStream: @unchecked Sendable {
       var error = seekError
       if error == nil {
         do {
-          frames = try decoder.readFrames(into: format.channelCount == 2 ? output : scratch, frameCapacity: Self.framesPerBlock)
+          frames = try decoder.readFrames(
+            into: format.channelCount == 2 ? output : scratch, frameCapacity: Self.framesPerBlock)
         } catch let failure {
           error = failure
         }
@@ -196,7 +198,9 @@ final class DecodeAheadStream: @unchecked Sendable {
         // Damage swallowed part of the stream: the item ends early, and says so.
         error = DecodeError(
           path: path,
-          reason: .truncated("the stream ended at frame \(decoder.cursorFrames), \(lengthFrames - decoder.cursorFrames) frames before its end"))
+          reason: .truncated(
+            "the stream ended at frame \(decoder.cursorFrames), \(lengthFrames - decoder.cursorFrames) frames before its end"
+          ))
       }
       frameCounts[slot] = frames
       startFrames[slot] = cursor

@@ -72,7 +72,8 @@ public struct OfflineRenderer {
 
     let writer: WAVWriter
     do {
-      writer = try WAVWriter(path: outputPath, sampleRate: outputRate, channelCount: 2, sampleFormat: options.sampleFormat)
+      writer = try WAVWriter(
+        path: outputPath, sampleRate: outputRate, channelCount: 2, sampleFormat: options.sampleFormat)
     } catch { throw .write(path: outputPath, underlying: "\(error)") }
     // Where the item ends in output frames: what is left of it, sped up by the rate, resampled.
     let startFrame = min(lengthFrames, Int64((options.seekSeconds * Double(fileRate)).rounded()))

@@ -56,7 +56,8 @@ final class MP3Decoder: AudioDecoder {
     check(mpg123_param2(handle, Int32(MPG123_ADD_FLAGS.rawValue), Int(flags), 0), "configuring")
     check(mpg123_format_none(handle), "configuring")
     check(
-      mpg123_format2(handle, 0, Int32(MPG123_MONO.rawValue | MPG123_STEREO.rawValue), Int32(MPG123_ENC_FLOAT_32.rawValue)),
+      mpg123_format2(
+        handle, 0, Int32(MPG123_MONO.rawValue | MPG123_STEREO.rawValue), Int32(MPG123_ENC_FLOAT_32.rawValue)),
       "configuring")
     check(
       mpg123_replace_reader_handle(
@@ -141,7 +142,8 @@ final class MP3Decoder: AudioDecoder {
         if reached < lengthFrames && filled == 0 {
           // The LAME/Info tag promised more frames than the file holds: it was cut off.
           throw DecodeError(
-            path: path, reason: .truncated("the stream ends at frame \(reached) of the \(lengthFrames) its header promises"))
+            path: path,
+            reason: .truncated("the stream ends at frame \(reached) of the \(lengthFrames) its header promises"))
         }
         if reached < lengthFrames { ended = false }  // report it on the next call, after these frames
         break
@@ -153,7 +155,8 @@ final class MP3Decoder: AudioDecoder {
         mpg123_getformat(handle, &rate, &channels, &encoding)
         if rate != format.sampleRate || Int(channels) != format.channelCount {
           // A stream that changes its nature mid-way is ended here (no Frankenstein streams).
-          warnings.append("the stream changes format at frame \(cursorFrames + Int64(filled / bytesPerFrame)); ended there")
+          warnings.append(
+            "the stream changes format at frame \(cursorFrames + Int64(filled / bytesPerFrame)); ended there")
           ended = true
           break
         }
@@ -225,11 +228,13 @@ final class MP3Decoder: AudioDecoder {
   }
 
   /// The single place libmpg123's codes become `DecodeError`s.
-  private static func error(_ result: Int32, handle: OpaquePointer, path: String, during action: String) -> DecodeError {
+  private static func error(_ result: Int32, handle: OpaquePointer, path: String, during action: String) -> DecodeError
+  {
     let code = result == MPG123_ERR.rawValue ? mpg123_errcode(handle) : result
     let text = mpg123_plain_strerror(code).map { String(cString: $0) } ?? "unknown error"
     if code == MPG123_RESYNC_FAIL.rawValue || code == MPG123_OUT_OF_SYNC.rawValue {
-      return DecodeError(path: path, reason: .corrupt("no MPEG audio stream found (\(text)) while \(action)"), code: code)
+      return DecodeError(
+        path: path, reason: .corrupt("no MPEG audio stream found (\(text)) while \(action)"), code: code)
     }
     if code == MPG123_NO_SEEK.rawValue || code == MPG123_NO_SEEK_FROM_END.rawValue {
       return DecodeError(path: path, reason: .unsupported("\(text) while \(action)"), code: code)

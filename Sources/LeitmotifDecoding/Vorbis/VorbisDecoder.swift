@@ -134,7 +134,8 @@ final class VorbisDecoder: AudioDecoder {
       guard lengthFrames > 0 else {
         throw DecodeError(
           path: source.path,
-          reason: isTruncated ? .truncated("no complete audio packet before the file ends") : .corrupt("no decodable audio"))
+          reason: isTruncated
+            ? .truncated("no complete audio packet before the file ends") : .corrupt("no decodable audio"))
       }
     }
     tags = collector.finished(lengthFrames: lengthFrames)
