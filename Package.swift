@@ -31,7 +31,7 @@ let package = Package(
     .target(name: "Leitmotif", dependencies: ["LeitmotifDecoding", "LeitmotifOutput"]),
 
     .executableTarget(name: "LeitmotifCLI", dependencies: ["Leitmotif"]),
-    .target(name: "LeitmotifFixtures", dependencies: ["CVorbisEnc", "LeitmotifOutput"]),
+    .target(name: "LeitmotifFixtures", dependencies: ["CVorbisEnc", "LeitmotifDecoding", "LeitmotifOutput"]),
     .executableTarget(
       name: "LeitmotifBench",
       dependencies: ["Leitmotif", "LeitmotifFixtures", "CVorbisFile", "CMPG123"]),

@@ -1,28 +1,20 @@
+import LeitmotifDecoding
+
 #if canImport(Glibc)
   import Glibc
 #endif
 
-/// The shape of generated PCM: frames per second and samples per frame (interleaved).
-///
-/// LeitmotifFixtures sits beside the decoding layer rather than on it, so it has its own small
-/// format type instead of `LeitmotifDecoding.AudioFormat`.
-public struct PCMFormat: Sendable, Hashable, CustomStringConvertible {
-  public var sampleRate: Int
-  public var channelCount: Int
+/// The shape of generated PCM: the decoders' own `AudioFormat`, so fixtures and decodes compare
+/// directly.
+public typealias PCMFormat = AudioFormat
 
-  public init(sampleRate: Int, channelCount: Int) {
-    self.sampleRate = sampleRate
-    self.channelCount = channelCount
-  }
-
-  public static let stereo44100 = PCMFormat(sampleRate: 44_100, channelCount: 2)
-  public static let stereo48000 = PCMFormat(sampleRate: 48_000, channelCount: 2)
-  public static let mono22050 = PCMFormat(sampleRate: 22_050, channelCount: 1)
+extension AudioFormat {
+  public static let stereo44100 = AudioFormat(sampleRate: 44_100, channelCount: 2)
+  public static let stereo48000 = AudioFormat(sampleRate: 48_000, channelCount: 2)
+  public static let mono22050 = AudioFormat(sampleRate: 22_050, channelCount: 1)
 
   /// The number of frames in `seconds`, rounded to the nearest frame.
   public func frames(seconds: Double) -> Int { Int((seconds * Double(sampleRate)).rounded()) }
-
-  public var description: String { "\(sampleRate) Hz, \(channelCount) ch" }
 }
 
 /// Deterministic test signals as interleaved Float32 frames.
