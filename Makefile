@@ -11,7 +11,7 @@ PACKAGES := pkg-config libopenal-dev libvorbis-dev libmpg123-dev lame
 deps:
 	@missing=$$(for package in $(PACKAGES); do \
 	    dpkg-query -W -f='$${Status}' $$package 2>/dev/null | grep -q 'install ok installed' || echo $$package; \
-	  done | tr '\n' ' '); \
+	  done | tr '\n' ' ' | sed 's/ *$$//'); \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \
 	    echo "installing Debian packages: $$missing"; \
