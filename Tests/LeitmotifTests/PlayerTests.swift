@@ -160,6 +160,21 @@ struct PlayerTests {
     }
   }
 
+  @Test("After an item played to its end, play() starts it again from the beginning")
+  func playAgainAfterTheEnd() throws {
+    let directory = try TemporaryDirectory()
+    let path = try EngineHarness.vorbisTone(in: directory, seconds: 0.5)
+    let engine = try EngineHarness.offlineEngine()
+    let player = try Player(engine: engine, item: MediaItem(path: path))
+    player.play()
+    _ = EngineHarness.render(engine, seconds: 0.7)
+    #expect(player.playbackState == .stopped)
+    player.play()
+    let again = EngineHarness.render(engine, seconds: 0.2)
+    #expect(EngineHarness.peak(again[...]) > 0.3)
+    #expect(player.currentPlaybackTime > 0.15 && player.currentPlaybackTime < 0.25)
+  }
+
   @Test("Rates outside (0, 4] are refused with a clear error; 0 pauses")
   func rateValidation() throws {
     let directory = try TemporaryDirectory()

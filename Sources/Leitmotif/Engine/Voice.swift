@@ -126,7 +126,11 @@ final class Voice {
         startRamp(from: currentRampGain(at: clock), to: 1, clock: clock)
         mode = .playing
       }
-    case .playing, .ended: break
+    case .ended:
+      // Played to its end: like MediaPlayer, play again from the beginning.
+      performStop()
+      play(clock: clock)
+    case .playing: break
     }
   }
 
@@ -166,7 +170,7 @@ final class Voice {
       }
       pendingAction = .seek(frame: target, thenPlay: resume)
     case .ready(let resumeFades): performSeek(to: target, resumeFades: resumeFades || target > 0)
-    case .ended: performSeek(to: target, resumeFades: false)
+    case .ended: performSeek(to: target, resumeFades: target > 0)
     }
   }
 
