@@ -51,6 +51,17 @@ struct PlayerTests {
     #expect(EngineHarness.largestStep(rendered) < 0.05, "no click at the start")
   }
 
+  @Test("File names in any script play: the path goes to the C libraries as UTF-8")
+  func unicodeFileName() throws {
+    let directory = try TemporaryDirectory()
+    let path = try EngineHarness.vorbisTone(in: directory, name: "Thème — ボス戦 🎵.ogg", seconds: 0.5)
+    let info = try AudioFile.openDecoder(path: path)
+    #expect(info.lengthFrames == 24_000)
+    let result = try OfflineRenderer.render(path: path, to: directory.file("übersicht.wav"))
+    #expect(result.framesWritten == 24_000)
+    #expect(EngineHarness.peak(try WAVFile(path: directory.file("übersicht.wav")).samples[...]) > 0.3)
+  }
+
   @Test("Loopback rendering is deterministic: same input, same bytes")
   func loopbackIsDeterministic() throws {
     let directory = try TemporaryDirectory()

@@ -34,7 +34,7 @@ struct RealtimeTests {
     player.play()
     #expect(EngineHarness.wait(seconds: 3) { player.playbackState == .stopped })
     let elapsed = Date().timeIntervalSince(started)
-    #expect(elapsed > 0.7 && elapsed < 2.0, "a 0.8 s item took \(elapsed) s")
+    #expect(elapsed > 0.7 && elapsed < 2.5, "a 0.8 s item took \(elapsed) s")
   }
 
   @Test("A named device that does not exist is a typed error, not a crash")
@@ -54,10 +54,10 @@ struct RealtimeTests {
     #expect(EngineHarness.wait(seconds: 2) { player.isPreparedToPlay })
     usleep(500_000)
     let position = player.currentPlaybackTime
-    #expect(position > 0.2 && position < 0.8, "position after half a second: \(position)")
+    #expect(position > 0.15 && position < 0.9, "position after half a second: \(position)")
     #expect(EngineHarness.wait(seconds: 3) { player.playbackState == .stopped })
     let elapsed = Date().timeIntervalSince(started)
-    #expect(elapsed > 0.9 && elapsed < 2.5, "a 1 s item took \(elapsed) s")
+    #expect(elapsed > 0.9 && elapsed < 3.0, "a 1 s item took \(elapsed) s")
   }
 
   @Test("An underrun restarts the source, is counted, and the item plays on")
@@ -92,7 +92,7 @@ struct RealtimeTests {
       player.currentPlaybackTime = target
       usleep(150_000)
       let position = player.currentPlaybackTime
-      #expect(position >= target && position < target + 0.4, "after seeking to \(target): \(position)")
+      #expect(position >= target && position < target + 0.6, "after seeking to \(target): \(position)")
     }
     #expect(player.underrunCount == 0)
     #expect(player.playbackState == .playing)
