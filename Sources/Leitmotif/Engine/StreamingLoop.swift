@@ -53,6 +53,9 @@ final class StreamingLoop: @unchecked Sendable {
     voices = [Voice?](repeating: nil, count: Self.maximumVoices)
     commandBatch.reserveCapacity(64)
     pendingEvents.reserveCapacity(64)
+    if device.rendersOnDemand && !isOffline {
+      headlessScratch = [Float](repeating: 0, count: device.mixPeriodFrames * 2)
+    }
   }
 
   /// How far ahead of the device clock the next mix reaches, and how long a gain of 0 must stand
@@ -89,11 +92,7 @@ final class StreamingLoop: @unchecked Sendable {
   /// Renders, and throws away, the frames the wall clock says a real device would have played.
   private func renderHeadlessDue() {
     let period = device.mixPeriodFrames
-    if headlessScratch.count != period * 2 {
-      headlessScratch = [Float](repeating: 0, count: period * 2)
-      headlessStartNanoseconds = DispatchTime.now().uptimeNanoseconds
-      headlessFramesRendered = 0
-    }
+    if headlessStartNanoseconds == 0 { headlessStartNanoseconds = DispatchTime.now().uptimeNanoseconds }
     let elapsed = DispatchTime.now().uptimeNanoseconds - headlessStartNanoseconds
     let due = Int64(elapsed / 1000) * Int64(device.sampleRate) / 1_000_000
     if due - headlessFramesRendered >= Int64(period) {

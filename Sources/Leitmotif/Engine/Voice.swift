@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 /// A playing instance of one file: its decode-ahead stream, an OpenAL source with its buffers,
 /// and the transport (playing, paused, fades, seeks, scans).
 ///
@@ -123,7 +127,7 @@ final class Voice {
         pendingAction = .seek(frame: frame, thenPlay: true)
       } else {
         pendingAction = nil
-        startRamp(from: currentRampGain(at: clock), to: 1, clock: clock)
+        startRamp(from: rampGain(at: clock), to: 1, clock: clock)
         mode = .playing
       }
     case .ended:
@@ -222,7 +226,7 @@ final class Voice {
           event = failure.map { .failed(slot: slot, $0) } ?? .ended(slot: slot)
         }
       }
-      if scanDirection != 0 { event = scanStep(clock: clock) ?? event }
+      if scanDirection != 0 { scanStep(clock: clock) }
     case .fadingOut:
       let gain = rampGain(at: clock + lookaheadNanoseconds)
       source.setGain(volume * gain)
@@ -282,7 +286,7 @@ final class Voice {
       return
     }
     pendingAction = action
-    startRamp(from: currentRampGain(at: clock), to: 0, clock: clock)
+    startRamp(from: rampGain(at: clock), to: 0, clock: clock)
     zeroGainSince = nil
     mode = .fadingOut
   }
@@ -381,35 +385,22 @@ final class Voice {
     return rampFrom + (rampTo - rampFrom) * progress
   }
 
-  private func currentRampGain(at clock: Int64) -> Float { rampGain(at: clock) }
-
   /// One jump of a scan: every quarter second, move by a distance that doubles each second the
   /// scan has run (2x, 4x, 8x, up to 16x speed), forward or backward.
-  private func scanStep(clock: Int64) -> EngineEvent? {
+  private func scanStep(clock: Int64) {
     let interval: Int64 = 250_000_000
-    guard clock - lastScanJumpNanoseconds >= interval else { return nil }
+    guard clock - lastScanJumpNanoseconds >= interval else { return }
     lastScanJumpNanoseconds = clock
     let elapsedSeconds = Double(clock - scanStartedNanoseconds) / 1e9
-    let speed = min(16, pow2(1 + elapsedSeconds))
+    let speed = min(16, Glibc.exp2(1 + elapsedSeconds))
     let rate = Double(stream.format.sampleRate)
     let jumpFrames = Int64(speed * 0.25 * rate)
     let position = positionFrames
     let target = scanDirection > 0 ? position + jumpFrames : position - jumpFrames - Int64(0.25 * rate)
     if target >= stream.lengthFrames {
       scanDirection = 0
-      return nil
+      return
     }
     seek(toFrame: max(0, target), clock: clock)
-    return nil
-  }
-
-  private func pow2(_ exponent: Double) -> Double {
-    var result = 1.0
-    var remaining = exponent
-    while remaining >= 1 {
-      result *= 2
-      remaining -= 1
-    }
-    return result * (1 + remaining)
   }
 }
