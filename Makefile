@@ -35,5 +35,7 @@ bench: deps
 format:
 	swift format --in-place --recursive Package.swift Sources Tests Demo
 
+# Remakes the committed MP3 test files (they are small and made from sox tones; see the script).
 fixtures:
-	Tests/LeitmotifTests/Fixtures/make-mp3-fixtures.sh
+	@$(MAKE) -s deps PACKAGES="sox lame"
+	sh Tests/LeitmotifTests/Fixtures/make-mp3-fixtures.sh
