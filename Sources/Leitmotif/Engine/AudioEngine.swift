@@ -161,11 +161,6 @@ public final class AudioEngine: @unchecked Sendable {
     deliverPendingEvents()
   }
 
-  /// Frames mixed so far by an offline engine (its device clock).
-  public var renderedFrames: Int64 {
-    loop.device.clockNanoseconds * Int64(sampleRate) / 1_000_000_000
-  }
-
   private func deliverPendingEvents() {
     var batch: [EngineEvent] = []
     events.takeAllWaiting(into: &batch)

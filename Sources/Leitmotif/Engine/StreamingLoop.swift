@@ -6,10 +6,10 @@ import Foundation
 /// - It may call: OpenAL (source and buffer calls), the decode-ahead rings (take a block, ask for a
 ///   seek: both lock-free), and `try` the command queue's lock.
 /// - It must never: wait on a lock a game thread can hold (it only tries), call back into game
-///   code (events go to the notification thread), open files (the loader does, before attaching),
-///   allocate once voices are attached (scratch buffers and rings are sized when a voice is made;
-///   the command and event batches keep their capacity), or free decoders (they go back to the
-///   notification thread to be released).
+///   code (events go to the notification thread), open or read files (the loader opens them, each
+///   voice's decode thread reads them), allocate once voices are attached (buffers and rings are
+///   sized when a voice is made; the command and event batches keep their capacity), or free
+///   voices and devices (they go back to the notification thread to be released).
 /// - A real-time engine pumps it every few milliseconds from its own thread; an offline engine
 ///   pumps it once before every render call, on the rendering thread, so runs are deterministic.
 // @unchecked Sendable: handed to the streaming thread at start and used only there (or, offline,

@@ -173,7 +173,14 @@ final class Voice {
       case nil: resume = true
       }
       pendingAction = .seek(frame: target, thenPlay: resume)
-    case .ready(let resumeFades): performSeek(to: target, resumeFades: resumeFades || target > 0)
+    case .ready(let resumeFades):
+      if target == positionFrames && (queuedCount > 0 || decoderEnded) {
+        // Already there (the loader opened the file at this very frame): no flush, no decoding
+        // the same blocks twice.
+        mode = .ready(resumeFades: resumeFades || target > 0)
+      } else {
+        performSeek(to: target, resumeFades: resumeFades || target > 0)
+      }
     case .ended: performSeek(to: target, resumeFades: target > 0)
     }
   }

@@ -52,16 +52,15 @@ public final class Player: Sendable {
   public var item: MediaItem? {
     get { state.withLock { $0.item } }
     set {
-      let changed = state.withLock { state -> Bool in
+      state.withLock { state in
         state.item = newValue
         state.loadRequested = false
         state.prepared = false
         state.requestedSeekSeconds = 0
-        return setState(.stopped, in: &state)
+        _ = setState(.stopped, in: &state)
       }
       status.isPrepared.store(false, ordering: .releasing)
       engine.commands.post(.release(slot: slot))
-      _ = changed
     }
   }
 

@@ -50,7 +50,7 @@ final class MP3Decoder: AudioDecoder {
     var failure: DecodeError? = nil
     func check(_ result: Int32, _ action: String) {
       if result != MPG123_OK.rawValue && failure == nil {
-        failure = Self.error(result, handle: handle, path: source.path, during: action)
+        failure = Self.error(result, handle: handle, source: source, during: action)
       }
     }
     check(mpg123_param2(handle, Int32(MPG123_ADD_FLAGS.rawValue), Int(flags), 0), "configuring")
@@ -106,7 +106,7 @@ final class MP3Decoder: AudioDecoder {
     if accurate == 0 || !hasGaplessInfo {
       let scanned = mpg123_scan(handle)
       if scanned != MPG123_OK.rawValue {
-        let error = Self.error(scanned, handle: handle, path: source.path, during: "scanning")
+        let error = Self.error(scanned, handle: handle, source: source, during: "scanning")
         mpg123_delete(handle)
         throw error
       }
@@ -163,7 +163,7 @@ final class MP3Decoder: AudioDecoder {
         continue
       }
       cursorFrames += Int64(filled / bytesPerFrame)
-      throw Self.error(result, handle: handle, path: path, during: "decoding")
+      throw Self.error(result, handle: handle, source: source, during: "decoding")
     }
     let frames = filled / bytesPerFrame
     cursorFrames += Int64(frames)
@@ -176,7 +176,7 @@ final class MP3Decoder: AudioDecoder {
     }
     let result = mpg123_seek(handle, off_t(frame), SEEK_SET)
     guard result >= 0 else {
-      throw Self.error(Int32(result), handle: handle, path: path, during: "seeking to frame \(frame)")
+      throw Self.error(Int32(result), handle: handle, source: source, during: "seeking to frame \(frame)")
     }
     ended = false
     cursorFrames = frame
@@ -228,10 +228,15 @@ final class MP3Decoder: AudioDecoder {
   }
 
   /// The single place libmpg123's codes become `DecodeError`s.
-  private static func error(_ result: Int32, handle: OpaquePointer, path: String, during action: String) -> DecodeError
-  {
+  private static func error(
+    _ result: Int32, handle: OpaquePointer, source: FileByteSource, during action: String
+  ) -> DecodeError {
+    let path = source.path
     let code = result == MPG123_ERR.rawValue ? mpg123_errcode(handle) : result
     let text = mpg123_plain_strerror(code).map { String(cString: $0) } ?? "unknown error"
+    if let readErrno = source.lastReadErrno {
+      return DecodeError(path: path, reason: .readFailed(errno: readErrno), code: code)
+    }
     if code == MPG123_RESYNC_FAIL.rawValue || code == MPG123_OUT_OF_SYNC.rawValue {
       return DecodeError(
         path: path, reason: .corrupt("no MPEG audio stream found (\(text)) while \(action)"), code: code)

@@ -75,7 +75,7 @@ final class VorbisDecoder: AudioDecoder {
     let opened = Self.open(file, source: source, seekable: true)
     guard opened == 0 else {
       file.deallocate()
-      throw Self.error(opened, path: source.path, during: "opening")
+      throw Self.error(opened, source: source, during: "opening")
     }
     var links: [Link] = []
     let linkCount = Int(ov_streams(file))
@@ -127,7 +127,7 @@ final class VorbisDecoder: AudioDecoder {
     // From here on every stored property is set, so a throw runs `deinit`, which frees `file`.
     if rewound == OV_EBADLINK || rewound == OV_EFAULT {
       // libvorbis could not set up its decoder: the handle is not to be used again (see above).
-      throw Self.error(rewound, path: source.path, during: "rewinding to the first link")
+      throw Self.error(rewound, source: source, during: "rewinding to the first link")
     }
     if isTruncated || rewound != 0 || lengthFrames <= 0 {
       try reopenLinear(countingFrames: true)
@@ -188,7 +188,7 @@ final class VorbisDecoder: AudioDecoder {
       }
       if got < 0 {
         cursorFrames += Int64(written)
-        let error = Self.error(Int32(got), path: path, during: "decoding")
+        let error = Self.error(Int32(got), source: source, during: "decoding")
         poisoned = error
         throw error
       }
@@ -285,7 +285,7 @@ final class VorbisDecoder: AudioDecoder {
     }
     let result = ov_pcm_seek(file, target)
     guard result == 0 else {
-      let error = Self.error(result, path: path, during: "seeking to frame \(frame)")
+      let error = Self.error(result, source: source, during: "seeking to frame \(frame)")
       if result != OV_EINVAL { poisoned = error }
       throw error
     }
@@ -332,7 +332,7 @@ final class VorbisDecoder: AudioDecoder {
   private func reopenLinear(countingFrames: Bool) throws(DecodeError) {
     ov_clear(file)
     let opened = Self.open(file, source: source, seekable: false)
-    guard opened == 0 else { throw Self.error(opened, path: path, during: "reopening the damaged file") }
+    guard opened == 0 else { throw Self.error(opened, source: source, during: "reopening the damaged file") }
     isLinear = true
     poisoned = nil
     resetReadState()
@@ -368,7 +368,7 @@ final class VorbisDecoder: AudioDecoder {
         ? "the file is cut off: \(total) frames are there" : "the file is damaged: read linearly, \(total) frames")
     ov_clear(file)
     let reopened = Self.open(file, source: source, seekable: false)
-    guard reopened == 0 else { throw Self.error(reopened, path: path, during: "reopening the damaged file") }
+    guard reopened == 0 else { throw Self.error(reopened, source: source, during: "reopening the damaged file") }
     resetReadState()
     cursorFrames = 0
   }
@@ -430,10 +430,11 @@ final class VorbisDecoder: AudioDecoder {
   }
 
   /// The single place libvorbisfile's codes become `DecodeError`s.
-  private static func error(_ code: Int32, path: String, during action: String) -> DecodeError {
+  private static func error(_ code: Int32, source: FileByteSource, during action: String) -> DecodeError {
+    let path = source.path
     let reason: DecodeError.Reason
     switch code {
-    case OV_EREAD: reason = .readFailed(errno: errno)
+    case OV_EREAD: reason = .readFailed(errno: source.lastReadErrno ?? errno)
     case OV_ENOTVORBIS: reason = .unrecognizedFormat(detected: "an Ogg stream without Vorbis audio")
     case OV_EBADHEADER: reason = .corrupt("invalid Vorbis header while \(action)")
     case OV_EVERSION: reason = .unsupported("Vorbis version mismatch")
