@@ -26,6 +26,8 @@ public struct DecodeError: Error, Sendable, Equatable, CustomStringConvertible {
     case seekOutOfRange(frame: Int64, lengthFrames: Int64)
     /// The stream uses something this decoder does not support.
     case unsupported(String)
+    /// Trim or loop points asked for do not fit the file (outside it, or empty).
+    case pointsOutsideFile(String)
   }
 
   /// The file the error is about.
@@ -55,6 +57,7 @@ public struct DecodeError: Error, Sendable, Equatable, CustomStringConvertible {
     case .seekOutOfRange(let frame, let length):
       what = "cannot seek to frame \(frame): the file has \(length) frames"
     case .unsupported(let why): what = "unsupported: \(why)"
+    case .pointsOutsideFile(let why): what = "points do not fit the file: \(why)"
     }
     return "\(path): \(what)" + (code.map { " [code \($0)]" } ?? "")
   }

@@ -133,6 +133,9 @@ public final class OutputDevice: @unchecked Sendable {
 
   /// Makes this device's context current for the calling thread.
   @inline(__always)
+  /// The listener gain: a master gain over every source, 0 to 1 (OpenAL clamps above 1).
+  public func setMasterGain(_ gain: Float) { alListenerf(AL_GAIN, max(0, min(1, gain))) }
+
   public func makeCurrent() {
     if alcGetThreadContext() != context { alcSetThreadContext(context) }
   }

@@ -39,6 +39,12 @@ public final class AudioEngine: @unchecked Sendable {
   private let loop: StreamingLoop
   let statuses: [VoiceStatus]
   private let freeSlots: Mutex<[Int]>
+  /// Owned slots and their owners' priorities (for stealing).
+  private let priorities = Mutex<[Int: Int]>([:])
+  /// Each slot's stream, for appending segments and releasing loops from game-side threads.
+  private let streams = StreamRegistry()
+  /// At most this many voices play at once (the pool's cap).
+  public let voiceLimit: Int
   private let listeners = Mutex<[Int: @Sendable (EngineEvent) -> Void]>([:])
   private let diagnostics = Mutex<DiagnosticsHandler?>(nil)
   private let running = RunFlag()
@@ -58,7 +64,10 @@ public final class AudioEngine: @unchecked Sendable {
   /// - Throws: `OutputError` when no output at all can be opened (a named device that does not
   ///   exist, or a loopback format OpenAL cannot render). The default device never throws for
   ///   lack of a sound card: it falls back to the headless null output and says so.
-  public init(output: OutputChoice = .defaultDevice, diagnostics: DiagnosticsHandler? = nil) throws(OutputError) {
+  ///   - voiceLimit: the voice pool's cap (1 to 16): players, crossfades and stingers share it.
+  public init(
+    output: OutputChoice = .defaultDevice, voiceLimit: Int = 16, diagnostics: DiagnosticsHandler? = nil
+  ) throws(OutputError) {
     self.diagnostics.withLock { $0 = diagnostics }
     var notice: String?
     switch output {
@@ -85,7 +94,8 @@ public final class AudioEngine: @unchecked Sendable {
     }
     startupNotice = notice
     statuses = (0..<StreamingLoop.maximumVoices).map { _ in VoiceStatus() }
-    freeSlots = Mutex(Array((0..<StreamingLoop.maximumVoices).reversed()))
+    self.voiceLimit = max(1, min(voiceLimit, StreamingLoop.maximumVoices))
+    freeSlots = Mutex(Array((0..<self.voiceLimit).reversed()))
     let isOffline = self.isOffline
     loop = StreamingLoop(
       device: initialDevice, statuses: statuses, commands: commands, events: events,
@@ -106,6 +116,17 @@ public final class AudioEngine: @unchecked Sendable {
     eventSignal.signal()
     while let thread = streamingThread, !thread.isFinished { usleep(1000) }
   }
+
+  /// The master gain over everything the engine plays, 0 to 1.
+  public var masterGain: Float {
+    get { masterGainValue.withLock { $0 } }
+    set {
+      let gain = newValue.isFinite ? max(0, min(1, newValue)) : 1
+      masterGainValue.withLock { $0 = gain }
+      commands.post(.setMasterGain(gain))
+    }
+  }
+  private let masterGainValue = Mutex<Float>(1)
 
   /// Sets or replaces the diagnostics handler.
   public func setDiagnosticsHandler(_ handler: DiagnosticsHandler?) { diagnostics.withLock { $0 = handler } }
@@ -169,12 +190,56 @@ public final class AudioEngine: @unchecked Sendable {
 
   // MARK: - Voices (used by players)
 
-  func allocateSlot() -> Int? { freeSlots.withLock { $0.popLast() } }
+  /// Takes a voice for a new owner, or steals one when all `voiceLimit` are in use.
+  ///
+  /// The stealing policy, in order: (1) a voice that is being let go (the outgoing side of a
+  /// crossfade), quietest first; (2) a voice of lower priority than the one asked for, quietest
+  /// first. A voice of the same or higher priority that is still heard is never stolen: the
+  /// request fails instead. A stolen voice fades out over 10 ms (never a cut), and its owner is
+  /// told (`.stolen`).
+  func allocateSlot(priority: Int = 0) -> Int? {
+    if let slot = freeSlots.withLock({ $0.popLast() }) {
+      priorities.withLock { $0[slot] = priority }
+      return slot
+    }
+    let victim = priorities.withLock { priorities -> Int? in
+      var best: (slot: Int, rank: Int, gain: Float)?
+      for slot in 0..<StreamingLoop.maximumVoices where slot < voiceLimit {
+        guard let owned = priorities[slot] else { continue }
+        let status = statuses[slot]
+        let rank: Int
+        if status.isLetGo.load(ordering: .acquiring) {
+          rank = 0
+        } else if owned < priority {
+          rank = 1
+        } else {
+          continue
+        }
+        let gain = status.gain
+        if best == nil || rank < best!.rank || (rank == best!.rank && gain < best!.gain) {
+          best = (slot, rank, gain)
+        }
+      }
+      if let best { priorities[best.slot] = priority }
+      return best?.slot
+    }
+    guard let victim else { return nil }
+    let previous = listeners.withLock { $0.removeValue(forKey: victim) }
+    streams.map.withLock { $0[victim] = nil }
+    commands.post(.release(slot: victim))
+    if let previous {
+      events.post(.stolenFrom(previous, slot: victim))
+      eventSignal.signal()
+    }
+    return victim
+  }
 
   func releaseSlot(_ slot: Int) {
     commands.post(.release(slot: slot))
     listeners.withLock { $0[slot] = nil }
-    freeSlots.withLock { $0.append(slot) }
+    streams.map.withLock { $0[slot] = nil }
+    let wasOwned = priorities.withLock { $0.removeValue(forKey: slot) != nil }
+    if wasOwned { freeSlots.withLock { $0.append(slot) } }
   }
 
   func setListener(slot: Int, _ listener: @escaping @Sendable (EngineEvent) -> Void) {
@@ -184,30 +249,107 @@ public final class AudioEngine: @unchecked Sendable {
   /// Opens `path` (on the loader thread, or right here for an offline engine), seeks to
   /// `startSeconds`, decodes the first buffers, and hands the stream to the streaming thread.
   func load(path: String, startSeconds: Double, slot: Int) {
-    let commands = self.commands
-    let work: @Sendable () -> Void = {
-      commands.post(AudioEngine.openAndPrebuffer(path: path, startSeconds: startSeconds, slot: slot))
-    }
-    if isOffline { work() } else { loader.async(execute: work) }
+    load(SegmentRequest(token: 0, path: path), startSeconds: startSeconds, slot: slot)
   }
 
-  private static func openAndPrebuffer(path: String, startSeconds: Double, slot: Int) -> EngineCommand {
-    do {
-      let decoder = try AudioFile.openDecoder(path: path)
-      let startFrame = Int64((max(0, startSeconds) * Double(decoder.format.sampleRate)).rounded())
-      let start = min(startFrame, decoder.lengthFrames)
-      if start > 0 { try decoder.seek(toFrame: start) }
-      let stream = DecodeAheadStream(decoder: decoder, startFrame: start)
-      // Pre-buffer: wait (here, on the loader thread) until the ring holds what the OpenAL
-      // buffers will take, so that attaching never waits.
-      let deadline = Date().addingTimeInterval(5)
-      while stream.availableBlocks < Voice.bufferCount && !stream.initialGenerationEnded && Date() < deadline {
-        usleep(500)
+  /// Opens the segment `request` for `slot`, starting at `startSeconds` of the file (nil: at the
+  /// segment's own start), pre-buffers it and attaches it. Later `append`s for the slot run after.
+  func load(_ request: SegmentRequest, startSeconds: Double?, slot: Int) {
+    let commands = self.commands
+    let streams = self.streams
+    runOnLoader {
+      let command: EngineCommand
+      do throws(DecodeError) {
+        let segment = try request.open()
+        var start = segment.startFrame
+        if let startSeconds {
+          let rate = Double(segment.decoder.format.sampleRate)
+          start = max(0, min(Int64((startSeconds * rate).rounded()), segment.endFrame))
+          if start != segment.decoder.cursorFrames { try segment.decoder.seek(toFrame: start) }
+        }
+        let stream = DecodeAheadStream(first: segment, startFrame: start)
+        streams.map.withLock { $0[slot] = stream }
+        // Pre-buffer: wait (here, on the loader thread) until the ring holds what the OpenAL
+        // buffers will take, so that attaching never waits.
+        let deadline = Date().addingTimeInterval(5)
+        while stream.availableBlocks < Voice.bufferCount && !stream.initialGenerationEnded && Date() < deadline {
+          usleep(500)
+        }
+        command = .attach(slot: slot, LoadedStream(stream: stream, startFrame: start))
+      } catch {
+        streams.map.withLock { $0[slot] = nil }
+        command = .loadFailed(slot: slot, error)
       }
-      return .attach(slot: slot, LoadedStream(stream: stream, startFrame: start))
-    } catch {
-      return .loadFailed(slot: slot, error)
+      commands.post(command)
     }
+  }
+
+  /// Opens `request` and queues it on the slot's stream, to follow what is there gaplessly.
+  /// Failures (and a sample rate the stream cannot take) come back as `.appendFailed`.
+  func append(_ request: SegmentRequest, slot: Int) {
+    let events = self.events
+    let streams = self.streams
+    let signal = eventSignal
+    runOnLoader {
+      guard let stream = streams.map.withLock({ $0[slot] }) else { return }
+      do throws(DecodeError) {
+        let segment = try request.open()
+        let rate = segment.decoder.format.sampleRate
+        guard rate == stream.format.sampleRate else {
+          let error = DecodeError(
+            path: request.path,
+            reason: .unsupported(
+              "its sample rate \(rate) Hz differs from \(stream.format.sampleRate) Hz of the item before"))
+          events.post(.appendFailed(slot: slot, token: request.token, error, rateMismatch: true))
+          signal.signal()
+          return
+        }
+        stream.append(segment)
+      } catch {
+        events.post(.appendFailed(slot: slot, token: request.token, error, rateMismatch: false))
+        signal.signal()
+      }
+    }
+  }
+
+  /// Replaces what follows segment `token` on the slot's stream with `request` (or nothing).
+  /// When the stream had already decoded into the old follower, the voice re-seeks (10 ms dip).
+  func replaceUpcoming(slot: Int, after token: Int, with request: SegmentRequest?) {
+    let events = self.events
+    let streams = self.streams
+    let commands = self.commands
+    let signal = eventSignal
+    runOnLoader {
+      guard let stream = streams.map.withLock({ $0[slot] }) else { return }
+      var segments: [StreamSegment] = []
+      if let request {
+        do throws(DecodeError) {
+          let segment = try request.open()
+          if segment.decoder.format.sampleRate == stream.format.sampleRate {
+            segments.append(segment)
+          } else {
+            let error = DecodeError(path: request.path, reason: .unsupported("another sample rate"))
+            events.post(.appendFailed(slot: slot, token: request.token, error, rateMismatch: true))
+            signal.signal()
+          }
+        } catch {
+          events.post(.appendFailed(slot: slot, token: request.token, error, rateMismatch: false))
+          signal.signal()
+        }
+      }
+      if !stream.replaceUpcoming(after: token, with: segments) { commands.post(.resync(slot: slot)) }
+    }
+  }
+
+  /// Ends the loops of the slot's segments up to `token`: they play on to their ends.
+  func releaseLoop(slot: Int, through token: Int) {
+    streams.map.withLock { $0[slot] }?.releaseLoop(through: token)
+  }
+
+  /// Loader work runs in order on the loader thread (inline for an offline engine, so that
+  /// offline runs are deterministic).
+  private func runOnLoader(_ work: @escaping @Sendable () -> Void) {
+    if isOffline { work() } else { loader.async(execute: work) }
   }
 
   // MARK: - Events
@@ -228,8 +370,12 @@ public final class AudioEngine: @unchecked Sendable {
     case .underrun(let slot):
       report(Diagnostic(.warning, "stream underrun on voice \(slot): restarted"))
       notify(slot: slot, event)
-    case .prepared(let slot), .ended(let slot), .failed(let slot, _), .interrupted(let slot, _):
+    case .prepared(let slot), .ended(let slot), .failed(let slot, _), .interrupted(let slot, _),
+      .segmentStarted(let slot, _), .segmentFailed(let slot, _, _), .fadedOut(let slot), .handedOff(let slot, _),
+      .appendFailed(let slot, _, _, _):
       notify(slot: slot, event)
+    case .stolenFrom(let listener, _):
+      listener(event)
     }
   }
 
@@ -245,6 +391,11 @@ public final class AudioEngine: @unchecked Sendable {
 
   /// For tests: stalls the streaming thread, so that the underrun path runs for real.
   func stallStreamingThread(milliseconds: Int) { commands.post(.stallForTesting(milliseconds: milliseconds)) }
+}
+
+/// Each slot's stream, shared with the loader's closures.
+final class StreamRegistry: Sendable {
+  let map = Mutex<[Int: DecodeAheadStream]>([:])
 }
 
 /// The engine's threads run while this is true; shared by reference so the threads need not hold

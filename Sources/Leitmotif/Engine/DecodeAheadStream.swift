@@ -1,14 +1,20 @@
 import Foundation
 import Synchronization
 
-/// A decoder on its own thread, decoding ahead into a ring of stereo blocks that the streaming
-/// thread takes from without ever waiting on a file (openal-soft's examples/alstreamcb.cpp keeps
-/// a ring between its decoder and mixer the same way).
+/// A sequence of segments decoded on their own thread, ahead, into a ring of stereo blocks that
+/// the streaming thread takes from without ever waiting on a file (openal-soft's
+/// examples/alstreamcb.cpp keeps a ring between its decoder and mixer the same way).
 ///
 /// Why a thread of its own: decoding reads files, and a file read can stall (a busy disk, a
 /// network home folder). On the streaming thread that stall would starve every voice; here it
 /// only empties this voice's ring. Offline renders gain too: decoding runs on one core while
 /// OpenAL mixes on the other.
+///
+/// Gapless joins and loops happen here, in the decoder, because only a decoder can make them
+/// sample-exact: OpenAL's own loop points work only for static buffers, and two sources cannot
+/// be started on an exact sample. At a loop's end the decode thread seeks back to the loop's
+/// start; at a segment's end it continues with the next segment. A block never spans either
+/// seam, so every block (and every OpenAL buffer) belongs to one segment and one run of frames.
 ///
 /// The ring is single-producer (the decode thread) and single-consumer (the streaming thread):
 /// `produced` and `consumed` count blocks; a slot is written only by the producer before it
@@ -17,46 +23,70 @@ import Synchronization
 /// consumer bumps `requestedGeneration`; the producer seeks and stamps every later block with
 /// the new generation, and the consumer drops blocks of older generations.
 ///
-/// Everything is allocated in `init`; nothing on either side allocates while playing.
+/// The segments still to come sit behind a mutex that only the decode thread and game-side
+/// threads take (never the streaming thread), so the queue can change while this plays.
+///
+/// The ring is allocated in `init`; nothing on the streaming side allocates while playing.
 final class DecodeAheadStream: @unchecked Sendable {
   /// Blocks in the ring: 8 x 4096 frames is 0.68 s at 48 kHz decoded ahead of the buffers
   /// OpenAL holds, enough to ride out a slow read; 256 KB per voice.
   static let blockCount = 8
   static let framesPerBlock = Voice.framesPerBuffer
+  /// Finished segments kept (with their open decoders) so a seek can still go back into them
+  /// while their audio is queued or heard.
+  static let retainedSegments = 8
 
+  /// The first segment's file, for messages.
   let path: String
+  /// Every segment has this rate (the loader refuses others for gapless joins); blocks are stereo.
   let format: AudioFormat
-  let lengthFrames: Int64
-  let containerFormat: ContainerFormat
+  let firstToken: Int
+  /// Where the first segment ends (frames of its file).
+  let firstSegmentEnd: Int64
 
   struct Block {
     var samples: UnsafePointer<Float>  // stereo, interleaved
     var frames: Int
     var startFrame: Int64
     var generation: Int
-    /// The last block of its generation: the decoder reached the end (or failed, see `error`).
-    var isEnd: Bool
+    var token: Int
+    /// The segment's end (trim end) in frames of its file.
+    var segmentEnd: Int64
+    /// No jump back to a loop start will follow in this segment: what is left of it is the rest
+    /// of the file up to `segmentEnd` (a crossfade to the next item can be timed from here).
+    var finalPass: Bool
+    /// The segment failed here (the block holds what decoded before the failure); the stream
+    /// goes on with the next segment, if there is one.
     var error: DecodeError?
   }
 
   private let samples: UnsafeMutablePointer<Float>
-  private let frameCounts: UnsafeMutablePointer<Int>
-  private let startFrames: UnsafeMutablePointer<Int64>
-  private let generations: UnsafeMutablePointer<Int>
-  private let ends: UnsafeMutablePointer<Bool>
-  private let errors: UnsafeMutablePointer<DecodeError?>
+  private let meta: UnsafeMutablePointer<Block>
   private let counters = Counters()
   private let producerWake = DispatchSemaphore(value: 0)
   private let blockReady = DispatchSemaphore(value: 0)
+  private let upcoming = Mutex<Upcoming>(Upcoming())
+
+  private struct Upcoming {
+    var segments: [StreamSegment] = []
+    /// The token the decode thread is decoding now (set under this lock when it moves on).
+    var decodingToken: Int
+    init(decodingToken: Int = 0) { self.decodingToken = decodingToken }
+  }
 
   private final class Counters: Sendable {
     let produced = Atomic<Int>(0)
     let consumed = Atomic<Int>(0)
     let requestedGeneration = Atomic<Int>(0)
     let requestedFrame = Atomic<Int64>(0)
+    let requestedToken = Atomic<Int>(0)
+    /// Whether a seek back into an earlier segment keeps the segments that followed it.
+    let requestKeepsFollowing = Atomic<Bool>(true)
     let stopped = Atomic<Bool>(false)
-    /// The generation whose end (or failure) the producer has reached, or -1.
-    let endedGeneration = Atomic<Int>(-1)
+    /// Segments with a token up to this one stop looping (see `releaseLoop`).
+    let loopReleasedThrough = Atomic<Int>(Int.min)
+    /// The generation in which the producer ran out of segments (and waits for more), or -1.
+    let drainedGeneration = Atomic<Int>(-1)
   }
 
   /// Moves a non-Sendable value to another thread that becomes its only user.
@@ -67,48 +97,74 @@ final class DecodeAheadStream: @unchecked Sendable {
 
   /// Whether the first generation is fully decoded into the ring (a short file): pre-buffering
   /// then need not wait for more blocks.
-  var initialGenerationEnded: Bool { counters.endedGeneration.load(ordering: .acquiring) == 0 }
+  var initialGenerationEnded: Bool { counters.drainedGeneration.load(ordering: .acquiring) == 0 }
 
-  /// Takes ownership of `decoder` (already at `startFrame`) and starts decoding at once.
-  init(decoder: any AudioDecoder, startFrame: Int64) {
-    path = decoder.path
-    format = decoder.format
-    lengthFrames = decoder.lengthFrames
-    containerFormat = decoder.containerFormat
+  /// The stream has played out: the producer ran out of segments in `generation` and every block
+  /// it made has been taken. Not final: a segment appended later revives it (a gapless join that
+  /// arrives before the audio queued in OpenAL runs out still joins without a gap).
+  func isDrained(generation: Int) -> Bool {
+    counters.drainedGeneration.load(ordering: .acquiring) == generation && availableBlocks == 0
+  }
+
+  /// Takes ownership of `first` (its decoder already at `startFrame`) and starts decoding at once.
+  init(first: StreamSegment, startFrame: Int64) {
+    path = first.decoder.path
+    format = first.decoder.format
+    firstToken = first.token
+    firstSegmentEnd = first.endFrame
     let count = Self.blockCount
     samples = .allocate(capacity: count * Self.framesPerBlock * 2)
     samples.initialize(repeating: 0, count: count * Self.framesPerBlock * 2)
-    frameCounts = .allocate(capacity: count)
-    frameCounts.initialize(repeating: 0, count: count)
-    startFrames = .allocate(capacity: count)
-    startFrames.initialize(repeating: 0, count: count)
-    generations = .allocate(capacity: count)
-    generations.initialize(repeating: 0, count: count)
-    ends = .allocate(capacity: count)
-    ends.initialize(repeating: false, count: count)
-    errors = .allocate(capacity: count)
-    errors.initialize(repeating: nil, count: count)
+    meta = .allocate(capacity: count)
+    meta.initialize(
+      repeating: Block(
+        samples: UnsafePointer(samples), frames: 0, startFrame: 0, generation: 0, token: 0, segmentEnd: 0,
+        finalPass: true, error: nil),
+      count: count)
+    upcoming.withLock { $0.decodingToken = first.token }
     // The decoder moves to the decode thread and is used only there from now on.
-    let handover = Handover(decoder)
-    let thread = Thread { [self] in self.produce(decoder: handover.value, startFrame: startFrame) }
+    let handover = Handover(first)
+    let thread = Thread { [self] in self.produce(first: handover.value, startFrame: startFrame) }
     thread.name = "leitmotif.decode"
     thread.start()
   }
 
   deinit {
-    let count = Self.blockCount
+    meta.deinitialize(count: Self.blockCount)
+    meta.deallocate()
     samples.deallocate()
-    frameCounts.deallocate()
-    startFrames.deallocate()
-    generations.deallocate()
-    ends.deallocate()
-    errors.deinitialize(count: count)
-    errors.deallocate()
   }
 
   /// Ends the decode thread (it holds the stream until then). Called when the voice is freed.
   func stop() {
     counters.stopped.store(true, ordering: .releasing)
+    producerWake.signal()
+  }
+
+  // MARK: - Game side (any thread but the streaming thread)
+
+  /// Adds a segment to play after the ones already there, gaplessly.
+  func append(_ segment: StreamSegment) {
+    upcoming.withLock { $0.segments.append(segment) }
+    producerWake.signal()
+  }
+
+  /// Replaces the segments still to come after `token`. Returns false when the decode thread has
+  /// already moved past `token` (it decoded ahead into the old next segment): the caller must then
+  /// re-seek the voice within `token` with `keepFollowing: false` so the stale audio is dropped.
+  func replaceUpcoming(after token: Int, with segments: [StreamSegment]) -> Bool {
+    let inPlace = upcoming.withLock { state -> Bool in
+      state.segments = segments
+      return state.decodingToken == token
+    }
+    producerWake.signal()
+    return inPlace
+  }
+
+  /// Ends the loops of every segment up to `token`: each plays on from where it is to its end
+  /// (the jump back already decoded ahead still plays; the ring holds under a second).
+  func releaseLoop(through token: Int) {
+    counters.loopReleasedThrough.store(token, ordering: .releasing)
     producerWake.signal()
   }
 
@@ -126,12 +182,9 @@ final class DecodeAheadStream: @unchecked Sendable {
     while true {
       let consumed = counters.consumed.load(ordering: .relaxed)
       if counters.produced.load(ordering: .acquiring) > consumed {
-        let slot = consumed % Self.blockCount
-        return Block(
-          samples: UnsafePointer(samples + slot * Self.framesPerBlock * 2), frames: frameCounts[slot],
-          startFrame: startFrames[slot], generation: generations[slot], isEnd: ends[slot], error: errors[slot])
+        return meta[consumed % Self.blockCount]
       }
-      guard waitSeconds > 0 else { return nil }
+      guard waitSeconds > 0, counters.drainedGeneration.load(ordering: .acquiring) == -1 else { return nil }
       let limit = deadline ?? .now() + waitSeconds
       deadline = limit
       if blockReady.wait(timeout: limit) == .timedOut { return nil }
@@ -144,10 +197,13 @@ final class DecodeAheadStream: @unchecked Sendable {
     producerWake.signal()
   }
 
-  /// Asks the decode thread to continue from `frame`; blocks of earlier generations are stale.
-  /// Returns the new generation.
-  func requestSeek(toFrame frame: Int64) -> Int {
+  /// Asks the decode thread to continue from `frame` of segment `token`; blocks of earlier
+  /// generations are stale. Going back into a finished segment replays what followed it, unless
+  /// `keepFollowing` is false (the following segments were replaced). Returns the new generation.
+  func requestSeek(token: Int, frame: Int64, keepFollowing: Bool = true) -> Int {
     counters.requestedFrame.store(frame, ordering: .relaxed)
+    counters.requestedToken.store(token, ordering: .relaxed)
+    counters.requestKeepsFollowing.store(keepFollowing, ordering: .relaxed)
     let generation = counters.requestedGeneration.add(1, ordering: .releasing).newValue
     producerWake.signal()
     return generation
@@ -155,63 +211,169 @@ final class DecodeAheadStream: @unchecked Sendable {
 
   // MARK: - Producer (the decode thread)
 
-  private func produce(decoder: any AudioDecoder, startFrame: Int64) {
+  /// The decode thread's view of the segment it decodes.
+  private struct Current {
+    var segment: StreamSegment
+    var cursor: Int64
+    var jumpsDone = 0
+  }
+
+  private func produce(first: StreamSegment, startFrame: Int64) {
     var generation = 0
-    var ended = false
-    var cursor = startFrame
+    var current: Current? = Current(segment: first, cursor: startFrame)
+    var retained: [StreamSegment] = []
     let scratch = UnsafeMutablePointer<Float>.allocate(capacity: Self.framesPerBlock * 2)
     defer { scratch.deallocate() }
     while !counters.stopped.load(ordering: .acquiring) {
       let requested = counters.requestedGeneration.load(ordering: .acquiring)
-      var seekError: DecodeError?
+      var pendingError: DecodeError?
       if requested != generation {
         generation = requested
-        cursor = counters.requestedFrame.load(ordering: .relaxed)
-        ended = false
-        do { try decoder.seek(toFrame: cursor) } catch { seekError = error }
+        counters.drainedGeneration.store(-1, ordering: .releasing)
+        let token = counters.requestedToken.load(ordering: .relaxed)
+        let frame = counters.requestedFrame.load(ordering: .relaxed)
+        let keep = counters.requestKeepsFollowing.load(ordering: .relaxed)
+        if current?.segment.token != token, let index = retained.lastIndex(where: { $0.token == token }) {
+          // Back into a finished segment: it becomes current again; what followed it goes back
+          // in front of the upcoming segments (or away, when the caller replaced them).
+          var following = Array(retained[(index + 1)...])
+          if let current { following.append(current.segment) }
+          let target = retained[index]
+          retained.removeSubrange(index...)
+          upcoming.withLock { state in
+            if keep { state.segments.insert(contentsOf: following, at: 0) }
+            state.decodingToken = token
+          }
+          current = Current(segment: target, cursor: frame)
+        } else if current?.segment.token != token {
+          // The segment is gone (an unknown token): continue with what is queued after it.
+          current = nil
+        }
+        if var active = current {
+          active.cursor = max(0, min(frame, active.segment.endFrame))
+          do { try active.segment.decoder.seek(toFrame: active.cursor) } catch { pendingError = error }
+          current = active
+        }
+      }
+      if current == nil {
+        current = takeNext()
+        if current == nil {
+          // Out of segments: say so (the consumer ends the voice once it has played everything)
+          // and wait for an append or a seek.
+          if counters.drainedGeneration.load(ordering: .relaxed) != generation {
+            counters.drainedGeneration.store(generation, ordering: .releasing)
+            blockReady.signal()
+          }
+          _ = producerWake.wait(timeout: .now() + .milliseconds(100))
+          continue
+        }
+        counters.drainedGeneration.store(-1, ordering: .releasing)
       }
       let full =
         counters.produced.load(ordering: .relaxed) - counters.consumed.load(ordering: .acquiring) >= Self.blockCount
-      if ended || full {
+      guard !full, var active = current else {
         _ = producerWake.wait(timeout: .now() + .milliseconds(100))
         continue
       }
+      let segment = active.segment
+      let loopLive = isLoopLive(active)
+      // A trimmed end or a loop's end is a hard boundary. At the file's own end the decoder is
+      // read until it gives nothing more, so that it can report a file cut short.
+      let trimmed = segment.endFrame < segment.decoder.lengthFrames
+      let boundary = loopLive ? segment.loop!.end : (trimmed ? segment.endFrame : Int64.max)
       let slot = counters.produced.load(ordering: .relaxed) % Self.blockCount
       let output = samples + slot * Self.framesPerBlock * 2
+      let capacity = Int(max(0, min(Int64(Self.framesPerBlock), boundary - active.cursor)))
+      let isStereo = segment.decoder.format.channelCount == 2
       var frames = 0
-      var error = seekError
-      if error == nil {
+      var error = pendingError
+      if error == nil && capacity > 0 {
         do {
-          frames = try decoder.readFrames(
-            into: format.channelCount == 2 ? output : scratch, frameCapacity: Self.framesPerBlock)
+          frames = try segment.decoder.readFrames(into: isStereo ? output : scratch, frameCapacity: capacity)
         } catch let failure {
           error = failure
         }
       }
-      if format.channelCount == 1 {
+      if !isStereo {
         for frame in 0..<frames {
           output[2 * frame] = scratch[frame]
           output[2 * frame + 1] = scratch[frame]
         }
       }
-      if frames == 0 && error == nil && decoder.cursorFrames < lengthFrames {
+      if frames == 0 && error == nil && capacity > 0 && segment.decoder.cursorFrames < min(boundary, segment.endFrame) {
         // Damage swallowed part of the stream: the item ends early, and says so.
         error = DecodeError(
-          path: path,
+          path: segment.decoder.path,
           reason: .truncated(
-            "the stream ended at frame \(decoder.cursorFrames), \(lengthFrames - decoder.cursorFrames) frames before its end"
+            "the stream ended at frame \(segment.decoder.cursorFrames), \(segment.endFrame - segment.decoder.cursorFrames) frames before its end"
           ))
       }
-      frameCounts[slot] = frames
-      startFrames[slot] = cursor
-      generations[slot] = generation
-      ends[slot] = frames == 0 || error != nil
-      errors[slot] = error
-      ended = ends[slot]
-      cursor += Int64(frames)
-      counters.produced.add(1, ordering: .releasing)
-      if ended { counters.endedGeneration.store(generation, ordering: .releasing) }
-      blockReady.signal()
+      let blockStart = active.cursor
+      active.cursor += Int64(frames)
+      var segmentDone = error != nil || (!loopLive && (frames == 0 || (trimmed && active.cursor >= segment.endFrame)))
+      var jumped = false
+      if loopLive && error == nil && active.cursor >= boundary {
+        // The seam: back to the loop's start, sample-exact.
+        active.jumpsDone += 1
+        active.cursor = segment.loop!.start
+        jumped = true
+        do { try segment.decoder.seek(toFrame: active.cursor) } catch let seekFailure {
+          error = seekFailure
+          segmentDone = true
+        }
+      }
+      let finalPass = !jumped && !isLoopLive(active)
+      // A block of zero frames only carries news (a failure); a plain end needs no block: the
+      // next block's token (or the drained flag) tells.
+      if frames > 0 || error != nil {
+        publish(
+          frames: frames, cursor: blockStart, token: segment.token, segmentEnd: segment.endFrame,
+          finalPass: finalPass || segmentDone, generation: generation, error: error)
+      }
+      if segmentDone {
+        retained.append(segment)
+        if retained.count > Self.retainedSegments { retained.removeFirst() }
+        current = nil
+      } else {
+        current = active
+      }
     }
+  }
+
+  /// A loop is live while its jumps are not used up, it was not released, and the cursor has not
+  /// passed its end (a seek beyond the loop plays the outro).
+  private func isLoopLive(_ active: Current) -> Bool {
+    guard let loop = active.segment.loop, active.cursor < loop.end,
+      active.segment.token > counters.loopReleasedThrough.load(ordering: .acquiring)
+    else { return false }
+    return active.segment.loopCount.map { active.jumpsDone < $0 } ?? true
+  }
+
+  /// Moves to the next upcoming segment, rewound to its start.
+  private func takeNext() -> Current? {
+    let next = upcoming.withLock { state -> StreamSegment? in
+      guard !state.segments.isEmpty else { return nil }
+      let segment = state.segments.removeFirst()
+      state.decodingToken = segment.token
+      return segment
+    }
+    guard let next else { return nil }
+    if next.decoder.cursorFrames != next.startFrame {
+      do { try next.decoder.seek(toFrame: next.startFrame) } catch {
+        return Current(segment: next, cursor: next.endFrame)
+      }
+    }
+    return Current(segment: next, cursor: next.startFrame)
+  }
+
+  private func publish(
+    frames: Int, cursor: Int64, token: Int, segmentEnd: Int64, finalPass: Bool, generation: Int, error: DecodeError?
+  ) {
+    let slot = counters.produced.load(ordering: .relaxed) % Self.blockCount
+    meta[slot] = Block(
+      samples: UnsafePointer(samples + slot * Self.framesPerBlock * 2), frames: frames, startFrame: cursor,
+      generation: generation, token: token, segmentEnd: segmentEnd, finalPass: finalPass, error: error)
+    counters.produced.add(1, ordering: .releasing)
+    blockReady.signal()
   }
 }

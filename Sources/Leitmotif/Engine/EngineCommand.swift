@@ -6,6 +6,8 @@ import Synchronization
 struct LoadedStream: @unchecked Sendable {
   var stream: DecodeAheadStream
   var startFrame: Int64
+  /// A hand-over armed before the voice existed.
+  var handoff: Voice.Handoff? = nil
 }
 
 /// Requests from game threads to the streaming thread.
@@ -20,6 +22,16 @@ enum EngineCommand: Sendable {
   case setVolume(slot: Int, Float)
   case scan(slot: Int, direction: Int)  // +1 forward, -1 backward, 0 ends the scan
   case release(slot: Int)
+  /// Arms (or, with nil, disarms) the hand-over from a voice to a follower (see `Voice.Handoff`).
+  case arm(slot: Int, Voice.Handoff?)
+  /// Starts `to` with a fade-in, and fades out every voice in `from` from its audible level, all in
+  /// the same mix, as soon as `to` has audio queued.
+  case crossfade(to: Int, from: [Int], seconds: Double, curve: FadeCurve)
+  /// Fades a voice out for good; it reports `.fadedOut` when silent.
+  case fadeOutAndFinish(slot: Int, seconds: Double, curve: FadeCurve)
+  /// Drops what the voice decoded after the segment being heard (see `Voice.resync`).
+  case resync(slot: Int)
+  case setMasterGain(Float)
   case simulateDeviceDisconnect
   /// Tests only: the streaming thread sleeps this long, as a descheduled thread on a loaded
   /// machine would, so the sources run dry.
@@ -30,12 +42,25 @@ enum EngineCommand: Sendable {
 enum EngineEvent: @unchecked Sendable {
   case prepared(slot: Int)
   case ended(slot: Int)
+  /// A gapless join became audible: segment `token` is heard now.
+  case segmentStarted(slot: Int, token: Int)
+  /// A segment failed mid-stream; the stream went on with the next one.
+  case segmentFailed(slot: Int, token: Int, DecodeError)
+  /// A voice that was let go (a crossfade's outgoing side) is silent now.
+  case fadedOut(slot: Int)
+  /// An armed hand-over started: `to` fades in, `from` fades out.
+  case handedOff(from: Int, to: Int)
+  /// A segment to be joined gaplessly could not be opened, or has another sample rate than the
+  /// stream (`rateMismatch`: one OpenAL source plays one rate).
+  case appendFailed(slot: Int, token: Int, DecodeError, rateMismatch: Bool)
   case failed(slot: Int, DecodeError)
   case underrun(slot: Int)
   case deviceLost(String)
   case deviceRestored(OutputDevice.Kind, String)
   case interrupted(slot: Int, Bool)
   case diagnostic(Diagnostic)
+  /// The voice pool gave this owner's voice to another (see `AudioEngine.allocateSlot`).
+  case stolenFrom(@Sendable (EngineEvent) -> Void, slot: Int)
   /// Something the streaming thread is done with, to be freed off the streaming thread.
   case reclaim(AnyObject)
 }

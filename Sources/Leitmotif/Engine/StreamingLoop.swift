@@ -29,6 +29,17 @@ final class StreamingLoop: @unchecked Sendable {
   private var pendingSeek = [(seconds: Double, generation: Int)?](repeating: nil, count: maximumVoices)
   private var rates = [Float](repeating: 1, count: maximumVoices)
   private var volumes = [Float](repeating: 1, count: maximumVoices)
+  /// Crossfades waiting for their incoming voice to have audio (per incoming slot).
+  private var pendingCrossfades = [(from: [Int], seconds: Double, curve: FadeCurve)?](
+    repeating: nil, count: maximumVoices)
+  /// Hand-overs armed per slot, kept here too so that one armed before its voice attached (the
+  /// loader is still opening the file) applies when it does.
+  private var armed = [Voice.Handoff?](repeating: nil, count: maximumVoices)
+  /// Voices released while audible: they fade out here (10 ms) before they are reclaimed, so a
+  /// release or a steal never cuts sound off. Their slots are already free for new voices.
+  private var dying: [Voice] = []
+  private var dyingEvents: [EngineEvent] = []
+  private var masterGain: Float = 1
   private var pendingEvents: [EngineEvent] = []
   private var lastConnectionCheckNanoseconds: Int64 = 0
   private var deviceLost = false
@@ -53,6 +64,8 @@ final class StreamingLoop: @unchecked Sendable {
     voices = [Voice?](repeating: nil, count: Self.maximumVoices)
     commandBatch.reserveCapacity(64)
     pendingEvents.reserveCapacity(64)
+    dying.reserveCapacity(2 * Self.maximumVoices)
+    dyingEvents.reserveCapacity(16)
     if device.rendersOnDemand && !isOffline {
       headlessScratch = [Float](repeating: 0, count: device.mixPeriodFrames * 2)
     }
@@ -62,7 +75,11 @@ final class StreamingLoop: @unchecked Sendable {
   /// before the source can be paused or flushed without cutting audible sound.
   private var mixPeriodNanoseconds: Int64 { Int64(device.mixPeriodFrames) * 1_000_000_000 / Int64(device.sampleRate) }
 
-  /// One pass: take commands, feed every voice, watch the device, hand events out.
+  /// One pass: take commands, feed every voice, start due crossfades, watch the device, hand
+  /// events out. Both sides of a crossfade start their envelopes at the same device-clock time
+  /// (the end of the coming mix), so they stay in step whatever mix the gains land in.
+  /// (Deferred updates are not used: in 1.19 they would also defer the stop that must precede
+  /// unqueuing a flushed source's buffers.)
   func pump() {
     device.makeCurrent()
     let clock = device.clockNanoseconds
@@ -78,15 +95,78 @@ final class StreamingLoop: @unchecked Sendable {
     if !deviceLost {
       for slot in 0..<Self.maximumVoices {
         guard let voice = voices[slot] else { continue }
-        if let event = voice.pump(clock: clock, lookaheadNanoseconds: period, settleNanoseconds: settle) {
-          if case .ended = event { wantsPlaying[slot] = false }
-          if case .failed = event { wantsPlaying[slot] = false }
-          pendingEvents.append(event)
+        let first = pendingEvents.count
+        voice.pump(clock: clock, lookaheadNanoseconds: period, settleNanoseconds: settle, events: &pendingEvents)
+        for index in first..<pendingEvents.count {
+          switch pendingEvents[index] {
+          case .ended, .failed: wantsPlaying[slot] = false
+          default: break
+          }
         }
       }
+      startDueCrossfades(clock: clock, lookahead: period)
+      pumpDying(clock: clock, lookahead: period, settle: settle)
     }
     flushEvents()
     if device.rendersOnDemand && !isOffline { renderHeadlessDue() }
+  }
+
+  /// Armed hand-overs whose moment has come, and crossfades whose incoming voice is ready.
+  private func startDueCrossfades(clock: Int64, lookahead: Int64) {
+    for slot in 0..<Self.maximumVoices {
+      guard let voice = voices[slot], let handoff = voice.handoff, voice.handoffDue() else { continue }
+      guard let follower = voices[handoff.follower], follower.hasAudio else { continue }
+      voice.handoff = nil
+      armed[slot] = nil
+      let start = clock + lookahead
+      follower.fadeIn(seconds: handoff.seconds, curve: handoff.curve, clock: clock, start: start)
+      wantsPlaying[handoff.follower] = true
+      voice.fadeOutAndFinish(seconds: handoff.seconds, curve: handoff.curve, start: start)
+      pendingEvents.append(.handedOff(from: slot, to: handoff.follower))
+    }
+    for slot in 0..<Self.maximumVoices {
+      guard let crossfade = pendingCrossfades[slot], let incoming = voices[slot], incoming.hasAudio else { continue }
+      pendingCrossfades[slot] = nil
+      let start = clock + lookahead
+      incoming.fadeIn(seconds: crossfade.seconds, curve: crossfade.curve, clock: clock, start: start)
+      wantsPlaying[slot] = true
+      for outgoing in crossfade.from where outgoing != slot {
+        voices[outgoing]?.fadeOutAndFinish(seconds: crossfade.seconds, curve: crossfade.curve, start: start)
+      }
+    }
+  }
+
+  /// Released voices fading out; reclaimed (off this thread) once silent.
+  private func pumpDying(clock: Int64, lookahead: Int64, settle: Int64) {
+    var index = 0
+    while index < dying.count {
+      let voice = dying[index]
+      voice.pump(clock: clock, lookaheadNanoseconds: lookahead, settleNanoseconds: settle, events: &dyingEvents)
+      var silent = false
+      for event in dyingEvents {
+        if case .fadedOut = event { silent = true }
+      }
+      dyingEvents.removeAll(keepingCapacity: true)
+      if silent {
+        voice.source.stop()
+        pendingEvents.append(.reclaim(voice))
+        dying.swapAt(index, dying.count - 1)
+        dying.removeLast()
+      } else {
+        index += 1
+      }
+    }
+  }
+
+  /// Lets a voice go: audible ones fade out among the dying, silent ones are reclaimed at once.
+  private func letGo(_ voice: Voice, clock: Int64) {
+    if voice.isAudible && dying.count < dying.capacity {
+      voice.fadeOutAndFinish(seconds: Voice.transportFadeSeconds, curve: .linear, start: clock)
+      dying.append(voice)
+    } else {
+      voice.source.stop()
+      pendingEvents.append(.reclaim(voice))
+    }
   }
 
   /// Renders, and throws away, the frames the wall clock says a real device would have played.
@@ -116,13 +196,14 @@ final class StreamingLoop: @unchecked Sendable {
   private func apply(_ command: EngineCommand, clock: Int64) {
     switch command {
     case .attach(let slot, let stream):
-      if let old = voices[slot] { pendingEvents.append(.reclaim(old)) }
+      if let old = voices[slot] { letGo(old, clock: clock) }
       do {
         let source = try StreamingSource(device: device, bufferCount: Voice.bufferCount)
         let voice = Voice(
           slot: slot, status: statuses[slot], source: source, loaded: stream, waitForDecoding: isOffline)
         voice.setRate(rates[slot])
         voice.setVolume(volumes[slot])
+        voice.handoff = armed[slot]
         voices[slot] = voice
         if let seek = pendingSeek[slot] {
           voice.seek(toSeconds: seek.seconds, clock: clock)
@@ -131,7 +212,7 @@ final class StreamingLoop: @unchecked Sendable {
         }
         statuses[slot].isPrepared.store(true, ordering: .releasing)
         pendingEvents.append(.prepared(slot: slot))
-        if wantsPlaying[slot] { voice.play(clock: clock) }
+        if wantsPlaying[slot] && pendingCrossfades[slot] == nil { voice.play(clock: clock) }
       } catch {
         pendingEvents.append(.diagnostic(Diagnostic(.error, "cannot create an OpenAL source: \(error)", error: error)))
         stream.stream.stop()
@@ -167,13 +248,30 @@ final class StreamingLoop: @unchecked Sendable {
     case .scan(let slot, let direction):
       voices[slot]?.scan(direction: direction, clock: clock)
     case .release(let slot):
-      if let voice = voices[slot] { pendingEvents.append(.reclaim(voice)) }
+      if let voice = voices[slot] { letGo(voice, clock: clock) }
       voices[slot] = nil
       wantsPlaying[slot] = false
       pendingSeek[slot] = nil
+      pendingCrossfades[slot] = nil
+      armed[slot] = nil
       rates[slot] = 1
       volumes[slot] = 1
       statuses[slot].isPrepared.store(false, ordering: .releasing)
+    case .arm(let slot, let handoff):
+      armed[slot] = handoff
+      voices[slot]?.handoff = handoff
+    case .crossfade(let to, let from, let seconds, let curve):
+      pendingCrossfades[to] = (from, seconds, curve)
+      wantsPlaying[to] = true
+    case .fadeOutAndFinish(let slot, let seconds, let curve):
+      wantsPlaying[slot] = false
+      pendingCrossfades[slot] = nil
+      voices[slot]?.fadeOutAndFinish(seconds: seconds, curve: curve, start: clock)
+    case .resync(let slot):
+      voices[slot]?.resync(clock: clock)
+    case .setMasterGain(let gain):
+      masterGain = gain
+      device.setMasterGain(gain)
     case .simulateDeviceDisconnect:
       simulatedDisconnect = true
     case .stallForTesting(let milliseconds):
@@ -201,6 +299,7 @@ final class StreamingLoop: @unchecked Sendable {
     let oldDevice = device
     device = newDevice
     newDevice.makeCurrent()
+    newDevice.setMasterGain(masterGain)
     let newClock = newDevice.clockNanoseconds
     for slot in 0..<Self.maximumVoices {
       guard let voice = voices[slot] else { continue }
@@ -214,6 +313,8 @@ final class StreamingLoop: @unchecked Sendable {
         pendingEvents.append(.diagnostic(Diagnostic(.error, "after the device came back: \(error)", error: error)))
       }
     }
+    for voice in dying { pendingEvents.append(.reclaim(voice)) }
+    dying.removeAll(keepingCapacity: true)
     pendingEvents.append(.reclaim(oldDevice))
     deviceLost = false
     pendingEvents.append(.deviceRestored(newDevice.kind, newDevice.name))

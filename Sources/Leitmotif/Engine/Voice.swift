@@ -2,8 +2,9 @@
   import Glibc
 #endif
 
-/// A playing instance of one file: its decode-ahead stream, an OpenAL source with its buffers,
-/// and the transport (playing, paused, fades, seeks, scans).
+/// A playing instance: its decode-ahead stream (one or more segments joined gaplessly), an OpenAL
+/// source with its buffers, the transport (playing, paused, fades, seeks, scans), and the
+/// crossfade envelope and hand-over that let a queue move on to a second voice.
 ///
 /// Streaming-thread only. Rules for everything in here (the loop's rules, see `StreamingLoop`):
 /// no locks, no allocation once attached, no decoding or file reads (the stream's own thread does
@@ -24,20 +25,51 @@ final class Voice {
   private(set) var source: StreamingSource
   let stream: DecodeAheadStream
   var format: AudioFormat { stream.format }
+  private var sampleRate: Int { stream.format.sampleRate }
   /// Offline engines wait (bounded) for the decode thread; the real-time streaming thread never does.
   private let decodeWaitSeconds: Double
   private var generation = 0
-  /// The frame the next decoded block starts at (the position when nothing is queued).
+  /// The frame the next decoded block starts at (the position when nothing is queued), and the
+  /// segment it belongs to.
   private var nextFrame: Int64
+  private var nextToken: Int
+  private var nextSegmentEnd: Int64 = 0
 
-  // Start frame and length of each queued buffer, oldest first (a fixed ring: no allocation).
-  private var queuedStart = [Int64](repeating: 0, count: Voice.bufferCount)
-  private var queuedLength = [Int](repeating: 0, count: Voice.bufferCount)
+  /// What each queued buffer holds, oldest first (a fixed ring: no allocation).
+  private struct Queued {
+    var start: Int64 = 0
+    var length = 0
+    var token = 0
+    var segmentEnd: Int64 = 0
+    var finalPass = true
+  }
+  private var queued = [Queued](repeating: Queued(), count: Voice.bufferCount)
   private var queuedHead = 0
   private var queuedCount = 0
+  /// The segment heard last (to notice a gapless join becoming audible).
+  private(set) var audibleToken: Int
 
+  /// The stream has played out (for now: an appended segment revives it while audio is queued).
   private var decoderEnded = false
+  /// The last segment's failure, reported when the voice ends (or, if the stream goes on, as a
+  /// `.segmentFailed` for `failedToken`).
   private(set) var failure: DecodeError?
+  private var failedToken = 0
+
+  /// Crossfades: the envelope multiplies the transport gain. `finishWhenSilent` makes a fade to 0
+  /// end the voice (it is let go), reported as `.fadedOut`.
+  private var envelope = GainEnvelope.unity
+  private var finishWhenSilent = false
+  private var reportedFadedOut = false
+  /// A hand-over to another voice, armed by the queue: when the segment `token` is in its final
+  /// pass and `seconds` (of output) from its end, the loop starts `follower` and fades this out.
+  struct Handoff {
+    var follower: Int
+    var token: Int
+    var seconds: Double
+    var curve: FadeCurve
+  }
+  var handoff: Handoff?
 
   enum Mode: Equatable {
     /// Buffers queued, source not started (or stopped/paused at a position). `paused` means the
@@ -50,20 +82,26 @@ final class Voice {
   }
   private(set) var mode: Mode = .ready(resumeFades: false)
 
+  /// Where a seek goes: a frame of one segment.
+  struct Target: Equatable {
+    var token: Int
+    var frame: Int64
+    var keepFollowing = true
+  }
+
   enum PendingAction: Equatable {
     case pause
     case stop
-    case seek(frame: Int64, thenPlay: Bool)
+    case seek(Target, thenPlay: Bool)
+    /// Seek to wherever the fade-out ended, dropping what followed (see `resync`).
+    case resync
   }
   private var pendingAction: PendingAction?
 
-  // Gain: `volume` times the transport ramp. The ramp goes from `rampFrom` to `rampTo` between
-  // two device-clock times; `zeroGainSince` is the clock when a gain of 0 was handed to OpenAL.
+  // Gain: `volume` times the transport ramp times the crossfade envelope. The ramp is linear
+  // over `transportFadeSeconds`; `zeroGainSince` is the clock when a gain of 0 reached OpenAL.
   var volume: Float = 1
-  private var rampFrom: Float = 1
-  private var rampTo: Float = 1
-  private var rampStartNanoseconds: Int64 = 0
-  private var rampDurationNanoseconds: Int64 = 0
+  private var ramp = GainEnvelope.unity
   private var zeroGainSince: Int64?
   private var holdGainThisPump = false
   /// Play was asked for while nothing was queued yet (right after a seek, the decode thread is
@@ -83,11 +121,18 @@ final class Voice {
     self.stream = loaded.stream
     decodeWaitSeconds = waitForDecoding ? 10 : 0
     nextFrame = loaded.startFrame
+    nextToken = loaded.stream.firstToken
+    nextSegmentEnd = loaded.stream.firstSegmentEnd
+    audibleToken = loaded.stream.firstToken
     // Starting mid-file fades in, like a resume: the first sample may be far from zero.
     mode = .ready(resumeFades: loaded.startFrame > 0)
-    status.lengthFrames.store(stream.lengthFrames, ordering: .releasing)
     status.sampleRate.store(stream.format.sampleRate, ordering: .releasing)
-    refill()
+    status.isLetGo.store(false, ordering: .releasing)
+    var ignored: [EngineEvent] = []
+    refill(events: &ignored)
+    audibleSegmentEnd = queuedCount > 0 ? queued[queuedHead].segmentEnd : nextSegmentEnd
+    status.lengthFrames.store(audibleSegmentEnd, ordering: .releasing)
+    status.token.store(audibleToken, ordering: .releasing)
     publishPosition()
   }
 
@@ -105,10 +150,8 @@ final class Voice {
         startRamp(from: 0, to: 1, clock: clock)
         holdGainThisPump = true
       } else {
-        rampFrom = 1
-        rampTo = 1
-        rampDurationNanoseconds = 0
-        source.setGain(volume)
+        ramp = .unity
+        source.setGain(currentGain(at: clock))
       }
       zeroGainSince = nil
       source.setPitch(rate)
@@ -123,11 +166,13 @@ final class Voice {
       mode = .playing
     case .fadingOut:
       // Changed its mind mid-fade: fade back in from where the gain is, keep any pending seek.
-      if case .seek(let frame, _) = pendingAction {
-        pendingAction = .seek(frame: frame, thenPlay: true)
+      if case .seek(let target, _) = pendingAction {
+        pendingAction = .seek(target, thenPlay: true)
+      } else if pendingAction == .resync {
+        break
       } else {
         pendingAction = nil
-        startRamp(from: rampGain(at: clock), to: 1, clock: clock)
+        startRamp(from: ramp.gain(at: clock), to: 1, clock: clock)
         mode = .playing
       }
     case .ended:
@@ -142,7 +187,7 @@ final class Voice {
     switch mode {
     case .playing: fadeOut(then: .pause, clock: clock)
     case .fadingOut:
-      if case .seek(let frame, _) = pendingAction { pendingAction = .seek(frame: frame, thenPlay: false) }
+      if case .seek(let target, _) = pendingAction { pendingAction = .seek(target, thenPlay: false) }
     case .ready, .ended: break
     }
   }
@@ -161,27 +206,41 @@ final class Voice {
     seek(toFrame: frame, clock: clock)
   }
 
-  func seek(toFrame frame: Int64, clock: Int64) {
-    let target = max(0, min(frame, stream.lengthFrames))
+  /// Seeks within the segment being heard. `keepFollowing: false` also drops the segments decoded
+  /// after it (the queue replaced them).
+  func seek(toFrame frame: Int64, clock: Int64, keepFollowing: Bool = true) {
+    let target = Target(token: audibleToken, frame: max(0, min(frame, audibleSegmentEnd)), keepFollowing: keepFollowing)
     switch mode {
-    case .playing: fadeOut(then: .seek(frame: target, thenPlay: true), clock: clock)
+    case .playing: fadeOut(then: .seek(target, thenPlay: true), clock: clock)
     case .fadingOut:
       let resume: Bool
       switch pendingAction {
       case .seek(_, let thenPlay): resume = thenPlay
       case .pause, .stop: resume = false
-      case nil: resume = true
+      case .resync, nil: resume = true
       }
-      pendingAction = .seek(frame: target, thenPlay: resume)
+      pendingAction = .seek(target, thenPlay: resume)
     case .ready(let resumeFades):
-      if target == positionFrames && (queuedCount > 0 || decoderEnded) {
+      if target.frame == positionFrames && keepFollowing && (queuedCount > 0 || decoderEnded) {
         // Already there (the loader opened the file at this very frame): no flush, no decoding
         // the same blocks twice.
-        mode = .ready(resumeFades: resumeFades || target > 0)
+        mode = .ready(resumeFades: resumeFades || target.frame > 0)
       } else {
-        performSeek(to: target, resumeFades: resumeFades || target > 0)
+        performSeek(to: target, resumeFades: resumeFades || target.frame > 0)
       }
-    case .ended: performSeek(to: target, resumeFades: target > 0)
+    case .ended: performSeek(to: target, resumeFades: target.frame > 0)
+    }
+  }
+
+  /// Drops what was decoded after the audible segment (the queue changed what follows it) and
+  /// re-decodes from where the fade-out ends: a 10 ms dip instead of the wrong next item.
+  func resync(clock: Int64) {
+    switch mode {
+    case .playing: fadeOut(then: .resync, clock: clock)
+    case .fadingOut:
+      if pendingAction == nil { pendingAction = .resync }
+    case .ready, .ended:
+      performSeek(to: Target(token: audibleToken, frame: positionFrames, keepFollowing: false), resumeFades: true)
     }
   }
 
@@ -198,16 +257,74 @@ final class Voice {
     lastScanJumpNanoseconds = clock
   }
 
+  // MARK: - Crossfades
+
+  /// Fades in from silence along `curve` (the incoming side of a crossfade) and starts playing.
+  /// The envelope begins at `start` (the end of the coming mix, where the outgoing side's fade
+  /// also begins): the first mix after play is not ramped by OpenAL, so it must be silent.
+  func fadeIn(seconds: Double, curve: FadeCurve, clock: Int64, start: Int64) {
+    envelope = GainEnvelope(
+      from: 0, to: 1, startNanoseconds: start,
+      durationNanoseconds: Int64(max(seconds, Voice.transportFadeSeconds) * 1e9),
+      curve: curve)
+    finishWhenSilent = false
+    if case .ready = mode { mode = .ready(resumeFades: false) }
+    play(clock: clock)
+  }
+
+  /// Fades out from the level heard now along `curve`, starting at `start`; at silence the voice
+  /// ends and reports `.fadedOut`, and its owner lets it go.
+  func fadeOutAndFinish(seconds: Double, curve: FadeCurve, start: Int64) {
+    handoff = nil
+    let level = envelope.gain(at: start)
+    envelope = GainEnvelope(
+      from: level, to: 0, startNanoseconds: start,
+      durationNanoseconds: Int64(max(seconds, Voice.transportFadeSeconds) * 1e9), curve: curve)
+    finishWhenSilent = true
+    status.isLetGo.store(true, ordering: .releasing)
+  }
+
+  /// Whether the armed hand-over should start now: the handed-over segment is heard in its final
+  /// pass and no more than the crossfade's length from its end (or already over).
+  func handoffDue() -> Bool {
+    guard let handoff, mode == .playing || mode == .ended else { return false }
+    if mode == .ended || (queuedCount == 0 && decoderEnded) { return true }
+    guard queuedCount > 0 else { return false }
+    let head = queued[queuedHead]
+    guard head.token == handoff.token, head.finalPass else {
+      // Already past the handed-over segment (it ended into a gapless follower): hand over now.
+      return head.token != handoff.token && tokenIsAfterHandoff(head.token)
+    }
+    let remainingOutputSeconds = Double(head.segmentEnd - positionFrames) / Double(sampleRate) / Double(rate)
+    return remainingOutputSeconds <= handoff.seconds
+  }
+
+  private func tokenIsAfterHandoff(_ token: Int) -> Bool { handoff.map { token > $0.token } ?? false }
+
+  /// A voice that is being let go: silent now, or fading to silence.
+  var isLetGo: Bool { finishWhenSilent }
+
+  /// Audio is queued (or the stream already ended): a crossfade into this voice can start.
+  var hasAudio: Bool { queuedCount > 0 || decoderEnded }
+
+  /// Playing or fading: stopping it now would be heard.
+  var isAudible: Bool { mode == .playing || mode == .fadingOut }
+
+  /// The gain heard at `time`: volume, transport ramp and crossfade envelope together.
+  func currentGain(at time: Int64) -> Float { volume * ramp.gain(at: time) * envelope.gain(at: time) }
+
   // MARK: - The pump
 
   /// One streaming step. `lookaheadNanoseconds` is how far ahead the next mix reaches: gains are
   /// set for the end of the coming mix so OpenAL's per-mix ramp lands on the curve.
-  /// Returns an event worth reporting, if any.
-  func pump(clock: Int64, lookaheadNanoseconds: Int64, settleNanoseconds: Int64) -> EngineEvent? {
-    var event: EngineEvent?
+  /// Events worth reporting are appended to `events` (which has capacity: no allocation).
+  func pump(clock: Int64, lookaheadNanoseconds: Int64, settleNanoseconds: Int64, events: inout [EngineEvent]) {
+    lastClock = clock
     let released = source.unqueueProcessed()
     for _ in 0..<released { dropQueuedHead() }
-    if mode != .ended { refill() }
+    if mode != .ended { refill(events: &events) }
+    noticeSegmentChange(events: &events)
+    let ahead = clock + lookaheadNanoseconds
 
     switch mode {
     case .playing:
@@ -218,39 +335,48 @@ final class Voice {
       }
       if holdGainThisPump {
         holdGainThisPump = false
-        rampStartNanoseconds = clock + lookaheadNanoseconds
+        ramp.startNanoseconds = ahead
       } else {
-        source.setGain(volume * rampGain(at: clock + lookaheadNanoseconds))
+        source.setGain(currentGain(at: ahead))
       }
       if source.state != .playing {
         if queuedCount > 0 {
           // Underrun: the source ran dry and stopped while we still had buffers to give it.
           source.play()
           status.underruns.add(1, ordering: .relaxed)
-          event = .underrun(slot: slot)
+          events.append(.underrun(slot: slot))
         } else if decoderEnded {
           mode = .ended
-          event = failure.map { .failed(slot: slot, $0) } ?? .ended(slot: slot)
+          events.append(failure.map { .failed(slot: slot, $0) } ?? .ended(slot: slot))
         }
+      }
+      if finishWhenSilent && mode == .playing && envelope.isFinished(at: clock) && envelope.to == 0 {
+        fadeOut(then: .pause, clock: clock)
       }
       if scanDirection != 0 { scanStep(clock: clock) }
     case .fadingOut:
-      let gain = rampGain(at: clock + lookaheadNanoseconds)
-      source.setGain(volume * gain)
-      if gain <= 0 {
+      let gain = ramp.gain(at: ahead)
+      source.setGain(currentGain(at: ahead))
+      if gain <= 0 || currentGain(at: clock) <= 0 {
         if let since = zeroGainSince {
-          if clock - since >= settleNanoseconds { runPendingAction(clock: clock) }
+          if clock - since >= settleNanoseconds { runPendingAction(clock: clock, events: &events) }
         } else {
           zeroGainSince = clock
         }
       }
       if source.state != .playing && queuedCount == 0 && decoderEnded {
-        runPendingAction(clock: clock)
+        runPendingAction(clock: clock, events: &events)
       }
     case .ready, .ended: break
     }
+    if finishWhenSilent && !reportedFadedOut && mode != .playing && mode != .fadingOut {
+      // Let go and silent (faded out, paused or never started): done.
+      reportedFadedOut = true
+      source.pause()
+      mode = .ended
+      events.append(.fadedOut(slot: slot))
+    }
     publishPosition()
-    return event
   }
 
   /// The frame being heard: the oldest queued buffer's start plus the source's offset into it.
@@ -258,11 +384,13 @@ final class Voice {
     let position: Int64
     if queuedCount > 0 {
       let offset = Int64(source.sampleOffset)
-      position = min(queuedStart[queuedHead] + offset, stream.lengthFrames)
+      let head = queued[queuedHead]
+      position = min(head.start + offset, head.segmentEnd)
     } else {
-      position = decoderEnded ? stream.lengthFrames : nextFrame
+      position = decoderEnded ? audibleSegmentEnd : nextFrame
     }
     status.positionFrames.store(position, ordering: .releasing)
+    status.gainBits.store(currentGain(at: lastClock).bitPattern, ordering: .relaxed)
   }
 
   var positionFrames: Int64 { status.positionFrames.load(ordering: .relaxed) }
@@ -271,11 +399,12 @@ final class Voice {
   /// the old one was heard, fading back in if it was playing.
   func move(to newSource: StreamingSource, clock: Int64) {
     let position = positionFrames
-    let wasPlaying = mode == .playing || (mode == .fadingOut && pendingAction != .pause && pendingAction != .stop)
+    let wasPlaying =
+      mode == .playing || (mode == .fadingOut && pendingAction != .pause && pendingAction != .stop)
     source = newSource
     queuedCount = 0
     queuedHead = 0
-    reposition(to: position)
+    reposition(to: Target(token: audibleToken, frame: position))
     mode = .ready(resumeFades: true)
     pendingAction = nil
     source.setPitch(rate)
@@ -284,66 +413,106 @@ final class Voice {
 
   // MARK: - Internals
 
+  private var lastClock: Int64 = 0
+  private var audibleSegmentEnd: Int64 = 0
+
+  /// A gapless join became audible: the head buffer belongs to a new segment.
+  private func noticeSegmentChange(events: inout [EngineEvent]) {
+    let token: Int
+    let end: Int64
+    if queuedCount > 0 {
+      token = queued[queuedHead].token
+      end = queued[queuedHead].segmentEnd
+    } else if !decoderEnded {
+      token = nextToken
+      end = nextSegmentEnd
+    } else {
+      return
+    }
+    audibleSegmentEnd = end
+    guard token != audibleToken, token >= 0 else { return }
+    audibleToken = token
+    status.lengthFrames.store(end, ordering: .releasing)
+    status.token.store(token, ordering: .releasing)
+    events.append(.segmentStarted(slot: slot, token: token))
+  }
+
   private func fadeOut(then action: PendingAction, clock: Int64) {
     if awaitingData {
       // Nothing was heard yet: no fade needed, act at once.
       awaitingData = false
       pendingAction = action
-      runPendingAction(clock: clock)
+      var ignored: [EngineEvent] = []
+      runPendingAction(clock: clock, events: &ignored)
       return
     }
     pendingAction = action
-    startRamp(from: rampGain(at: clock), to: 0, clock: clock)
+    startRamp(from: ramp.gain(at: clock), to: 0, clock: clock)
     zeroGainSince = nil
     mode = .fadingOut
   }
 
-  private func runPendingAction(clock: Int64) {
+  private func runPendingAction(clock: Int64, events: inout [EngineEvent]) {
     let action = pendingAction
     pendingAction = nil
     zeroGainSince = nil
+    if finishWhenSilent && envelope.to == 0 && envelope.isFinished(at: clock) {
+      // A crossfade's outgoing voice reached silence: it is done, whatever was pending (the
+      // pump reports it).
+      source.pause()
+      mode = .ended
+      return
+    }
     switch action {
     case .pause, nil:
       source.pause()
       mode = .ready(resumeFades: true)
     case .stop:
       performStop()
-    case .seek(let frame, let thenPlay):
-      performSeek(to: frame, resumeFades: true)
+    case .seek(let target, let thenPlay):
+      performSeek(to: target, resumeFades: true)
       if thenPlay { play(clock: clock) }
+    case .resync:
+      performSeek(to: Target(token: audibleToken, frame: positionFrames, keepFollowing: false), resumeFades: true)
+      play(clock: clock)
     }
   }
 
   private func performStop() {
     scanDirection = 0
-    reposition(to: 0)
+    reposition(to: Target(token: stream.firstToken, frame: 0))
     mode = .ready(resumeFades: false)
   }
 
-  private func performSeek(to frame: Int64, resumeFades: Bool) {
-    reposition(to: frame)
+  private func performSeek(to target: Target, resumeFades: Bool) {
+    reposition(to: target)
     mode = .ready(resumeFades: resumeFades)
   }
 
   /// Throws away what is queued, moves the stream, and refills: used by stop, seek and recovery.
-  private func reposition(to frame: Int64) {
+  private func reposition(to target: Target) {
     source.flush()
     queuedCount = 0
     queuedHead = 0
     decoderEnded = false
     failure = nil
-    generation = stream.requestSeek(toFrame: frame)
-    nextFrame = frame
-    refill()
+    generation = stream.requestSeek(token: target.token, frame: target.frame, keepFollowing: target.keepFollowing)
+    nextFrame = target.frame
+    nextToken = target.token
+    var ignored: [EngineEvent] = []
+    refill(events: &ignored)
     publishPosition()
   }
 
   /// Queues decoded blocks while OpenAL has free buffers. Blocks from before the last seek are
-  /// dropped; the end-of-stream block records how the item ended.
-  private func refill() {
-    while !decoderEnded && source.freeBufferCount > 0 {
+  /// dropped. A segment that failed is reported when the stream goes on past it; if it was the
+  /// last, the voice ends with its error.
+  private func refill(events: inout [EngineEvent]) {
+    while source.freeBufferCount > 0 {
       guard let block = stream.peek(waitSeconds: decodeWaitSeconds) else {
-        if decodeWaitSeconds > 0 {
+        if stream.isDrained(generation: generation) {
+          decoderEnded = true
+        } else if decodeWaitSeconds > 0 {
           // Offline only: the decode thread gave nothing for seconds. End rather than hang.
           failure = DecodeError(path: stream.path, reason: .unsupported("the decoder stopped answering"))
           decoderEnded = true
@@ -352,24 +521,30 @@ final class Voice {
       }
       defer { stream.release() }
       guard block.generation == generation else { continue }
+      decoderEnded = false
       if block.frames > 0 {
-        enqueue(block.samples, frames: block.frames, startFrame: block.startFrame)
+        if let failed = failure, failedToken != block.token {
+          events.append(.segmentFailed(slot: slot, token: failedToken, failed))
+          failure = nil
+        }
+        enqueue(block)
         nextFrame = block.startFrame + Int64(block.frames)
+        nextToken = block.token
+        nextSegmentEnd = block.segmentEnd
       }
-      if block.isEnd {
-        decoderEnded = true
-        failure = block.error
+      if let error = block.error {
+        failure = error
+        failedToken = block.token
       }
     }
   }
 
-  private func enqueue(_ samples: UnsafePointer<Float>, frames: Int, startFrame: Int64) {
-    guard frames > 0, source.queue(stereo: samples, frameCount: frames, sampleRate: stream.format.sampleRate) else {
-      return
-    }
+  private func enqueue(_ block: DecodeAheadStream.Block) {
+    guard source.queue(stereo: block.samples, frameCount: block.frames, sampleRate: sampleRate) else { return }
     let index = (queuedHead + queuedCount) % Voice.bufferCount
-    queuedStart[index] = startFrame
-    queuedLength[index] = frames
+    queued[index] = Queued(
+      start: block.startFrame, length: block.frames, token: block.token, segmentEnd: block.segmentEnd,
+      finalPass: block.finalPass)
     queuedCount += 1
   }
 
@@ -380,16 +555,9 @@ final class Voice {
   }
 
   private func startRamp(from: Float, to: Float, clock: Int64) {
-    rampFrom = from
-    rampTo = to
-    rampStartNanoseconds = clock
-    rampDurationNanoseconds = Int64(Voice.transportFadeSeconds * 1e9)
-  }
-
-  private func rampGain(at time: Int64) -> Float {
-    guard rampDurationNanoseconds > 0 else { return rampTo }
-    let progress = Float(max(0, min(1, Double(time - rampStartNanoseconds) / Double(rampDurationNanoseconds))))
-    return rampFrom + (rampTo - rampFrom) * progress
+    ramp = GainEnvelope(
+      from: from, to: to, startNanoseconds: clock, durationNanoseconds: Int64(Voice.transportFadeSeconds * 1e9),
+      curve: .linear)
   }
 
   /// One jump of a scan: every quarter second, move by a distance that doubles each second the
@@ -400,11 +568,11 @@ final class Voice {
     lastScanJumpNanoseconds = clock
     let elapsedSeconds = Double(clock - scanStartedNanoseconds) / 1e9
     let speed = min(16, Glibc.exp2(1 + elapsedSeconds))
-    let rate = Double(stream.format.sampleRate)
+    let rate = Double(sampleRate)
     let jumpFrames = Int64(speed * 0.25 * rate)
     let position = positionFrames
     let target = scanDirection > 0 ? position + jumpFrames : position - jumpFrames - Int64(0.25 * rate)
-    if target >= stream.lengthFrames {
+    if target >= audibleSegmentEnd {
       scanDirection = 0
       return
     }

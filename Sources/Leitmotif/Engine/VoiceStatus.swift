@@ -13,4 +13,13 @@ final class VoiceStatus: Sendable {
   /// Buffers queued and ready: `prepareToPlay` is done.
   let isPrepared = Atomic<Bool>(false)
   let underruns = Atomic<Int>(0)
+  /// The segment being heard (its token), for queues whose items join gaplessly on one voice.
+  let token = Atomic<Int>(0)
+  /// The gain heard (volume, transport and crossfade together), as Float bits: the voice pool
+  /// steals the quietest voice first.
+  let gainBits = Atomic<UInt32>(0)
+  /// The voice is fading out for good (the outgoing side of a crossfade): first to be stolen.
+  let isLetGo = Atomic<Bool>(false)
+
+  var gain: Float { Float(bitPattern: gainBits.load(ordering: .relaxed)) }
 }

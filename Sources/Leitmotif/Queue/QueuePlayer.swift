@@ -1,0 +1,1055 @@
+import Foundation
+import Synchronization
+
+/// MediaPlayer's application queue player on Leitmotif's engine, with what game music needs and
+/// MediaPlayer lacks: crossfades, gapless joins, loop points and several voices at once.
+///
+/// ## The queue
+/// A queue is a list of entries (an item plus optional trim points, loop and transition), played
+/// in *play order*: the queue order, or a shuffled one. `nowPlayingItem` is the entry playing (or
+/// that `play()` will start); `indexOfNowPlayingItem` is its place in play order.
+///
+/// ## Skipping
+/// - `skipToNextItem()`: to the next item in play order. On the last item, with `repeatMode ==
+///   .all` it goes to the first item; otherwise playback ends (stopped, at the first item).
+///   (Repeat one does not hold a skip back: skipping always moves on.)
+/// - `skipToPreviousItem()`: in the first 3 seconds of an item it goes to the previous one (from
+///   the first item: to the last with repeat all, else it restarts the first); later it restarts
+///   the current one.
+/// - `skipToBeginning()`: back to the start of the current item.
+/// While playing, a skip crossfades from whatever is audible (a crossfade in progress included)
+/// to the new item with the new item's transition; a gapless transition becomes a 10 ms
+/// crossfade, the shortest that is click-free. While paused or stopped a skip only moves.
+///
+/// ## Transitions
+/// Each entry's `transition` (else the player's `transition`, an equal-power crossfade of 3 s by
+/// default) says how it takes over from the item before it. Gapless joins decode the next file
+/// into the same OpenAL source right after the last sample of the previous one (items of one
+/// sample rate; an item of another rate joins with a 10 ms crossfade instead). A crossfade
+/// starts the next item on a second voice as the outgoing one comes within the crossfade's
+/// length of its end (in its final loop pass); the outgoing voice is released when silent.
+///
+/// ## Loops
+/// An item with loop points (LOOPSTART/LOOPLENGTH tags, or `LoopPoints` in its entry) loops
+/// sample-exactly `loopRepeat` times (default: until `releaseLoop()`), then plays its outro.
+///
+/// ## Voices
+/// The player takes voices from its engine's pool: one while an item plays, one more for the
+/// prepared next item of a crossfade, and one per item still fading out. When the pool is full
+/// it steals by the engine's policy (see `AudioEngine.allocateSlot`).
+///
+/// ## Threads
+/// Every method returns at once and may be called from any thread. Observers run in order on the
+/// player's own notification queue, never on the streaming thread.
+public final class QueuePlayer: Sendable {
+  public let engine: AudioEngine
+  private let state: Mutex<State>
+  private let notifications = DispatchQueue(label: "leitmotif.queue.notifications")
+  /// Music voices outrank stingers (0): a crossfade may steal a stinger's voice, not the reverse.
+  static let voicePriority = 1
+  /// Within this many seconds of an item's start, skipping back goes to the previous item.
+  public static let previousItemThreshold: TimeInterval = 3
+
+  private struct Voices {
+    /// The voice of the now-playing item and the token of its segment.
+    var currentSlot: Int?
+    var currentToken = 0
+    /// The next item, prepared: appended gaplessly to the current voice, or on a follower voice
+    /// armed to take over with a crossfade.
+    var scheduled: Scheduled?
+    /// Voices fading out; released when they report silence.
+    var outgoing: [Int] = []
+  }
+
+  private enum Scheduled: Equatable {
+    case gapless(token: Int, entry: Int)
+    case follower(slot: Int, token: Int, entry: Int)
+
+    var entry: Int {
+      switch self {
+      case .gapless(_, let entry), .follower(_, _, let entry): return entry
+      }
+    }
+  }
+
+  private struct State {
+    var entries: [Int: QueueDescriptor.Entry] = [:]
+    /// Entry ids in queue order, and in play order (the same unless shuffled).
+    var queueOrder: [Int] = []
+    var playOrder: [Int] = []
+    /// Entries put "next" by `prepend` that have not played yet: they stay next through shuffles.
+    var pinned: [Int] = []
+    var nowID: Int?
+    var nextEntryID = 1
+    var nextToken = 1
+    var tokens: [Int: Int] = [:]  // segment token -> entry id
+    var voices = Voices()
+    var repeatMode: RepeatMode = .none
+    var shuffleMode: ShuffleMode = .off
+    var shuffleSeed: UInt64 = 0
+    var generator = SeededGenerator(seed: 0)
+    var transition: Transition = .defaultCrossfade
+    var loopRepeat: LoopRepeat = .untilReleased
+    var playbackState: PlaybackState = .stopped
+    var stateBeforeSeeking: PlaybackState?
+    var rate: Float = 1
+    var volume: Float = 1
+    var seekGeneration = 0
+    var requestedSeekSeconds: Double?
+    /// The next change of item follows a failure (for the notification's reason).
+    var followsFailure = false
+    /// Failures in a row, to stop when every item in the queue fails.
+    var consecutiveFailures = 0
+    var observers: [UInt64: @Sendable (QueuePlayerEvent) -> Void] = [:]
+    var nextObserverID: UInt64 = 1
+  }
+
+  /// A queue player on `engine`, with an empty queue.
+  public init(engine: AudioEngine) {
+    self.engine = engine
+    state = Mutex(State())
+  }
+
+  deinit {
+    let slots = state.withLock { state -> [Int] in
+      var slots = state.voices.outgoing
+      if let current = state.voices.currentSlot { slots.append(current) }
+      if case .follower(let slot, _, _)? = state.voices.scheduled { slots.append(slot) }
+      return slots
+    }
+    for slot in slots { engine.releaseSlot(slot) }
+  }
+
+  // MARK: - The queue
+
+  /// Replaces the queue with `items`; the first (or, shuffled, a random one) becomes now playing.
+  /// While playing, the new queue starts at once with a crossfade.
+  /// - Throws: `QueueError` for bad trim points; the queue is then unchanged.
+  public func setQueue(with items: [MediaItem]) throws(QueueError) {
+    try setQueue(with: QueueDescriptor(items: items))
+  }
+
+  public func setQueue(with collection: MediaItemCollection) throws(QueueError) {
+    try setQueue(with: QueueDescriptor(itemCollection: collection))
+  }
+
+  public func setQueue(with descriptor: QueueDescriptor) throws(QueueError) {
+    try descriptor.validate()
+    try state.withLock { (state) throws(QueueError) -> Void in
+      var ids: [Int] = []
+      var entries: [Int: QueueDescriptor.Entry] = [:]
+      var startID: Int?
+      for entry in descriptor.entries {
+        let id = state.nextEntryID
+        state.nextEntryID += 1
+        ids.append(id)
+        entries[id] = entry
+        if startID == nil, let start = descriptor.startItem, entry.item == start { startID = id }
+      }
+      state.entries = entries
+      state.queueOrder = ids
+      state.pinned = []
+      state.nowID = startID
+      rebuildPlayOrder(&state)
+      if startID == nil { state.nowID = state.playOrder.first }
+      state.requestedSeekSeconds = nil
+      state.consecutiveFailures = 0
+      emitLocked(.queueChanged(count: state.playOrder.count), &state)
+      emitNowPlaying(reason: .queueChange, &state)
+      if state.playbackState == .playing, let now = state.nowID {
+        crossfade(to: now, &state)
+      } else {
+        releaseAllVoices(&state)
+      }
+    }
+  }
+
+  /// Puts items right after the now-playing item; they stay next even when shuffled.
+  public func prepend(_ items: [MediaItem]) throws(QueueError) { try prepend(QueueDescriptor(items: items)) }
+
+  public func prepend(_ descriptor: QueueDescriptor) throws(QueueError) {
+    try descriptor.validate()
+    guard !descriptor.entries.isEmpty else { throw QueueError.emptyQueue(operation: "prepend") }
+    state.withLock { state in
+      let ids = add(descriptor, &state)
+      let anchor = state.nowID.flatMap { state.queueOrder.firstIndex(of: $0) }.map { $0 + 1 } ?? 0
+      // After earlier pinned items, so that several prepends play in the order they were made
+      // ("play next" on a stack of picks would reverse them).
+      let pinnedAfterNow = state.pinned.filter { state.queueOrder.firstIndex(of: $0).map { $0 >= anchor } ?? false }
+      let queueInsert = pinnedAfterNow.compactMap { state.queueOrder.firstIndex(of: $0) }.max().map { $0 + 1 } ?? anchor
+      state.queueOrder.insert(contentsOf: ids, at: queueInsert)
+      state.pinned.append(contentsOf: ids)
+      if state.shuffleMode == .off {
+        state.playOrder = state.queueOrder
+      } else {
+        let nowIndex = state.nowID.flatMap { state.playOrder.firstIndex(of: $0) }.map { $0 + 1 } ?? 0
+        let pinnedInPlay = state.playOrder.enumerated().filter {
+          $0.offset >= nowIndex && state.pinned.contains($0.element)
+        }
+        let insertAt = pinnedInPlay.map(\.offset).max().map { $0 + 1 } ?? nowIndex
+        state.playOrder.insert(contentsOf: ids, at: insertAt)
+      }
+      if state.nowID == nil { state.nowID = state.playOrder.first }
+      emitLocked(.queueChanged(count: state.playOrder.count), &state)
+      reschedule(&state)
+    }
+  }
+
+  /// Adds items at the end of the queue.
+  public func append(_ items: [MediaItem]) throws(QueueError) { try append(QueueDescriptor(items: items)) }
+
+  public func append(_ descriptor: QueueDescriptor) throws(QueueError) {
+    try descriptor.validate()
+    guard !descriptor.entries.isEmpty else { throw QueueError.emptyQueue(operation: "append") }
+    state.withLock { state in
+      let ids = add(descriptor, &state)
+      state.queueOrder.append(contentsOf: ids)
+      state.playOrder.append(contentsOf: ids)
+      if state.nowID == nil {
+        state.nowID = state.playOrder.first
+        emitNowPlaying(reason: .queueChange, &state)
+      }
+      emitLocked(.queueChanged(count: state.playOrder.count), &state)
+      reschedule(&state)
+    }
+  }
+
+  /// Changes the queue in one step: inserts and removals in `body` apply together, observers see
+  /// one `queueChanged`, and if `body` throws nothing changes.
+  /// - Throws: `QueueError.transactionRejected` naming the step that failed.
+  public func perform(queueTransaction body: (inout QueueTransaction) throws(QueueError) -> Void) throws(QueueError) {
+    try state.withLock { (state) throws(QueueError) -> Void in
+      var counter = state.nextEntryID
+      let snapshot = state.playOrder.compactMap { id in state.entries[id].map { (id: id, entry: $0) } }
+      let allocator = IDCounter(start: counter)
+      var transaction = QueueTransaction(entries: snapshot, nowPlayingID: state.nowID, nextID: { allocator.next() })
+      do throws(QueueError) {
+        try body(&transaction)
+      } catch {
+        throw QueueError.transactionRejected(reason: error.description)
+      }
+      counter = allocator.value
+      state.nextEntryID = counter
+      var entries: [Int: QueueDescriptor.Entry] = [:]
+      for (id, entry) in transaction.entries { entries[id] = entry }
+      let oldOrder = state.playOrder
+      state.entries = entries
+      state.playOrder = transaction.entries.map(\.id)
+      state.queueOrder = state.playOrder
+      state.pinned.removeAll { entries[$0] == nil }
+      emitLocked(.queueChanged(count: state.playOrder.count), &state)
+      if let now = state.nowID, entries[now] == nil {
+        // The playing item was removed: the one that followed it (still in the queue) plays.
+        let oldIndex = oldOrder.firstIndex(of: now) ?? 0
+        let following = oldOrder[oldIndex...].first { entries[$0] != nil }
+        state.nowID = following ?? state.playOrder.first
+        emitNowPlaying(reason: .queueChange, &state)
+        if state.playbackState == .playing, let next = state.nowID, following != nil {
+          crossfade(to: next, &state)
+        } else {
+          releaseAllVoices(&state)
+          if following == nil { setState(.stopped, &state) }
+        }
+      } else {
+        reschedule(&state)
+      }
+    }
+  }
+
+  /// The queue's items in play order.
+  public var queue: [MediaItem] { state.withLock { state in state.playOrder.compactMap { state.entries[$0]?.item } } }
+
+  /// The item playing, or that `play()` starts. Setting it to an item in the queue jumps there
+  /// (the first occurrence); setting an item not in the queue is refused and reported to the
+  /// engine's diagnostics (see `setNowPlayingItem` for the error).
+  public var nowPlayingItem: MediaItem? {
+    get { state.withLock { state in state.nowID.flatMap { state.entries[$0]?.item } } }
+    set {
+      guard let item = newValue else { return }
+      do throws(QueueError) { try setNowPlayingItem(item) } catch {
+        engine.report(Diagnostic(.error, error.description, error: error))
+      }
+    }
+  }
+
+  /// Jumps to `item`. - Throws: `QueueError.itemNotInQueue`.
+  public func setNowPlayingItem(_ item: MediaItem) throws(QueueError) {
+    try state.withLock { (state) throws(QueueError) -> Void in
+      guard let id = state.playOrder.first(where: { state.entries[$0]?.item == item }) else {
+        throw QueueError.itemNotInQueue(item.errorName)
+      }
+      let forward = (state.playOrder.firstIndex(of: id) ?? 0) >= (indexOfNow(state) ?? 0)
+      jump(to: id, reason: forward ? .skipForward : .skipBack, &state)
+    }
+  }
+
+  /// Where the now-playing item is in play order; nil when the queue is empty.
+  public var indexOfNowPlayingItem: Int? { state.withLock { indexOfNow($0) } }
+
+  /// Jumps to the item at `index` in play order. - Throws: `QueueError.indexOutOfRange`.
+  public func skip(toIndex index: Int) throws(QueueError) {
+    try state.withLock { (state) throws(QueueError) -> Void in
+      guard state.playOrder.indices.contains(index) else {
+        throw QueueError.indexOutOfRange(index: index, count: state.playOrder.count)
+      }
+      let forward = index >= (indexOfNow(state) ?? 0)
+      jump(to: state.playOrder[index], reason: forward ? .skipForward : .skipBack, &state)
+    }
+  }
+
+  // MARK: - Skipping
+
+  /// See the rules in the type's documentation. - Throws: `QueueError.emptyQueue`.
+  public func skipToNextItem() throws(QueueError) {
+    try state.withLock { (state) throws(QueueError) -> Void in
+      guard let now = state.nowID else { throw QueueError.emptyQueue(operation: "skipToNextItem") }
+      if let next = successor(of: now, state, honoringRepeatOne: false) {
+        jump(to: next, reason: .skipForward, &state)
+      } else {
+        endOfQueue(&state, reason: .skipForward)
+      }
+    }
+  }
+
+  /// See the rules in the type's documentation. - Throws: `QueueError.emptyQueue`.
+  public func skipToPreviousItem() throws(QueueError) {
+    let position = currentPlaybackTime
+    try state.withLock { (state) throws(QueueError) -> Void in
+      guard let now = state.nowID else { throw QueueError.emptyQueue(operation: "skipToPreviousItem") }
+      let start = state.entries[now]?.startTime ?? 0
+      if position - start < Self.previousItemThreshold, let previous = predecessor(of: now, state) {
+        jump(to: previous, reason: .skipBack, &state)
+      } else {
+        restartCurrent(&state)
+      }
+    }
+  }
+
+  /// Back to the start of the current item. - Throws: `QueueError.emptyQueue`.
+  public func skipToBeginning() throws(QueueError) {
+    try state.withLock { (state) throws(QueueError) -> Void in
+      guard state.nowID != nil else { throw QueueError.emptyQueue(operation: "skipToBeginning") }
+      restartCurrent(&state)
+    }
+  }
+
+  // MARK: - Modes
+
+  public var repeatMode: RepeatMode {
+    get { state.withLock { $0.repeatMode } }
+    set {
+      state.withLock { state in
+        state.repeatMode = newValue
+        reschedule(&state)
+      }
+    }
+  }
+
+  /// Turning shuffle on keeps the now-playing item playing and items put next (`prepend`) next;
+  /// the rest is shuffled with the player's generator (see `shuffleSeed`).
+  public var shuffleMode: ShuffleMode {
+    get { state.withLock { $0.shuffleMode } }
+    set {
+      state.withLock { state in
+        guard state.shuffleMode != newValue else { return }
+        state.shuffleMode = newValue
+        rebuildPlayOrder(&state)
+        emitLocked(.queueChanged(count: state.playOrder.count), &state)
+        reschedule(&state)
+      }
+    }
+  }
+
+  /// Seeds the shuffle generator: the same seed and queue give the same order. Setting it
+  /// reshuffles when shuffle is on.
+  public var shuffleSeed: UInt64 {
+    get { state.withLock { $0.shuffleSeed } }
+    set {
+      state.withLock { state in
+        state.shuffleSeed = newValue
+        state.generator = SeededGenerator(seed: newValue)
+        if state.shuffleMode != .off {
+          rebuildPlayOrder(&state)
+          emitLocked(.queueChanged(count: state.playOrder.count), &state)
+          reschedule(&state)
+        }
+      }
+    }
+  }
+
+  /// The transition used where an entry names none. Default: equal-power crossfade of 3 s.
+  public var transition: Transition {
+    get { state.withLock { $0.transition } }
+    set {
+      state.withLock { state in
+        state.transition = newValue
+        reschedule(&state, force: true)
+      }
+    }
+  }
+
+  /// How often items with loop points loop where their entry does not say. Default: until
+  /// released. Applies to items started from now on.
+  public var loopRepeat: LoopRepeat {
+    get { state.withLock { $0.loopRepeat } }
+    set { state.withLock { $0.loopRepeat = newValue } }
+  }
+
+  /// Ends the loop of the playing item: it plays on from where it is, through its outro. (Audio
+  /// already decoded ahead, under a second, still holds the next pass if it had begun.)
+  public func releaseLoop() {
+    state.withLock { state in
+      guard let slot = state.voices.currentSlot else { return }
+      engine.releaseLoop(slot: slot, through: state.voices.currentToken)
+    }
+  }
+
+  // MARK: - MPMediaPlayback
+
+  /// Opens the now-playing item (and the next) so that `play()` starts at once.
+  public func prepareToPlay() {
+    state.withLock { state in
+      guard state.voices.currentSlot == nil, let now = state.nowID else { return }
+      start(now, playing: false, fadeFrom: [], &state)
+    }
+  }
+
+  /// Whether the now-playing item is open and buffered.
+  public var isPreparedToPlay: Bool {
+    state.withLock { state in
+      state.voices.currentSlot.map { engine.statuses[$0].isPrepared.load(ordering: .acquiring) } ?? false
+    }
+  }
+
+  /// Starts or resumes playback. An empty queue stays stopped.
+  public func play() {
+    state.withLock { state in
+      if state.stateBeforeSeeking != nil { state.stateBeforeSeeking = nil }
+      if state.nowID == nil { state.nowID = state.playOrder.first }
+      guard let now = state.nowID else { return }
+      if let slot = state.voices.currentSlot {
+        engine.commands.post(.play(slot: slot))
+      } else {
+        start(now, playing: true, fadeFrom: [], &state)
+      }
+      setState(.playing, &state)
+    }
+  }
+
+  /// Pauses with a short fade; a crossfade in progress completes at once (the outgoing item is let
+  /// go with a 10 ms fade). `play()` resumes from the same frame.
+  public func pause() {
+    state.withLock { state in
+      state.stateBeforeSeeking = nil
+      if let slot = state.voices.currentSlot { engine.commands.post(.pause(slot: slot)) }
+      releaseOutgoing(&state)
+      setState(.paused, &state)
+    }
+  }
+
+  /// Stops with a short fade and lets every voice go; the next `play()` starts the now-playing
+  /// item from its beginning.
+  public func stop() {
+    state.withLock { state in
+      state.stateBeforeSeeking = nil
+      state.requestedSeekSeconds = nil
+      releaseAllVoices(&state)
+      setState(.stopped, &state)
+    }
+  }
+
+  public var playbackState: PlaybackState { state.withLock { $0.playbackState } }
+
+  /// The position in the now-playing item's file, in seconds. Setting it seeks sample-accurately
+  /// (a crossfade in progress completes first).
+  public var currentPlaybackTime: TimeInterval {
+    get {
+      state.withLock { state in
+        if let requested = state.requestedSeekSeconds { return requested }
+        guard let slot = state.voices.currentSlot else {
+          return state.nowID.flatMap { state.entries[$0]?.startTime } ?? 0
+        }
+        let status = engine.statuses[slot]
+        let rate = status.sampleRate.load(ordering: .acquiring)
+        if rate == 0 || status.seekGenerationDone.load(ordering: .acquiring) < state.seekGeneration {
+          return state.entries[state.nowID ?? -1]?.startTime ?? 0
+        }
+        return Double(status.positionFrames.load(ordering: .acquiring)) / Double(rate)
+      }
+    }
+    set {
+      let seconds = newValue.isFinite ? max(0, newValue) : 0
+      state.withLock { state in
+        guard let slot = state.voices.currentSlot else {
+          state.requestedSeekSeconds = seconds
+          return
+        }
+        releaseOutgoing(&state)
+        state.seekGeneration += 1
+        engine.commands.post(.seek(slot: slot, seconds: seconds, generation: state.seekGeneration))
+        // A seek can bring back loop passes or move past the hand-over point: prepare anew.
+        reschedule(&state, force: true)
+      }
+    }
+  }
+
+  /// The speed: 0 when not playing. Setting 0 pauses; (0, 4] plays at that speed; anything else
+  /// is refused and reported (use `setCurrentPlaybackRate` for the error).
+  public var currentPlaybackRate: Float {
+    get { state.withLock { $0.playbackState == .playing ? $0.rate : 0 } }
+    set {
+      do throws(PlayerError) { try setCurrentPlaybackRate(newValue) } catch {
+        engine.report(Diagnostic(.error, error.description, error: error))
+      }
+    }
+  }
+
+  /// - Throws: `PlayerError.rateOutOfRange` for NaN, negatives and values above 4.
+  public func setCurrentPlaybackRate(_ rate: Float) throws(PlayerError) {
+    guard rate.isFinite, rate >= 0, rate <= 4 else { throw PlayerError.rateOutOfRange(rate) }
+    if rate == 0 {
+      pause()
+      return
+    }
+    let playing = state.withLock { state -> Bool in
+      state.rate = rate
+      for slot in allSlots(state) { engine.commands.post(.setRate(slot: slot, rate)) }
+      return state.playbackState == .playing
+    }
+    if !playing { play() }
+  }
+
+  /// The player's gain, 0 to 1 (the engine's `masterGain` sits above every player).
+  public var volume: Float {
+    get { state.withLock { $0.volume } }
+    set {
+      let volume = newValue.isFinite ? max(0, min(1, newValue)) : 1
+      state.withLock { state in
+        guard state.volume != volume else { return }
+        state.volume = volume
+        for slot in allSlots(state) { engine.commands.post(.setVolume(slot: slot, volume)) }
+        emitLocked(.volumeChanged(volume), &state)
+      }
+    }
+  }
+
+  /// Scans forward through the current item (2x, growing to 16x).
+  public func beginSeekingForward() { beginSeeking(direction: 1) }
+  public func beginSeekingBackward() { beginSeeking(direction: -1) }
+
+  /// Ends a scan and restores the state from before it.
+  public func endSeeking() {
+    state.withLock { state in
+      guard let before = state.stateBeforeSeeking, let slot = state.voices.currentSlot else { return }
+      state.stateBeforeSeeking = nil
+      engine.commands.post(.scan(slot: slot, direction: 0))
+      if before != .playing { engine.commands.post(.pause(slot: slot)) }
+      setState(before == .stopped ? .paused : before, &state)
+      reschedule(&state, force: true)
+    }
+  }
+
+  private func beginSeeking(direction: Int) {
+    state.withLock { state in
+      guard let now = state.nowID else { return }
+      if state.voices.currentSlot == nil { start(now, playing: true, fadeFrom: [], &state) }
+      guard let slot = state.voices.currentSlot else { return }
+      if state.stateBeforeSeeking == nil { state.stateBeforeSeeking = state.playbackState }
+      releaseOutgoing(&state)
+      engine.commands.post(.play(slot: slot))
+      engine.commands.post(.scan(slot: slot, direction: direction))
+      setState(direction > 0 ? .seekingForward : .seekingBackward, &state)
+    }
+  }
+
+  /// Underruns on this player's voices.
+  public var underrunCount: Int {
+    state.withLock { state in allSlots(state).reduce(0) { $0 + engine.statuses[$1].underruns.load(ordering: .relaxed) }
+    }
+  }
+
+  /// Voices this player holds now (playing, prepared next, fading out).
+  public var voiceCount: Int { state.withLock { allSlots($0).count } }
+
+  // MARK: - Notifications
+
+  /// Calls `handler` for every event, in order, on the player's notification queue.
+  @discardableResult
+  public func addObserver(_ handler: @escaping @Sendable (QueuePlayerEvent) -> Void) -> UInt64 {
+    state.withLock { state in
+      let id = state.nextObserverID
+      state.nextObserverID += 1
+      state.observers[id] = handler
+      return id
+    }
+  }
+
+  public func removeObserver(_ token: UInt64) { _ = state.withLock { $0.observers.removeValue(forKey: token) } }
+
+  /// The events from now on as an async sequence (ends when the stream is dropped).
+  public var events: AsyncStream<QueuePlayerEvent> {
+    let (stream, continuation) = AsyncStream<QueuePlayerEvent>.makeStream(bufferingPolicy: .unbounded)
+    let token = addObserver { continuation.yield($0) }
+    continuation.onTermination = { [weak self] _ in self?.removeObserver(token) }
+    return stream
+  }
+
+  /// Blocks until every event reported so far has reached the observers (for tests and tools).
+  public func waitForNotifications() { notifications.sync {} }
+
+  // MARK: - Internals (all called with the state locked)
+
+  private func add(_ descriptor: QueueDescriptor, _ state: inout State) -> [Int] {
+    descriptor.entries.map { entry in
+      let id = state.nextEntryID
+      state.nextEntryID += 1
+      state.entries[id] = entry
+      return id
+    }
+  }
+
+  private func indexOfNow(_ state: State) -> Int? { state.nowID.flatMap { state.playOrder.firstIndex(of: $0) } }
+
+  private func allSlots(_ state: State) -> [Int] {
+    var slots = state.voices.outgoing
+    if let current = state.voices.currentSlot { slots.append(current) }
+    if case .follower(let slot, _, _)? = state.voices.scheduled { slots.append(slot) }
+    return slots
+  }
+
+  /// Play order from queue order: shuffled around the now-playing item and the pinned ones.
+  private func rebuildPlayOrder(_ state: inout State) {
+    guard state.shuffleMode != .off else {
+      state.playOrder = state.queueOrder
+      return
+    }
+    let fixed = ([state.nowID].compactMap { $0 }) + state.pinned.filter { $0 != state.nowID }
+    let rest = state.queueOrder.filter { !fixed.contains($0) }
+    var shuffled: [Int]
+    switch state.shuffleMode {
+    case .songs:
+      shuffled = rest
+      shuffled.shuffle(using: &state.generator)
+    case .albums:
+      var groups: [[Int]] = []
+      var groupIndex: [String: Int] = [:]
+      for id in rest {
+        guard let album = state.entries[id]?.item.albumTitle else {
+          groups.append([id])
+          continue
+        }
+        if let index = groupIndex[album] {
+          groups[index].append(id)
+        } else {
+          groupIndex[album] = groups.count
+          groups.append([id])
+        }
+      }
+      groups.shuffle(using: &state.generator)
+      shuffled = groups.flatMap { $0 }
+    case .off:
+      shuffled = rest
+    }
+    state.playOrder = fixed + shuffled
+  }
+
+  private func successor(of id: Int, _ state: State, honoringRepeatOne: Bool) -> Int? {
+    if honoringRepeatOne && state.repeatMode == .one { return id }
+    guard let index = state.playOrder.firstIndex(of: id) else { return state.playOrder.first }
+    if index + 1 < state.playOrder.count { return state.playOrder[index + 1] }
+    return state.repeatMode == .all ? state.playOrder.first : nil
+  }
+
+  private func predecessor(of id: Int, _ state: State) -> Int? {
+    guard let index = state.playOrder.firstIndex(of: id) else { return nil }
+    if index > 0 { return state.playOrder[index - 1] }
+    return state.repeatMode == .all && state.playOrder.count > 1 ? state.playOrder.last : nil
+  }
+
+  private func request(for id: Int, token: Int, _ state: State) -> SegmentRequest {
+    let entry = state.entries[id]!
+    var request = SegmentRequest(token: token, path: entry.item.assetURL.path)
+    request.startSeconds = entry.startTime ?? 0
+    request.endSeconds = entry.endTime
+    request.loopPoints = entry.loopPoints
+    request.loopCount = (entry.loopRepeat ?? state.loopRepeat).count
+    return request
+  }
+
+  private func transition(into id: Int, _ state: State) -> Transition {
+    state.entries[id]?.transition ?? state.transition
+  }
+
+  private func newToken(for id: Int, _ state: inout State) -> Int {
+    let token = state.nextToken
+    state.nextToken += 1
+    state.tokens[token] = id
+    return token
+  }
+
+  private func takeVoice(_ state: inout State) -> Int? {
+    guard let slot = engine.allocateSlot(priority: Self.voicePriority) else {
+      engine.report(
+        Diagnostic(.error, PlayerError.noFreeVoice(limit: engine.voiceLimit).description, error: nil))
+      return nil
+    }
+    engine.setListener(slot: slot) { [weak self] event in self?.handle(event, slot: slot) }
+    engine.commands.post(.setRate(slot: slot, state.rate))
+    engine.commands.post(.setVolume(slot: slot, state.volume))
+    return slot
+  }
+
+  /// Starts entry `id` on a new voice: playing (fading in over the outgoing `fadeFrom` voices
+  /// when given) or only prepared. Then prepares what follows it.
+  private func start(_ id: Int, playing: Bool, fadeFrom: [Int], fade: Transition? = nil, _ state: inout State) {
+    guard let slot = takeVoice(&state) else {
+      setState(.stopped, &state)
+      return
+    }
+    let token = newToken(for: id, &state)
+    state.voices.currentSlot = slot
+    state.voices.currentToken = token
+    let seek = state.requestedSeekSeconds
+    state.requestedSeekSeconds = nil
+    engine.load(request(for: id, token: token, state), startSeconds: seek, slot: slot)
+    if playing {
+      if let fade, !fadeFrom.isEmpty {
+        let seconds = fade.isGapless ? Voice.transportFadeSeconds : fade.duration
+        engine.commands.post(.crossfade(to: slot, from: fadeFrom, seconds: seconds, curve: fade.curve))
+      } else {
+        engine.commands.post(.play(slot: slot))
+      }
+    }
+    schedule(&state)
+  }
+
+  /// Prepares the item after the now-playing one: appended gaplessly, or on a follower voice
+  /// armed to take over with a crossfade.
+  private func schedule(_ state: inout State, after failedID: Int? = nil) {
+    guard state.voices.scheduled == nil, let slot = state.voices.currentSlot, let now = state.nowID else { return }
+    let base = failedID ?? now
+    guard let next = successor(of: base, state, honoringRepeatOne: failedID == nil) else { return }
+    let transition = transition(into: next, state)
+    let token = newToken(for: next, &state)
+    if transition.isGapless {
+      engine.append(request(for: next, token: token, state), slot: slot)
+      state.voices.scheduled = .gapless(token: token, entry: next)
+    } else {
+      armFollower(next, token: token, transition: transition, &state)
+    }
+  }
+
+  private func armFollower(_ id: Int, token: Int, transition: Transition, _ state: inout State) {
+    guard let slot = state.voices.currentSlot, let follower = takeVoice(&state) else { return }
+    engine.load(request(for: id, token: token, state), startSeconds: nil, slot: follower)
+    let seconds = max(transition.duration, Voice.transportFadeSeconds)
+    engine.commands.post(
+      .arm(
+        slot: slot,
+        Voice.Handoff(follower: follower, token: state.voices.currentToken, seconds: seconds, curve: transition.curve)))
+    state.voices.scheduled = .follower(slot: follower, token: token, entry: id)
+  }
+
+  /// The order, repeat mode or transition changed: if the prepared next item is no longer the
+  /// right one, prepare the right one instead.
+  private func reschedule(_ state: inout State, force: Bool = false) {
+    guard let slot = state.voices.currentSlot, let now = state.nowID else { return }
+    let wanted = successor(of: now, state, honoringRepeatOne: true)
+    let scheduled = state.voices.scheduled
+    if !force, scheduled?.entry == wanted, scheduled != nil || wanted == nil {
+      if let wanted, case .gapless = scheduled, !transition(into: wanted, state).isGapless {
+        // Same item, but it should now crossfade: fall through.
+      } else {
+        return
+      }
+    }
+    switch scheduled {
+    case .follower(let follower, _, _)?:
+      engine.commands.post(.arm(slot: slot, nil))
+      engine.releaseSlot(follower)
+      state.voices.scheduled = nil
+      schedule(&state)
+    case .gapless?:
+      state.voices.scheduled = nil
+      if let wanted, transition(into: wanted, state).isGapless {
+        let token = newToken(for: wanted, &state)
+        engine.replaceUpcoming(
+          slot: slot, after: state.voices.currentToken, with: request(for: wanted, token: token, state))
+        state.voices.scheduled = .gapless(token: token, entry: wanted)
+      } else {
+        engine.replaceUpcoming(slot: slot, after: state.voices.currentToken, with: nil)
+        schedule(&state)
+      }
+    case nil:
+      schedule(&state)
+    }
+  }
+
+  /// Plays `id` now: crossfading from what is audible when playing, else only moving there.
+  private func jump(to id: Int, reason: NowPlayingChangeReason, _ state: inout State) {
+    state.nowID = id
+    state.requestedSeekSeconds = nil
+    state.pinned.removeAll { $0 == id }
+    emitNowPlaying(reason: reason, &state)
+    if state.playbackState == .playing || state.playbackState == .seekingForward
+      || state.playbackState == .seekingBackward
+    {
+      state.stateBeforeSeeking = nil
+      crossfade(to: id, &state)
+      setState(.playing, &state)
+    } else {
+      let wasPrepared = state.voices.currentSlot != nil
+      releaseAllVoices(&state)
+      if wasPrepared { start(id, playing: false, fadeFrom: [], &state) }
+    }
+  }
+
+  /// Starts `id` on a new voice, crossfading from every voice of this player that can be heard.
+  private func crossfade(to id: Int, _ state: inout State) {
+    let from = takeAudibleVoices(&state)
+    let fade = transition(into: id, state)
+    emitLocked(.transitionStarted(from: nil, to: state.entries[id]!.item, fade), &state)
+    start(id, playing: true, fadeFrom: from, fade: fade, &state)
+    if from.isEmpty { return }
+  }
+
+  /// Moves the current voice (and those already fading) to the outgoing list; the prepared
+  /// follower is let go. Returns the voices to fade out.
+  private func takeAudibleVoices(_ state: inout State) -> [Int] {
+    if case .follower(let follower, _, _)? = state.voices.scheduled { engine.releaseSlot(follower) }
+    state.voices.scheduled = nil
+    if let current = state.voices.currentSlot {
+      engine.commands.post(.arm(slot: current, nil))
+      state.voices.outgoing.append(current)
+    }
+    state.voices.currentSlot = nil
+    return state.voices.outgoing
+  }
+
+  private func releaseOutgoing(_ state: inout State) {
+    for slot in state.voices.outgoing { engine.releaseSlot(slot) }
+    state.voices.outgoing = []
+  }
+
+  private func releaseAllVoices(_ state: inout State) {
+    releaseOutgoing(&state)
+    if case .follower(let follower, _, _)? = state.voices.scheduled { engine.releaseSlot(follower) }
+    state.voices.scheduled = nil
+    if let current = state.voices.currentSlot { engine.releaseSlot(current) }
+    state.voices.currentSlot = nil
+  }
+
+  private func restartCurrent(_ state: inout State) {
+    guard let now = state.nowID else { return }
+    let start = state.entries[now]?.startTime ?? 0
+    if let slot = state.voices.currentSlot {
+      releaseOutgoing(&state)
+      state.seekGeneration += 1
+      engine.commands.post(.seek(slot: slot, seconds: start, generation: state.seekGeneration))
+      reschedule(&state, force: true)
+    } else {
+      state.requestedSeekSeconds = nil
+    }
+  }
+
+  /// The queue ran out: stopped, back at its first item.
+  private func endOfQueue(_ state: inout State, reason: NowPlayingChangeReason) {
+    let playing = state.voices.currentSlot
+    state.voices.currentSlot = nil
+    if case .follower(let follower, _, _)? = state.voices.scheduled { engine.releaseSlot(follower) }
+    state.voices.scheduled = nil
+    if let playing {
+      // Let it fade (a skip) or finish (it already ended) before its voice goes.
+      engine.commands.post(.fadeOutAndFinish(slot: playing, seconds: Voice.transportFadeSeconds, curve: .linear))
+      state.voices.outgoing.append(playing)
+    }
+    state.nowID = state.playOrder.first
+    state.pinned = []
+    emitNowPlaying(reason: reason, &state)
+    setState(.stopped, &state)
+  }
+
+  // MARK: - Engine events
+
+  private func handle(_ event: EngineEvent, slot: Int) {
+    state.withLock { state in
+      switch event {
+      case .prepared:
+        break
+      case .segmentStarted(_, let token):
+        guard slot == state.voices.currentSlot, case .gapless(token, let entry)? = state.voices.scheduled else {
+          return
+        }
+        let from = state.nowID.flatMap { state.entries[$0]?.item }
+        state.voices.scheduled = nil
+        state.voices.currentToken = token
+        advance(to: entry, &state)
+        emitLocked(.transitionStarted(from: from, to: state.entries[entry]!.item, .gapless), &state)
+        schedule(&state)
+      case .handedOff(_, let to):
+        guard slot == state.voices.currentSlot, case .follower(to, let token, let entry)? = state.voices.scheduled
+        else {
+          return
+        }
+        let from = state.nowID.flatMap { state.entries[$0]?.item }
+        state.voices.outgoing.append(slot)
+        state.voices.currentSlot = to
+        state.voices.currentToken = token
+        state.voices.scheduled = nil
+        advance(to: entry, &state)
+        emitLocked(
+          .transitionStarted(from: from, to: state.entries[entry]!.item, transition(into: entry, state)), &state)
+        schedule(&state)
+      case .fadedOut:
+        if let index = state.voices.outgoing.firstIndex(of: slot) {
+          state.voices.outgoing.remove(at: index)
+          engine.releaseSlot(slot)
+        }
+      case .ended:
+        guard slot == state.voices.currentSlot else { return }
+        switch state.voices.scheduled {
+        case .follower?:
+          return  // the armed hand-over starts as soon as the follower has audio
+        case .gapless(_, let entry)?:
+          // The next file was not appended in time (a very short item): start it fresh.
+          state.voices.scheduled = nil
+          let outgoing = takeAudibleVoices(&state)
+          advance(to: entry, &state)
+          start(entry, playing: true, fadeFrom: outgoing, fade: .gapless, &state)
+        case nil:
+          endOfQueue(&state, reason: .naturalEnd)
+        }
+      case .failed(_, let error):
+        failed(slot: slot, error: error, token: nil, &state)
+      case .segmentFailed(_, let token, let error):
+        failed(slot: slot, error: error, token: token, &state)
+      case .appendFailed(_, let token, let error, let rateMismatch):
+        guard case .gapless(token, let entry)? = state.voices.scheduled else { return }
+        state.voices.scheduled = nil
+        if rateMismatch {
+          // One source plays one rate: join with the shortest click-free crossfade instead.
+          armFollower(
+            entry, token: token, transition: Transition(validDuration: Voice.transportFadeSeconds, curve: .equalPower),
+            &state)
+        } else if let item = state.entries[entry]?.item {
+          emitLocked(.itemFailed(item, error), &state)
+          engine.report(Diagnostic(.error, error.description, error: error))
+          schedule(&state, after: entry)
+        }
+      case .underrun:
+        emitLocked(.underrun, &state)
+      case .interrupted(_, let interrupted):
+        guard slot == state.voices.currentSlot else { return }
+        if interrupted && state.playbackState == .playing {
+          setState(.interrupted, &state)
+        } else if !interrupted && state.playbackState == .interrupted {
+          setState(.playing, &state)
+        }
+      case .stolenFrom:
+        state.voices.outgoing.removeAll { $0 == slot }
+        if case .follower(slot, _, _)? = state.voices.scheduled {
+          state.voices.scheduled = nil
+          engine.commands.post(.arm(slot: state.voices.currentSlot ?? slot, nil))
+          schedule(&state)
+        } else if slot == state.voices.currentSlot {
+          state.voices.currentSlot = nil
+          engine.report(Diagnostic(.warning, "the queue player's voice was stolen by a higher-priority sound"))
+          releaseAllVoices(&state)
+          setState(.stopped, &state)
+        }
+      default:
+        break
+      }
+    }
+  }
+
+  /// An item failed: say so, and move on past it (or stop when every item failed).
+  private func failed(slot: Int, error: DecodeError, token: Int?, _ state: inout State) {
+    let failedEntry: Int?
+    if let token {
+      failedEntry = state.tokens[token]
+    } else if case .follower(slot, _, let entry)? = state.voices.scheduled {
+      failedEntry = entry
+    } else if slot == state.voices.currentSlot {
+      failedEntry = state.nowID
+    } else {
+      return  // an outgoing voice failing as it fades: nothing more to do
+    }
+    guard let id = failedEntry, let item = state.entries[id]?.item else { return }
+    emitLocked(.itemFailed(item, error), &state)
+    engine.report(Diagnostic(.error, error.description, error: error))
+    state.consecutiveFailures += 1
+    let giveUp = state.consecutiveFailures >= max(1, state.playOrder.count)
+    if case .follower(slot, _, _)? = state.voices.scheduled {
+      // The prepared next item failed to open: prepare the one after it.
+      state.voices.scheduled = nil
+      engine.releaseSlot(slot)
+      if let current = state.voices.currentSlot { engine.commands.post(.arm(slot: current, nil)) }
+      if !giveUp { schedule(&state, after: id) }
+      return
+    }
+    if token != nil {
+      // Failed in the middle of a gapless stream, which goes on with the next segment.
+      state.followsFailure = true
+      return
+    }
+    guard slot == state.voices.currentSlot else { return }
+    // The playing item failed (or could not open): on to the one after it.
+    let next = successor(of: id, state, honoringRepeatOne: false)
+    let wasPlaying = state.playbackState == .playing
+    if case .follower? = state.voices.scheduled, state.voices.scheduled?.entry == next {
+      // Its follower is ready and the hand-over fires on its own (the voice has ended).
+      state.followsFailure = true
+      return
+    }
+    releaseAllVoices(&state)
+    guard let next, !giveUp else {
+      endOfQueue(&state, reason: .failure)
+      return
+    }
+    state.nowID = next
+    emitNowPlaying(reason: .failure, &state)
+    start(next, playing: wasPlaying, fadeFrom: [], &state)
+  }
+
+  /// The now-playing item moved on by itself (a join or a hand-over).
+  private func advance(to id: Int, _ state: inout State) {
+    state.nowID = id
+    state.pinned.removeAll { $0 == id }
+    let reason: NowPlayingChangeReason = state.followsFailure ? .failure : .naturalEnd
+    state.followsFailure = false
+    state.consecutiveFailures = 0
+    emitNowPlaying(reason: reason, &state)
+  }
+
+  // MARK: - Emitting
+
+  private func setState(_ new: PlaybackState, _ state: inout State) {
+    guard state.playbackState != new else { return }
+    state.playbackState = new
+    emitLocked(.playbackStateChanged(new), &state)
+  }
+
+  private func emitNowPlaying(reason: NowPlayingChangeReason, _ state: inout State) {
+    let item = state.nowID.flatMap { state.entries[$0]?.item }
+    emitLocked(.nowPlayingItemChanged(item, index: indexOfNow(state), reason: reason), &state)
+  }
+
+  /// Queues the event for the observers, under the lock: the order of notifications is the
+  /// order of changes.
+  private func emitLocked(_ event: QueuePlayerEvent, _ state: inout State) {
+    let observers = Array(state.observers.values)
+    guard !observers.isEmpty else { return }
+    notifications.async { for observer in observers { observer(event) } }
+  }
+}
+
+/// Hands out entry ids inside a transaction (the closure may not capture `inout` state).
+private final class IDCounter: @unchecked Sendable {
+  private(set) var value: Int
+  init(start: Int) { value = start }
+  func next() -> Int {
+    defer { value += 1 }
+    return value
+  }
+}

@@ -1,0 +1,45 @@
+/// MediaPlayer's repeat modes.
+public enum RepeatMode: String, Sendable, CaseIterable {
+  /// Play the queue once.
+  case none
+  /// Repeat the playing item (skipping still moves on).
+  case one
+  /// Start the queue over after its last item.
+  case all
+}
+
+/// MediaPlayer's shuffle modes.
+public enum ShuffleMode: String, Sendable, CaseIterable {
+  case off
+  /// Items in a random order.
+  case songs
+  /// Albums in a random order, each album's items in queue order.
+  case albums
+}
+
+/// Why the now-playing item changed.
+public enum NowPlayingChangeReason: String, Sendable {
+  /// The previous item ended (or its crossfade into this one began).
+  case naturalEnd
+  case skipForward
+  case skipBack
+  /// The queue was set or changed (`setQueue`, a transaction that removed the playing item).
+  case queueChange
+  /// The previous item failed; this one follows it.
+  case failure
+}
+
+/// What a queue player reports, in order, to its observers and event streams.
+public enum QueuePlayerEvent: Sendable {
+  case nowPlayingItemChanged(MediaItem?, index: Int?, reason: NowPlayingChangeReason)
+  case playbackStateChanged(PlaybackState)
+  /// The queue's items (in play order) changed.
+  case queueChanged(count: Int)
+  case volumeChanged(Float)
+  /// An item could not be opened or failed while playing; the queue moves on past it.
+  case itemFailed(MediaItem, DecodeError)
+  /// A transition between two items began (gapless joins included).
+  case transitionStarted(from: MediaItem?, to: MediaItem, Transition)
+  /// The output ran dry and was restarted.
+  case underrun
+}

@@ -1,0 +1,86 @@
+import Foundation
+
+/// The shape of a fade. Every curve is given as a fade-in, `gain(progress)` rising from 0 to 1;
+/// a fade-out plays it backwards, so an outgoing and an incoming item that fade together with
+/// the same curve mirror each other.
+public enum FadeCurve: String, Sendable, CaseIterable, Codable {
+  /// Gain rises evenly. The summed power dips by 3 dB mid-way for unrelated music (right for two
+  /// copies of the same recording, which add in amplitude).
+  case linear
+  /// sin/cos: the summed power of unrelated music stays constant through the fade. The default.
+  case equalPower = "equal-power"
+  /// Slow at both ends, quick in the middle (a raised cosine): the new item sneaks in.
+  case sCurve = "s-curve"
+  /// Even in decibels: a 60 dB rise (−60 dB to 0 dB), the way ears hear a fade.
+  case exponential
+
+  /// The gain of a fade-in at `progress` in 0...1.
+  public func fadeInGain(_ progress: Double) -> Double {
+    let p = max(0, min(1, progress))
+    switch self {
+    case .linear: return p
+    case .equalPower: return sin(p * Double.pi / 2)
+    case .sCurve: return (1 - cos(p * Double.pi)) / 2
+    case .exponential: return p <= 0 ? 0 : pow(10, -3 * (1 - p))
+    }
+  }
+}
+
+/// How one item hands over to the next.
+///
+/// A duration of 0 is a gapless join: the next item's first sample follows the previous item's
+/// last one, with no gap and no overlap. Anything longer is a crossfade: the outgoing item keeps
+/// playing and fades out while the incoming one fades in on a second voice, both with `curve`.
+public struct Transition: Sendable, Equatable, Codable, CustomStringConvertible {
+  public private(set) var duration: TimeInterval
+  public private(set) var curve: FadeCurve
+
+  /// Joins with no gap and no overlap.
+  public static let gapless = Transition(validDuration: 0, curve: .equalPower)
+  /// Leitmotif's default: an equal-power crossfade of 3 seconds.
+  public static let defaultCrossfade = Transition(validDuration: 3, curve: .equalPower)
+
+  /// A crossfade of `duration` seconds (0 is gapless).
+  /// - Throws: `QueueError.invalidCrossfade` for a negative, NaN or infinite duration.
+  public init(duration: TimeInterval, curve: FadeCurve = .equalPower) throws(QueueError) {
+    guard duration.isFinite, duration >= 0 else { throw QueueError.invalidCrossfade(duration) }
+    self.duration = duration
+    self.curve = curve
+  }
+
+  init(validDuration: TimeInterval, curve: FadeCurve) {
+    duration = validDuration
+    self.curve = curve
+  }
+
+  public var isGapless: Bool { duration == 0 }
+
+  public var description: String { isGapless ? "gapless" : "\(curve.rawValue) crossfade of \(duration) s" }
+}
+
+/// A gain that moves from one level to another over a stretch of device-clock time, along a
+/// curve: the streaming thread's crossfades. Rising, it follows the curve's fade-in from
+/// `from`; falling, the same curve backwards towards `to`, so a fade can start at whatever level
+/// is audible now (a skip in the middle of a crossfade) without a jump.
+struct GainEnvelope {
+  var from: Float = 1
+  var to: Float = 1
+  var startNanoseconds: Int64 = 0
+  var durationNanoseconds: Int64 = 0
+  var curve: FadeCurve = .linear
+
+  static let unity = GainEnvelope()
+
+  func gain(at time: Int64) -> Float {
+    guard durationNanoseconds > 0 else { return to }
+    let progress = max(0, min(1, Double(time - startNanoseconds) / Double(durationNanoseconds)))
+    if progress >= 1 { return to }
+    if to >= from {
+      return from + (to - from) * Float(curve.fadeInGain(progress))
+    } else {
+      return to + (from - to) * Float(curve.fadeInGain(1 - progress))
+    }
+  }
+
+  func isFinished(at time: Int64) -> Bool { durationNanoseconds == 0 || time >= startNanoseconds + durationNanoseconds }
+}
