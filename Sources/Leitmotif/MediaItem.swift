@@ -12,6 +12,8 @@ public struct MediaItem: Sendable, Hashable {
   public var albumTitle: String?
   /// Length in seconds, when known.
   public var playbackDuration: TimeInterval?
+  /// The file's sample rate, when known (loop points are in its frames).
+  public var sampleRate: Int?
 
   public init(assetURL: URL, title: String? = nil, artist: String? = nil, albumTitle: String? = nil) {
     self.assetURL = assetURL
@@ -33,6 +35,7 @@ public struct MediaItem: Sendable, Hashable {
     item.artist = decoder.tags.artist
     item.albumTitle = decoder.tags.album
     item.playbackDuration = decoder.durationSeconds
+    item.sampleRate = decoder.format.sampleRate
     return item
   }
 }

@@ -50,3 +50,155 @@ struct QueueTests {
     try expectGapless([vorbis, part2], sampleRate: 44_100, comment: "Vorbis to MP3")
   }
 }
+
+@Suite("Crossfades, loops and clicks on the loopback device")
+struct TransitionTests {
+  @Test("An equal-power crossfade of two uncorrelated noise tracks keeps the summed power within ±0.5 dB")
+  func equalPowerCrossfade() throws {
+    let directory = try TemporaryDirectory()
+    let a = try EngineHarness.vorbis(EngineHarness.noise(seed: 1, seconds: 6), in: directory, name: "a.ogg")
+    let b = try EngineHarness.vorbis(EngineHarness.noise(seed: 2, seconds: 6), in: directory, name: "b.ogg")
+    let engine = try EngineHarness.offlineEngine()
+    let player = QueuePlayer(engine: engine)
+    #expect(player.transition == .defaultCrossfade)
+    try player.setQueue(with: [MediaItem(path: a), MediaItem(path: b)])
+    player.play()
+    let rendered = EngineHarness.render(engine, seconds: 10)
+    let window = 4096
+    let reference = EngineHarness.power(rendered, frames: 0..<(2 * 48_000))
+    // The fade runs from about 3 s (6 s item, 3 s crossfade) to 6 s; measure 2.5 s to 8.5 s.
+    var worst = 0.0
+    var frame = 120_000
+    while frame + window <= 408_000 {
+      let decibels = 10 * log10(EngineHarness.power(rendered, frames: frame..<(frame + window)) / reference)
+      worst = max(worst, abs(decibels))
+      frame += window
+    }
+    #expect(worst < 0.5, "largest deviation of the summed power: \(worst) dB")
+
+    // And the crossfade really overlapped: the output lasts 6 + 6 − 3 = 9 s (within one mix).
+    let lastSound = (0..<(rendered.count / 2)).last { rendered[2 * $0] != 0 } ?? 0
+    #expect(abs(lastSound - 9 * 48_000) <= EngineHarness.renderFrames, "the output ends at frame \(lastSound)")
+    player.waitForNotifications()
+  }
+
+  @Test("A linear crossfade of the same noise dips about 3 dB mid-way: the power measure can fail")
+  func linearCrossfadeDips() throws {
+    let directory = try TemporaryDirectory()
+    let a = try EngineHarness.vorbis(EngineHarness.noise(seed: 1, seconds: 6), in: directory, name: "a.ogg")
+    let b = try EngineHarness.vorbis(EngineHarness.noise(seed: 2, seconds: 6), in: directory, name: "b.ogg")
+    let engine = try EngineHarness.offlineEngine()
+    let player = QueuePlayer(engine: engine)
+    player.transition = try Transition(duration: 3, curve: .linear)
+    try player.setQueue(with: [MediaItem(path: a), MediaItem(path: b)])
+    player.play()
+    let rendered = EngineHarness.render(engine, seconds: 10)
+    let reference = EngineHarness.power(rendered, frames: 0..<(2 * 48_000))
+    let middle = Int(4.5 * 48_000)
+    let dip = 10 * log10(EngineHarness.power(rendered, frames: middle..<(middle + 4096)) / reference)
+    #expect(dip < -2.5 && dip > -3.5, "linear fade mid-way: \(dip) dB")
+  }
+
+  /// A file of distinct noise with loop tags: intro, a loop body, an outro.
+  func loopFile(in directory: TemporaryDirectory) throws -> (path: String, decoded: [Float], start: Int, length: Int) {
+    let start = 30_011
+    let length = 50_021
+    let samples = EngineHarness.noise(seed: 9, seconds: 2.5, amplitude: 0.3)
+    let path = try EngineHarness.vorbis(
+      samples, in: directory, name: "loop.ogg", tags: [("LOOPSTART", "\(start)"), ("LOOPLENGTH", "\(length)")])
+    return (path, try EngineHarness.decodeAll(path).samples, start, length)
+  }
+
+  @Test("Loop seams are exact over three loops, then the outro plays to the end")
+  func loopSeamsExact() throws {
+    let directory = try TemporaryDirectory()
+    let (path, decoded, start, length) = try loopFile(in: directory)
+    let engine = try EngineHarness.offlineEngine()
+    let player = QueuePlayer(engine: engine)
+    player.loopRepeat = .times(3)
+    try player.setQueue(with: [MediaItem(path: path)])
+    player.play()
+    let body = Array(decoded[(2 * start)..<(2 * (start + length))])
+    let expected =
+      Array(decoded[..<(2 * (start + length))]) + body + body + body + Array(decoded[(2 * (start + length))...])
+    let rendered = EngineHarness.render(engine, frames: expected.count / 2 + 2048)
+    let mismatch = (0..<expected.count).first { rendered[$0] != expected[$0] }
+    #expect(
+      mismatch == nil,
+      "first differing sample \(mismatch ?? -1) of \(expected.count) (seams at frames \(start + length), \(start + 2 * length), \(start + 3 * length))"
+    )
+    #expect(EngineHarness.peak(rendered[expected.count...]) == 0, "it ends after the outro")
+    player.waitForNotifications()
+    #expect(player.playbackState == .stopped)
+  }
+
+  @Test("A loop until released keeps looping; releaseLoop() lets it play its outro and end")
+  func loopUntilReleased() throws {
+    let directory = try TemporaryDirectory()
+    let (path, decoded, start, length) = try loopFile(in: directory)
+    let engine = try EngineHarness.offlineEngine()
+    let player = QueuePlayer(engine: engine)
+    #expect(player.loopRepeat == .untilReleased)
+    try player.setQueue(with: [MediaItem(path: path)])
+    player.play()
+    var rendered = EngineHarness.render(engine, seconds: 8)
+    #expect(player.playbackState == .playing, "still looping after 8 s of a 2.5 s file")
+    player.releaseLoop()
+    rendered += EngineHarness.render(engine, seconds: 4)
+    let total = (0..<(rendered.count / 2)).last { rendered[2 * $0] != 0 }.map { $0 + 1 } ?? 0
+    let fileFrames = decoded.count / 2
+    let loops = (total - fileFrames) / length
+    #expect((total - fileFrames) % length == 0, "the output is the file plus whole loop bodies: \(total) frames")
+    #expect(loops >= 7, "looped \(loops) times before the release")
+
+    let body = Array(decoded[(2 * start)..<(2 * (start + length))])
+    var expected = Array(decoded[..<(2 * (start + length))])
+    for _ in 0..<loops { expected += body }
+    expected += decoded[(2 * (start + length))...]
+    let mismatch = (0..<expected.count).first { rendered[$0] != expected[$0] }
+    #expect(mismatch == nil, "first differing sample \(mismatch ?? -1)")
+    player.waitForNotifications()
+    #expect(player.playbackState == .stopped)
+  }
+
+  @Test("No step larger than the music's own at crossfades, a skip during a crossfade, pause, resume and seek")
+  func clickFree() throws {
+    let directory = try TemporaryDirectory()
+    let paths = try (0..<3).map { index in
+      try EngineHarness.vorbisTone(
+        in: directory, name: "tone\(index).ogg", seconds: 5, frequency: 200 + 50 * Double(index), amplitude: 0.5)
+    }
+    let own = try paths.map { EngineHarness.largestStep(try EngineHarness.decodeAll($0).samples) }.max()!
+    let engine = try EngineHarness.offlineEngine()
+    let player = QueuePlayer(engine: engine)
+    player.transition = try Transition(duration: 2, curve: .equalPower)
+    try player.setQueue(with: paths.map { MediaItem(path: $0) })
+    player.play()
+    var rendered = EngineHarness.render(engine, seconds: 3.5)  // into the crossfade of 0 into 1
+    try player.skipToNextItem()  // from the middle of it to item 2
+    rendered += EngineHarness.render(engine, seconds: 0.7)
+    player.pause()
+    rendered += EngineHarness.render(engine, seconds: 0.3)
+    player.play()
+    rendered += EngineHarness.render(engine, seconds: 0.5)
+    player.currentPlaybackTime = 1.234
+    rendered += EngineHarness.render(engine, seconds: 0.5)
+    try player.skipToPreviousItem()  // more than 3 s in? no: 1.7 s in, so back to item 1
+    rendered += EngineHarness.render(engine, seconds: 3)
+    let largest = EngineHarness.largestStep(rendered)
+    // An equal-power sum of unrelated tones can move up to √2 (two voices) or about 1.7 (three,
+    // after a skip mid-fade) times one tone's step; a cut would jump by up to the full amplitude.
+    #expect(largest < 2 * own, "largest step \(largest), the music's own \(own)")
+
+    player.waitForNotifications()
+  }
+
+  @Test("The step measure catches a cut: two tones joined without a fade")
+  func stepMeasureCanFail() throws {
+    let a = ToneGenerator.sine(frequency: 200, amplitude: 0.5, seconds: 0.5, format: .stereo48000)
+    let b = ToneGenerator.sine(frequency: 250, amplitude: 0.5, seconds: 0.5, format: .stereo48000)
+    let own = max(EngineHarness.largestStep(a), EngineHarness.largestStep(b))
+    let cut = Array(a[..<(2 * 12_345)]) + Array(b[(2 * 7_000)...])
+    #expect(EngineHarness.largestStep(cut) > 2 * own)
+  }
+}

@@ -200,6 +200,7 @@ public final class AudioEngine: @unchecked Sendable {
   func allocateSlot(priority: Int = 0) -> Int? {
     if let slot = freeSlots.withLock({ $0.popLast() }) {
       priorities.withLock { $0[slot] = priority }
+      resetStatus(slot)
       return slot
     }
     let victim = priorities.withLock { priorities -> Int? in
@@ -224,6 +225,7 @@ public final class AudioEngine: @unchecked Sendable {
       return best?.slot
     }
     guard let victim else { return nil }
+    resetStatus(victim)
     let previous = listeners.withLock { $0.removeValue(forKey: victim) }
     streams.map.withLock { $0[victim] = nil }
     commands.post(.release(slot: victim))
@@ -232,6 +234,13 @@ public final class AudioEngine: @unchecked Sendable {
       eventSignal.signal()
     }
     return victim
+  }
+
+  /// A new owner's slot starts clean (the voice that attaches publishes from then on); in
+  /// particular it is not "let go", which would make it the first to be stolen.
+  private func resetStatus(_ slot: Int) {
+    statuses[slot].isLetGo.store(false, ordering: .releasing)
+    statuses[slot].gainBits.store(Float(1).bitPattern, ordering: .relaxed)
   }
 
   func releaseSlot(_ slot: Int) {

@@ -50,7 +50,8 @@ final class DecodeAheadStream: @unchecked Sendable {
     var startFrame: Int64
     var generation: Int
     var token: Int
-    /// The segment's end (trim end) in frames of its file.
+    /// The segment's start and end (trim points) in frames of its file.
+    var segmentStart: Int64
     var segmentEnd: Int64
     /// No jump back to a loop start will follow in this segment: what is left of it is the rest
     /// of the file up to `segmentEnd` (a crossfade to the next item can be timed from here).
@@ -118,7 +119,8 @@ final class DecodeAheadStream: @unchecked Sendable {
     meta = .allocate(capacity: count)
     meta.initialize(
       repeating: Block(
-        samples: UnsafePointer(samples), frames: 0, startFrame: 0, generation: 0, token: 0, segmentEnd: 0,
+        samples: UnsafePointer(samples), frames: 0, startFrame: 0, generation: 0, token: 0, segmentStart: 0,
+        segmentEnd: 0,
         finalPass: true, error: nil),
       count: count)
     upcoming.withLock { $0.decodingToken = first.token }
@@ -145,7 +147,13 @@ final class DecodeAheadStream: @unchecked Sendable {
 
   /// Adds a segment to play after the ones already there, gaplessly.
   func append(_ segment: StreamSegment) {
-    upcoming.withLock { $0.segments.append(segment) }
+    // Under the lock the producer checks for segments and declares the stream drained; clearing
+    // the flag here, under the same lock, means a consumer never sees "drained" while a segment
+    // waits (an offline render would otherwise end a voice that is about to go on).
+    upcoming.withLock { state in
+      state.segments.append(segment)
+      counters.drainedGeneration.store(-1, ordering: .releasing)
+    }
     producerWake.signal()
   }
 
@@ -155,6 +163,7 @@ final class DecodeAheadStream: @unchecked Sendable {
   func replaceUpcoming(after token: Int, with segments: [StreamSegment]) -> Bool {
     let inPlace = upcoming.withLock { state -> Bool in
       state.segments = segments
+      if !segments.isEmpty { counters.drainedGeneration.store(-1, ordering: .releasing) }
       return state.decodingToken == token
     }
     producerWake.signal()
@@ -176,15 +185,16 @@ final class DecodeAheadStream: @unchecked Sendable {
   }
 
   /// The oldest decoded block, if any. With `waitSeconds > 0` (offline renders only) waits that
-  /// long for one; the real-time streaming thread never waits.
-  func peek(waitSeconds: Double = 0) -> Block? {
+  /// long for one, unless the stream is drained in the consumer's `generation` (no block will
+  /// come); the real-time streaming thread never waits.
+  func peek(waitSeconds: Double = 0, generation: Int = -2) -> Block? {
     var deadline: DispatchTime?
     while true {
       let consumed = counters.consumed.load(ordering: .relaxed)
       if counters.produced.load(ordering: .acquiring) > consumed {
         return meta[consumed % Self.blockCount]
       }
-      guard waitSeconds > 0, counters.drainedGeneration.load(ordering: .acquiring) == -1 else { return nil }
+      guard waitSeconds > 0, counters.drainedGeneration.load(ordering: .acquiring) != generation else { return nil }
       let limit = deadline ?? .now() + waitSeconds
       deadline = limit
       if blockReady.wait(timeout: limit) == .timedOut { return nil }
@@ -256,18 +266,14 @@ final class DecodeAheadStream: @unchecked Sendable {
         }
       }
       if current == nil {
-        current = takeNext()
+        current = takeNext(drainedIfNone: generation)
         if current == nil {
-          // Out of segments: say so (the consumer ends the voice once it has played everything)
-          // and wait for an append or a seek.
-          if counters.drainedGeneration.load(ordering: .relaxed) != generation {
-            counters.drainedGeneration.store(generation, ordering: .releasing)
-            blockReady.signal()
-          }
+          // Out of segments (takeNext said so: the consumer ends the voice once it has played
+          // everything). Wait for an append or a seek.
+          blockReady.signal()
           _ = producerWake.wait(timeout: .now() + .milliseconds(100))
           continue
         }
-        counters.drainedGeneration.store(-1, ordering: .releasing)
       }
       let full =
         counters.produced.load(ordering: .relaxed) - counters.consumed.load(ordering: .acquiring) >= Self.blockCount
@@ -327,7 +333,8 @@ final class DecodeAheadStream: @unchecked Sendable {
       // next block's token (or the drained flag) tells.
       if frames > 0 || error != nil {
         publish(
-          frames: frames, cursor: blockStart, token: segment.token, segmentEnd: segment.endFrame,
+          frames: frames, cursor: blockStart, token: segment.token, segmentStart: segment.startFrame,
+          segmentEnd: segment.endFrame,
           finalPass: finalPass || segmentDone, generation: generation, error: error)
       }
       if segmentDone {
@@ -349,10 +356,14 @@ final class DecodeAheadStream: @unchecked Sendable {
     return active.segment.loopCount.map { active.jumpsDone < $0 } ?? true
   }
 
-  /// Moves to the next upcoming segment, rewound to its start.
-  private func takeNext() -> Current? {
+  /// Moves to the next upcoming segment, rewound to its start. With none, marks the stream
+  /// drained in `generation`, under the lock that `append` takes.
+  private func takeNext(drainedIfNone generation: Int) -> Current? {
     let next = upcoming.withLock { state -> StreamSegment? in
-      guard !state.segments.isEmpty else { return nil }
+      guard !state.segments.isEmpty else {
+        counters.drainedGeneration.store(generation, ordering: .releasing)
+        return nil
+      }
       let segment = state.segments.removeFirst()
       state.decodingToken = segment.token
       return segment
@@ -367,12 +378,14 @@ final class DecodeAheadStream: @unchecked Sendable {
   }
 
   private func publish(
-    frames: Int, cursor: Int64, token: Int, segmentEnd: Int64, finalPass: Bool, generation: Int, error: DecodeError?
+    frames: Int, cursor: Int64, token: Int, segmentStart: Int64, segmentEnd: Int64, finalPass: Bool, generation: Int,
+    error: DecodeError?
   ) {
     let slot = counters.produced.load(ordering: .relaxed) % Self.blockCount
     meta[slot] = Block(
       samples: UnsafePointer(samples + slot * Self.framesPerBlock * 2), frames: frames, startFrame: cursor,
-      generation: generation, token: token, segmentEnd: segmentEnd, finalPass: finalPass, error: error)
+      generation: generation, token: token, segmentStart: segmentStart, segmentEnd: segmentEnd, finalPass: finalPass,
+      error: error)
     counters.produced.add(1, ordering: .releasing)
     blockReady.signal()
   }

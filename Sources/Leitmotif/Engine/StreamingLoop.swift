@@ -39,6 +39,8 @@ final class StreamingLoop: @unchecked Sendable {
   /// release or a steal never cuts sound off. Their slots are already free for new voices.
   private var dying: [Voice] = []
   private var dyingEvents: [EngineEvent] = []
+  /// What dying voices publish into: nobody reads it.
+  private let detachedStatus = VoiceStatus()
   private var masterGain: Float = 1
   private var pendingEvents: [EngineEvent] = []
   private var lastConnectionCheckNanoseconds: Int64 = 0
@@ -116,12 +118,13 @@ final class StreamingLoop: @unchecked Sendable {
     for slot in 0..<Self.maximumVoices {
       guard let voice = voices[slot], let handoff = voice.handoff, voice.handoffDue() else { continue }
       guard let follower = voices[handoff.follower], follower.hasAudio else { continue }
+      let seconds = voice.handoffSeconds()
       voice.handoff = nil
       armed[slot] = nil
       let start = clock + lookahead
-      follower.fadeIn(seconds: handoff.seconds, curve: handoff.curve, clock: clock, start: start)
+      follower.fadeIn(seconds: seconds, curve: handoff.curve, clock: clock, start: start)
       wantsPlaying[handoff.follower] = true
-      voice.fadeOutAndFinish(seconds: handoff.seconds, curve: handoff.curve, start: start)
+      voice.fadeOutAndFinish(seconds: seconds, curve: handoff.curve, start: start)
       pendingEvents.append(.handedOff(from: slot, to: handoff.follower))
     }
     for slot in 0..<Self.maximumVoices {
@@ -160,6 +163,7 @@ final class StreamingLoop: @unchecked Sendable {
 
   /// Lets a voice go: audible ones fade out among the dying, silent ones are reclaimed at once.
   private func letGo(_ voice: Voice, clock: Int64) {
+    voice.status = detachedStatus
     if voice.isAudible && dying.count < dying.capacity {
       voice.fadeOutAndFinish(seconds: Voice.transportFadeSeconds, curve: .linear, start: clock)
       dying.append(voice)

@@ -21,7 +21,9 @@ final class Voice {
   static let transportFadeSeconds = 0.010
 
   let slot: Int
-  let status: VoiceStatus
+  /// Where the voice publishes its state; a released voice that fades out among the dying gets
+  /// a detached one, so it no longer writes over its slot's next owner.
+  var status: VoiceStatus
   private(set) var source: StreamingSource
   let stream: DecodeAheadStream
   var format: AudioFormat { stream.format }
@@ -40,6 +42,7 @@ final class Voice {
     var start: Int64 = 0
     var length = 0
     var token = 0
+    var segmentStart: Int64 = 0
     var segmentEnd: Int64 = 0
     var finalPass = true
   }
@@ -296,7 +299,17 @@ final class Voice {
       return head.token != handoff.token && tokenIsAfterHandoff(head.token)
     }
     let remainingOutputSeconds = Double(head.segmentEnd - positionFrames) / Double(sampleRate) / Double(rate)
-    return remainingOutputSeconds <= handoff.seconds
+    return remainingOutputSeconds <= handoffSeconds()
+  }
+
+  /// The armed crossfade's length, at most half the outgoing item (a 3 s crossfade out of a
+  /// 1 s item would otherwise begin before it is heard).
+  func handoffSeconds() -> Double {
+    guard let handoff else { return 0 }
+    guard queuedCount > 0 else { return handoff.seconds }
+    let head = queued[queuedHead]
+    let itemSeconds = Double(head.segmentEnd - head.segmentStart) / Double(sampleRate) / Double(rate)
+    return max(Voice.transportFadeSeconds, min(handoff.seconds, itemSeconds / 2))
   }
 
   private func tokenIsAfterHandoff(_ token: Int) -> Bool { handoff.map { token > $0.token } ?? false }
@@ -467,6 +480,9 @@ final class Voice {
     case .pause, nil:
       source.pause()
       mode = .ready(resumeFades: true)
+      // A pause completes a fade-in in progress: silent now, the voice resumes at full level
+      // (through the transport fade) rather than finishing a crossfade whose partner is gone.
+      if !finishWhenSilent { envelope = .unity }
     case .stop:
       performStop()
     case .seek(let target, let thenPlay):
@@ -509,7 +525,7 @@ final class Voice {
   /// last, the voice ends with its error.
   private func refill(events: inout [EngineEvent]) {
     while source.freeBufferCount > 0 {
-      guard let block = stream.peek(waitSeconds: decodeWaitSeconds) else {
+      guard let block = stream.peek(waitSeconds: decodeWaitSeconds, generation: generation) else {
         if stream.isDrained(generation: generation) {
           decoderEnded = true
         } else if decodeWaitSeconds > 0 {
@@ -543,7 +559,8 @@ final class Voice {
     guard source.queue(stereo: block.samples, frameCount: block.frames, sampleRate: sampleRate) else { return }
     let index = (queuedHead + queuedCount) % Voice.bufferCount
     queued[index] = Queued(
-      start: block.startFrame, length: block.frames, token: block.token, segmentEnd: block.segmentEnd,
+      start: block.startFrame, length: block.frames, token: block.token, segmentStart: block.segmentStart,
+      segmentEnd: block.segmentEnd,
       finalPass: block.finalPass)
     queuedCount += 1
   }

@@ -35,7 +35,7 @@ public final class Player: Sendable {
   /// A player on `engine` for `item`.
   /// - Throws: `PlayerError.noFreeVoice` when the engine has no voice left.
   public init(engine: AudioEngine, item: MediaItem? = nil) throws(PlayerError) {
-    guard let slot = engine.allocateSlot() else { throw PlayerError.noFreeVoice(limit: StreamingLoop.maximumVoices) }
+    guard let slot = engine.allocateSlot() else { throw PlayerError.noFreeVoice(limit: engine.voiceLimit) }
     self.engine = engine
     self.slot = slot
     state = Mutex(State(item: item))

@@ -51,6 +51,14 @@ public struct QueueDescriptor: Sendable, Equatable {
         throw QueueError.startAfterEnd(item: item.errorName, start: start, end: end)
       }
       if case .times(let count)? = loopRepeat, count < 0 { throw QueueError.invalidLoopCount(count) }
+      if let loop = loopPoints, let duration, let rate = item.sampleRate {
+        let length = Int64((duration * Double(rate)).rounded())
+        guard (loop.endFrame ?? length) <= length, loop.startFrame < length else {
+          throw QueueError.invalidLoopPoints(
+            "\(item.errorName): the loop \(loop.startFrame)..<\(loop.endFrame ?? length) is outside the file's \(length) frames"
+          )
+        }
+      }
     }
   }
 

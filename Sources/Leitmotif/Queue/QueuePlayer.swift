@@ -217,16 +217,18 @@ public final class QueuePlayer: Sendable {
   /// Changes the queue in one step: inserts and removals in `body` apply together, observers see
   /// one `queueChanged`, and if `body` throws nothing changes.
   /// - Throws: `QueueError.transactionRejected` naming the step that failed.
-  public func perform(queueTransaction body: (inout QueueTransaction) throws(QueueError) -> Void) throws(QueueError) {
+  public func perform<Failure: Error>(queueTransaction body: (inout QueueTransaction) throws(Failure) -> Void)
+    throws(QueueError)
+  {
     try state.withLock { (state) throws(QueueError) -> Void in
       var counter = state.nextEntryID
       let snapshot = state.playOrder.compactMap { id in state.entries[id].map { (id: id, entry: $0) } }
       let allocator = IDCounter(start: counter)
       var transaction = QueueTransaction(entries: snapshot, nowPlayingID: state.nowID, nextID: { allocator.next() })
-      do throws(QueueError) {
+      do throws(Failure) {
         try body(&transaction)
       } catch {
-        throw QueueError.transactionRejected(reason: error.description)
+        throw QueueError.transactionRejected(reason: (error as? QueueError)?.description ?? "\(error)")
       }
       counter = allocator.value
       state.nextEntryID = counter
@@ -997,7 +999,9 @@ public final class QueuePlayer: Sendable {
     // The playing item failed (or could not open): on to the one after it.
     let next = successor(of: id, state, honoringRepeatOne: false)
     let wasPlaying = state.playbackState == .playing
-    if case .follower? = state.voices.scheduled, state.voices.scheduled?.entry == next {
+    if case .follower? = state.voices.scheduled, state.voices.scheduled?.entry == next,
+      engine.statuses[slot].isPrepared.load(ordering: .acquiring)
+    {
       // Its follower is ready and the hand-over fires on its own (the voice has ended).
       state.followsFailure = true
       return

@@ -1,0 +1,334 @@
+import Foundation
+import LeitmotifFixtures
+import Testing
+
+@testable import Leitmotif
+
+@Suite("The queue: MediaPlayer's rules, shuffle, notifications, failures and bad input")
+struct QueueBehaviorTests {
+  /// `count` short tone files named item0.ogg...; items carry titles (and albums, if given).
+  func items(_ count: Int, in directory: TemporaryDirectory, seconds: Double = 0.5, albums: [String]? = nil) throws
+    -> [MediaItem]
+  {
+    try (0..<count).map { index in
+      let path = try EngineHarness.vorbisTone(
+        in: directory, name: "item\(index).ogg", seconds: seconds, frequency: 220 + 20 * Double(index))
+      var item = MediaItem(path: path)
+      item.title = "item\(index)"
+      item.albumTitle = albums?[index]
+      return item
+    }
+  }
+
+  @Test("Shuffle with a seed is repeatable; turning it on keeps the playing item and the items put next")
+  func shuffleRepeatable() throws {
+    let directory = try TemporaryDirectory()
+    let list = try items(12, in: directory, seconds: 0.2)
+    let engine = try EngineHarness.offlineEngine()
+    func shuffled(seed: UInt64) throws -> [String?] {
+      let player = QueuePlayer(engine: engine)
+      try player.setQueue(with: list)
+      player.shuffleSeed = seed
+      player.shuffleMode = .songs
+      return player.queue.map(\.title)
+    }
+    let first = try shuffled(seed: 42)
+    #expect(try shuffled(seed: 42) == first, "same seed, same order")
+    #expect(try shuffled(seed: 43) != first, "another seed, another order")
+    #expect(Set(first) == Set(list.map(\.title)), "a permutation")
+
+    let player = QueuePlayer(engine: engine)
+    try player.setQueue(with: list)
+    player.shuffleSeed = 7
+    player.nowPlayingItem = list[4]
+    player.play()
+    _ = EngineHarness.render(engine, seconds: 0.05)
+    let picks = [list[10], list[11]]
+    try player.prepend(picks)
+    #expect(player.queue.map(\.title)[5...6] == ["item10", "item11"], "prepend puts items right after the playing one")
+    player.shuffleMode = .songs
+    #expect(player.nowPlayingItem == list[4], "the playing item keeps playing")
+    #expect(player.indexOfNowPlayingItem == 0)
+    #expect(Array(player.queue.prefix(3)) == [list[4]] + picks, "items put next stay next")
+    #expect(player.playbackState == .playing)
+    player.shuffleMode = .off
+    #expect(player.nowPlayingItem == list[4])
+
+    // Albums: each album's items stay together and in order.
+    let albums = try items(9, in: directory, seconds: 0.2, albums: ["A", "A", "A", "B", "B", "B", "C", "C", "C"])
+    let byAlbum = QueuePlayer(engine: engine)
+    try byAlbum.setQueue(with: albums)
+    byAlbum.shuffleSeed = 3
+    byAlbum.shuffleMode = .albums
+    let order = byAlbum.queue
+    #expect(order.first == albums[0])
+    let titles = order.map { $0.title! }
+    for album in ["B", "C"] {
+      let positions = order.enumerated().filter { $0.element.albumTitle == album }.map(\.offset)
+      #expect(positions == Array(positions[0]...(positions[0] + 2)), "album \(album) together: \(titles)")
+    }
+  }
+
+  @Test("Notifications arrive in order and complete, as callbacks and as an AsyncStream")
+  func notificationsInOrder() async throws {
+    let directory = try TemporaryDirectory()
+    let list = try items(3, in: directory, seconds: 0.4)
+    let engine = try EngineHarness.offlineEngine()
+    let player = QueuePlayer(engine: engine)
+    let log = QueueLog(player)
+    let stream = player.events
+    player.transition = .gapless
+    try player.setQueue(with: list)
+    player.volume = 0.5
+    player.play()
+    _ = EngineHarness.render(engine, seconds: 2)
+    player.waitForNotifications()
+    let expected: [(String?, NowPlayingChangeReason)] = [
+      ("item0", .queueChange), ("item1", .naturalEnd), ("item2", .naturalEnd), ("item0", .naturalEnd),
+    ]
+    #expect(log.nowPlaying.map(\.0) == expected.map(\.0))
+    #expect(log.nowPlaying.map(\.1) == expected.map(\.1))
+    #expect(log.states == [.playing, .stopped])
+    let kinds = log.all.map { event -> String in
+      switch event {
+      case .queueChanged: return "queue"
+      case .nowPlayingItemChanged: return "now"
+      case .playbackStateChanged(let state): return state.rawValue
+      case .volumeChanged: return "volume"
+      case .transitionStarted: return "transition"
+      case .itemFailed: return "failed"
+      case .underrun: return "underrun"
+      }
+    }
+    #expect(kinds == ["queue", "now", "volume", "playing", "now", "transition", "now", "transition", "now", "stopped"])
+    var streamed: [String] = []
+    for await event in stream {
+      if case .nowPlayingItemChanged(let item, _, _) = event { streamed.append(item?.title ?? "nil") }
+      if case .playbackStateChanged(.stopped) = event { break }
+    }
+    #expect(streamed == ["item0", "item1", "item2", "item0"], "the stream sees the same changes in the same order")
+  }
+
+  @Test("A broken file in the middle of the queue is skipped with a failure notification and the rest plays")
+  func brokenFileSkipped() throws {
+    let directory = try TemporaryDirectory()
+    var list = try items(3, in: directory, seconds: 0.5)
+    try Data("not audio".utf8).write(to: URL(fileURLWithPath: directory.file("broken.ogg")))
+    list.insert(MediaItem(path: directory.file("broken.ogg")), at: 1)
+    list.insert(MediaItem(path: directory.file("missing.ogg")), at: 3)
+    for transition in [Transition.gapless, try Transition(duration: 0.2, curve: .sCurve)] {
+      let engine = try EngineHarness.offlineEngine()
+      let player = QueuePlayer(engine: engine)
+      let log = QueueLog(player)
+      player.transition = transition
+      try player.setQueue(with: list)
+      player.play()
+      let rendered = EngineHarness.render(engine, seconds: 2.5)
+      player.waitForNotifications()
+      #expect(log.failures.map { $0.0.assetURL.lastPathComponent } == ["broken.ogg", "missing.ogg"], "\(transition)")
+      #expect(log.failures.map { $0.1.path } == [directory.file("broken.ogg"), directory.file("missing.ogg")])
+      #expect(log.nowPlaying.compactMap(\.0).filter { $0.hasPrefix("item") } == ["item0", "item1", "item2", "item0"])
+      #expect(player.playbackState == .stopped)
+      // Three half-second tones play (a little less with the crossfades' overlap).
+      let sounding = stride(from: 0, to: rendered.count / 2 - 480, by: 480).filter {
+        EngineHarness.peak(rendered[(2 * $0)..<(2 * $0 + 960)]) > 0.1
+      }.count
+      // Three half-second tones: 150 sounding 10 ms windows back to back, or about 110 with two
+      // 0.2 s overlaps.
+      let range = transition.isGapless ? 145...152 : 105...120
+      #expect(range.contains(sounding), "\(transition): \(sounding) sounding 10 ms windows")
+    }
+  }
+
+  @Test("skipToNextItem, skipToPreviousItem (3 second rule), skipToBeginning, nowPlayingItem and repeat modes")
+  func skipRules() throws {
+    let directory = try TemporaryDirectory()
+    let list = try items(3, in: directory, seconds: 5)
+    let engine = try EngineHarness.offlineEngine()
+    let player = QueuePlayer(engine: engine)
+    let log = QueueLog(player)
+    player.transition = .gapless
+    #expect(player.indexOfNowPlayingItem == nil, "empty queue: no index")
+    #expect(player.nowPlayingItem == nil)
+    try player.setQueue(with: list)
+    #expect(player.indexOfNowPlayingItem == 0)
+    player.play()
+    _ = EngineHarness.render(engine, seconds: 1)
+    try player.skipToPreviousItem()  // in the first 3 s of the first item, without repeat: restart it
+    #expect(player.indexOfNowPlayingItem == 0)
+    try player.skipToNextItem()
+    #expect(player.indexOfNowPlayingItem == 1)
+    _ = EngineHarness.render(engine, seconds: 1)
+    try player.skipToPreviousItem()  // 1 s in: the previous item
+    #expect(player.indexOfNowPlayingItem == 0)
+    player.currentPlaybackTime = 4
+    _ = EngineHarness.render(engine, seconds: 0.2)
+    #expect(abs(player.currentPlaybackTime - 4.2) < 0.05, "at \(player.currentPlaybackTime)")
+    try player.skipToPreviousItem()  // 4 s in: restart the same item
+    #expect(player.indexOfNowPlayingItem == 0)
+    _ = EngineHarness.render(engine, seconds: 0.1)
+    #expect(player.currentPlaybackTime < 0.2, "restarted: \(player.currentPlaybackTime)")
+    player.nowPlayingItem = list[2]
+    #expect(player.indexOfNowPlayingItem == 2)
+    player.repeatMode = .all
+    try player.skipToNextItem()  // last item with repeat all: the first
+    #expect(player.indexOfNowPlayingItem == 0)
+    try player.skipToPreviousItem()  // first item, repeat all, early: the last
+    #expect(player.indexOfNowPlayingItem == 2)
+    player.repeatMode = .none
+    try player.skipToNextItem()  // last item without repeat: playback ends
+    #expect(player.playbackState == .stopped)
+    #expect(player.indexOfNowPlayingItem == 0)
+    player.waitForNotifications()
+    let reasons = log.nowPlaying.map(\.1)
+    #expect(reasons.contains(.skipForward) && reasons.contains(.skipBack))
+
+    // Repeat one: the item plays again, gaplessly.
+    player.repeatMode = .one
+    try player.setQueue(with: [list[0], list[1]])
+    player.play()
+    _ = EngineHarness.render(engine, seconds: 11)
+    #expect(player.indexOfNowPlayingItem == 0, "repeat one stays on the item")
+    #expect(player.playbackState == .playing)
+    player.stop()
+  }
+
+  @Test("A transaction applies atomically with one queueChanged; a rejected one leaves the queue as it was")
+  func transactions() throws {
+    let directory = try TemporaryDirectory()
+    let list = try items(4, in: directory, seconds: 0.3)
+    let engine = try EngineHarness.offlineEngine()
+    let player = QueuePlayer(engine: engine)
+    try player.setQueue(with: Array(list[0...1]))
+    let log = QueueLog(player)
+    try player.perform { queue in
+      try queue.insert([list[2], list[3]], after: list[0])
+      try queue.remove(list[1])
+    }
+    player.waitForNotifications()
+    #expect(player.queue == [list[0], list[2], list[3]])
+    #expect(log.all.filter { if case .queueChanged = $0 { true } else { false } }.count == 1)
+    let before = player.queue
+    #expect(throws: QueueError.self) {
+      try player.perform { queue in
+        try queue.remove(list[2])
+        try queue.remove(list[1])  // not in the queue any more
+      }
+    }
+    #expect(player.queue == before, "rejected: unchanged")
+    do {
+      try player.perform { queue in try queue.insert([list[1]], after: list[1]) }
+      Issue.record("inserting after an item not in the queue must fail")
+    } catch {
+      #expect(error.description.contains("item1") && error.description.contains("unchanged"), "\(error)")
+    }
+    try player.append([list[1]])
+    #expect(player.queue.last == list[1])
+  }
+
+  @Test("Bad input is a clear error and the queue stays as it was")
+  func badInput() throws {
+    let directory = try TemporaryDirectory()
+    let list = try items(2, in: directory, seconds: 1)
+    let loaded = try MediaItem.load(path: list[0].assetURL.path)
+    let engine = try EngineHarness.offlineEngine()
+    let player = QueuePlayer(engine: engine)
+    #expect(throws: QueueError.emptyQueue(operation: "skipToNextItem")) { try player.skipToNextItem() }
+    #expect(throws: QueueError.emptyQueue(operation: "skipToPreviousItem")) { try player.skipToPreviousItem() }
+    #expect(throws: QueueError.emptyQueue(operation: "skipToBeginning")) { try player.skipToBeginning() }
+    #expect(throws: QueueError.emptyQueue(operation: "prepend")) { try player.prepend([MediaItem]()) }
+    try player.setQueue(with: list)
+    let before = player.queue
+    #expect(throws: QueueError.indexOutOfRange(index: 5, count: 2)) { try player.skip(toIndex: 5) }
+    #expect(QueueError.indexOutOfRange(index: 5, count: 2).description.contains("0..<2"))
+    var descriptor = QueueDescriptor(items: [loaded])
+    #expect(throws: QueueError.self) {
+      try descriptor.setStartTime(0.8, for: loaded); try descriptor.setEndTime(0.5, for: loaded)
+    }
+    let reversed = QueueDescriptor(entries: [.init(item: loaded, startTime: 0.8, endTime: 0.5)])
+    #expect(throws: QueueError.startAfterEnd(item: loaded.errorName, start: 0.8, end: 0.5)) {
+      try player.setQueue(with: reversed)
+    }
+    let outside = QueueDescriptor(entries: [.init(item: loaded, startTime: 30)])
+    do {
+      try player.setQueue(with: outside)
+      Issue.record("a start time after the item's end must fail")
+    } catch {
+      #expect(error == .trimOutsideItem(item: loaded.errorName, time: 30, duration: 1))
+    }
+    #expect(throws: QueueError.invalidCrossfade(-1)) { try Transition(duration: -1) }
+    #expect(throws: QueueError.self) { try Transition(duration: .nan) }
+    #expect(throws: QueueError.self) { try LoopPoints(startFrame: 100, endFrame: 100) }
+    #expect(throws: QueueError.self) { try LoopPoints(loopStart: 0, loopLength: 0) }
+    let pastEnd = QueueDescriptor(entries: [
+      .init(item: loaded, loopPoints: try LoopPoints(startFrame: 10, endFrame: 96_000))
+    ])
+    #expect(throws: QueueError.self) { try player.setQueue(with: pastEnd) }
+    #expect(throws: QueueError.itemNotInQueue("\"nothing.ogg\"")) {
+      try player.setNowPlayingItem(MediaItem(path: "/nothing.ogg"))
+    }
+    #expect(player.queue == before, "every refusal left the queue as it was")
+
+    // Points that can only be checked once the file is open fail that item, and the queue goes on.
+    let lazy = QueueDescriptor(entries: [
+      .init(item: list[0], loopPoints: try LoopPoints(startFrame: 10, endFrame: 96_000), loopRepeat: .times(1)),
+      .init(item: list[1]),
+    ])
+    let log = QueueLog(player)
+    try player.setQueue(with: lazy)
+    player.play()
+    _ = EngineHarness.render(engine, seconds: 0.5)
+    player.waitForNotifications()
+    let failure = log.failures.first?.1
+    if case .pointsOutsideFile? = failure?.reason {
+    } else {
+      Issue.record("expected pointsOutsideFile, got \(String(describing: failure))")
+    }
+    #expect(player.indexOfNowPlayingItem == 1)
+  }
+
+  @Test("The voice pool has a cap; a crossfade steals a fading voice, never a playing one of higher priority")
+  func voicePool() throws {
+    let directory = try TemporaryDirectory()
+    let list = try items(4, in: directory, seconds: 3)
+    let engine = try AudioEngine(
+      output: .offline(sampleRate: 48_000, renderFrames: EngineHarness.renderFrames), voiceLimit: 3)
+    #expect(engine.voiceLimit == 3)
+    let player = QueuePlayer(engine: engine)
+    player.transition = try Transition(duration: 2, curve: .equalPower)
+    try player.setQueue(with: list)
+    player.play()
+    var rendered = EngineHarness.render(engine, seconds: 0.5)
+    #expect(player.voiceCount == 2, "the playing item and the prepared next one")
+    // A one-shot player of lower priority cannot take the music's voices...
+    let oneShot = try Player(engine: engine)  // the third voice: free
+    #expect(throws: PlayerError.noFreeVoice(limit: 3)) { try Player(engine: engine) }
+    // ...while skips in quick succession need more voices than there are: fading ones are stolen.
+    for _ in 0..<3 {
+      try player.skipToNextItem()
+      rendered += EngineHarness.render(engine, seconds: 0.3)
+    }
+    #expect(player.voiceCount <= 2, "one voice is the one-shot player's")
+    withExtendedLifetime(oneShot) {}
+    rendered += EngineHarness.render(engine, seconds: 1)
+    #expect(EngineHarness.peak(rendered[(rendered.count - 4800)...]) > 0.2, "music still plays")
+  }
+
+  @Test("Volume and the master gain scale the output")
+  func volumeAndMasterGain() throws {
+    let directory = try TemporaryDirectory()
+    let list = try items(1, in: directory, seconds: 2)
+    let engine = try EngineHarness.offlineEngine()
+    let player = QueuePlayer(engine: engine)
+    try player.setQueue(with: list)
+    player.play()
+    let full = EngineHarness.peak(EngineHarness.render(engine, seconds: 0.3)[...])
+    player.volume = 0.5
+    engine.masterGain = 0.5
+    _ = EngineHarness.render(engine, seconds: 0.1)
+    let quarter = EngineHarness.peak(EngineHarness.render(engine, seconds: 0.3)[...])
+    #expect(abs(quarter / full - 0.25) < 0.01, "0.5 x 0.5: \(quarter / full)")
+    player.volume = 7
+    #expect(player.volume == 1)
+  }
+}
