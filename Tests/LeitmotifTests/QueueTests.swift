@@ -202,3 +202,59 @@ struct TransitionTests {
     #expect(EngineHarness.largestStep(cut) > 2 * own)
   }
 }
+
+@Suite("Queue descriptors: trim points and per-item transitions")
+struct DescriptorTests {
+  @Test("Trim points play exactly their stretch of each file, joined gaplessly")
+  func trimPoints() throws {
+    let directory = try TemporaryDirectory()
+    let a = try EngineHarness.vorbis(EngineHarness.noise(seed: 3, seconds: 2), in: directory, name: "a.ogg")
+    let b = try EngineHarness.vorbis(EngineHarness.noise(seed: 4, seconds: 2), in: directory, name: "b.ogg")
+    let decodedA = try EngineHarness.decodeAll(a).samples
+    let decodedB = try EngineHarness.decodeAll(b).samples
+    var descriptor = QueueDescriptor(entries: [
+      .init(item: MediaItem(path: a), startTime: 0.5, endTime: 1.25, transition: .gapless),
+      .init(item: MediaItem(path: b), startTime: 0.25, transition: .gapless),
+    ])
+    descriptor.startItem = MediaItem(path: a)
+    let engine = try EngineHarness.offlineEngine()
+    let player = QueuePlayer(engine: engine)
+    try player.setQueue(with: descriptor)
+    player.play()
+    let expected = Array(decodedA[(2 * 24_000)..<(2 * 60_000)]) + Array(decodedB[(2 * 12_000)...])
+    let rendered = EngineHarness.render(engine, frames: expected.count / 2 + 2048)
+    // The first item starts mid-file, so it fades in over 10 ms like any start from a position.
+    let settled = 2 * 3 * EngineHarness.renderFrames
+    let mismatch = (settled..<expected.count).first { rendered[$0] != expected[$0] }
+    #expect(mismatch == nil, "first differing sample \(mismatch ?? -1) of \(expected.count)")
+    #expect(EngineHarness.peak(rendered[expected.count...]) == 0)
+  }
+
+  @Test("Each entry's transition overrides the player's: here a gapless join, then a 1 s linear crossfade")
+  func perEntryTransitions() throws {
+    let directory = try TemporaryDirectory()
+    let paths = try (0..<3).map { index in
+      try EngineHarness.vorbis(
+        EngineHarness.noise(seed: 10 + UInt64(index), seconds: 3), in: directory, name: "n\(index).ogg")
+    }
+    let descriptor = QueueDescriptor(entries: [
+      .init(item: MediaItem(path: paths[0])),
+      .init(item: MediaItem(path: paths[1]), transition: .gapless),
+      .init(item: MediaItem(path: paths[2]), transition: try Transition(duration: 1, curve: .linear)),
+    ])
+    let engine = try EngineHarness.offlineEngine()
+    let player = QueuePlayer(engine: engine)
+    let log = QueueLog(player)
+    try player.setQueue(with: descriptor)
+    player.play()
+    let rendered = EngineHarness.render(engine, seconds: 9)
+    player.waitForNotifications()
+    let transitions = log.all.compactMap { event -> Transition? in
+      if case .transitionStarted(_, _, let transition) = event { return transition }
+      return nil
+    }
+    #expect(transitions == [.gapless, try Transition(duration: 1, curve: .linear)])
+    let lastSound = (0..<(rendered.count / 2)).last { rendered[2 * $0] != 0 } ?? 0
+    #expect(abs(lastSound - 8 * 48_000) <= EngineHarness.renderFrames, "3 + 3 + 3 − 1 s: ends at \(lastSound)")
+  }
+}

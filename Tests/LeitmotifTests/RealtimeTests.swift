@@ -37,6 +37,33 @@ struct RealtimeTests {
     #expect(elapsed > 0.7 && elapsed < 2.5, "a 0.8 s item took \(elapsed) s")
   }
 
+  @Test("A queue crossfades and joins gaplessly in real time, in order, and lets its voices go at the end")
+  func queueInRealTime() throws {
+    let directory = try TemporaryDirectory()
+    let paths = try (0..<3).map {
+      try EngineHarness.vorbisTone(in: directory, name: "q\($0).ogg", seconds: 1, frequency: 300 + 100 * Double($0))
+    }
+    let engine = try AudioEngine(output: .headless)
+    defer { engine.shutdown() }
+    let player = QueuePlayer(engine: engine)
+    let log = QueueLog(player)
+    let descriptor = QueueDescriptor(entries: [
+      .init(item: MediaItem(path: paths[0])),
+      .init(item: MediaItem(path: paths[1]), transition: try Transition(duration: 0.4, curve: .equalPower)),
+      .init(item: MediaItem(path: paths[2]), transition: .gapless),
+    ])
+    try player.setQueue(with: descriptor)
+    let started = Date()
+    player.play()
+    #expect(EngineHarness.wait(seconds: 6) { player.playbackState == .stopped })
+    let elapsed = Date().timeIntervalSince(started)
+    #expect(elapsed > 2.3 && elapsed < 4.5, "1 + 1 + 1 − 0.4 s took \(elapsed) s")
+    player.waitForNotifications()
+    #expect(log.nowPlaying.map(\.0) == ["q0.ogg", "q1.ogg", "q2.ogg", "q0.ogg"])
+    #expect(EngineHarness.wait(seconds: 1) { player.voiceCount == 0 }, "every voice let go: \(player.voiceCount)")
+    #expect(player.underrunCount == 0)
+  }
+
   @Test("A named device that does not exist is a typed error, not a crash")
   func missingNamedDevice() {
     #expect(throws: OutputError.self) { _ = try AudioEngine(output: .namedDevice("No Such Device 1234")) }

@@ -239,8 +239,13 @@ public final class AudioEngine: @unchecked Sendable {
   /// A new owner's slot starts clean (the voice that attaches publishes from then on); in
   /// particular it is not "let go", which would make it the first to be stolen.
   private func resetStatus(_ slot: Int) {
-    statuses[slot].isLetGo.store(false, ordering: .releasing)
-    statuses[slot].gainBits.store(Float(1).bitPattern, ordering: .relaxed)
+    let status = statuses[slot]
+    status.isLetGo.store(false, ordering: .releasing)
+    status.gainBits.store(Float(1).bitPattern, ordering: .relaxed)
+    status.seekGenerationDone.store(0, ordering: .releasing)
+    status.isPrepared.store(false, ordering: .releasing)
+    status.sampleRate.store(0, ordering: .releasing)
+    status.positionFrames.store(0, ordering: .releasing)
   }
 
   func releaseSlot(_ slot: Int) {

@@ -94,7 +94,10 @@ public final class QueuePlayer: Sendable {
     var stateBeforeSeeking: PlaybackState?
     var rate: Float = 1
     var volume: Float = 1
+    /// Seeks asked of the current voice (compared with its status's `seekGenerationDone`).
     var seekGeneration = 0
+    var lastSeekSeconds: Double = 0
+    /// A position asked for before any voice exists: the next start opens the item there.
     var requestedSeekSeconds: Double?
     /// The next change of item follows a failure (for the notification's reason).
     var followsFailure = false
@@ -473,9 +476,10 @@ public final class QueuePlayer: Sendable {
         }
         let status = engine.statuses[slot]
         let rate = status.sampleRate.load(ordering: .acquiring)
-        if rate == 0 || status.seekGenerationDone.load(ordering: .acquiring) < state.seekGeneration {
-          return state.entries[state.nowID ?? -1]?.startTime ?? 0
+        if status.seekGenerationDone.load(ordering: .acquiring) < state.seekGeneration {
+          return state.lastSeekSeconds  // the seek is on its way to the streaming thread
         }
+        if rate == 0 { return state.entries[state.nowID ?? -1]?.startTime ?? 0 }
         return Double(status.positionFrames.load(ordering: .acquiring)) / Double(rate)
       }
     }
@@ -488,6 +492,7 @@ public final class QueuePlayer: Sendable {
         }
         releaseOutgoing(&state)
         state.seekGeneration += 1
+        state.lastSeekSeconds = seconds
         engine.commands.post(.seek(slot: slot, seconds: seconds, generation: state.seekGeneration))
         // A seek can bring back loop passes or move past the hand-over point: prepare anew.
         reschedule(&state, force: true)
@@ -711,6 +716,7 @@ public final class QueuePlayer: Sendable {
     let token = newToken(for: id, &state)
     state.voices.currentSlot = slot
     state.voices.currentToken = token
+    state.seekGeneration = 0  // seek generations count per voice (the slot's status starts at 0)
     let seek = state.requestedSeekSeconds
     state.requestedSeekSeconds = nil
     engine.load(request(for: id, token: token, state), startSeconds: seek, slot: slot)
@@ -847,6 +853,7 @@ public final class QueuePlayer: Sendable {
     if let slot = state.voices.currentSlot {
       releaseOutgoing(&state)
       state.seekGeneration += 1
+      state.lastSeekSeconds = start
       engine.commands.post(.seek(slot: slot, seconds: start, generation: state.seekGeneration))
       reschedule(&state, force: true)
     } else {
@@ -897,6 +904,7 @@ public final class QueuePlayer: Sendable {
         state.voices.outgoing.append(slot)
         state.voices.currentSlot = to
         state.voices.currentToken = token
+        state.seekGeneration = 0
         state.voices.scheduled = nil
         advance(to: entry, &state)
         emitLocked(
