@@ -258,3 +258,31 @@ struct DescriptorTests {
     #expect(abs(lastSound - 8 * 48_000) <= EngineHarness.renderFrames, "3 + 3 + 3 − 1 s: ends at \(lastSound)")
   }
 }
+
+extension DescriptorTests {
+  @Test("A gapless join between files of different sample rates becomes a 10 ms crossfade, and says so")
+  func rateMismatchJoin() throws {
+    let directory = try TemporaryDirectory()
+    let first = try EngineHarness.vorbisTone(in: directory, name: "48k.ogg", seconds: 1)
+    let fixtures = Bundle.module.path(forResource: "Fixtures", ofType: nil)!
+    let second = fixtures + "/lame-44100-stereo.mp3"
+    let engine = try EngineHarness.offlineEngine()
+    let player = QueuePlayer(engine: engine)
+    let log = QueueLog(player)
+    player.transition = .gapless
+    try player.setQueue(with: [MediaItem(path: first), MediaItem(path: second)])
+    player.play()
+    let rendered = EngineHarness.render(engine, seconds: 3)
+    player.waitForNotifications()
+    let used = log.all.compactMap { event -> Transition? in
+      if case .transitionStarted(_, _, let transition) = event { return transition }
+      return nil
+    }
+    #expect(used == [try Transition(duration: Voice.transportFadeSeconds, curve: .equalPower)])
+    #expect(log.nowPlaying.map(\.0) == ["48k.ogg", "lame-44100-stereo.mp3", "48k.ogg"])
+    // 1 s, then 57331 frames at 44.1 kHz (1.3 s) resampled to 48 kHz, overlapping by 10 ms.
+    let lastSound = (0..<(rendered.count / 2)).last { rendered[2 * $0] != 0 } ?? 0
+    let expected = 48_000 + Int(57_331.0 * 48_000 / 44_100) - 480
+    #expect(abs(lastSound - expected) <= EngineHarness.renderFrames, "ends at \(lastSound), expected \(expected)")
+  }
+}

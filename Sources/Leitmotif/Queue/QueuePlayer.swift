@@ -63,11 +63,11 @@ public final class QueuePlayer: Sendable {
 
   private enum Scheduled: Equatable {
     case gapless(token: Int, entry: Int)
-    case follower(slot: Int, token: Int, entry: Int)
+    case follower(slot: Int, token: Int, entry: Int, Transition)
 
     var entry: Int {
       switch self {
-      case .gapless(_, let entry), .follower(_, _, let entry): return entry
+      case .gapless(_, let entry), .follower(_, _, let entry, _): return entry
       }
     }
   }
@@ -117,7 +117,7 @@ public final class QueuePlayer: Sendable {
     let slots = state.withLock { state -> [Int] in
       var slots = state.voices.outgoing
       if let current = state.voices.currentSlot { slots.append(current) }
-      if case .follower(let slot, _, _)? = state.voices.scheduled { slots.append(slot) }
+      if case .follower(let slot, _, _, _)? = state.voices.scheduled { slots.append(slot) }
       return slots
     }
     for slot in slots { engine.releaseSlot(slot) }
@@ -620,7 +620,7 @@ public final class QueuePlayer: Sendable {
   private func allSlots(_ state: State) -> [Int] {
     var slots = state.voices.outgoing
     if let current = state.voices.currentSlot { slots.append(current) }
-    if case .follower(let slot, _, _)? = state.voices.scheduled { slots.append(slot) }
+    if case .follower(let slot, _, _, _)? = state.voices.scheduled { slots.append(slot) }
     return slots
   }
 
@@ -755,7 +755,7 @@ public final class QueuePlayer: Sendable {
       .arm(
         slot: slot,
         Voice.Handoff(follower: follower, token: state.voices.currentToken, seconds: seconds, curve: transition.curve)))
-    state.voices.scheduled = .follower(slot: follower, token: token, entry: id)
+    state.voices.scheduled = .follower(slot: follower, token: token, entry: id, transition)
   }
 
   /// The order, repeat mode or transition changed: if the prepared next item is no longer the
@@ -772,7 +772,7 @@ public final class QueuePlayer: Sendable {
       }
     }
     switch scheduled {
-    case .follower(let follower, _, _)?:
+    case .follower(let follower, _, _, _)?:
       engine.commands.post(.arm(slot: slot, nil))
       engine.releaseSlot(follower)
       state.voices.scheduled = nil
@@ -824,7 +824,7 @@ public final class QueuePlayer: Sendable {
   /// Moves the current voice (and those already fading) to the outgoing list; the prepared
   /// follower is let go. Returns the voices to fade out.
   private func takeAudibleVoices(_ state: inout State) -> [Int] {
-    if case .follower(let follower, _, _)? = state.voices.scheduled { engine.releaseSlot(follower) }
+    if case .follower(let follower, _, _, _)? = state.voices.scheduled { engine.releaseSlot(follower) }
     state.voices.scheduled = nil
     if let current = state.voices.currentSlot {
       engine.commands.post(.arm(slot: current, nil))
@@ -841,7 +841,7 @@ public final class QueuePlayer: Sendable {
 
   private func releaseAllVoices(_ state: inout State) {
     releaseOutgoing(&state)
-    if case .follower(let follower, _, _)? = state.voices.scheduled { engine.releaseSlot(follower) }
+    if case .follower(let follower, _, _, _)? = state.voices.scheduled { engine.releaseSlot(follower) }
     state.voices.scheduled = nil
     if let current = state.voices.currentSlot { engine.releaseSlot(current) }
     state.voices.currentSlot = nil
@@ -865,7 +865,7 @@ public final class QueuePlayer: Sendable {
   private func endOfQueue(_ state: inout State, reason: NowPlayingChangeReason) {
     let playing = state.voices.currentSlot
     state.voices.currentSlot = nil
-    if case .follower(let follower, _, _)? = state.voices.scheduled { engine.releaseSlot(follower) }
+    if case .follower(let follower, _, _, _)? = state.voices.scheduled { engine.releaseSlot(follower) }
     state.voices.scheduled = nil
     if let playing {
       // Let it fade (a skip) or finish (it already ended) before its voice goes.
@@ -896,7 +896,8 @@ public final class QueuePlayer: Sendable {
         emitLocked(.transitionStarted(from: from, to: state.entries[entry]!.item, .gapless), &state)
         schedule(&state)
       case .handedOff(_, let to):
-        guard slot == state.voices.currentSlot, case .follower(to, let token, let entry)? = state.voices.scheduled
+        guard slot == state.voices.currentSlot,
+          case .follower(to, let token, let entry, let used)? = state.voices.scheduled
         else {
           return
         }
@@ -907,8 +908,7 @@ public final class QueuePlayer: Sendable {
         state.seekGeneration = 0
         state.voices.scheduled = nil
         advance(to: entry, &state)
-        emitLocked(
-          .transitionStarted(from: from, to: state.entries[entry]!.item, transition(into: entry, state)), &state)
+        emitLocked(.transitionStarted(from: from, to: state.entries[entry]!.item, used), &state)
         schedule(&state)
       case .fadedOut:
         if let index = state.voices.outgoing.firstIndex(of: slot) {
@@ -957,7 +957,7 @@ public final class QueuePlayer: Sendable {
         }
       case .stolenFrom:
         state.voices.outgoing.removeAll { $0 == slot }
-        if case .follower(slot, _, _)? = state.voices.scheduled {
+        if case .follower(slot, _, _, _)? = state.voices.scheduled {
           state.voices.scheduled = nil
           engine.commands.post(.arm(slot: state.voices.currentSlot ?? slot, nil))
           schedule(&state)
@@ -978,7 +978,7 @@ public final class QueuePlayer: Sendable {
     let failedEntry: Int?
     if let token {
       failedEntry = state.tokens[token]
-    } else if case .follower(slot, _, let entry)? = state.voices.scheduled {
+    } else if case .follower(slot, _, let entry, _)? = state.voices.scheduled {
       failedEntry = entry
     } else if slot == state.voices.currentSlot {
       failedEntry = state.nowID
@@ -990,7 +990,7 @@ public final class QueuePlayer: Sendable {
     engine.report(Diagnostic(.error, error.description, error: error))
     state.consecutiveFailures += 1
     let giveUp = state.consecutiveFailures >= max(1, state.playOrder.count)
-    if case .follower(slot, _, _)? = state.voices.scheduled {
+    if case .follower(slot, _, _, _)? = state.voices.scheduled {
       // The prepared next item failed to open: prepare the one after it.
       state.voices.scheduled = nil
       engine.releaseSlot(slot)
