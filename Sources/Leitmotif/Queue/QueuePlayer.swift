@@ -696,7 +696,7 @@ public final class QueuePlayer: Sendable {
 
   private func takeVoice(_ state: inout State) -> Int? {
     guard let slot = engine.allocateSlot(priority: Self.voicePriority) else {
-      engine.report(
+      reportLater(
         Diagnostic(.error, PlayerError.noFreeVoice(limit: engine.voiceLimit).description, error: nil))
       return nil
     }
@@ -943,7 +943,7 @@ public final class QueuePlayer: Sendable {
             &state)
         } else if let item = state.entries[entry]?.item {
           emitLocked(.itemFailed(item, error), &state)
-          engine.report(Diagnostic(.error, error.description, error: error))
+          reportLater(Diagnostic(.error, error.description, error: error))
           schedule(&state, after: entry)
         }
       case .underrun:
@@ -963,7 +963,7 @@ public final class QueuePlayer: Sendable {
           schedule(&state)
         } else if slot == state.voices.currentSlot {
           state.voices.currentSlot = nil
-          engine.report(Diagnostic(.warning, "the queue player's voice was stolen by a higher-priority sound"))
+          reportLater(Diagnostic(.warning, "the queue player's voice was stolen by a higher-priority sound"))
           releaseAllVoices(&state)
           setState(.stopped, &state)
         }
@@ -987,7 +987,7 @@ public final class QueuePlayer: Sendable {
     }
     guard let id = failedEntry, let item = state.entries[id]?.item else { return }
     emitLocked(.itemFailed(item, error), &state)
-    engine.report(Diagnostic(.error, error.description, error: error))
+    reportLater(Diagnostic(.error, error.description, error: error))
     state.consecutiveFailures += 1
     let giveUp = state.consecutiveFailures >= max(1, state.playOrder.count)
     if case .follower(slot, _, _, _)? = state.voices.scheduled {
@@ -1035,6 +1035,13 @@ public final class QueuePlayer: Sendable {
   }
 
   // MARK: - Emitting
+
+  /// Hands a diagnostic to the engine's handler from the notification queue, never under the
+  /// player's lock (a handler may call back into the player).
+  private func reportLater(_ diagnostic: Diagnostic) {
+    let engine = self.engine
+    notifications.async { engine.report(diagnostic) }
+  }
 
   private func setState(_ new: PlaybackState, _ state: inout State) {
     guard state.playbackState != new else { return }
