@@ -10,15 +10,33 @@ let usage = """
   usage:
     leitmotif info FILE...
         one JSON object per line: path, format, sampleRate, channels, frames, duration, tags
-    leitmotif render --out OUT.wav [--seek SECONDS] [--rate R] [--duration SECONDS]
-                     [--sample-rate HZ] [--format f32|s16] FILE
-        renders FILE offline through the OpenAL loopback device
-    leitmotif play [--seek SECONDS] [--rate R] [--device NAME] FILE
-        plays FILE in real time (headless if there is no sound card); Ctrl-C stops
+    leitmotif render --out OUT.wav [OPTIONS] [--sample-rate HZ] [--format f32|s16] FILE...
+        renders offline through the OpenAL loopback device, faster than real time
+    leitmotif play [OPTIONS] [--device NAME] FILE...
+        plays in real time (headless if there is no sound card); Ctrl-C stops
     leitmotif devices
         lists the playback devices OpenAL can open
+
+  OPTIONS (render and play):
+    --seek SECONDS       start this far into the file (in a queue: into the first item played)
+    --rate R             speed in (0, 4], speed and pitch together (in a queue: every item)
+    --duration SECONDS   stop after this much output (default: when the file or queue ends)
+  queue options (with any of these, or more than one FILE, the FILEs play as a queue):
+    --crossfade SECONDS  overlap between items (at most half the outgoing one); 0 is gapless
+                         (default: 3)
+    --curve CURVE        linear, equal-power (default), s-curve or exponential
+    --repeat MODE        none (default), one (the playing item) or all (the queue)
+    --shuffle MODE       off (default), songs, or albums (by album tag, each album in order)
+    --seed N             the shuffle's seed (default: a random one, printed, so it can be replayed)
+    --loops N|forever    items with loop points (LOOPSTART/LOOPLENGTH tags) jump back from the
+                         loop's end to its start N times, or forever; without --loops they play
+                         straight through
+  render never ends with --repeat one, --repeat all or --loops forever: those need --duration.
+  A queue prints a line per item that starts playing, per transition and per failure.
+  exit status: 0 done, 1 a file could not be played, 2 a usage error
   """
 
+/// Prints to standard error and exits: status 2 (a usage error) unless told otherwise.
 func fail(_ message: String, status: Int32 = 2) -> Never {
   FileHandle.standardError.write(Data("leitmotif: \(message)\n".utf8))
   exit(status)
@@ -28,17 +46,41 @@ func printDiagnostic(_ diagnostic: Diagnostic) {
   FileHandle.standardError.write(Data("leitmotif: \(diagnostic)\n".utf8))
 }
 
+/// A queue's failures are printed as its events (with the item's place); the player's matching
+/// error diagnostics would say the same again.
+func printQueueDiagnostic(_ diagnostic: Diagnostic) {
+  if diagnostic.severity == .error, diagnostic.error is DecodeError { return }
+  printDiagnostic(diagnostic)
+}
+
+/// Unbuffered, so lines show at once even through a pipe, in the order they are written from
+/// any thread.
+func say(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
+
+/// The options each command takes, and the ones that make it play a queue.
+enum OptionNames {
+  static let playback: Set = ["seek", "rate", "duration"]
+  static let queue: Set = ["crossfade", "curve", "repeat", "shuffle", "seed", "loops"]
+  static let render = playback.union(queue).union(["out", "sample-rate", "format"])
+  static let play = playback.union(queue).union(["device"])
+}
+
 /// Options of the form `--name value`; everything else is a positional argument.
 struct Arguments {
   var options: [String: String] = [:]
   var positional: [String] = []
 
-  init(_ arguments: ArraySlice<String>, known: Set<String>) {
+  init(_ arguments: ArraySlice<String>, command: String, known: Set<String>) {
     var iterator = arguments.makeIterator()
     while let argument = iterator.next() {
       if argument.hasPrefix("--") {
         let name = String(argument.dropFirst(2))
-        guard known.contains(name) else { fail("unknown option --\(name)\n\(usage)") }
+        guard known.contains(name) else {
+          let other = command == "render" ? "play" : "render"
+          let otherKnown = command == "render" ? OptionNames.play : OptionNames.render
+          if otherKnown.contains(name) { fail("\(command) does not take --\(name) (a \(other) option)") }
+          fail("unknown option --\(name)\n\(usage)")
+        }
         guard let value = iterator.next() else { fail("--\(name) needs a value") }
         options[name] = value
       } else {
@@ -47,10 +89,149 @@ struct Arguments {
     }
   }
 
-  func double(_ name: String) -> Double? {
+  /// Whether the files play as a queue: several of them, or any queue option.
+  var isQueue: Bool { positional.count > 1 || !OptionNames.queue.isDisjoint(with: options.keys) }
+
+  /// A number `isValid` accepts; anything else is a usage error saying what was `expected`.
+  func double(_ name: String, expected: String, where isValid: (Double) -> Bool = { _ in true }) -> Double? {
     guard let text = options[name] else { return nil }
-    guard let value = Double(text), value.isFinite else { fail("--\(name): expected a number, got \"\(text)\"") }
+    guard let value = Double(text), value.isFinite, isValid(value) else {
+      fail("--\(name): expected \(expected), got \"\(text)\"")
+    }
     return value
+  }
+
+  /// One of an enumeration's raw values; anything else is a usage error that lists them.
+  func choice<Value: RawRepresentable & CaseIterable>(_ name: String, of type: Value.Type) -> Value?
+  where Value.RawValue == String {
+    guard let text = options[name] else { return nil }
+    guard let value = Value(rawValue: text) else {
+      let names = Value.allCases.map(\.rawValue)
+      fail("--\(name): expected \(names.dropLast().joined(separator: ", ")) or \(names.last!), got \"\(text)\"")
+    }
+    return value
+  }
+
+  var seekSeconds: Double? { double("seek", expected: "a time of 0 s or more") { $0 >= 0 } }
+  var rate: Float { Float(double("rate", expected: "a speed in (0, 4]") { $0 > 0 && $0 <= 4 } ?? 1) }
+  var durationSeconds: Double? { double("duration", expected: "a duration of more than 0 s") { $0 > 0 } }
+
+  /// `--sample-rate` and `--format`, for render.
+  var sampleRate: Int? {
+    guard let text = options["sample-rate"] else { return nil }
+    guard let hz = Int(text), (8_000...192_000).contains(hz) else {
+      fail("--sample-rate: expected 8000...192000 Hz, got \"\(text)\"")
+    }
+    return hz
+  }
+  var sampleFormat: WAVSampleFormat { choice("format", of: WAVSampleFormat.self) ?? .float32 }
+
+  /// The queue options, checked. `command` is "render" or "play": render refuses what never ends.
+  func queueOptions(command: String) -> QueueRenderer.Options {
+    var options = QueueRenderer.Options()
+    let crossfade = double("crossfade", expected: "a duration of 0 s or more (0 is gapless)") { $0 >= 0 }
+    let curve = choice("curve", of: FadeCurve.self)
+    if crossfade != nil || curve != nil {
+      do {
+        options.transition = try Transition(
+          duration: crossfade ?? Transition.defaultCrossfade.duration, curve: curve ?? .equalPower)
+      } catch { fail("--crossfade: \(error)") }
+    }
+    options.repeatMode = choice("repeat", of: RepeatMode.self) ?? .none
+    options.shuffleMode = choice("shuffle", of: ShuffleMode.self) ?? .off
+    if let text = self.options["seed"] {
+      guard let seed = UInt64(text) else {
+        fail("--seed: expected a whole number from 0 to \(UInt64.max), got \"\(text)\"")
+      }
+      options.seed = seed
+    } else if options.shuffleMode != .off {
+      // Short enough to type back in.
+      options.seed = UInt64.random(in: 0..<1_000_000)
+      say(
+        "shuffle \(options.shuffleMode.rawValue) with seed \(options.seed) (--seed \(options.seed) repeats this order)")
+    }
+    if let text = self.options["loops"] {
+      if text == "forever" {
+        options.loopRepeat = .untilReleased
+      } else if let count = Int(text), count >= 0 {
+        options.loopRepeat = .times(count)
+      } else {
+        fail("--loops: expected a whole number of 0 or more, or \"forever\", got \"\(text)\"")
+      }
+    }
+    options.durationSeconds = durationSeconds
+    options.startSeconds = seekSeconds ?? 0
+    options.rate = rate
+    if command == "render" && options.durationSeconds == nil {
+      if options.loopRepeat == .untilReleased {
+        fail("--loops forever never ends: render needs --duration SECONDS with it")
+      }
+      if options.repeatMode != .none {
+        fail("--repeat \(options.repeatMode.rawValue) never ends: render needs --duration SECONDS with it")
+      }
+    }
+    return options
+  }
+}
+
+/// Prints a queue's events, one line each: the item that starts playing, transitions, failures.
+///
+/// When the queue runs out the player moves back to its first item (stopped) and says so with a
+/// now-playing change; that change is held until the next event shows whether playback stopped,
+/// so it is not printed as if the first item played again.
+final class QueueEventPrinter: @unchecked Sendable {
+  private let lock = NSLock()
+  private let itemCount: Int
+  private var held: String?
+
+  init(itemCount: Int) { self.itemCount = itemCount }
+
+  func handle(_ event: QueuePlayerEvent) {
+    lock.withLock {
+      if case .playbackStateChanged(.stopped) = event, held != nil {
+        held = nil
+        say("■ end of queue")
+        return
+      }
+      if let line = held {
+        held = nil
+        say(line)
+      }
+      switch event {
+      case .nowPlayingItemChanged(let item?, let index, let reason):
+        let place = index.map { "\($0 + 1)/\(itemCount)" } ?? "?/\(itemCount)"
+        let artist = item.artist.map { " — \($0)" } ?? ""
+        let line = "▶ \(place) \(Self.name(item))\(artist) (\(Self.words(reason)))"
+        let mayBeTheEnd = (index ?? 0) == 0 && [.naturalEnd, .failure, .skipForward].contains(reason)
+        if mayBeTheEnd { held = line } else { say(line) }
+      case .transitionStarted(let from, let to, let transition):
+        say("⇄ \(transition): \(from.map(Self.name) ?? "(silence)") → \(Self.name(to))")
+      case .itemFailed(_, let error):
+        say("✗ \(error)")
+      default:
+        break
+      }
+    }
+  }
+
+  /// Prints a line still held (call after the player's notifications are all delivered).
+  func finish() {
+    lock.withLock {
+      if let line = held { say(line) }
+      held = nil
+    }
+  }
+
+  static func name(_ item: MediaItem) -> String { item.title ?? item.assetURL.lastPathComponent }
+
+  static func words(_ reason: NowPlayingChangeReason) -> String {
+    switch reason {
+    case .naturalEnd: return "next"
+    case .skipForward: return "skipped forward"
+    case .skipBack: return "skipped back"
+    case .queueChange: return "start"
+    case .failure: return "after a failure"
+    }
   }
 }
 
@@ -106,32 +287,31 @@ func info(_ paths: [String]) -> Int32 {
   return status
 }
 
+/// Items for `paths`, with their tags where the file opens (a file that does not stays in the
+/// queue and fails when its turn comes, as the player reports).
+func loadItems(_ paths: [String]) -> [MediaItem] {
+  paths.map { path in (try? MediaItem.load(path: path)) ?? MediaItem(path: path) }
+}
+
+func describe(framesWritten: Int64, sampleRate: Int, path: String) -> String {
+  let seconds = Double(framesWritten) / Double(sampleRate)
+  return "wrote \(path): \(framesWritten) frames, \(String(format: "%.3f", seconds)) s at \(sampleRate) Hz"
+}
+
 func render(_ arguments: Arguments) -> Int32 {
   guard let out = arguments.options["out"] else { fail("render needs --out OUT.wav") }
-  guard arguments.positional.count == 1 else { fail("render takes exactly one FILE") }
+  guard !arguments.positional.isEmpty else { fail("render needs at least one FILE") }
+  if arguments.isQueue { return renderQueue(arguments, to: out) }
   var options = OfflineRenderer.Options()
-  options.seekSeconds = arguments.double("seek") ?? 0
-  options.rate = Float(arguments.double("rate") ?? 1)
-  guard options.rate > 0, options.rate <= 4 else { fail("--rate: expected a value in (0, 4], got \(options.rate)") }
-  options.durationSeconds = arguments.double("duration")
-  if let rate = arguments.options["sample-rate"] {
-    guard let hz = Int(rate), (8_000...192_000).contains(hz) else {
-      fail("--sample-rate: expected 8000...192000 Hz, got \"\(rate)\"")
-    }
-    options.sampleRate = hz
-  }
-  if let format = arguments.options["format"] {
-    guard let sampleFormat = WAVSampleFormat(rawValue: format) else {
-      fail("--format: expected f32 or s16, got \"\(format)\"")
-    }
-    options.sampleFormat = sampleFormat
-  }
+  options.seekSeconds = arguments.seekSeconds ?? 0
+  options.rate = arguments.rate
+  options.durationSeconds = arguments.durationSeconds
+  options.sampleRate = arguments.sampleRate
+  options.sampleFormat = arguments.sampleFormat
   do {
     let result = try OfflineRenderer.render(
       path: arguments.positional[0], to: out, options: options, diagnostics: printDiagnostic)
-    let seconds = Double(result.framesWritten) / Double(result.sampleRate)
-    print(
-      "wrote \(out): \(result.framesWritten) frames, \(String(format: "%.3f", seconds)) s at \(result.sampleRate) Hz")
+    say(describe(framesWritten: result.framesWritten, sampleRate: result.sampleRate, path: out))
     if let failure = result.failure {
       FileHandle.standardError.write(Data("leitmotif: \(failure)\n".utf8))
       return 1
@@ -143,8 +323,24 @@ func render(_ arguments: Arguments) -> Int32 {
   }
 }
 
-/// Unbuffered, so the once-a-second position shows at once even through a pipe.
-func say(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
+func renderQueue(_ arguments: Arguments, to out: String) -> Int32 {
+  var options = arguments.queueOptions(command: "render")
+  options.sampleRate = arguments.sampleRate
+  options.sampleFormat = arguments.sampleFormat
+  let printer = QueueEventPrinter(itemCount: arguments.positional.count)
+  do {
+    let result = try QueueRenderer.render(
+      paths: arguments.positional, to: out, options: options, diagnostics: printQueueDiagnostic,
+      onEvent: printer.handle)
+    printer.finish()
+    say(describe(framesWritten: result.framesWritten, sampleRate: result.sampleRate, path: out))
+    return result.failures.isEmpty ? 0 : 1
+  } catch {
+    printer.finish()
+    if case .invalidOptions = error { fail("\(error)") }
+    fail("\(error)", status: 1)
+  }
+}
 
 final class Flag: @unchecked Sendable {
   private let lock = NSLock()
@@ -155,29 +351,41 @@ final class Flag: @unchecked Sendable {
 
 nonisolated(unsafe) var interrupted: sig_atomic_t = 0
 
-func play(_ arguments: Arguments) -> Int32 {
-  guard arguments.positional.count == 1 else { fail("play takes exactly one FILE") }
-  let path = arguments.positional[0]
-  let rate = Float(arguments.double("rate") ?? 1)
-  let engine: AudioEngine
+/// Ctrl-C and SIGTERM only raise a flag: the play loops see it and stop with a fade.
+func stopOnSignals() {
+  signal(SIGINT) { _ in interrupted = 1 }
+  signal(SIGTERM) { _ in interrupted = 1 }
+}
+
+func openEngine(_ arguments: Arguments, diagnostics: @escaping DiagnosticsHandler) -> AudioEngine {
   do {
     let output: OutputChoice = arguments.options["device"].map { .namedDevice($0) } ?? .defaultDevice
-    engine = try AudioEngine(output: output, diagnostics: printDiagnostic)
+    return try AudioEngine(output: output, diagnostics: diagnostics)
   } catch {
     fail("\(error)", status: 1)
   }
+}
+
+func play(_ arguments: Arguments) -> Int32 {
+  guard !arguments.positional.isEmpty else { fail("play needs at least one FILE") }
+  if arguments.isQueue { return playQueue(arguments) }
+  let path = arguments.positional[0]
+  let rate = arguments.rate
+  let seek = arguments.seekSeconds
+  let duration = arguments.durationSeconds
+  let engine = openEngine(arguments, diagnostics: printDiagnostic)
   let player: Player
   do { player = try Player(engine: engine, item: MediaItem(path: path)) } catch { fail("\(error)", status: 1) }
   do { try player.setCurrentPlaybackRate(rate) } catch { fail("--rate: \(error)") }
-  if let seek = arguments.double("seek") { player.currentPlaybackTime = seek }
-  signal(SIGINT) { _ in interrupted = 1 }
-  signal(SIGTERM) { _ in interrupted = 1 }
+  if let seek { player.currentPlaybackTime = seek }
+  stopOnSignals()
   say("playing \(path) on \"\(engine.initialDevice.name)\" (\(engine.initialDevice.kind.rawValue))")
   let failed = Flag()
   player.addObserver { event in
     if case .itemFailed = event { failed.set() }
   }
   player.play()
+  let started = Date()
   var tick = 0
   while interrupted == 0 {
     usleep(100_000)
@@ -188,13 +396,61 @@ func play(_ arguments: Arguments) -> Int32 {
       say(String(format: "%.1f s", player.currentPlaybackTime) + total + " [\(state.rawValue)]")
     }
     if state == .stopped && tick > 5 { break }
+    if let duration, Date().timeIntervalSince(started) >= duration {
+      stopWithFade(player.stop)
+      say("stopped after \(duration) s")
+      break
+    }
   }
   if interrupted != 0 {
-    player.stop()
-    usleep(100_000)  // let the fade-out finish: Ctrl-C must not click
+    stopWithFade(player.stop)
     say("stopped")
   }
   player.waitForNotifications()
+  engine.shutdown()
+  return failed.isSet ? 1 : 0
+}
+
+/// Stops, then lets the 10 ms fade-out play before the engine goes: stopping must not click.
+func stopWithFade(_ stop: () -> Void) {
+  stop()
+  usleep(100_000)
+}
+
+func playQueue(_ arguments: Arguments) -> Int32 {
+  let paths = arguments.positional
+  let options = arguments.queueOptions(command: "play")
+  let engine = openEngine(arguments, diagnostics: printQueueDiagnostic)
+  let player = QueuePlayer(engine: engine)
+  let printer = QueueEventPrinter(itemCount: paths.count)
+  let failed = Flag()
+  player.addObserver { event in
+    if case .itemFailed = event { failed.set() }
+    printer.handle(event)
+  }
+  do { try options.configure(player, items: loadItems(paths)) } catch { fail("\(error)", status: 1) }
+  stopOnSignals()
+  let count = paths.count == 1 ? "1 item" : "\(paths.count) items"
+  say("playing \(count) on \"\(engine.initialDevice.name)\" (\(engine.initialDevice.kind.rawValue))")
+  // Setting the rate starts playback (the rate was checked when the options were read).
+  do { try player.setCurrentPlaybackRate(options.rate) } catch { fail("--rate: \(error)") }
+  let started = Date()
+  var stoppedBy: String?
+  while player.playbackState != .stopped {
+    usleep(100_000)
+    if interrupted != 0 {
+      stoppedBy = "stopped"
+    } else if let duration = options.durationSeconds, Date().timeIntervalSince(started) >= duration {
+      stoppedBy = "stopped after \(duration) s"
+    }
+    if stoppedBy != nil {
+      stopWithFade(player.stop)
+      break
+    }
+  }
+  player.waitForNotifications()
+  printer.finish()
+  if let stoppedBy { say(stoppedBy) }
   engine.shutdown()
   return failed.isSet ? 1 : 0
 }
@@ -203,9 +459,8 @@ var commandLine = CommandLine.arguments.dropFirst()
 guard let command = commandLine.popFirst() else { fail(usage) }
 switch command {
 case "info": exit(info(Array(commandLine)))
-case "render":
-  exit(render(Arguments(commandLine, known: ["out", "seek", "rate", "duration", "sample-rate", "format"])))
-case "play": exit(play(Arguments(commandLine, known: ["seek", "rate", "device"])))
+case "render": exit(render(Arguments(commandLine, command: "render", known: OptionNames.render)))
+case "play": exit(play(Arguments(commandLine, command: "play", known: OptionNames.play)))
 case "devices":
   for name in OutputDevice.playbackDeviceNames() { print(name) }
 case "help", "--help", "-h": print(usage)

@@ -30,6 +30,10 @@ public struct OfflineRenderer {
     case decode(DecodeError)
     case output(OutputError)
     case player(PlayerError)
+    /// The queue was refused (`QueueRenderer`).
+    case queue(QueueError)
+    /// The options cannot make a render: out of range, or a render that would never end.
+    case invalidOptions(String)
     case write(path: String, underlying: String)
 
     public var description: String {
@@ -37,6 +41,8 @@ public struct OfflineRenderer {
       case .decode(let error): return error.description
       case .output(let error): return error.description
       case .player(let error): return error.description
+      case .queue(let error): return error.description
+      case .invalidOptions(let why): return why
       case .write(let path, let underlying): return "\(path): cannot write: \(underlying)"
       }
     }
@@ -54,13 +60,11 @@ public struct OfflineRenderer {
     let fileRate = probe.format.sampleRate
     let lengthFrames = probe.lengthFrames
     let outputRate = options.sampleRate ?? fileRate
-    let engine: AudioEngine
-    do {
-      engine = try AudioEngine(
-        output: .offline(sampleRate: outputRate, renderFrames: options.renderFrames), diagnostics: diagnostics)
-    } catch { throw .output(error) }
+    var session = try RenderSession(
+      outputPath: outputPath, sampleRate: outputRate, renderFrames: options.renderFrames,
+      sampleFormat: options.sampleFormat, diagnostics: diagnostics)
     let player: Player
-    do { player = try Player(engine: engine, item: MediaItem(path: path)) } catch { throw .player(error) }
+    do { player = try Player(engine: session.engine, item: MediaItem(path: path)) } catch { throw .player(error) }
     let failure = FailureBox()
     player.addObserver { event in
       if case .itemFailed(let error) = event { failure.value.withLock { $0 = error } }
@@ -69,12 +73,7 @@ public struct OfflineRenderer {
     if options.seekSeconds > 0 { player.currentPlaybackTime = options.seekSeconds }
     do { try player.setCurrentPlaybackRate(options.rate) } catch { throw .player(error) }
     player.play()
-
-    let writer: WAVWriter
-    do {
-      writer = try WAVWriter(
-        path: outputPath, sampleRate: outputRate, channelCount: 2, sampleFormat: options.sampleFormat)
-    } catch { throw .write(path: outputPath, underlying: "\(error)") }
+    try session.openOutput()
     // Where the item ends in output frames: what is left of it, sped up by the rate, resampled.
     let startFrame = min(lengthFrames, Int64((options.seekSeconds * Double(fileRate)).rounded()))
     let itemFrames = Int64(
@@ -82,21 +81,18 @@ public struct OfflineRenderer {
     var limit = itemFrames
     if let duration = options.durationSeconds { limit = min(limit, Int64(duration * Double(outputRate))) }
 
-    var buffer = [Float](repeating: 0, count: options.renderFrames * 2)
     var written: Int64 = 0
-    do {
-      while written < limit {
-        buffer.withUnsafeMutableBufferPointer { engine.render(into: $0.baseAddress!, frameCount: options.renderFrames) }
-        let frames = Int(min(Int64(options.renderFrames), limit - written))
-        try buffer.withUnsafeBufferPointer { try writer.write($0, frameCount: frames) }
-        written += Int64(frames)
-        if player.playbackState == .stopped { break }
-      }
-      try writer.finish()
-    } catch { throw .write(path: outputPath, underlying: "\(error)") }
+    while written < limit {
+      session.mix()
+      let frames = Int(min(Int64(options.renderFrames), limit - written))
+      try session.write(frameCount: frames)
+      written += Int64(frames)
+      if player.playbackState == .stopped { break }
+    }
+    try session.finish()
     player.waitForNotifications()
     return Result(
-      framesWritten: written, sampleRate: outputRate, underruns: engine.underrunCount,
+      framesWritten: written, sampleRate: outputRate, underruns: session.engine.underrunCount,
       failure: failure.value.withLock { $0 })
   }
 }
