@@ -193,6 +193,46 @@ struct TransitionTests {
     player.waitForNotifications()
   }
 
+  @Test(
+    "A crossfade loses nothing: the incoming item's first frames fade in, the outgoing one is silent before it ends")
+  func crossfadeEdges() throws {
+    let directory = try TemporaryDirectory()
+    let silence = try EngineHarness.vorbis(
+      [Float](repeating: 0, count: 2 * 96_000), in: directory, name: "silence.ogg")
+    let tone = try EngineHarness.vorbisTone(in: directory, name: "tone.ogg", seconds: 2, frequency: 440)
+    let noise = try EngineHarness.vorbis(EngineHarness.noise(seed: 5, seconds: 2), in: directory, name: "noise.ogg")
+    let decodedNoise = try EngineHarness.decodeAll(noise).samples
+    for seconds in [0.05, 0.5] {
+      // Silence into noise: where the noise's frame 0 lands, its fade has just begun.
+      var engine = try EngineHarness.offlineEngine()
+      var player = QueuePlayer(engine: engine)
+      player.transition = try Transition(duration: seconds, curve: .linear)
+      try player.setQueue(with: [MediaItem(path: silence), MediaItem(path: noise)])
+      player.play()
+      var rendered = EngineHarness.render(engine, seconds: 4.5)
+      let settled = (0..<(rendered.count / 2)).first {
+        rendered[2 * $0] == decodedNoise[2 * 48_000] && rendered[2 * $0 + 1] == decodedNoise[2 * 48_000 + 1]
+      }
+      let start = (settled ?? 48_000) - 48_000  // where the noise's frame 0 plays
+      let firstSound = (0..<(rendered.count / 2)).first { rendered[2 * $0] != 0 } ?? 0
+      #expect(
+        settled != nil && firstSound - start <= 2,
+        "\(seconds) s: noise starts at \(start), first sound at \(firstSound)")
+      // Tone into silence: the tone's last frames, as its audio ends, are at (almost) no gain.
+      engine = try EngineHarness.offlineEngine()
+      player = QueuePlayer(engine: engine)
+      player.transition = try Transition(duration: seconds, curve: .linear)
+      try player.setQueue(with: [MediaItem(path: tone), MediaItem(path: silence)])
+      player.play()
+      rendered = EngineHarness.render(engine, seconds: 4.5)
+      let lastSound = (0..<(rendered.count / 2)).last { rendered[2 * $0] != 0 } ?? 0
+      let tail = EngineHarness.peak(rendered[(2 * max(0, lastSound - 48))..<(2 * lastSound + 2)])
+      // A linear fade of the 0.5 tone is down to 0.5 × 1 ms / duration in its last millisecond
+      // (allow 3 ms); a cut one mix (21 ms) early would leave 0.5 × 21 ms / duration.
+      #expect(Double(tail) < 0.5 * 0.003 / seconds, "\(seconds) s: the tone's last millisecond peaks at \(tail)")
+    }
+  }
+
   @Test("The step measure catches a cut: two tones joined without a fade")
   func stepMeasureCanFail() throws {
     let a = ToneGenerator.sine(frequency: 200, amplitude: 0.5, seconds: 0.5, format: .stereo48000)

@@ -268,7 +268,10 @@ public final class AudioEngine: @unchecked Sendable {
 
   /// Opens the segment `request` for `slot`, starting at `startSeconds` of the file (nil: at the
   /// segment's own start), pre-buffers it and attaches it. Later `append`s for the slot run after.
-  func load(_ request: SegmentRequest, startSeconds: Double?, slot: Int) {
+  /// `preRoll`: the voice will fade in as the incoming side of a crossfade (see
+  /// `DecodeAheadStream.init`); one mix period of silence goes before the item.
+  func load(_ request: SegmentRequest, startSeconds: Double?, slot: Int, preRoll: Bool = false) {
+    let preRollFrames = preRoll ? initialDevice.mixPeriodFrames : 0
     let commands = self.commands
     let streams = self.streams
     runOnLoader {
@@ -281,7 +284,7 @@ public final class AudioEngine: @unchecked Sendable {
           start = max(0, min(Int64((startSeconds * rate).rounded()), segment.endFrame))
           if start != segment.decoder.cursorFrames { try segment.decoder.seek(toFrame: start) }
         }
-        let stream = DecodeAheadStream(first: segment, startFrame: start)
+        let stream = DecodeAheadStream(first: segment, startFrame: start, preRollFrames: preRollFrames)
         streams.map.withLock { $0[slot] = stream }
         // Pre-buffer: wait (here, on the loader thread) until the ring holds what the OpenAL
         // buffers will take, so that attaching never waits.

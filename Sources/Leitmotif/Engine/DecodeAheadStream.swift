@@ -108,7 +108,11 @@ final class DecodeAheadStream: @unchecked Sendable {
   }
 
   /// Takes ownership of `first` (its decoder already at `startFrame`) and starts decoding at once.
-  init(first: StreamSegment, startFrame: Int64) {
+  ///
+  /// `preRollFrames` of silence go first: a voice that fades in as the incoming side of a
+  /// crossfade starts its source one mix before its fade begins (a source's first mix is not
+  /// ramped, so it must be silent), and the silence fills that mix instead of the item's start.
+  init(first: StreamSegment, startFrame: Int64, preRollFrames: Int = 0) {
     path = first.decoder.path
     format = first.decoder.format
     firstToken = first.token
@@ -126,7 +130,10 @@ final class DecodeAheadStream: @unchecked Sendable {
     upcoming.withLock { $0.decodingToken = first.token }
     // The decoder moves to the decode thread and is used only there from now on.
     let handover = Handover(first)
-    let thread = Thread { [self] in self.produce(first: handover.value, startFrame: startFrame) }
+    let preRoll = max(0, min(preRollFrames, Self.framesPerBlock))
+    let thread = Thread { [self] in
+      self.produce(first: handover.value, startFrame: startFrame, preRollFrames: preRoll)
+    }
     thread.name = "leitmotif.decode"
     thread.start()
   }
@@ -228,7 +235,14 @@ final class DecodeAheadStream: @unchecked Sendable {
     var jumpsDone = 0
   }
 
-  private func produce(first: StreamSegment, startFrame: Int64) {
+  private func produce(first: StreamSegment, startFrame: Int64, preRollFrames: Int) {
+    if preRollFrames > 0 {
+      // Zeros are in every slot already (the ring starts zeroed).
+      publish(
+        frames: preRollFrames, cursor: startFrame - Int64(preRollFrames), token: first.token,
+        segmentStart: first.startFrame, segmentEnd: first.endFrame, finalPass: first.loop == nil, generation: 0,
+        error: nil)
+    }
     var generation = 0
     var current: Current? = Current(segment: first, cursor: startFrame)
     var retained: [StreamSegment] = []

@@ -116,7 +116,8 @@ final class StreamingLoop: @unchecked Sendable {
   /// Armed hand-overs whose moment has come, and crossfades whose incoming voice is ready.
   private func startDueCrossfades(clock: Int64, lookahead: Int64) {
     for slot in 0..<Self.maximumVoices {
-      guard let voice = voices[slot], let handoff = voice.handoff, voice.handoffDue() else { continue }
+      guard let voice = voices[slot], let handoff = voice.handoff, voice.handoffDue(lookaheadNanoseconds: lookahead)
+      else { continue }
       guard let follower = voices[handoff.follower], follower.hasAudio else { continue }
       let seconds = voice.handoffSeconds()
       voice.handoff = nil

@@ -289,7 +289,11 @@ final class Voice {
 
   /// Whether the armed hand-over should start now: the handed-over segment is heard in its final
   /// pass and no more than the crossfade's length from its end (or already over).
-  func handoffDue() -> Bool {
+  ///
+  /// The fades begin one `lookahead` after this pump (the incoming source's first mix must be
+  /// silent), and pumps come one mix apart offline: so the hand-over fires two lookaheads early,
+  /// and the outgoing fade reaches silence before the outgoing audio runs out.
+  func handoffDue(lookaheadNanoseconds: Int64) -> Bool {
     guard let handoff, mode == .playing || mode == .ended else { return false }
     if mode == .ended || (queuedCount == 0 && decoderEnded) { return true }
     guard queuedCount > 0 else { return false }
@@ -299,7 +303,7 @@ final class Voice {
       return head.token != handoff.token && tokenIsAfterHandoff(head.token)
     }
     let remainingOutputSeconds = Double(head.segmentEnd - positionFrames) / Double(sampleRate) / Double(rate)
-    return remainingOutputSeconds <= handoffSeconds()
+    return remainingOutputSeconds <= handoffSeconds() + 2 * Double(lookaheadNanoseconds) / 1e9
   }
 
   /// The armed crossfade's length, at most half the outgoing item (a 3 s crossfade out of a
@@ -398,7 +402,8 @@ final class Voice {
     if queuedCount > 0 {
       let offset = Int64(source.sampleOffset)
       let head = queued[queuedHead]
-      position = min(head.start + offset, head.segmentEnd)
+      // (A pre-roll of silence has frames before the segment's start: they read as its start.)
+      position = max(head.segmentStart, min(head.start + offset, head.segmentEnd))
     } else {
       position = decoderEnded ? audibleSegmentEnd : nextFrame
     }

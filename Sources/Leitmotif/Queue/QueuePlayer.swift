@@ -719,7 +719,8 @@ public final class QueuePlayer: Sendable {
     state.seekGeneration = 0  // seek generations count per voice (the slot's status starts at 0)
     let seek = state.requestedSeekSeconds
     state.requestedSeekSeconds = nil
-    engine.load(request(for: id, token: token, state), startSeconds: seek, slot: slot)
+    let fadesIn = playing && fade != nil && !fadeFrom.isEmpty
+    engine.load(request(for: id, token: token, state), startSeconds: seek, slot: slot, preRoll: fadesIn)
     if playing {
       if let fade, !fadeFrom.isEmpty {
         let seconds = fade.isGapless ? Voice.transportFadeSeconds : fade.duration
@@ -749,7 +750,7 @@ public final class QueuePlayer: Sendable {
 
   private func armFollower(_ id: Int, token: Int, transition: Transition, _ state: inout State) {
     guard let slot = state.voices.currentSlot, let follower = takeVoice(&state) else { return }
-    engine.load(request(for: id, token: token, state), startSeconds: nil, slot: follower)
+    engine.load(request(for: id, token: token, state), startSeconds: nil, slot: follower, preRoll: true)
     let seconds = max(transition.duration, Voice.transportFadeSeconds)
     engine.commands.post(
       .arm(
