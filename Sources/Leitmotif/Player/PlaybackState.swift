@@ -1,3 +1,5 @@
+import Foundation
+
 /// MediaPlayer's playback states.
 public enum PlaybackState: String, Sendable, Equatable {
   case stopped
@@ -35,5 +37,41 @@ public enum PlayerError: Error, Sendable, Equatable, CustomStringConvertible {
       return "playback rate \(rate) is out of range: expected 0 (pause) or a value in (0, 4]"
     case .noFreeVoice(let limit): return "no free voice: the engine plays at most \(limit) at once"
     }
+  }
+}
+
+/// MediaPlayer's `MPMediaPlayback`: what both players (`Player` for one item, `QueuePlayer` for a
+/// queue) do, so code can drive either.
+public protocol MediaPlayback: AnyObject, Sendable {
+  var engine: AudioEngine { get }
+  func prepareToPlay()
+  var isPreparedToPlay: Bool { get }
+  func play()
+  func pause()
+  func stop()
+  var currentPlaybackTime: TimeInterval { get set }
+  var currentPlaybackRate: Float { get set }
+  /// - Throws: `PlayerError.rateOutOfRange` for NaN, negatives and values above 4.
+  func setCurrentPlaybackRate(_ rate: Float) throws(PlayerError)
+  func beginSeekingForward()
+  func beginSeekingBackward()
+  func endSeeking()
+  var playbackState: PlaybackState { get }
+}
+
+extension MediaPlayback {
+  /// For `currentPlaybackRate`'s setter, which cannot throw: a refused rate goes to the engine's
+  /// diagnostics instead.
+  func setRateReportingErrors(_ rate: Float) {
+    do throws(PlayerError) { try setCurrentPlaybackRate(rate) } catch {
+      engine.report(Diagnostic(.error, error.description, error: error))
+    }
+  }
+}
+
+extension PlayerError {
+  /// A rate must be 0 (pause) or in (0, 4].
+  static func check(rate: Float) throws(PlayerError) {
+    guard rate.isFinite, rate >= 0, rate <= 4 else { throw PlayerError.rateOutOfRange(rate) }
   }
 }

@@ -12,7 +12,7 @@ import Synchronization
 /// Thread safety: safe to call from any thread; no async code needed.
 /// Observers run on the player's own serial notification queue, in order, never on the streaming
 /// thread; they may call back into the player.
-public final class Player: Sendable {
+public final class Player: MediaPlayback {
   public let engine: AudioEngine
   let slot: Int
   private let state: Mutex<State>
@@ -144,20 +144,14 @@ public final class Player: Sendable {
   /// reported to the engine's diagnostics (use `setCurrentPlaybackRate` to get the error).
   public var currentPlaybackRate: Float {
     get { state.withLock { $0.playbackState == .playing ? $0.rate : 0 } }
-    set {
-      do throws(PlayerError) {
-        try setCurrentPlaybackRate(newValue)
-      } catch {
-        engine.report(Diagnostic(.error, error.description, error: error))
-      }
-    }
+    set { setRateReportingErrors(newValue) }
   }
 
   /// Sets the playback speed: 0 pauses, (0, 4] plays at that speed (pitch follows: OpenAL
   /// resamples).
   /// - Throws: `PlayerError.rateOutOfRange` for NaN, negatives and values above 4.
   public func setCurrentPlaybackRate(_ rate: Float) throws(PlayerError) {
-    guard rate.isFinite, rate >= 0, rate <= 4 else { throw PlayerError.rateOutOfRange(rate) }
+    try PlayerError.check(rate: rate)
     if rate == 0 {
       pause()
       return

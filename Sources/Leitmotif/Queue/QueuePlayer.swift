@@ -41,7 +41,7 @@ import Synchronization
 /// ## Threads
 /// Every method returns at once and may be called from any thread. Observers run in order on the
 /// player's own notification queue, never on the streaming thread.
-public final class QueuePlayer: Sendable {
+public final class QueuePlayer: MediaPlayback {
   public let engine: AudioEngine
   private let state: Mutex<State>
   private let notifications = DispatchQueue(label: "leitmotif.queue.notifications")
@@ -358,9 +358,7 @@ public final class QueuePlayer: Sendable {
       state.withLock { state in
         guard state.shuffleMode != newValue else { return }
         state.shuffleMode = newValue
-        rebuildPlayOrder(&state)
-        emitLocked(.queueChanged(count: state.playOrder.count), &state)
-        reschedule(&state)
+        reorder(&state)
       }
     }
   }
@@ -373,11 +371,7 @@ public final class QueuePlayer: Sendable {
       state.withLock { state in
         state.shuffleSeed = newValue
         state.generator = SeededGenerator(seed: newValue)
-        if state.shuffleMode != .off {
-          rebuildPlayOrder(&state)
-          emitLocked(.queueChanged(count: state.playOrder.count), &state)
-          reschedule(&state)
-        }
+        if state.shuffleMode != .off { reorder(&state) }
       }
     }
   }
@@ -504,16 +498,12 @@ public final class QueuePlayer: Sendable {
   /// is refused and reported (use `setCurrentPlaybackRate` for the error).
   public var currentPlaybackRate: Float {
     get { state.withLock { $0.playbackState == .playing ? $0.rate : 0 } }
-    set {
-      do throws(PlayerError) { try setCurrentPlaybackRate(newValue) } catch {
-        engine.report(Diagnostic(.error, error.description, error: error))
-      }
-    }
+    set { setRateReportingErrors(newValue) }
   }
 
   /// - Throws: `PlayerError.rateOutOfRange` for NaN, negatives and values above 4.
   public func setCurrentPlaybackRate(_ rate: Float) throws(PlayerError) {
-    guard rate.isFinite, rate >= 0, rate <= 4 else { throw PlayerError.rateOutOfRange(rate) }
+    try PlayerError.check(rate: rate)
     if rate == 0 {
       pause()
       return
@@ -658,6 +648,13 @@ public final class QueuePlayer: Sendable {
       shuffled = rest
     }
     state.playOrder = fixed + shuffled
+  }
+
+  /// The shuffle changed: a new play order, announced, and the right next item prepared.
+  private func reorder(_ state: inout State) {
+    rebuildPlayOrder(&state)
+    emitLocked(.queueChanged(count: state.playOrder.count), &state)
+    reschedule(&state)
   }
 
   private func successor(of id: Int, _ state: State, honoringRepeatOne: Bool) -> Int? {
