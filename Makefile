@@ -30,7 +30,7 @@ demo: deps
 	swift run leitmotif-demo
 
 bench: deps
-	swift run -c release leitmotif-bench decode
+	swift run -c release leitmotif-bench all
 
 format:
 	swift format --in-place --recursive Package.swift Sources Tests Demo

@@ -143,9 +143,7 @@ struct SpeedComparison {
   }
 
   func run() throws -> Report {
-    let loadAverage =
-      (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))
-      .map { $0.split(separator: " ").prefix(3).joined(separator: " ") } ?? "?"
+    let loadAtStart = loadAverage()
     var results: [Result] = []
     for subject in subjects {
       progress("warming up: \(subject.name)")
@@ -177,7 +175,7 @@ struct SpeedComparison {
         }
       }
     }
-    return Report(results: results, rounds: rounds, loadAverage: loadAverage)
+    return Report(results: results, rounds: rounds, loadAverage: loadAtStart)
   }
 
   struct Report {

@@ -6,10 +6,12 @@
 /// the process used meanwhile (CLOCK_PROCESS_CPUTIME_ID, all threads).
 ///
 /// Wall time is what "× real time" means to a game or a render job, so the figures and goals use
-/// it. Every path measured here runs on the calling thread alone (an offline engine starts no
-/// threads), so CPU time is the same work minus the time the machine gave to other processes; it
-/// is shown beside wall time so a slow run can be told from a descheduled one. (It is no cure
-/// for a busy machine: a core shared with a build next door also runs slower.)
+/// it. CPU time counts every thread of the process: the raw and engine decoders run on the
+/// calling thread alone, while an offline engine also decodes on a thread per voice (its render
+/// waits for that decoding, so the two mostly take turns). CPU time is shown beside wall time so
+/// a slow run can be told from a descheduled one, and a run that used a second core from one
+/// that did not. (It is no cure for a busy machine: a core shared with a build next door also
+/// runs slower.)
 struct Stopwatch {
   private let startWall: timespec
   private let startCPU: timespec

@@ -1,7 +1,12 @@
 // leitmotif-bench: how fast Leitmotif decodes and renders compared with the C decoders it wraps,
-// and whether an offline render streams (its memory does not grow with the file's length).
+// whether an offline render streams (its memory does not grow with the file's length), how fast
+// an offline queue with crossfades renders against decoding its items, and what a real-time
+// engine costs in CPU while two voices crossfade.
 //
+//   leitmotif-bench [all] [options of the three below]
 //   leitmotif-bench decode [--minutes N] [--long-minutes M] [--rounds R] [--no-cache] [--skip-memory]
+//   leitmotif-bench queue [--rounds R] [--no-cache] [--sample-rate HZ] [--fade SECONDS]
+//   leitmotif-bench crossfade [--seconds S] [--no-cache]
 //
 // Every file it measures is made on the spot (and cached, see BenchFiles.swift), so the bench
 // needs nothing but the package and the `lame` command. The figures go to stdout as tables;
@@ -22,6 +27,9 @@ import LeitmotifFixtures
 
 let usage = """
   usage:
+    leitmotif-bench [all] [options]
+        decode, then queue, then crossfade; takes each one's options (--rounds goes to decode
+        and queue)
     leitmotif-bench decode [--minutes N] [--long-minutes M] [--rounds R] [--no-cache] [--skip-memory]
         decode and render speed of an N-minute Ogg Vorbis and MP3 (default 10) against the raw
         C decoders, and peak memory of rendering an M-minute (default 60) and a 1-minute file
@@ -29,7 +37,46 @@ let usage = """
       --no-cache      make the files in a fresh temporary directory instead of
                       $TMPDIR/leitmotif-bench-cache
       --skip-memory   leave out the peak-memory measurement (and the long file)
+    leitmotif-bench queue [--rounds R] [--no-cache] [--sample-rate HZ] [--fade SECONDS]
+        offline render speed of a queue of four items with 3 s crossfades against decoding the
+        same items (median of R interleaved rounds, default 5)
+      --sample-rate HZ, --fade SECONDS   experiments: another mixing rate (default 48000) or
+                      crossfade (default 3; 0 is gapless); the goal is judged only on the defaults
+    leitmotif-bench crossfade [--seconds S] [--no-cache]
+        CPU seconds per audio second of a real-time headless engine: idle, one voice, and two
+        voices crossfading back and forth; S seconds each (default 60)
   """
+
+/// `all`'s options, handed to each benchmark: those it knows, with their values.
+func split(allOptions arguments: [String]) throws -> (decode: [String], queue: [String], crossfade: [String]) {
+  var decode: [String] = []
+  var queue: [String] = []
+  var crossfade: [String] = []
+  var rest = arguments[...]
+  while let argument = rest.popFirst() {
+    switch argument {
+    case "--no-cache":
+      decode.append(argument)
+      queue.append(argument)
+      crossfade.append(argument)
+    case "--skip-memory": decode.append(argument)
+    case "--minutes", "--long-minutes", "--rounds", "--seconds", "--sample-rate", "--fade":
+      guard let value = rest.popFirst() else {
+        throw DecodeBenchmark.Options.UsageError(description: "\(argument) needs a value")
+      }
+      switch argument {
+      case "--seconds": crossfade += [argument, value]
+      case "--sample-rate", "--fade": queue += [argument, value]
+      case "--rounds":
+        decode += [argument, value]
+        queue += [argument, value]
+      default: decode += [argument, value]
+      }
+    default: throw DecodeBenchmark.Options.UsageError(description: "unknown option \"\(argument)\"")
+    }
+  }
+  return (decode, queue, crossfade)
+}
 
 /// Prints to stderr and exits with status 2: wrong usage or a bench that cannot run.
 func fail(_ message: String) -> Never {
@@ -43,13 +90,60 @@ func progress(_ message: String) {
 }
 
 var arguments = CommandLine.arguments.dropFirst()
-guard let command = arguments.popFirst() else { fail(usage) }
+// No command (nothing, or options only) runs everything.
+let command: String
+if let first = arguments.first, !first.hasPrefix("--") || first == "--help" {
+  command = first
+  arguments = arguments.dropFirst()
+} else {
+  command = "all"
+}
 switch command {
+case "all":
+  let decode: DecodeBenchmark.Options
+  let queue: QueueBenchmark.Options
+  let crossfade: CrossfadeBenchmark.Options
+  do {
+    let routed = try split(allOptions: Array(arguments))
+    decode = try DecodeBenchmark.Options(parsing: routed.decode)
+    queue = try QueueBenchmark.Options(parsing: routed.queue)
+    crossfade = try CrossfadeBenchmark.Options(parsing: routed.crossfade)
+  } catch {
+    fail("\(error)\n\(usage)")
+  }
+  do {
+    try DecodeBenchmark(options: decode).run()
+    print()
+    try QueueBenchmark(options: queue).run()
+    print()
+    try CrossfadeBenchmark(options: crossfade).run()
+  } catch {
+    fail("\(error)")
+  }
+  exit(0)
 case "decode":
   let options: DecodeBenchmark.Options
   do { options = try DecodeBenchmark.Options(parsing: Array(arguments)) } catch { fail("\(error)\n\(usage)") }
   do {
     try DecodeBenchmark(options: options).run()
+  } catch {
+    fail("\(error)")
+  }
+  exit(0)
+case "queue":
+  let options: QueueBenchmark.Options
+  do { options = try QueueBenchmark.Options(parsing: Array(arguments)) } catch { fail("\(error)\n\(usage)") }
+  do {
+    try QueueBenchmark(options: options).run()
+  } catch {
+    fail("\(error)")
+  }
+  exit(0)
+case "crossfade":
+  let options: CrossfadeBenchmark.Options
+  do { options = try CrossfadeBenchmark.Options(parsing: Array(arguments)) } catch { fail("\(error)\n\(usage)") }
+  do {
+    try CrossfadeBenchmark(options: options).run()
   } catch {
     fail("\(error)")
   }
