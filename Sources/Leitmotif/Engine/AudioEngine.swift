@@ -49,7 +49,6 @@ public final class AudioEngine: @unchecked Sendable {
   private let diagnostics = Mutex<DiagnosticsHandler?>(nil)
   private let running = RunFlag()
   private let loader = DispatchQueue(label: "leitmotif.loader")
-  private let eventSignal = DispatchSemaphore(value: 0)
   private var streamingThread: Thread?
   private var notificationThread: Thread?
   private let renderLock = Mutex<Void>(())
@@ -106,14 +105,14 @@ public final class AudioEngine: @unchecked Sendable {
 
   deinit {
     running.value.store(false, ordering: .releasing)
-    eventSignal.signal()
+    events.wakeUp()
   }
 
   /// Stops the engine's threads. Called automatically when the engine is released; call it to
   /// stop sooner (the CLI does on Ctrl-C). Idempotent.
   public func shutdown() {
     guard running.value.exchange(false, ordering: .acquiringAndReleasing) else { return }
-    eventSignal.signal()
+    events.wakeUp()
     while let thread = streamingThread, !thread.isFinished { usleep(1000) }
   }
 
@@ -139,22 +138,33 @@ public final class AudioEngine: @unchecked Sendable {
     // The threads hold the loop and queues, not the engine, so releasing the engine stops them.
     let loop = self.loop
     let running = self.running
+    let commands = self.commands
+    // While something plays, pump once per mix period (21 ms at 1024 frames and 48 kHz; 43 ms on
+    // the headless device): each mix gets its gain step, and the third of a second queued in
+    // OpenAL is topped up long before it runs dry. Every wake-up costs (tens of microseconds on
+    // a virtual machine), so no more often than that. With nothing playing, sleep until a command
+    // comes (or 100 ms pass, for the device watch): an idle engine costs next to nothing.
+    let interval = useconds_t(
+      max(2_000, min(50_000, initialDevice.mixPeriodFrames * 1_000_000 / max(1, initialDevice.sampleRate))))
     let streaming = Thread {
-      // Pump every few milliseconds: a tenth of the queued audio, well inside a device period.
+      nameCurrentThread("lm.streaming")
       while running.value.load(ordering: .acquiring) {
-        loop.pump()
-        usleep(4000)
+        if loop.pump() {
+          usleep(interval)
+        } else {
+          commands.waitForPost(timeout: .milliseconds(100))
+        }
       }
     }
     streaming.name = "leitmotif.streaming"
     streaming.qualityOfService = .userInteractive
     streamingThread = streaming
     let events = self.events
-    let signal = self.eventSignal
     let notifications = Thread { [weak self] in
+      nameCurrentThread("lm.notify")
       var batch: [EngineEvent] = []
       while running.value.load(ordering: .acquiring) {
-        _ = signal.wait(timeout: .now() + .milliseconds(20))
+        events.waitForPost(timeout: .seconds(1))
         events.takeAllWaiting(into: &batch)
         guard let engine = self else { return }
         for event in batch { engine.deliver(event) }
@@ -231,7 +241,7 @@ public final class AudioEngine: @unchecked Sendable {
     commands.post(.release(slot: victim))
     if let previous {
       events.post(.stolenFrom(previous, slot: victim))
-      eventSignal.signal()
+      events.wakeUp()
     }
     return victim
   }
@@ -306,7 +316,6 @@ public final class AudioEngine: @unchecked Sendable {
   func append(_ request: SegmentRequest, slot: Int) {
     let events = self.events
     let streams = self.streams
-    let signal = eventSignal
     runOnLoader {
       guard let stream = streams.map.withLock({ $0[slot] }) else { return }
       do throws(DecodeError) {
@@ -318,13 +327,11 @@ public final class AudioEngine: @unchecked Sendable {
             reason: .unsupported(
               "its sample rate \(rate) Hz differs from \(stream.format.sampleRate) Hz of the item before"))
           events.post(.appendFailed(slot: slot, token: request.token, error, rateMismatch: true))
-          signal.signal()
           return
         }
         stream.append(segment)
       } catch {
         events.post(.appendFailed(slot: slot, token: request.token, error, rateMismatch: false))
-        signal.signal()
       }
     }
   }
@@ -335,7 +342,6 @@ public final class AudioEngine: @unchecked Sendable {
     let events = self.events
     let streams = self.streams
     let commands = self.commands
-    let signal = eventSignal
     runOnLoader {
       guard let stream = streams.map.withLock({ $0[slot] }) else { return }
       var segments: [StreamSegment] = []
@@ -347,11 +353,9 @@ public final class AudioEngine: @unchecked Sendable {
           } else {
             let error = DecodeError(path: request.path, reason: .unsupported("another sample rate"))
             events.post(.appendFailed(slot: slot, token: request.token, error, rateMismatch: true))
-            signal.signal()
           }
         } catch {
           events.post(.appendFailed(slot: slot, token: request.token, error, rateMismatch: false))
-          signal.signal()
         }
       }
       if !stream.replaceUpcoming(after: token, with: segments) { commands.post(.resync(slot: slot)) }
@@ -408,6 +412,18 @@ public final class AudioEngine: @unchecked Sendable {
 
   /// For tests: stalls the streaming thread, so that the underrun path runs for real.
   func stallStreamingThread(milliseconds: Int) { commands.post(.stallForTesting(milliseconds: milliseconds)) }
+}
+
+/// Names the calling thread for the kernel, so `top -H`, `perf` and `/proc/PID/task/*/comm` tell
+/// the engine's threads apart (Foundation's `Thread.name` does not reach the kernel on Linux).
+/// At most 15 bytes.
+/// (`pthread_setname_np` and `prctl` are not visible from Swift's Glibc module; the kernel takes
+/// the name from /proc/thread-self/comm as well.)
+func nameCurrentThread(_ name: String) {
+  let descriptor = open("/proc/thread-self/comm", O_WRONLY)
+  guard descriptor >= 0 else { return }
+  _ = name.utf8CString.withUnsafeBufferPointer { write(descriptor, $0.baseAddress, min(15, $0.count - 1)) }
+  close(descriptor)
 }
 
 /// Each slot's stream, shared with the loader's closures.

@@ -70,10 +70,29 @@ enum EngineEvent: @unchecked Sendable {
 /// Game threads append under the mutex (they may wait a moment for each other). The streaming
 /// thread only ever *tries* the lock and swaps the whole batch out for its own empty array, so a
 /// game thread holding the lock can delay a command by one pump but never stall the audio.
+///
+/// A consumer that has nothing to do sleeps in `waitForPost` and is woken by the next post (one
+/// wake per batch, however many posts it holds), so idle engines do not poll.
 final class CommandQueue<Element: Sendable>: Sendable {
   private let pending = Mutex<[Element]>([])
+  private let wake = DispatchSemaphore(value: 0)
+  private let wakePending = Atomic<Bool>(false)
 
-  func post(_ element: Element) { pending.withLock { $0.append(element) } }
+  func post(_ element: Element) {
+    pending.withLock { $0.append(element) }
+    wakeUp()
+  }
+
+  /// Wakes a consumer sleeping in `waitForPost` (a semaphore signal: it never blocks).
+  func wakeUp() {
+    if !wakePending.exchange(true, ordering: .acquiringAndReleasing) { wake.signal() }
+  }
+
+  /// Sleeps until something is posted (or `wakeUp`), at most `timeout`.
+  func waitForPost(timeout: DispatchTimeInterval) {
+    _ = wake.wait(timeout: .now() + timeout)
+    wakePending.store(false, ordering: .releasing)
+  }
 
   /// Moves everything pending into `batch` (which must be empty) without blocking.
   /// Returns false if the lock was busy; the caller tries again next time.
@@ -85,9 +104,9 @@ final class CommandQueue<Element: Sendable>: Sendable {
 
   /// Appends `batch` to the queue without blocking; false (and nothing moved) if the lock was busy.
   func tryPost(contentsOf batch: [Element]) -> Bool {
-    pending.withLockIfAvailable { queue in
-      queue.append(contentsOf: batch)
-    } != nil
+    let posted = pending.withLockIfAvailable { queue in queue.append(contentsOf: batch) } != nil
+    if posted { wakeUp() }
+    return posted
   }
 
   /// Blocking variant for consumers that may wait (the notification thread).

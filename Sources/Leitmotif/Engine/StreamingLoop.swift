@@ -82,7 +82,10 @@ final class StreamingLoop: @unchecked Sendable {
   /// (the end of the coming mix), so they stay in step whatever mix the gains land in.
   /// (Deferred updates are not used: in 1.19 they would also defer the stop that must precede
   /// unqueuing a flushed source's buffers.)
-  func pump() {
+  /// Returns whether anything is playing or fading (the thread then pumps again soon; if not,
+  /// it sleeps until a command comes).
+  @discardableResult
+  func pump() -> Bool {
     device.makeCurrent()
     let clock = device.clockNanoseconds
     if commands.takeAll(into: &commandBatch) {
@@ -110,7 +113,19 @@ final class StreamingLoop: @unchecked Sendable {
       pumpDying(clock: clock, lookahead: period, settle: settle)
     }
     flushEvents()
-    if device.rendersOnDemand && !isOffline { renderHeadlessDue() }
+    let busy = isBusy
+    if device.rendersOnDemand && !isOffline { renderHeadlessDue(busy: busy) }
+    return busy
+  }
+
+  /// Something is audible, starting, fading or waiting to start a crossfade.
+  private var isBusy: Bool {
+    if !dying.isEmpty { return true }
+    for slot in 0..<Self.maximumVoices {
+      if pendingCrossfades[slot] != nil { return true }
+      if let voice = voices[slot], voice.isAudible || voice.isStarting { return true }
+    }
+    return false
   }
 
   /// Armed hand-overs whose moment has come, and crossfades whose incoming voice is ready.
@@ -175,14 +190,27 @@ final class StreamingLoop: @unchecked Sendable {
   }
 
   /// Renders, and throws away, the frames the wall clock says a real device would have played.
-  private func renderHeadlessDue() {
+  /// While nothing plays it renders nothing: the clock waits (it is rebased), so an idle headless
+  /// engine costs no mixing.
+  private func renderHeadlessDue(busy: Bool) {
     let period = device.mixPeriodFrames
-    if headlessStartNanoseconds == 0 { headlessStartNanoseconds = DispatchTime.now().uptimeNanoseconds }
-    let elapsed = DispatchTime.now().uptimeNanoseconds - headlessStartNanoseconds
+    let now = DispatchTime.now().uptimeNanoseconds
+    let renderedNanoseconds = UInt64(headlessFramesRendered) * 1_000_000_000 / UInt64(device.sampleRate)
+    if headlessStartNanoseconds == 0 || !busy {
+      headlessStartNanoseconds = now - min(now, renderedNanoseconds)
+      if !busy { return }
+    }
+    let elapsed = now - headlessStartNanoseconds
     let due = Int64(elapsed / 1000) * Int64(device.sampleRate) / 1_000_000
-    if due - headlessFramesRendered >= Int64(period) {
+    var mixes = 0
+    while due - headlessFramesRendered >= Int64(period) && mixes < 4 {
       headlessScratch.withUnsafeMutableBufferPointer { device.render(into: $0.baseAddress!, frameCount: period) }
       headlessFramesRendered += Int64(period)
+      mixes += 1
+    }
+    if due - headlessFramesRendered >= Int64(period) {
+      // Far behind (the thread was descheduled): drop the backlog rather than race to catch up.
+      headlessStartNanoseconds = now - UInt64(headlessFramesRendered) * 1_000_000_000 / UInt64(device.sampleRate)
     }
   }
 

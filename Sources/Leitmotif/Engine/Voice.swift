@@ -265,9 +265,12 @@ final class Voice {
   /// Fades in from silence along `curve` (the incoming side of a crossfade) and starts playing.
   /// The envelope begins at `start` (the end of the coming mix, where the outgoing side's fade
   /// also begins): the first mix after play is not ramped by OpenAL, so it must be silent.
+  /// A voice already heard (a hand-over that began a moment before a skip asked for the same
+  /// crossfade) fades in from the level it has, not from silence.
   func fadeIn(seconds: Double, curve: FadeCurve, clock: Int64, start: Int64) {
+    let level = isAudible ? envelope.gain(at: start) : 0
     envelope = GainEnvelope(
-      from: 0, to: 1, startNanoseconds: start,
+      from: level, to: 1, startNanoseconds: start,
       durationNanoseconds: Int64(max(seconds, Voice.transportFadeSeconds) * 1e9),
       curve: curve)
     finishWhenSilent = false
@@ -326,6 +329,9 @@ final class Voice {
 
   /// Playing or fading: stopping it now would be heard.
   var isAudible: Bool { mode == .playing || mode == .fadingOut }
+
+  /// Asked to play and waiting for its first audio.
+  var isStarting: Bool { awaitingData }
 
   /// The gain heard at `time`: volume, transport ramp and crossfade envelope together.
   func currentGain(at time: Int64) -> Float { volume * ramp.gain(at: time) * envelope.gain(at: time) }

@@ -793,6 +793,7 @@ public final class QueuePlayer: MediaPlayback {
 
   /// Plays `id` now: crossfading from what is audible when playing, else only moving there.
   private func jump(to id: Int, reason: NowPlayingChangeReason, _ state: inout State) {
+    let previous = state.nowID.flatMap { state.entries[$0]?.item }
     state.nowID = id
     state.requestedSeekSeconds = nil
     state.pinned.removeAll { $0 == id }
@@ -801,7 +802,7 @@ public final class QueuePlayer: MediaPlayback {
       || state.playbackState == .seekingBackward
     {
       state.stateBeforeSeeking = nil
-      crossfade(to: id, &state)
+      crossfade(to: id, from: previous, &state)
       setState(.playing, &state)
     } else {
       let wasPrepared = state.voices.currentSlot != nil
@@ -811,12 +812,28 @@ public final class QueuePlayer: MediaPlayback {
   }
 
   /// Starts `id` on a new voice, crossfading from every voice of this player that can be heard.
-  private func crossfade(to id: Int, _ state: inout State) {
-    let from = takeAudibleVoices(&state)
+  private func crossfade(to id: Int, from previous: MediaItem? = nil, _ state: inout State) {
     let fade = transition(into: id, state)
-    emitLocked(.transitionStarted(from: nil, to: state.entries[id]!.item, fade), &state)
+    emitLocked(.transitionStarted(from: previous, to: state.entries[id]!.item, fade), &state)
+    if case .follower(let follower, let token, id, _)? = state.voices.scheduled, state.requestedSeekSeconds == nil {
+      // The item is already open and buffered on the follower voice (a skip to the next item):
+      // crossfade into that voice instead of opening the file again.
+      state.voices.scheduled = nil
+      if let current = state.voices.currentSlot {
+        engine.commands.post(.arm(slot: current, nil))
+        state.voices.outgoing.append(current)
+      }
+      state.voices.currentSlot = follower
+      state.voices.currentToken = token
+      state.seekGeneration = 0
+      let seconds = fade.isGapless ? Voice.transportFadeSeconds : fade.duration
+      engine.commands.post(
+        .crossfade(to: follower, from: state.voices.outgoing, seconds: seconds, curve: fade.curve))
+      schedule(&state)
+      return
+    }
+    let from = takeAudibleVoices(&state)
     start(id, playing: true, fadeFrom: from, fade: fade, &state)
-    if from.isEmpty { return }
   }
 
   /// Moves the current voice (and those already fading) to the outgoing list; the prepared
