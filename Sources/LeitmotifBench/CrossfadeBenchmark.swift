@@ -30,10 +30,6 @@ struct CrossfadeBenchmark {
     var seconds = 60.0
     var useCache = true
 
-    struct UsageError: Error, CustomStringConvertible {
-      var description: String
-    }
-
     init() {}
 
     init(parsing arguments: [String]) throws {

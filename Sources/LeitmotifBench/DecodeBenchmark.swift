@@ -17,10 +17,6 @@ struct DecodeBenchmark {
     var useCache = true
     var measureMemory = true
 
-    struct UsageError: Error, CustomStringConvertible {
-      var description: String
-    }
-
     init() {}
 
     init(parsing arguments: [String]) throws {

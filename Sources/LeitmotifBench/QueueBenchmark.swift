@@ -28,10 +28,6 @@ struct QueueBenchmark {
     var sampleRate = 48_000
     var fadeSeconds = 3.0
 
-    struct UsageError: Error, CustomStringConvertible {
-      var description: String
-    }
-
     init() {}
 
     init(parsing arguments: [String]) throws {

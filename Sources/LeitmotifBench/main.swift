@@ -62,7 +62,7 @@ func split(allOptions arguments: [String]) throws -> (decode: [String], queue: [
     case "--skip-memory": decode.append(argument)
     case "--minutes", "--long-minutes", "--rounds", "--seconds", "--sample-rate", "--fade":
       guard let value = rest.popFirst() else {
-        throw DecodeBenchmark.Options.UsageError(description: "\(argument) needs a value")
+        throw UsageError(description: "\(argument) needs a value")
       }
       switch argument {
       case "--seconds": crossfade += [argument, value]
@@ -72,7 +72,7 @@ func split(allOptions arguments: [String]) throws -> (decode: [String], queue: [
         queue += [argument, value]
       default: decode += [argument, value]
       }
-    default: throw DecodeBenchmark.Options.UsageError(description: "unknown option \"\(argument)\"")
+    default: throw UsageError(description: "unknown option \"\(argument)\"")
     }
   }
   return (decode, queue, crossfade)
@@ -188,4 +188,9 @@ case "help", "--help", "-h":
   print(usage)
 default:
   fail("unknown command \"\(command)\"\n\(usage)")
+}
+
+/// A bad command line: what was wrong, for the usage message.
+struct UsageError: Error, CustomStringConvertible {
+  var description: String
 }
