@@ -1,9 +1,9 @@
 // swift-tools-version:6.0
 // Leitmotif's layers, lowest first:
-//   C libraries (COpenAL, CVorbisFile, CMPG123)        one system-library target each
+//   C libraries (COpenAL, CVorbisFile, CMPG123, CSQLite) one system-library target each
 //   LeitmotifDecoding   streaming decoders (Ogg Vorbis, MP3), tags         -> CVorbisFile, CMPG123
 //   LeitmotifOutput     OpenAL devices, sources, buffers, loopback, WAV    -> COpenAL
-//   Leitmotif           the engine: streaming loop, voices, player         -> Decoding, Output
+//   Leitmotif           the engine, players, the music library (SQLite)    -> Decoding, Output, CSQLite
 //   leitmotif (CLI), leitmotif-bench, leitmotif-demo (Demo/)               executables on top
 // LeitmotifFixtures (test and benchmark material: tones, libvorbisenc) is not a product.
 import PackageDescription
@@ -25,10 +25,12 @@ let package = Package(
       name: "CVorbisEnc", pkgConfig: "vorbisenc", providers: [.apt(["libvorbis-dev"])]),
     .systemLibrary(
       name: "CMPG123", pkgConfig: "libmpg123", providers: [.apt(["libmpg123-dev"])]),
+    .systemLibrary(
+      name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
 
     .target(name: "LeitmotifDecoding", dependencies: ["CVorbisFile", "CMPG123"]),
     .target(name: "LeitmotifOutput", dependencies: ["COpenAL"]),
-    .target(name: "Leitmotif", dependencies: ["LeitmotifDecoding", "LeitmotifOutput"]),
+    .target(name: "Leitmotif", dependencies: ["LeitmotifDecoding", "LeitmotifOutput", "CSQLite"]),
 
     .executableTarget(name: "LeitmotifCLI", dependencies: ["Leitmotif"]),
     .target(name: "LeitmotifFixtures", dependencies: ["CVorbisEnc", "LeitmotifDecoding", "LeitmotifOutput"]),

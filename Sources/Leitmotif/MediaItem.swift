@@ -5,6 +5,25 @@ import Foundation
 /// This is MediaPlayer's media item: an asset (the file) separate from any playing instance of it.
 /// Properties not known yet are `nil`; `MediaItem.load(path:)` fills them from the file's tags.
 public struct MediaItem: Sendable, Hashable {
+  /// Identity, as MediaPlayer's items have it: library items are the same item when their
+  /// persistent ids are (a play count going up, or a move, does not make another item); other
+  /// items when their file and title are.
+  public static func == (lhs: MediaItem, rhs: MediaItem) -> Bool {
+    switch (lhs.persistentID, rhs.persistentID) {
+    case (let left?, let right?): return left == right
+    case (nil, nil): return lhs.assetURL.standardizedFileURL == rhs.assetURL.standardizedFileURL && lhs.title == rhs.title
+    default: return false
+    }
+  }
+
+  public func hash(into hasher: inout Hasher) {
+    if let persistentID {
+      hasher.combine(persistentID)
+    } else {
+      hasher.combine(assetURL.standardizedFileURL)
+    }
+  }
+
   /// The file holding the audio.
   public var assetURL: URL
   public var title: String?
@@ -14,6 +33,24 @@ public struct MediaItem: Sendable, Hashable {
   public var playbackDuration: TimeInterval?
   /// The file's sample rate, when known (loop points are in its frames).
   public var sampleRate: Int?
+  /// Library properties (MediaPlayer's `MPMediaItem`), filled for items that come from the
+  /// player's music library; nil or 0 otherwise.
+  /// Stays the same across rescans, renames and moves inside the library (it comes from the audio).
+  public var persistentID: UInt64?
+  public var albumArtist: String?
+  public var genre: String?
+  public var composer: String?
+  public var albumTrackNumber: Int?
+  public var discNumber: Int?
+  public var beatsPerMinute: Double?
+  public var year: Int?
+  public var playCount = 0
+  public var skipCount = 0
+  public var lastPlayedDate: Date?
+  public var dateAdded: Date?
+  /// 0 (unrated) to 5.
+  public var rating = 0
+  public var isCompilation = false
 
   public init(assetURL: URL, title: String? = nil, artist: String? = nil, albumTitle: String? = nil) {
     self.assetURL = assetURL

@@ -463,6 +463,10 @@ case "render": exit(render(Arguments(commandLine, command: "render", known: Opti
 case "play": exit(play(Arguments(commandLine, command: "play", known: OptionNames.play)))
 case "devices":
   for name in OutputDevice.playbackDeviceNames() { print(name) }
+case "access": exit(AccessCommand.run(Array(commandLine)))
+case "scan": exit(ScanCommand.run(Array(commandLine)))
+case "query": exit(QueryCommand.run(Array(commandLine)))
+case "pick": exit(PickCommand.run(Array(commandLine)))
 case "help", "--help", "-h": print(usage)
 default: fail("unknown command \"\(command)\"\n\(usage)")
 }

@@ -1,0 +1,217 @@
+import Foundation
+
+/// The library's SQLite index: the schema, opening (and rebuilding a damaged or newer one), and
+/// reading rows into `MediaItem`s. The scanner writes through it, queries read through it.
+///
+/// One index file per set of library folders, under `$XDG_CACHE_HOME/leitmotif/`. It is a cache:
+/// everything in it but play counts, skip counts, ratings and dates can be rebuilt from the files,
+/// which is why a damaged or newer-schema file is rebuilt with a warning rather than refused.
+// @unchecked Sendable: used only under `MediaLibrary`'s index lock.
+final class LibraryIndex: @unchecked Sendable {
+  /// Bump when the schema changes; an index with another version is rebuilt.
+  static let schemaVersion = 1
+
+  let database: SQLiteDatabase
+  let path: String
+
+  /// The columns of `items`, in the order `item(from:)` reads them.
+  static let itemColumns = """
+    persistent_id, path, title, artist, album_title, album_artist, genre, composer, duration, \
+    track_number, disc_number, bpm, year, play_count, skip_count, last_played, date_added, rating, \
+    is_compilation, sample_rate
+    """
+
+  static let schema = """
+    CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    CREATE TABLE IF NOT EXISTS items (
+      persistent_id INTEGER PRIMARY KEY,      -- from the audio content: survives renames and moves
+      path TEXT NOT NULL UNIQUE,              -- absolute, inside a library folder
+      size INTEGER NOT NULL,                  -- bytes, and modification time in ns: a rescan
+      mtime_ns INTEGER NOT NULL,              -- re-reads a file only when one of them changed
+      fingerprint TEXT NOT NULL,              -- content hash the persistent id comes from
+      title TEXT, artist TEXT, album_title TEXT, album_artist TEXT, genre TEXT, composer TEXT,
+      duration REAL, track_number INTEGER, disc_number INTEGER, bpm REAL, year INTEGER,
+      play_count INTEGER NOT NULL DEFAULT 0, skip_count INTEGER NOT NULL DEFAULT 0,
+      last_played REAL, date_added REAL NOT NULL, rating INTEGER NOT NULL DEFAULT 0,
+      is_compilation INTEGER NOT NULL DEFAULT 0, sample_rate INTEGER,
+      -- Search and sort keys: folded (case and diacritics) and, for sorting, without a leading
+      -- "The " or "A ".
+      title_key TEXT, artist_key TEXT, album_key TEXT, album_artist_key TEXT, genre_key TEXT,
+      composer_key TEXT, title_sort TEXT, artist_sort TEXT, album_sort TEXT, album_artist_sort TEXT
+    );
+    CREATE INDEX IF NOT EXISTS items_artist ON items(artist_key);
+    CREATE INDEX IF NOT EXISTS items_album ON items(album_key);
+    CREATE INDEX IF NOT EXISTS items_title ON items(title_key);
+    CREATE INDEX IF NOT EXISTS items_bpm ON items(bpm);
+    CREATE INDEX IF NOT EXISTS items_duration ON items(duration);
+    CREATE INDEX IF NOT EXISTS items_fingerprint ON items(fingerprint);
+    -- Files that could not be read, so a rescan does not retry them until they change.
+    CREATE TABLE IF NOT EXISTS failures (
+      path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, reason TEXT NOT NULL
+    );
+    CREATE TABLE IF NOT EXISTS playlists (
+      id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, name TEXT NOT NULL, size INTEGER NOT NULL,
+      mtime_ns INTEGER NOT NULL
+    );
+    CREATE TABLE IF NOT EXISTS playlist_items (
+      playlist_id INTEGER NOT NULL REFERENCES playlists(id) ON DELETE CASCADE,
+      position INTEGER NOT NULL, persistent_id INTEGER NOT NULL,
+      PRIMARY KEY (playlist_id, position)
+    );
+    """
+
+  /// Opens the index at `path`, creating it; a damaged file, or one of another schema version, is
+  /// moved aside and rebuilt, and `warn` is told why.
+  init(path: String, warn: (String) -> Void) throws(LibraryError) {
+    self.path = path
+    do {
+      try FileManager.default.createDirectory(
+        atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+    } catch {
+      throw LibraryError.index(path: path, reason: "cannot create its folder: \(error.localizedDescription)")
+    }
+    do {
+      database = try Self.openChecked(path: path)
+    } catch let first {
+      warn("the library index \(path) was rebuilt: \(first.reason)")
+      for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+      do {
+        database = try Self.openChecked(path: path)
+      } catch {
+        throw LibraryError.index(path: path, reason: error.reason)
+      }
+    }
+  }
+
+  private struct OpenFailure: Error {
+    var reason: String
+  }
+
+  private static func openChecked(path: String) throws(OpenFailure) -> SQLiteDatabase {
+    do {
+      let database = try SQLiteDatabase(path: path)
+      try database.execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;")
+      let check = try database.prepare("PRAGMA quick_check")
+      if try check.step(), let result = check.text(0), result != "ok" {
+        throw OpenFailure(reason: "damaged (\(result))")
+      }
+      try database.execute(schema)
+      let versionRow = try database.prepare("SELECT value FROM meta WHERE key = 'schema_version'")
+      if try versionRow.step() {
+        let version = Int(versionRow.text(0) ?? "") ?? -1
+        guard version == schemaVersion else {
+          throw OpenFailure(reason: "schema version \(version), this build reads version \(schemaVersion)")
+        }
+      } else {
+        try database.prepare("INSERT INTO meta(key, value) VALUES ('schema_version', ?)").run([
+          .text("\(schemaVersion)")
+        ])
+      }
+      return database
+    } catch let error as OpenFailure {
+      throw error
+    } catch let error as SQLiteError {
+      throw OpenFailure(reason: error.isDamage ? "damaged (\(error.message))" : error.description)
+    } catch {
+      throw OpenFailure(reason: "\(error)")
+    }
+  }
+
+  /// When anything in the index last changed (MediaPlayer's `lastModifiedDate`).
+  func lastModifiedDate() throws(SQLiteError) -> Date? {
+    let statement = try database.prepare("SELECT value FROM meta WHERE key = 'last_modified'")
+    guard try statement.step(), let text = statement.text(0), let seconds = Double(text) else { return nil }
+    return Date(timeIntervalSince1970: seconds)
+  }
+
+  func touch(_ date: Date = Date()) throws(SQLiteError) {
+    try database.prepare("INSERT OR REPLACE INTO meta(key, value) VALUES ('last_modified', ?)").run([
+      .text("\(date.timeIntervalSince1970)")
+    ])
+  }
+
+  /// Inserts or updates the item for `item.assetURL` (its `persistentID` must be set). Play and
+  /// skip counts, ratings, last-played and date-added survive an update (they are the player's,
+  /// not the file's); `dateAdded` is set on insert (now, unless the item carries one).
+  func upsert(_ item: MediaItem, size: Int64, mtimeNanoseconds: Int64, fingerprint: String) throws(SQLiteError) {
+    let statement = try database.prepare(
+      """
+      INSERT INTO items (persistent_id, path, size, mtime_ns, fingerprint, title, artist, album_title,
+        album_artist, genre, composer, duration, track_number, disc_number, bpm, year, date_added,
+        is_compilation, sample_rate, title_key, artist_key, album_key, album_artist_key, genre_key,
+        composer_key, title_sort, artist_sort, album_sort, album_artist_sort, play_count, skip_count, rating,
+        last_played)
+      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21,
+        ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33)
+      ON CONFLICT(persistent_id) DO UPDATE SET
+        path = excluded.path, size = excluded.size, mtime_ns = excluded.mtime_ns,
+        fingerprint = excluded.fingerprint, title = excluded.title, artist = excluded.artist,
+        album_title = excluded.album_title, album_artist = excluded.album_artist, genre = excluded.genre,
+        composer = excluded.composer, duration = excluded.duration, track_number = excluded.track_number,
+        disc_number = excluded.disc_number, bpm = excluded.bpm, year = excluded.year,
+        is_compilation = excluded.is_compilation, sample_rate = excluded.sample_rate,
+        title_key = excluded.title_key, artist_key = excluded.artist_key, album_key = excluded.album_key,
+        album_artist_key = excluded.album_artist_key, genre_key = excluded.genre_key,
+        composer_key = excluded.composer_key, title_sort = excluded.title_sort,
+        artist_sort = excluded.artist_sort, album_sort = excluded.album_sort,
+        album_artist_sort = excluded.album_artist_sort
+      """)
+    func text(_ value: String?) -> SQLiteStatement.Value { value.map { .text($0) } ?? .null }
+    func int(_ value: Int?) -> SQLiteStatement.Value { value.map { .integer(Int64($0)) } ?? .null }
+    func real(_ value: Double?) -> SQLiteStatement.Value { value.map { .real($0) } ?? .null }
+    try statement.run([
+      .integer(Int64(bitPattern: item.persistentID ?? 0)), .text(item.assetURL.path), .integer(size),
+      .integer(mtimeNanoseconds), .text(fingerprint), text(item.title), text(item.artist), text(item.albumTitle),
+      text(item.albumArtist), text(item.genre), text(item.composer), real(item.playbackDuration),
+      int(item.albumTrackNumber), int(item.discNumber), real(item.beatsPerMinute), int(item.year),
+      .real((item.dateAdded ?? Date()).timeIntervalSince1970), .integer(item.isCompilation ? 1 : 0),
+      int(item.sampleRate), text(Self.searchKey(item.title)), text(Self.searchKey(item.artist)),
+      text(Self.searchKey(item.albumTitle)), text(Self.searchKey(item.albumArtist)),
+      text(Self.searchKey(item.genre)), text(Self.searchKey(item.composer)), text(Self.sortKey(item.title)),
+      text(Self.sortKey(item.artist)), text(Self.sortKey(item.albumTitle)), text(Self.sortKey(item.albumArtist)),
+      .integer(Int64(item.playCount)), .integer(Int64(item.skipCount)), .integer(Int64(item.rating)),
+      real(item.lastPlayedDate?.timeIntervalSince1970),
+    ])
+  }
+
+  /// A row of `itemColumns` as an item.
+  static func item(from statement: SQLiteStatement, offset: Int = 0) -> MediaItem {
+    let o = offset
+    var item = MediaItem(path: statement.text(o + 1) ?? "")
+    item.persistentID = statement.integer(o).map { UInt64(bitPattern: $0) }
+    item.title = statement.text(o + 2)
+    item.artist = statement.text(o + 3)
+    item.albumTitle = statement.text(o + 4)
+    item.albumArtist = statement.text(o + 5)
+    item.genre = statement.text(o + 6)
+    item.composer = statement.text(o + 7)
+    item.playbackDuration = statement.real(o + 8)
+    item.albumTrackNumber = statement.integer(o + 9).map { Int($0) }
+    item.discNumber = statement.integer(o + 10).map { Int($0) }
+    item.beatsPerMinute = statement.real(o + 11)
+    item.year = statement.integer(o + 12).map { Int($0) }
+    item.playCount = Int(statement.integer(o + 13) ?? 0)
+    item.skipCount = Int(statement.integer(o + 14) ?? 0)
+    item.lastPlayedDate = statement.real(o + 15).map { Date(timeIntervalSince1970: $0) }
+    item.dateAdded = statement.real(o + 16).map { Date(timeIntervalSince1970: $0) }
+    item.rating = Int(statement.integer(o + 17) ?? 0)
+    item.isCompilation = (statement.integer(o + 18) ?? 0) != 0
+    item.sampleRate = statement.integer(o + 19).map { Int($0) }
+    return item
+  }
+
+  /// Folds text for matching: lowercased, diacritics removed ("Beyoncé" matches "beyonce").
+  static func searchKey(_ text: String?) -> String? {
+    text.map { $0.folding(options: [.caseInsensitive, .diacriticInsensitive, .widthInsensitive], locale: nil) }
+  }
+
+  /// The sort key: the search key without a leading "the " or "a " ("The Beatles" sorts under B).
+  static func sortKey(_ text: String?) -> String? {
+    guard var key = searchKey(text)?.trimmingCharacters(in: .whitespaces) else { return nil }
+    for article in ["the ", "a "] where key.hasPrefix(article) && key.count > article.count {
+      key.removeFirst(article.count)
+      break
+    }
+    return key
+  }
+}
