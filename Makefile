@@ -4,7 +4,7 @@
 
 # C libraries the package links (OpenAL Soft, libvorbis/vorbisfile/vorbisenc, libmpg123),
 # pkg-config for SwiftPM to find them, and lame for the benchmark's MP3 and the fixture script.
-PACKAGES := pkg-config libopenal-dev libvorbis-dev libmpg123-dev libsqlite3-dev lame
+PACKAGES := pkg-config libopenal-dev libvorbis-dev libmpg123-dev libsqlite3-dev lame tmux
 
 .PHONY: deps test demo bench format fixtures
 

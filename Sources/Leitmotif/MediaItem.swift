@@ -11,7 +11,8 @@ public struct MediaItem: Sendable, Hashable {
   public static func == (lhs: MediaItem, rhs: MediaItem) -> Bool {
     switch (lhs.persistentID, rhs.persistentID) {
     case (let left?, let right?): return left == right
-    case (nil, nil): return lhs.assetURL.standardizedFileURL == rhs.assetURL.standardizedFileURL && lhs.title == rhs.title
+    case (nil, nil):
+      return lhs.assetURL.standardizedFileURL == rhs.assetURL.standardizedFileURL && lhs.title == rhs.title
     default: return false
     }
   }

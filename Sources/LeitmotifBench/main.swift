@@ -148,6 +148,16 @@ case "crossfade":
     fail("\(error)")
   }
   exit(0)
+case "query":
+  do { try QueryBenchmark(options: QueryBenchmark.Options(parsing: Array(arguments))).run() } catch {
+    fail("\(error)\n\(usage)")
+  }
+  exit(0)
+case "library":
+  do { try LibraryBenchmark(options: LibraryBenchmark.Options(parsing: Array(arguments))).run() } catch {
+    fail("\(error)")
+  }
+  exit(0)
 case RenderChild.subcommand:
   // Hidden: one offline render in a process of its own, for the peak-memory measurement.
   exit(RenderChild.main(Array(arguments)))

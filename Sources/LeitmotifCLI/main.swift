@@ -17,6 +17,18 @@ let usage = """
     leitmotif devices
         lists the playback devices OpenAL can open
 
+  the player's music library (each for one application id: --app ID, default leitmotif; without
+  the player's consent: an error naming the state, exit status 3):
+    leitmotif access list | allow APP | deny APP | reset APP
+        who may read the music library (the analogue of Settings, Privacy)
+    leitmotif scan [--library DIR]... [--app ID]
+        indexes the library folders; prints what was added, updated, removed and failed
+    leitmotif query [--group KIND] [--where 'artist=Name'] [--where 'bpm>=120'] [--json] ...
+        lists items (or collections) matching the predicates: = equal, ~ contains, < <= > >=
+    leitmotif pick [--multiple] [--prompt TEXT] [--json] [--library DIR]... [--app ID]
+        a full-screen terminal picker; prints the picked items (Esc: exit status 1)
+  each of these takes --help.
+
   OPTIONS (render and play):
     --seek SECONDS       start this far into the file (in a queue: into the first item played)
     --rate R             speed in (0, 4], speed and pitch together (in a queue: every item)
@@ -33,7 +45,7 @@ let usage = """
                          straight through
   render never ends with --repeat one, --repeat all or --loops forever: those need --duration.
   A queue prints a line per item that starts playing, per transition and per failure.
-  exit status: 0 done, 1 a file could not be played, 2 a usage error
+  exit status (render, play): 0 done, 1 a file could not be played, 2 a usage error
   """
 
 /// Prints to standard error and exits: status 2 (a usage error) unless told otherwise.

@@ -14,6 +14,10 @@ public struct AudioTags: Sendable, Hashable {
   public var discCount: Int?
   /// Tempo in beats per minute (Vorbis `BPM`, ID3 `TBPM`).
   public var beatsPerMinute: Double?
+  /// The year of release (`DATE` or `YEAR`; ID3 TYER/TDRC): the first four digits.
+  public var year: Int?
+  /// Part of a compilation (`COMPILATION`; iTunes' ID3 TCMP): 1, true or yes.
+  public var isCompilation: Bool?
   /// First frame of the loop (`LOOPSTART`, `LOOP_START` or `LOOP_BEGIN`).
   public var loopStartFrame: Int64?
   /// The frame just after the loop's last one (from `LOOPLENGTH`, `LOOPEND` or `LOOP_END`);
@@ -56,6 +60,12 @@ struct TagCollector {
       tags.discNumber = number ?? tags.discNumber
       tags.discCount = count ?? tags.discCount
     case "DISCTOTAL", "TOTALDISCS": tags.discCount = Int(value) ?? tags.discCount
+    case "DATE", "YEAR", "ORIGINALDATE":
+      if tags.year == nil, let digits = value.split(whereSeparator: { !$0.isNumber }).first, digits.count == 4 {
+        tags.year = Int(digits)
+      }
+    case "COMPILATION", "ITUNESCOMPILATION":
+      if tags.isCompilation == nil { tags.isCompilation = ["1", "true", "yes"].contains(value.lowercased()) }
     case "BPM", "TEMPO":
       if let bpm = Double(value), bpm > 0, bpm.isFinite { tags.beatsPerMinute = bpm }
     case "LOOPSTART", "LOOP_START", "LOOP_BEGIN", "LOOPBEGIN":

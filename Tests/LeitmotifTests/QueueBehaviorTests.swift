@@ -332,3 +332,52 @@ struct QueueBehaviorTests {
     #expect(player.volume == 1)
   }
 }
+
+@Suite("The queue player and the music library")
+struct QueueLibraryTests {
+  @Test("A library song that plays to its end counts a play; one skipped forward counts a skip")
+  func playAndSkipCounts() throws {
+    let directory = try TemporaryDirectory()
+    let music = directory.file("Music")
+    try FileManager.default.createDirectory(atPath: music, withIntermediateDirectories: true)
+    for (index, title) in ["First", "Second", "Third"].enumerated() {
+      try VorbisEncoder.encode(
+        samples: ToneGenerator.sine(frequency: 300 + 100 * Double(index), seconds: 0.4, format: .stereo48000),
+        format: .stereo48000, tags: [("TITLE", title)], to: music + "/\(index).ogg")
+    }
+    var configuration = MediaLibrary.Configuration(
+      applicationID: "queue-tests", usageDescription: "Your music plays in tests.",
+      folders: [URL(fileURLWithPath: music)])
+    configuration.stateDirectory = URL(fileURLWithPath: directory.file("state"))
+    configuration.cacheDirectory = URL(fileURLWithPath: directory.file("cache"))
+    configuration.environment = ["HOME": directory.path]
+    try LibraryAccessStore(configuration: configuration).remember(.authorized, for: "queue-tests")
+    let library = MediaLibrary(configuration: configuration)
+    _ = try library.scan()
+
+    let engine = try EngineHarness.offlineEngine()
+    let player = QueuePlayer(engine: engine, library: library)
+    player.transition = .gapless
+    try player.setQueue(with: QueueDescriptor(query: .songs(), library: library))
+    #expect(player.queue.map(\.title) == ["First", "Second", "Third"])
+    player.play()
+    _ = EngineHarness.render(engine, seconds: 0.6)  // First ends, Second plays
+    try player.skipToNextItem()  // Second skipped
+    _ = EngineHarness.render(engine, seconds: 1)  // Third plays to its end
+    player.waitForNotifications()
+    // The counts go to the library on a queue of their own: wait for them (bounded).
+    var counts: [String: (Int, Int)] = [:]
+    _ = EngineHarness.wait(seconds: 5) {
+      counts = Dictionary(
+        uniqueKeysWithValues: ((try? library.items(matching: .songs())) ?? []).map {
+          ($0.title ?? "", ($0.playCount, $0.skipCount))
+        })
+      return counts["Third"]?.0 == 1
+    }
+    #expect(counts["First"]?.0 == 1 && counts["First"]?.1 == 0)
+    #expect(counts["Second"]?.0 == 0 && counts["Second"]?.1 == 1)
+    #expect(counts["Third"]?.0 == 1 && counts["Third"]?.1 == 0)
+    let third = try library.items(matching: .songs()).first { $0.title == "Third" }
+    #expect(third?.lastPlayedDate != nil)
+  }
+}

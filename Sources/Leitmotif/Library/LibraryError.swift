@@ -6,12 +6,17 @@ public enum LibraryError: Error, Sendable, CustomStringConvertible {
   case missingUsageDescription(applicationID: String)
   /// The player has not said yes: the state (notDetermined, denied or restricted) and why.
   case accessDenied(AuthorizationStatus, reason: String)
+  /// The remembered answers (`access.json` in the state folder) cannot be read or written.
+  case accessStore(path: String, reason: String)
   /// The index database could not be opened or written.
   case index(path: String, reason: String)
   /// Another scan holds the index (in this process or another).
   case busy(path: String)
   /// A library folder that cannot be used.
   case folder(path: String, reason: String)
+  /// A query's predicate that cannot be run: a range on a text property, contains on a number, a
+  /// value of the wrong kind.
+  case invalidPredicate(predicate: String, reason: String)
 
   public var description: String {
     switch self {
@@ -19,9 +24,12 @@ public enum LibraryError: Error, Sendable, CustomStringConvertible {
       return
         "\(app): no usage description: set MediaLibrary.Configuration.usageDescription (the sentence the player reads when asked, e.g. \"Your music plays as the soundtrack while you explore.\") before asking for library access or opening the picker"
     case .accessDenied(let status, let reason): return "no access to the music library (\(status.rawValue)): \(reason)"
+    case .accessStore(let path, let reason):
+      return "\(path): the remembered library-access answers cannot be used: \(reason)"
     case .index(let path, let reason): return "\(path): the library index cannot be used: \(reason)"
     case .busy(let path): return "\(path): another scan is running; try again when it is done"
     case .folder(let path, let reason): return "\(path): \(reason)"
+    case .invalidPredicate(let predicate, let reason): return "invalid predicate (\(predicate)): \(reason)"
     }
   }
 }

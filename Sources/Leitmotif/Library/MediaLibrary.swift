@@ -101,12 +101,40 @@ public final class MediaLibrary: @unchecked Sendable {
   /// The current authorization (re-read when the remembered answer changes on disk).
   public var authorizationStatus: AuthorizationStatus { access.status().status }
 
-  /// Asks the player when nobody has yet (through the prompt), and returns the status.
+  /// Asks the player when nobody has yet (through the prompt), remembers the answer for this
+  /// application id, and returns the status. When the status is already known (restricted
+  /// included) nobody is asked. Without a prompt, or when the prompt can reach nobody (no
+  /// terminal), the status stays notDetermined and nothing is remembered. Blocks while the
+  /// prompt waits for the player.
   /// - Throws: `LibraryError.missingUsageDescription` when there is no usage description: the
   ///   library is not touched and nobody is asked.
   @discardableResult
   public func requestAuthorization() throws(LibraryError) -> AuthorizationStatus {
     try access.request()
+  }
+
+  /// Why the status is what it is, in a sentence for the player (for restricted: the policy's
+  /// reason; for denied: when, and how to change it).
+  public var authorizationReason: String { access.status().reason }
+
+  /// Calls `handler` with the new status each time the authorization changes: the player's
+  /// answer, `leitmotif access allow|deny|reset`, a policy. A change reaches it within a second
+  /// (a background poll every 0.5 s, two `stat` calls, runs while any observation lasts).
+  /// The handler runs on a background queue, one call at a time; it must not block for long.
+  /// - Returns: the observation; it lasts until you cancel it or let it go.
+  public func observeAuthorization(_ handler: @escaping @Sendable (AuthorizationStatus) -> Void)
+    -> AuthorizationObservation
+  {
+    access.observe(handler)
+  }
+
+  /// The authorization's changes as an `AsyncStream` (see `observeAuthorization`); the
+  /// observation ends when the iteration does.
+  public var authorizationUpdates: AsyncStream<AuthorizationStatus> {
+    AsyncStream { continuation in
+      let observation = access.observe { continuation.yield($0) }
+      continuation.onTermination = { _ in observation.cancel() }
+    }
   }
 
   /// Runs `body` with the index, after checking access (the gate every library call goes

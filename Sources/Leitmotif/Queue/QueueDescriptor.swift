@@ -6,7 +6,16 @@ public struct MediaItemCollection: Sendable, Equatable {
   /// The item that stands for the collection (its first).
   public var representativeItem: MediaItem? { items.first }
   public var count: Int { items.count }
-  public init(items: [MediaItem]) { self.items = items }
+  /// What the collection is, when it has a name: a playlist's, or the album, artist, genre or
+  /// composer a library query grouped by (nil for a plain list of items).
+  public var name: String?
+  /// A library playlist's persistent id (nil for other collections).
+  public var persistentID: UInt64?
+  public init(items: [MediaItem], name: String? = nil, persistentID: UInt64? = nil) {
+    self.items = items
+    self.name = name
+    self.persistentID = persistentID
+  }
 }
 
 /// What to play and how: items with optional trim points, transitions and loops, and the item

@@ -108,9 +108,31 @@ public final class QueuePlayer: MediaPlayback {
   }
 
   /// A queue player on `engine`, with an empty queue.
-  public init(engine: AudioEngine) {
+  /// - Parameter library: where play and skip counts of the player's own songs go: an item from
+  ///   the library (with a `persistentID`) that plays to its end counts a play, one skipped
+  ///   forward counts a skip. Recorded off the caller's thread.
+  public init(engine: AudioEngine, library: MediaLibrary? = nil) {
     self.engine = engine
+    self.library = library
     state = Mutex(State())
+  }
+
+  /// Where play and skip counts go (see `init`).
+  public let library: MediaLibrary?
+  private let counting = DispatchQueue(label: "leitmotif.queue.counts")
+
+  /// Counts a play or a skip of a library item in the library, on a queue of its own (SQLite
+  /// I/O); failures (no access any more, say) go to the diagnostics.
+  private func count(_ item: MediaItem?, played: Bool) {
+    guard let library, let item, item.persistentID != nil else { return }
+    let engine = self.engine
+    counting.async {
+      do throws(LibraryError) {
+        if played { try library.recordPlay(of: item) } else { try library.recordSkip(of: item) }
+      } catch {
+        engine.report(Diagnostic(.warning, "could not count a \(played ? "play" : "skip"): \(error)"))
+      }
+    }
   }
 
   deinit {
@@ -794,6 +816,7 @@ public final class QueuePlayer: MediaPlayback {
   /// Plays `id` now: crossfading from what is audible when playing, else only moving there.
   private func jump(to id: Int, reason: NowPlayingChangeReason, _ state: inout State) {
     let previous = state.nowID.flatMap { state.entries[$0]?.item }
+    if reason == .skipForward && state.playbackState != .stopped { count(previous, played: false) }
     state.nowID = id
     state.requestedSeekSeconds = nil
     state.pinned.removeAll { $0 == id }
@@ -878,6 +901,11 @@ public final class QueuePlayer: MediaPlayback {
 
   /// The queue ran out: stopped, back at its first item.
   private func endOfQueue(_ state: inout State, reason: NowPlayingChangeReason) {
+    if reason == .naturalEnd {
+      count(state.nowID.flatMap { state.entries[$0]?.item }, played: true)
+    } else if reason == .skipForward {
+      count(state.nowID.flatMap { state.entries[$0]?.item }, played: false)
+    }
     let playing = state.voices.currentSlot
     state.voices.currentSlot = nil
     if case .follower(let follower, _, _, _)? = state.voices.scheduled { engine.releaseSlot(follower) }
@@ -1041,6 +1069,7 @@ public final class QueuePlayer: MediaPlayback {
 
   /// The now-playing item moved on by itself (a join or a hand-over).
   private func advance(to id: Int, _ state: inout State) {
+    if !state.followsFailure { count(state.nowID.flatMap { state.entries[$0]?.item }, played: true) }
     state.nowID = id
     state.pinned.removeAll { $0 == id }
     let reason: NowPlayingChangeReason = state.followsFailure ? .failure : .naturalEnd

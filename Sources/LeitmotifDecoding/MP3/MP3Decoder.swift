@@ -191,6 +191,7 @@ final class MP3Decoder: AudioDecoder {
     let names: [String: String] = [
       "TIT2": "TITLE", "TPE1": "ARTIST", "TALB": "ALBUM", "TPE2": "ALBUMARTIST", "TCON": "GENRE",
       "TCOM": "COMPOSER", "TRCK": "TRACKNUMBER", "TPOS": "DISCNUMBER", "TBPM": "BPM",
+      "TYER": "YEAR", "TDRC": "DATE", "TCMP": "COMPILATION",
     ]
     if let tag = version2?.pointee {
       for index in 0..<tag.texts {
@@ -216,6 +217,7 @@ final class MP3Decoder: AudioDecoder {
       collector.add(name: "TITLE", value: field(tag.title))
       collector.add(name: "ARTIST", value: field(tag.artist))
       collector.add(name: "ALBUM", value: field(tag.album))
+      collector.add(name: "YEAR", value: field(tag.year))
     }
   }
 

@@ -70,21 +70,44 @@ final class LibraryIndex: @unchecked Sendable {
     } catch {
       throw LibraryError.index(path: path, reason: "cannot create its folder: \(error.localizedDescription)")
     }
-    do {
-      database = try Self.openChecked(path: path)
-    } catch let first {
-      warn("the library index \(path) was rebuilt: \(first.reason)")
-      for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+    // Another connection setting up the same file (two libraries or processes opening a new
+    // index at once) can hold its lock for a moment: that is waited out, never "rebuilt" (a
+    // rebuild would delete the file under the other connection).
+    var attempts = 0
+    while true {
       do {
         database = try Self.openChecked(path: path)
-      } catch {
-        throw LibraryError.index(path: path, reason: error.reason)
+        return
+      } catch let failure {
+        if failure.isBusy {
+          attempts += 1
+          if attempts < 100 {
+            usleep(50_000)
+            continue
+          }
+          throw LibraryError.busy(path: path)
+        }
+        // Only a damaged file or another schema is rebuilt; other errors (permissions, a full
+        // disk) must not cost the player's play counts.
+        guard failure.canRebuild else { throw LibraryError.index(path: path, reason: failure.reason) }
+        warn("the library index \(path) was rebuilt: \(failure.reason)")
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+        do {
+          database = try Self.openChecked(path: path)
+          return
+        } catch {
+          throw LibraryError.index(path: path, reason: error.reason)
+        }
       }
     }
   }
 
   private struct OpenFailure: Error {
     var reason: String
+    /// Locked by another connection: wait, do not rebuild.
+    var isBusy = false
+    /// Damaged, not a database, or another schema version: rebuilt.
+    var canRebuild = true
   }
 
   private static func openChecked(path: String) throws(OpenFailure) -> SQLiteDatabase {
@@ -103,7 +126,7 @@ final class LibraryIndex: @unchecked Sendable {
           throw OpenFailure(reason: "schema version \(version), this build reads version \(schemaVersion)")
         }
       } else {
-        try database.prepare("INSERT INTO meta(key, value) VALUES ('schema_version', ?)").run([
+        try database.prepare("INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', ?)").run([
           .text("\(schemaVersion)")
         ])
       }
@@ -111,7 +134,9 @@ final class LibraryIndex: @unchecked Sendable {
     } catch let error as OpenFailure {
       throw error
     } catch let error as SQLiteError {
-      throw OpenFailure(reason: error.isDamage ? "damaged (\(error.message))" : error.description)
+      throw OpenFailure(
+        reason: error.isDamage ? "damaged (\(error.message))" : error.description, isBusy: error.isBusy,
+        canRebuild: error.isDamage)
     } catch {
       throw OpenFailure(reason: "\(error)")
     }
@@ -213,5 +238,97 @@ final class LibraryIndex: @unchecked Sendable {
       break
     }
     return key
+  }
+}
+
+// MARK: - What the scanner reads and writes
+
+extension LibraryIndex {
+  /// What the index knows about an item's file: enough to tell whether it changed.
+  struct FileRecord: Sendable {
+    var persistentID: Int64
+    var path: String
+    var sizeBytes: Int64
+    var modificationNanoseconds: Int64
+    var fingerprint: String
+  }
+
+  /// Every item's file record (one query; about 100 ms for 100,000 items).
+  func fileRecords() throws(SQLiteError) -> [FileRecord] {
+    let statement = try database.prepare("SELECT persistent_id, path, size, mtime_ns, fingerprint FROM items")
+    var records: [FileRecord] = []
+    while try statement.step() {
+      records.append(
+        FileRecord(
+          persistentID: statement.integer(0) ?? 0, path: statement.text(1) ?? "",
+          sizeBytes: statement.integer(2) ?? -1, modificationNanoseconds: statement.integer(3) ?? -1,
+          fingerprint: statement.text(4) ?? ""))
+    }
+    return records
+  }
+
+  /// The files that failed, with the size and modification time they had then.
+  func failureRecords() throws(SQLiteError) -> [String: (sizeBytes: Int64, modificationNanoseconds: Int64)] {
+    let statement = try database.prepare("SELECT path, size, mtime_ns FROM failures")
+    var records: [String: (Int64, Int64)] = [:]
+    while try statement.step() {
+      if let path = statement.text(0) { records[path] = (statement.integer(1) ?? -1, statement.integer(2) ?? -1) }
+    }
+    return records
+  }
+
+  func recordFailure(path: String, sizeBytes: Int64, modificationNanoseconds: Int64, reason: String)
+    throws(SQLiteError)
+  {
+    try database.prepare("INSERT OR REPLACE INTO failures(path, size, mtime_ns, reason) VALUES (?, ?, ?, ?)").run([
+      .text(path), .integer(sizeBytes), .integer(modificationNanoseconds), .text(reason),
+    ])
+  }
+
+  func removeFailure(path: String) throws(SQLiteError) {
+    try database.prepare("DELETE FROM failures WHERE path = ?").run([.text(path)])
+  }
+
+  func removeItem(persistentID: Int64) throws(SQLiteError) {
+    try database.prepare("DELETE FROM items WHERE persistent_id = ?").run([.integer(persistentID)])
+  }
+
+  /// The failures table, for reports and tests: path and reason.
+  func failures() throws(SQLiteError) -> [ScanFailure] {
+    try database.prepare("SELECT path, reason FROM failures ORDER BY path").rows().compactMap { row in
+      guard case .text(let path) = row[0], case .text(let reason) = row[1] else { return nil }
+      return ScanFailure(path: path, reason: reason)
+    }
+  }
+
+  /// The item with `persistentID`, or nil.
+  func item(persistentID: Int64) throws(SQLiteError) -> MediaItem? {
+    let statement = try database.prepare("SELECT \(Self.itemColumns) FROM items WHERE persistent_id = ?")
+    try statement.bind([.integer(persistentID)])
+    return try statement.step() ? Self.item(from: statement) : nil
+  }
+
+  /// Every item, by path (for tests and tools; queries have their own API).
+  func allItems() throws(SQLiteError) -> [MediaItem] {
+    let statement = try database.prepare("SELECT \(Self.itemColumns) FROM items ORDER BY path")
+    var items: [MediaItem] = []
+    while try statement.step() { items.append(Self.item(from: statement)) }
+    return items
+  }
+
+  /// Adds one to the play count and sets the last-played date. Returns false when no item has
+  /// that id.
+  func recordPlay(persistentID: Int64, at date: Date) throws(SQLiteError) -> Bool {
+    try database.prepare("UPDATE items SET play_count = play_count + 1, last_played = ? WHERE persistent_id = ?")
+      .run([.real(date.timeIntervalSince1970), .integer(persistentID)])
+    return database.changes > 0
+  }
+
+  /// Adds one to the skip count. Returns false when no item has that id.
+  func recordSkip(persistentID: Int64) throws(SQLiteError) -> Bool {
+    try database.prepare("UPDATE items SET skip_count = skip_count + 1 WHERE persistent_id = ?").run([
+      .integer(persistentID)
+    ])
+    return database.changes > 0
   }
 }

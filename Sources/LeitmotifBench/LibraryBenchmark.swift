@@ -1,0 +1,165 @@
+import Foundation
+import Leitmotif
+import LeitmotifFixtures
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// `leitmotif-bench library [--items N] [--no-cache]`: scan speed of a synthetic library of N
+/// tiny real Ogg Vorbis files (default 100,000) with varied tags, and the time of a rescan with
+/// nothing changed (goal: under 3 s at 100,000 items), then of a rescan after 1% of the files
+/// were retagged.
+///
+/// The files (0.05 s of mono 22.05 kHz Vorbis each, a different tone and tags per file, in
+/// artist/album folders of 10 files) are made once and kept in
+/// `$TMPDIR/leitmotif-bench-cache/library-v1/` (making 100,000 takes minutes); a run with more
+/// items than cached makes only the missing ones. The index is made afresh in a temporary
+/// directory each run, through the public API (consent is granted for a bench application id
+/// whose state lives in that directory). The last step touches 1% of the files (`utimes`: their
+/// modification time changes, their content does not), so they are read again.
+struct LibraryBenchmark {
+  struct Options {
+    var items = 100_000
+    var useCache = true
+
+    init(parsing arguments: [String]) throws {
+      var rest = arguments[...]
+      while let argument = rest.popFirst() {
+        switch argument {
+        case "--items":
+          guard let value = rest.popFirst(), let count = Int(value), count > 0 else {
+            throw UsageError(description: "--items needs a whole number of 1 or more")
+          }
+          items = count
+        case "--no-cache": useCache = false
+        default: throw UsageError(description: "unknown option \"\(argument)\"")
+        }
+      }
+    }
+  }
+
+  static let cacheVersion = "library-v1"
+  static let goalRescanSeconds = 3.0
+  static let goalItems = 100_000
+
+  let options: Options
+
+  struct YesPrompt: AuthorizationPrompt {
+    func askForLibraryAccess(applicationName: String, usageDescription: String) -> Bool? { true }
+  }
+
+  func run() throws {
+    let temporary = try TemporaryDirectory(prefix: "leitmotif-bench-library")
+    let folder: String
+    if options.useCache {
+      let base = ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
+      folder = "\(base)/leitmotif-bench-cache/\(Self.cacheVersion)"
+    } else {
+      folder = temporary.path + "/music"
+    }
+    let made = try Self.makeFiles(count: options.items, in: folder)
+    // Only the first `items` files: a library folder per bench run that holds exactly them.
+    let music = folder + "/items-\(options.items)"
+
+    var configuration = MediaLibrary.Configuration(
+      applicationID: "leitmotif-bench", usageDescription: "The benchmark scans a synthetic library.",
+      folders: [URL(fileURLWithPath: music)])
+    configuration.stateDirectory = URL(fileURLWithPath: temporary.path + "/state")
+    configuration.cacheDirectory = URL(fileURLWithPath: temporary.path + "/cache")
+    configuration.environment = ["HOME": temporary.path]
+    configuration.policyFile = URL(fileURLWithPath: temporary.path + "/no-policy.json")
+    let library = MediaLibrary(configuration: configuration, prompt: YesPrompt()) { diagnostic in
+      progress("\(diagnostic)")
+    }
+    let status = try library.requestAuthorization()
+    guard status == .authorized else {
+      throw UsageError(description: "the bench could not authorize itself: \(status)")
+    }
+
+    progress("first scan of \(options.items) files")
+    let first = try library.scan()
+    progress("rescan with nothing changed")
+    let unchanged = try library.scan()
+    // Touch 1% (the mtime changes, the content does not): read again, updated in place.
+    let touchedCount = max(1, options.items / 100)
+    for index in stride(from: 0, to: options.items, by: options.items / touchedCount).prefix(touchedCount) {
+      let path = music + "/" + Self.relativePath(index)
+      utimes(path, nil)
+    }
+    progress("rescan with \(touchedCount) files touched")
+    let touched = try library.scan()
+
+    let scale = Double(Self.goalItems) / Double(options.items)
+    print("library scan (\(options.items) items; files made this run: \(made))")
+    var table = TextTable(["measure", "figure", "goal"])
+    table.add([
+      "first scan",
+      String(
+        format: "%.0f files/s (%.1f s, %d added, %d failed)", Double(first.added) / first.durationSeconds,
+        first.durationSeconds, first.added, first.failed.count), "-",
+    ])
+    table.add([
+      "rescan, nothing changed",
+      String(format: "%.3f s (%d unchanged)", unchanged.durationSeconds, unchanged.unchanged)
+        + (options.items == Self.goalItems
+          ? "" : String(format: "; x%.1f = %.2f s at 100,000", scale, unchanged.durationSeconds * scale)),
+      String(format: "< %.0f s at 100,000 items", Self.goalRescanSeconds),
+    ])
+    table.add([
+      "rescan, 1% touched",
+      String(
+        format: "%.3f s (%d updated, %.0f changed files/s)", touched.durationSeconds, touched.updated,
+        Double(touched.updated) / touched.durationSeconds), "-",
+    ])
+    print(table.render())
+  }
+
+  /// Artist/album/track folders: 10 tracks per album, 10 albums per artist.
+  static func relativePath(_ index: Int) -> String {
+    String(format: "artist-%05d/album-%02d/%02d track %d.ogg", index / 100, (index / 10) % 10, index % 10, index)
+  }
+
+  /// Makes the files 0..<count under `folder/all/`, those missing, and links exactly them into
+  /// `folder/items-count/` (hard links: the scan sees ordinary files). Returns how many it made.
+  static func makeFiles(count: Int, in folder: String) throws -> Int {
+    let all = folder + "/all"
+    let view = folder + "/items-\(count)"
+    let format = PCMFormat.mono22050
+    let genres = ["Ambient", "Battle", "Chiptune", "Orchestral", "Synthwave", "Folk", "Jazz", "Électro"]
+    var made = 0
+    let fileManager = FileManager.default
+    let start = Date()
+    for index in 0..<count {
+      let relative = relativePath(index)
+      let path = all + "/" + relative
+      if !fileManager.fileExists(atPath: path) {
+        try fileManager.createDirectory(
+          atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        let frequency = 110 + Double(index % 4000) * 0.5 + Double(index / 4000) * 0.013
+        let tags = [
+          ("TITLE", "Track \(index) — \(["Theme", "Reprise", "Interlude", "Boss"][index % 4])"),
+          ("ARTIST", "Artist \(index / 100)"), ("ALBUM", "Album \(index / 10)"),
+          ("GENRE", genres[index % genres.count]), ("TRACKNUMBER", "\(index % 10 + 1)"),
+          ("BPM", "\(80 + index % 100)"),
+        ]
+        let partial = path + ".partial"
+        try VorbisEncoder.encode(
+          samples: ToneGenerator.sine(frequency: frequency, seconds: 0.05, format: format), format: format,
+          tags: tags, quality: 0.1, to: partial)
+        guard rename(partial, path) == 0 else { throw UsageError(description: "cannot rename \(partial)") }
+        made += 1
+        if made % 5_000 == 0 {
+          progress(String(format: "made %d files (%.0f s)", made, Date().timeIntervalSince(start)))
+        }
+      }
+      let linked = view + "/" + relative
+      if !fileManager.fileExists(atPath: linked) {
+        try fileManager.createDirectory(
+          atPath: (linked as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        guard link(path, linked) == 0 else { throw UsageError(description: "cannot link \(linked)") }
+      }
+    }
+    return made
+  }
+}

@@ -1,0 +1,549 @@
+import Foundation
+import LeitmotifFixtures
+import Synchronization
+import Testing
+
+@testable import Leitmotif
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// The index gate without the consent check, for testing the scanner itself (the consent gate is
+/// `MediaLibrary.withIndex`, tested with the authorization).
+private final class DirectIndex: LibraryIndexAccess, @unchecked Sendable {
+  let index: LibraryIndex
+  let lock = NSLock()
+  init(path: String, warn: (String) -> Void = { _ in }) throws {
+    index = try LibraryIndex(path: path, warn: warn)
+  }
+  func withIndex<T>(_ body: (LibraryIndex) throws(LibraryError) -> T) throws(LibraryError) -> T {
+    lock.lock()
+    defer { lock.unlock() }
+    return try body(index)
+  }
+  func items() throws -> [MediaItem] { try index.allItems() }
+  func item(at path: String) throws -> MediaItem? { try items().first { $0.assetURL.path == path } }
+}
+
+/// A library folder with tiny real Ogg Vorbis files (a sine each, so each has its own audio).
+private struct LibraryFolder {
+  let temporary: TemporaryDirectory
+  let music: String
+  let indexPath: String
+
+  init() throws {
+    temporary = try TemporaryDirectory(prefix: "leitmotif-scan")
+    music = temporary.path + "/Music"
+    indexPath = temporary.path + "/cache/library.sqlite"
+    try FileManager.default.createDirectory(atPath: music, withIntermediateDirectories: true)
+  }
+
+  @discardableResult
+  func song(_ relative: String, frequency: Double, title: String, artist: String = "Artist", album: String = "Album")
+    throws -> String
+  {
+    let path = music + "/" + relative
+    try FileManager.default.createDirectory(
+      atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+    let format = PCMFormat.mono22050
+    try VorbisEncoder.encode(
+      samples: ToneGenerator.sine(frequency: frequency, seconds: 0.3, format: format), format: format,
+      tags: [("TITLE", title), ("ARTIST", artist), ("ALBUM", album), ("TRACKNUMBER", "3/9"), ("BPM", "128")],
+      to: path)
+    return path
+  }
+
+  var scanner: LibraryScanner { LibraryScanner(folders: [URL(fileURLWithPath: music)]) }
+}
+
+@Suite("LibraryScan")
+struct LibraryScanTests {
+  @Test func firstScanAddsItemsWithTheirTags() throws {
+    let library = try LibraryFolder()
+    try library.song("A/one.ogg", frequency: 440, title: "One")
+    try library.song("A/two.ogg", frequency: 550, title: "Two")
+    try library.song("B/C/three.OGG", frequency: 660, title: "Three", artist: "Other")
+    try Data("not a playlist entry\n".utf8).write(to: URL(fileURLWithPath: library.music + "/mix.m3u"))
+    try Data("notes".utf8).write(to: URL(fileURLWithPath: library.music + "/notes.txt"))
+    let index = try DirectIndex(path: library.indexPath)
+
+    let report = try library.scanner.scan(through: index)
+
+    #expect(report.added == 3)
+    #expect(report.failed.isEmpty)
+    #expect(report.playlists == [library.music + "/mix.m3u"])
+    let items = try index.items()
+    #expect(items.map(\.title) == ["One", "Two", "Three"])
+    #expect(Set(items.compactMap(\.persistentID)).count == 3)
+    let one = items[0]
+    #expect(one.artist == "Artist")
+    #expect(one.albumTitle == "Album")
+    #expect(one.albumTrackNumber == 3)
+    #expect(one.beatsPerMinute == 128)
+    #expect(one.sampleRate == 22_050)
+    #expect(abs((one.playbackDuration ?? 0) - 0.3) < 0.001)
+    #expect(one.dateAdded != nil)
+    #expect(try index.index.lastModifiedDate() != nil)
+  }
+
+  @Test func yearAndCompilationTagsAreRead() throws {
+    let library = try LibraryFolder()
+    let format = PCMFormat.mono22050
+    let tone = ToneGenerator.sine(frequency: 330, seconds: 0.3, format: format)
+    try VorbisEncoder.encode(
+      samples: tone, format: format, tags: [("TITLE", "Dated"), ("DATE", "1999-05-01"), ("COMPILATION", "1")],
+      to: library.music + "/dated.ogg")
+    try VorbisEncoder.encode(
+      samples: ToneGenerator.sine(frequency: 440, seconds: 0.3, format: format), format: format,
+      tags: [("TITLE", "Plain")], to: library.music + "/plain.ogg")
+    let index = try DirectIndex(path: library.indexPath)
+    _ = try library.scanner.scan(through: index)
+    let items = try index.items()
+    let dated = try #require(items.first { $0.title == "Dated" })
+    #expect(dated.year == 1999)
+    #expect(dated.isCompilation)
+    let plain = try #require(items.first { $0.title == "Plain" })
+    #expect(plain.year == nil)
+    #expect(!plain.isCompilation)
+  }
+
+  @Test func rescanWithNothingChangedOpensNoFile() throws {
+    let library = try LibraryFolder()
+    try library.song("one.ogg", frequency: 440, title: "One")
+    try library.song("two.ogg", frequency: 550, title: "Two")
+    let index = try DirectIndex(path: library.indexPath)
+    _ = try library.scanner.scan(through: index)
+    let modified = try index.index.lastModifiedDate()
+
+    let report = try library.scanner.scan(through: index)
+
+    #expect(report.unchanged == 2)
+    #expect(report.filesOpened == 0)
+    #expect(!report.hasChanges)
+    #expect(try index.index.lastModifiedDate() == modified)
+  }
+
+  @Test func aTagEditUpdatesTheItemAndKeepsItsPersistentID() throws {
+    let library = try LibraryFolder()
+    let path = try library.song("one.ogg", frequency: 440, title: "One")
+    let index = try DirectIndex(path: library.indexPath)
+    _ = try library.scanner.scan(through: index)
+    let before = try #require(try index.item(at: path))
+
+    try library.song("one.ogg", frequency: 440, title: "One (Remastered)", artist: "Someone Else")
+    let report = try library.scanner.scan(through: index)
+
+    #expect(report.updated == 1 && report.added == 0 && report.removed == 0)
+    let after = try #require(try index.item(at: path))
+    #expect(after.persistentID == before.persistentID)
+    #expect(after.title == "One (Remastered)")
+    #expect(after.artist == "Someone Else")
+  }
+
+  @Test func aRenameOrMoveKeepsThePersistentIDAndThePlayCount() throws {
+    let library = try LibraryFolder()
+    let path = try library.song("Inbox/one.ogg", frequency: 440, title: "One")
+    try library.song("Inbox/two.ogg", frequency: 550, title: "Two")
+    let index = try DirectIndex(path: library.indexPath)
+    _ = try library.scanner.scan(through: index)
+    let before = try #require(try index.item(at: path))
+    let id = Int64(bitPattern: try #require(before.persistentID))
+    #expect(try index.index.recordPlay(persistentID: id, at: Date()))
+    #expect(try index.index.recordPlay(persistentID: id, at: Date()))
+
+    let moved = library.music + "/Sorted/Artist/01 One.ogg"
+    try FileManager.default.createDirectory(
+      atPath: (moved as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+    #expect(rename(path, moved) == 0)
+    let report = try library.scanner.scan(through: index)
+
+    #expect(report.moved == 1 && report.added == 0 && report.removed == 0 && report.unchanged == 1)
+    let after = try #require(try index.item(at: moved))
+    #expect(after.persistentID == before.persistentID)
+    #expect(after.playCount == 2)
+    #expect(after.dateAdded == before.dateAdded)
+    #expect(try index.item(at: path) == nil)
+  }
+
+  @Test func filesThatVanishAreRemoved() throws {
+    let library = try LibraryFolder()
+    let path = try library.song("one.ogg", frequency: 440, title: "One")
+    try library.song("two.ogg", frequency: 550, title: "Two")
+    let index = try DirectIndex(path: library.indexPath)
+    _ = try library.scanner.scan(through: index)
+
+    #expect(unlink(path) == 0)
+    let report = try library.scanner.scan(through: index)
+
+    #expect(report.removed == 1 && report.unchanged == 1)
+    #expect(try index.items().map(\.title) == ["Two"])
+  }
+
+  @Test func identicalAudioAtTwoPathsGetsTwoItems() throws {
+    let library = try LibraryFolder()
+    try library.song("one.ogg", frequency: 440, title: "One")
+    try library.song("copy/one.ogg", frequency: 440, title: "One")
+    let index = try DirectIndex(path: library.indexPath)
+
+    let report = try library.scanner.scan(through: index)
+
+    #expect(report.added == 2)
+    #expect(Set(try index.items().compactMap(\.persistentID)).count == 2)
+  }
+
+  @Test func emptyAndDamagedFilesAreRecordedAsFailedAndNotRetriedUntilTheyChange() throws {
+    let library = try LibraryFolder()
+    try library.song("good.ogg", frequency: 440, title: "Good")
+    let empty = library.music + "/empty.ogg"
+    let damaged = library.music + "/damaged.mp3"
+    FileManager.default.createFile(atPath: empty, contents: Data())
+    FileManager.default.createFile(atPath: damaged, contents: Data(String(repeating: "no audio here ", count: 50).utf8))
+    let index = try DirectIndex(path: library.indexPath)
+
+    let first = try library.scanner.scan(through: index)
+
+    #expect(first.added == 1)
+    #expect(Set(first.failed.map(\.path)) == [empty, damaged])
+    #expect(first.failed.first { $0.path == empty }?.reason.contains("empty") == true)
+    let recorded = try index.index.failures()
+    #expect(recorded.map(\.path) == [damaged, empty])
+    #expect(recorded.allSatisfy { !$0.reason.isEmpty })
+
+    let second = try library.scanner.scan(through: index)
+    #expect(second.failed.isEmpty && second.failedUnchanged == 2 && second.filesOpened == 0)
+
+    // Fixed: read again, indexed, and no longer a failure.
+    try library.song("empty.ogg", frequency: 770, title: "Fixed")
+    let third = try library.scanner.scan(through: index)
+    #expect(third.added == 1 && third.failedUnchanged == 1)
+    #expect(try index.index.failures().map(\.path) == [damaged])
+  }
+
+  @Test func symbolicLinkLoopsAndLinksThatLeaveTheLibraryAreNotFollowed() throws {
+    let library = try LibraryFolder()
+    try library.song("inside/one.ogg", frequency: 440, title: "One")
+    let outside = library.temporary.path + "/Elsewhere"
+    try FileManager.default.createDirectory(atPath: outside, withIntermediateDirectories: true)
+    let format = PCMFormat.mono22050
+    try VorbisEncoder.encode(
+      samples: ToneGenerator.sine(frequency: 880, seconds: 0.3, format: format), format: format,
+      tags: [("TITLE", "Secret")], to: outside + "/secret.ogg")
+    #expect(symlink(outside, library.music + "/to-elsewhere") == 0)
+    #expect(symlink(outside + "/secret.ogg", library.music + "/secret.ogg") == 0)
+    #expect(symlink(library.music + "/loop-b", library.music + "/loop-a") == 0)
+    #expect(symlink(library.music + "/loop-a", library.music + "/loop-b") == 0)
+    #expect(symlink(library.music, library.music + "/inside/up") == 0)  // a cycle through a folder
+    #expect(symlink(library.music + "/inside/one.ogg", library.music + "/alias.ogg") == 0)
+    let index = try DirectIndex(path: library.indexPath)
+
+    let report = try library.scanner.scan(through: index)
+
+    #expect(report.added == 1)
+    #expect(try index.items().map(\.title) == ["One"])
+    let skipped = Set(report.skipped.map { ($0.path as NSString).lastPathComponent })
+    #expect(skipped == ["to-elsewhere", "secret.ogg", "loop-a", "loop-b"])
+    #expect(report.skipped.first { $0.path.hasSuffix("loop-a") }?.reason.contains("loop") == true)
+    #expect(report.skipped.first { $0.path.hasSuffix("to-elsewhere") }?.reason.contains("leaves") == true)
+  }
+
+  @Test func aFileNameThatIsNotUTF8IsReportedAndTheScanGoesOn() throws {
+    let library = try LibraryFolder()
+    try library.song("good.ogg", frequency: 440, title: "Good")
+    var bytes = Array((library.music + "/bad-").utf8) + [0xFF, 0xFE] + Array(".ogg".utf8) + [0]
+    let fd = bytes.withUnsafeMutableBufferPointer { buffer in
+      buffer.baseAddress!.withMemoryRebound(to: CChar.self, capacity: buffer.count) {
+        open($0, O_CREAT | O_WRONLY, 0o644)
+      }
+    }
+    #expect(fd >= 0)
+    close(fd)
+    let index = try DirectIndex(path: library.indexPath)
+
+    let report = try library.scanner.scan(through: index)
+
+    #expect(report.added == 1)
+    #expect(report.failed.count == 1)
+    #expect(report.failed.first?.reason.contains("UTF-8") == true)
+  }
+
+  @Test(.enabled(if: geteuid() != 0, "root reads every folder"))
+  func anUnreadableFolderIsReportedAndItsItemsKept() throws {
+    let library = try LibraryFolder()
+    try library.song("locked/one.ogg", frequency: 440, title: "One")
+    try library.song("two.ogg", frequency: 550, title: "Two")
+    let index = try DirectIndex(path: library.indexPath)
+    _ = try library.scanner.scan(through: index)
+
+    chmod(library.music + "/locked", 0)
+    defer { chmod(library.music + "/locked", 0o755) }
+    let report = try library.scanner.scan(through: index)
+
+    #expect(report.failed.map(\.path) == [library.music + "/locked"])
+    #expect(report.removed == 0)
+    #expect(try index.items().count == 2)
+  }
+
+  @Test func aDamagedIndexIsRebuiltWithAWarning() throws {
+    let library = try LibraryFolder()
+    try library.song("one.ogg", frequency: 440, title: "One")
+    try FileManager.default.createDirectory(
+      atPath: (library.indexPath as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+    try Data(String(repeating: "garbage, not SQLite ", count: 400).utf8).write(
+      to: URL(fileURLWithPath: library.indexPath))
+    var warnings: [String] = []
+
+    let index = try DirectIndex(path: library.indexPath) { warnings.append($0) }
+    let report = try library.scanner.scan(through: index)
+
+    #expect(warnings.count == 1)
+    #expect(warnings.first?.contains("rebuilt") == true)
+    #expect(report.added == 1)
+  }
+
+  @Test func anIndexOfANewerSchemaIsRebuiltWithAWarning() throws {
+    let library = try LibraryFolder()
+    try library.song("one.ogg", frequency: 440, title: "One")
+    do {
+      let index = try DirectIndex(path: library.indexPath)
+      _ = try library.scanner.scan(through: index)
+      try index.index.database.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
+    }
+    var warnings: [String] = []
+
+    let index = try DirectIndex(path: library.indexPath) { warnings.append($0) }
+
+    #expect(warnings.count == 1)
+    #expect(warnings.first?.contains("schema version 99") == true)
+    #expect(try index.items().isEmpty)
+    #expect(try library.scanner.scan(through: index).added == 1)
+  }
+
+  @Test func aSecondScanWaitsForTheFirstOrSaysBusy() throws {
+    let library = try LibraryFolder()
+    let lockPath = library.temporary.path + "/index.scan-lock"
+    let held = Mutex<ScanLock?>(try ScanLock(path: lockPath, waitingUpToSeconds: 0))
+
+    #expect(throws: LibraryError.self) { try ScanLock(path: lockPath, waitingUpToSeconds: 0.1) }
+    DispatchQueue.global().asyncAfter(deadline: .now() + 0.3) { held.withLock { $0 = nil } }
+    let started = Date()
+    let second = try ScanLock(path: lockPath, waitingUpToSeconds: 5)
+    #expect(Date().timeIntervalSince(started) >= 0.2)
+    withExtendedLifetime(second) {}
+  }
+
+  @Test func twoScansAtOnceOnTwoConnectionsLeaveOneConsistentIndex() throws {
+    let library = try LibraryFolder()
+    for number in 0..<6 {
+      try library.song("song\(number).ogg", frequency: 300 + Double(number) * 50, title: "Song \(number)")
+    }
+    let first = try DirectIndex(path: library.indexPath)
+    let second = try DirectIndex(path: library.indexPath)
+    let results = Mutex<[Result<ScanReport, LibraryError>]>([])
+    let group = DispatchGroup()
+    for index in [first, second] {
+      DispatchQueue.global().async(group: group) {
+        let result = Result { () throws(LibraryError) -> ScanReport in
+          let lock = try ScanLock(path: library.indexPath + ".scan-lock", waitingUpToSeconds: 30)
+          defer { withExtendedLifetime(lock) {} }
+          return try library.scanner.scan(through: index)
+        }
+        results.withLock { $0.append(result) }
+      }
+    }
+    group.wait()
+
+    let reports = try results.withLock { try $0.map { try $0.get() } }
+    #expect(reports.map(\.added).sorted() == [0, 6])
+    #expect(try first.items().count == 6)
+  }
+
+  @Test func watchModeIndexesAFileAddedWhileWatching() throws {
+    let library = try LibraryFolder()
+    try library.song("one.ogg", frequency: 440, title: "One")
+    let index = try DirectIndex(path: library.indexPath)
+    let first = try library.scanner.scan(through: index)
+    let scanner = library.scanner
+    let rescans = Mutex(0)
+    let watcher = try LibraryWatcher(
+      folders: first.walkedFolders,
+      rescan: {
+        rescans.withLock { $0 += 1 }
+        return try? scanner.scan(through: index).walkedFolders
+      }, warn: { _ in })
+    watcher.start()
+    defer { watcher.stop() }
+
+    try library.song("New Album/two.ogg", frequency: 550, title: "Two")
+    let deadline = Date().addingTimeInterval(3)
+    while try index.items().count < 2 && Date() < deadline { usleep(50_000) }
+
+    #expect(try index.items().compactMap(\.title).sorted() == ["One", "Two"])
+    // A file in a folder made while watching is seen too (the folder got its watch).
+    try library.song("New Album/three.ogg", frequency: 660, title: "Three")
+    let later = Date().addingTimeInterval(3)
+    while try index.items().count < 3 && Date() < later { usleep(50_000) }
+    #expect(try index.items().count == 3)
+    #expect(rescans.withLock { $0 } >= 1)
+  }
+
+  @Test func withoutAuthorizationScanReadsNothing() throws {
+    let library = try LibraryFolder()
+    try library.song("one.ogg", frequency: 440, title: "One")
+    var configuration = MediaLibrary.Configuration(
+      applicationID: "scan-test", usageDescription: "Your music plays while you explore.",
+      folders: [URL(fileURLWithPath: library.music)])
+    configuration.stateDirectory = URL(fileURLWithPath: library.temporary.path + "/state")
+    configuration.cacheDirectory = URL(fileURLWithPath: library.temporary.path + "/cache")
+    configuration.environment = ["HOME": library.temporary.path]
+    configuration.policyFile = URL(fileURLWithPath: library.temporary.path + "/no-policy.json")
+    let mediaLibrary = MediaLibrary(configuration: configuration)
+
+    #expect(throws: LibraryError.self) { try mediaLibrary.scan() }
+    #expect(throws: LibraryError.self) { try mediaLibrary.startWatching() }
+    #expect(mediaLibrary.lastModifiedDate == nil)
+    #expect(!FileManager.default.fileExists(atPath: configuration.indexPath))
+  }
+}
+
+/// Through the public API, with consent given by a prompt that says yes.
+@Suite("LibraryScan through MediaLibrary")
+struct LibraryScanMediaLibraryTests {
+  struct YesPrompt: AuthorizationPrompt {
+    func askForLibraryAccess(applicationName: String, usageDescription: String) -> Bool? { true }
+  }
+
+  private static func authorizedLibrary(_ library: LibraryFolder) throws -> MediaLibrary {
+    var configuration = MediaLibrary.Configuration(
+      applicationID: "scan-test", usageDescription: "Your music plays while you explore.",
+      folders: [URL(fileURLWithPath: library.music)])
+    configuration.stateDirectory = URL(fileURLWithPath: library.temporary.path + "/state")
+    configuration.cacheDirectory = URL(fileURLWithPath: library.temporary.path + "/cache")
+    configuration.environment = ["HOME": library.temporary.path]
+    configuration.policyFile = URL(fileURLWithPath: library.temporary.path + "/no-policy.json")
+    let mediaLibrary = MediaLibrary(configuration: configuration, prompt: YesPrompt())
+    #expect(try mediaLibrary.requestAuthorization() == .authorized)
+    return mediaLibrary
+  }
+
+  @Test func scanRecordsPlaysAndTellsObservers() throws {
+    let folder = try LibraryFolder()
+    let path = try folder.song("one.ogg", frequency: 440, title: "One")
+    let library = try Self.authorizedLibrary(folder)
+    let heard = Mutex<[ScanReport]>([])
+    let token = library.addLibraryObserver { report in heard.withLock { $0.append(report) } }
+    #expect(library.lastModifiedDate == nil)
+
+    let report = try library.scan()
+    #expect(report.added == 1)
+    #expect(library.lastModifiedDate != nil)
+    let id = try #require(
+      try library.withIndex { (index) throws(LibraryError) in try? index.allItems() }?.first?.persistentID)
+    var item = MediaItem(path: path)
+    item.persistentID = id
+    try library.recordPlay(of: item)
+    try library.recordSkip(of: item)
+    let stored = try library.withIndex { (index) throws(LibraryError) -> MediaItem? in
+      (try? index.item(persistentID: Int64(bitPattern: id))) ?? nil
+    }
+    #expect(stored?.playCount == 1 && stored?.skipCount == 1 && stored?.lastPlayedDate != nil)
+
+    // A rescan that changes nothing is not announced.
+    _ = try library.scan()
+    let deadline = Date().addingTimeInterval(2)
+    while heard.withLock({ $0.isEmpty }) && Date() < deadline { usleep(20_000) }
+    usleep(100_000)
+    #expect(heard.withLock { $0.map(\.added) } == [1])
+    library.removeLibraryObserver(token)
+  }
+
+  @Test func watchModeSeesANewFileAndAnnouncesIt() throws {
+    let folder = try LibraryFolder()
+    try folder.song("one.ogg", frequency: 440, title: "One")
+    let library = try Self.authorizedLibrary(folder)
+    _ = try library.scan()
+    let heard = Mutex(0)
+    library.addLibraryObserver { report in heard.withLock { $0 += report.added } }
+    try library.startWatching()
+    defer { library.stopWatching() }
+    #expect(library.isWatching)
+    usleep(200_000)
+
+    try folder.song("Later/two.ogg", frequency: 550, title: "Two")
+    let deadline = Date().addingTimeInterval(3)
+    while heard.withLock({ $0 }) < 1 && Date() < deadline { usleep(50_000) }
+
+    #expect(heard.withLock { $0 } == 1)
+    let titles = try library.withIndex { (index) throws(LibraryError) in try? index.allItems() }?.compactMap(\.title)
+    #expect(titles?.sorted() == ["One", "Two"])
+  }
+
+  @Test func twoLibrariesOnTheSameFoldersScanOneAtATime() throws {
+    let folder = try LibraryFolder()
+    for number in 0..<4 { try folder.song("s\(number).ogg", frequency: 300 + Double(number) * 70, title: "S\(number)") }
+    let first = try Self.authorizedLibrary(folder)
+    let second = try Self.authorizedLibrary(folder)
+    let results = Mutex<[Int]>([])
+    DispatchQueue.concurrentPerform(iterations: 2) { turn in
+      let library = turn == 0 ? first : second
+      if let report = try? library.scan() { results.withLock { $0.append(report.added) } }
+    }
+    #expect(results.withLock { $0.sorted() } == [0, 4])
+  }
+}
+
+@Suite("LibraryScan: leitmotif scan")
+struct LibraryScanCLITests {
+  struct Run {
+    var status: Int32
+    var output: String
+    var errors: String
+  }
+
+  func run(_ arguments: [String], home: String) throws -> Run {
+    let process = Process()
+    process.executableURL = try #require(CLIQueueExecutableTests.executable)
+    process.arguments = arguments
+    process.environment = [
+      "HOME": home, "XDG_STATE_HOME": home + "/state", "XDG_CACHE_HOME": home + "/cache",
+      "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin",
+    ]
+    let output = Pipe()
+    let errors = Pipe()
+    process.standardOutput = output
+    process.standardError = errors
+    try process.run()
+    let outputData = output.fileHandleForReading.readDataToEndOfFile()
+    let errorData = errors.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return Run(
+      status: process.terminationStatus, output: String(decoding: outputData, as: UTF8.self),
+      errors: String(decoding: errorData, as: UTF8.self))
+  }
+
+  @Test(
+    "scan: no access is status 3 naming the state; with access it prints what it did and each failure",
+    .enabled(if: CLIQueueExecutableTests.executable != nil, "the leitmotif executable is not next to the test bundle"))
+  func scanCommand() throws {
+    let folder = try LibraryFolder()
+    try folder.song("one.ogg", frequency: 440, title: "One")
+    FileManager.default.createFile(atPath: folder.music + "/empty.mp3", contents: Data())
+    let home = folder.temporary.path
+
+    let denied = try run(["scan", "--app", "scan-cli-test", "--library", folder.music], home: home)
+    #expect(denied.status == 3)
+    #expect(denied.errors.contains("notDetermined"))
+    #expect(!FileManager.default.fileExists(atPath: home + "/cache/leitmotif"))
+
+    #expect(try run(["access", "allow", "scan-cli-test"], home: home).status == 0)
+    let scanned = try run(["scan", "--app", "scan-cli-test", "--library", folder.music], home: home)
+    #expect(scanned.status == 1)  // a file failed
+    #expect(scanned.output.contains("1 added"))
+    #expect(scanned.output.contains("failed: \(folder.music)/empty.mp3: the file is empty"))
+
+    let json = try run(["scan", "--app", "scan-cli-test", "--library", folder.music, "--json"], home: home)
+    #expect(json.status == 0)
+    #expect(json.output.contains("\"unchanged\":1"))
+    #expect(json.output.contains("\"failedUnchanged\":1"))
+  }
+}
