@@ -202,7 +202,8 @@ final class LibraryIndex: @unchecked Sendable {
   /// A row of `itemColumns` as an item.
   static func item(from statement: SQLiteStatement, offset: Int = 0) -> MediaItem {
     let o = offset
-    var item = MediaItem(path: statement.text(o + 1) ?? "")
+    // isDirectory: false, or Foundation stats every path to find out (a syscall per row).
+    var item = MediaItem(assetURL: URL(fileURLWithPath: statement.text(o + 1) ?? "", isDirectory: false))
     item.persistentID = statement.integer(o).map { UInt64(bitPattern: $0) }
     item.title = statement.text(o + 2)
     item.artist = statement.text(o + 3)
