@@ -169,40 +169,9 @@ struct CLIQueueTests {
 
 @Suite("The leitmotif executable: queue options")
 struct CLIQueueExecutableTests {
-  /// The `leitmotif` binary SwiftPM built next to this test bundle, if there is one.
-  static let executable: URL? = {
-    var candidates: [URL] = []
-    if let path = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
-      candidates.append(URL(fileURLWithPath: path).deletingLastPathComponent())
-    }
-    candidates.append(Bundle.main.bundleURL)
-    candidates.append(Bundle.main.bundleURL.deletingLastPathComponent())
-    return candidates.map { $0.appendingPathComponent("leitmotif") }
-      .first { FileManager.default.isExecutableFile(atPath: $0.path) }
-  }()
+  static var executable: URL? { LeitmotifCommand.executable }
 
-  struct Run {
-    var status: Int32
-    var output: String
-    var errors: String
-  }
-
-  func run(_ arguments: [String]) throws -> Run {
-    let process = Process()
-    process.executableURL = try #require(Self.executable)
-    process.arguments = arguments
-    let output = Pipe()
-    let errors = Pipe()
-    process.standardOutput = output
-    process.standardError = errors
-    try process.run()
-    let outputData = output.fileHandleForReading.readDataToEndOfFile()
-    let errorData = errors.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return Run(
-      status: process.terminationStatus, output: String(decoding: outputData, as: UTF8.self),
-      errors: String(decoding: errorData, as: UTF8.self))
-  }
+  func run(_ arguments: [String]) throws -> LeitmotifCommand.Run { try LeitmotifCommand.run(arguments) }
 
   @Test(
     "render --crossfade renders a queue; bad values are usage errors (status 2) naming the option",

@@ -528,36 +528,18 @@ struct LibraryAccessTests {
 
 @Suite("LibraryAccess: the `leitmotif access` command")
 struct LibraryAccessCLITests {
-  struct Run {
-    var status: Int32
-    var output: String
-    var errors: String
-  }
-
-  func run(_ arguments: [String], stateHome: String, environment extra: [String: String] = [:]) throws -> Run {
-    let process = Process()
-    process.executableURL = CLIQueueExecutableTests.executable
-    process.arguments = ["access"] + arguments
+  func run(_ arguments: [String], stateHome: String, environment extra: [String: String] = [:]) throws
+    -> LeitmotifCommand.Run
+  {
     var environment = ProcessInfo.processInfo.environment
     environment["XDG_STATE_HOME"] = stateHome
     environment.removeValue(forKey: "LEITMOTIF_LIBRARY_ACCESS")
-    process.environment = environment.merging(extra) { $1 }
-    let output = Pipe()
-    let errors = Pipe()
-    process.standardOutput = output
-    process.standardError = errors
-    try process.run()
-    let outputData = output.fileHandleForReading.readDataToEndOfFile()
-    let errorData = errors.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return Run(
-      status: process.terminationStatus, output: String(decoding: outputData, as: UTF8.self),
-      errors: String(decoding: errorData, as: UTF8.self))
+    return try LeitmotifCommand.run(["access"] + arguments, environment: environment.merging(extra) { $1 })
   }
 
   @Test(
     "allow, deny, reset and list change and show the answers a running library reads; bad usage is status 2",
-    .enabled(if: CLIQueueExecutableTests.executable != nil, "the leitmotif executable is not next to the test bundle"))
+    .enabled(if: LeitmotifCommand.executable != nil, "the leitmotif executable is not next to the test bundle"))
   func accessCommand() throws {
     let directory = try TemporaryDirectory(prefix: "leitmotif-access-cli")
     let stateHome = directory.file("state")

@@ -494,36 +494,18 @@ struct LibraryScanMediaLibraryTests {
 
 @Suite("LibraryScan: leitmotif scan")
 struct LibraryScanCLITests {
-  struct Run {
-    var status: Int32
-    var output: String
-    var errors: String
-  }
-
-  func run(_ arguments: [String], home: String) throws -> Run {
-    let process = Process()
-    process.executableURL = try #require(CLIQueueExecutableTests.executable)
-    process.arguments = arguments
-    process.environment = [
-      "HOME": home, "XDG_STATE_HOME": home + "/state", "XDG_CACHE_HOME": home + "/cache",
-      "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin",
-    ]
-    let output = Pipe()
-    let errors = Pipe()
-    process.standardOutput = output
-    process.standardError = errors
-    try process.run()
-    let outputData = output.fileHandleForReading.readDataToEndOfFile()
-    let errorData = errors.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return Run(
-      status: process.terminationStatus, output: String(decoding: outputData, as: UTF8.self),
-      errors: String(decoding: errorData, as: UTF8.self))
+  func run(_ arguments: [String], home: String) throws -> LeitmotifCommand.Run {
+    try LeitmotifCommand.run(
+      arguments,
+      environment: [
+        "HOME": home, "XDG_STATE_HOME": home + "/state", "XDG_CACHE_HOME": home + "/cache",
+        "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin",
+      ])
   }
 
   @Test(
     "scan: no access is status 3 naming the state; with access it prints what it did and each failure",
-    .enabled(if: CLIQueueExecutableTests.executable != nil, "the leitmotif executable is not next to the test bundle"))
+    .enabled(if: LeitmotifCommand.executable != nil, "the leitmotif executable is not next to the test bundle"))
   func scanCommand() throws {
     let folder = try LibraryFolder()
     try folder.song("one.ogg", frequency: 440, title: "One")

@@ -259,7 +259,7 @@ final class TmuxPick {
     output = music.directory.file("pick.out")
     errors = music.directory.file("pick.err")
     status = music.directory.file("pick.status")
-    let executable = try #require(CLIQueueExecutableTests.executable).path
+    let executable = try #require(LeitmotifCommand.executable).path
     let command =
       ([executable, "pick"] + arguments + ["--library", music.musicFolder, "--app", music.applicationID])
       .map(Self.quote).joined(separator: " ")
@@ -387,7 +387,7 @@ func expectFits(_ lines: [String], columns: Int, rows: Int, sourceLocation: Sour
 @Suite(
   "leitmotif pick in a terminal (driven in tmux)",
   .enabled(if: TmuxPick.tmux != nil, "tmux is not installed: apt-get install tmux to run the terminal picker tests"),
-  .enabled(if: CLIQueueExecutableTests.executable != nil, "the leitmotif executable is not next to the test bundle"))
+  .enabled(if: LeitmotifCommand.executable != nil, "the leitmotif executable is not next to the test bundle"))
 struct PickerTerminalTests {
   @Test("Typing filters, arrows move, Enter picks and prints the id and title; every line fits 80x24")
   func typeMoveAndPick() throws {
@@ -514,25 +514,13 @@ struct PickerTerminalTests {
 
 @Suite(
   "leitmotif pick without access",
-  .enabled(if: CLIQueueExecutableTests.executable != nil, "the leitmotif executable is not next to the test bundle"))
+  .enabled(if: LeitmotifCommand.executable != nil, "the leitmotif executable is not next to the test bundle"))
 struct PickerAccessTests {
   func runPick(_ music: PickerLibrary, environment extra: [String: String] = [:]) throws -> (Int32, String, String) {
-    let process = Process()
-    process.executableURL = try #require(CLIQueueExecutableTests.executable)
-    process.arguments = ["pick", "--library", music.musicFolder, "--app", music.applicationID]
-    process.environment = music.environment.merging(extra) { _, new in new }
-    let output = Pipe()
-    let errors = Pipe()
-    process.standardOutput = output
-    process.standardError = errors
-    process.standardInput = FileHandle.nullDevice
-    try process.run()
-    let outputData = output.fileHandleForReading.readDataToEndOfFile()
-    let errorData = errors.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (
-      process.terminationStatus, String(decoding: outputData, as: UTF8.self), String(decoding: errorData, as: UTF8.self)
-    )
+    let run = try LeitmotifCommand.run(
+      ["pick", "--library", music.musicFolder, "--app", music.applicationID],
+      environment: music.environment.merging(extra) { _, new in new }, input: FileHandle.nullDevice)
+    return (run.status, run.output, run.errors)
   }
 
   @Test("Denied or restricted: an access error naming the state on stderr, exit status 3")

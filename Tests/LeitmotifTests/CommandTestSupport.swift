@@ -1,0 +1,48 @@
+import Foundation
+
+/// Runs the `leitmotif` executable SwiftPM built next to this test bundle (`swift test` rebuilds
+/// it, so it is never stale) and collects what it printed.
+enum LeitmotifCommand {
+  /// The binary, if there is one next to the test bundle.
+  static let executable: URL? = {
+    var candidates: [URL] = []
+    if let path = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
+      candidates.append(URL(fileURLWithPath: path).deletingLastPathComponent())
+    }
+    candidates.append(Bundle.main.bundleURL)
+    candidates.append(Bundle.main.bundleURL.deletingLastPathComponent())
+    return candidates.map { $0.appendingPathComponent("leitmotif") }
+      .first { FileManager.default.isExecutableFile(atPath: $0.path) }
+  }()
+
+  struct Run {
+    var status: Int32
+    var output: String
+    var errors: String
+  }
+
+  struct NotBuilt: Error, CustomStringConvertible {
+    var description: String { "the leitmotif executable is not next to the test bundle" }
+  }
+
+  /// Runs `leitmotif ARGUMENTS` with `environment` (nil: this process's) and waits for it.
+  static func run(_ arguments: [String], environment: [String: String]? = nil, input: FileHandle? = nil) throws -> Run {
+    guard let executable else { throw NotBuilt() }
+    let process = Process()
+    process.executableURL = executable
+    process.arguments = arguments
+    if let environment { process.environment = environment }
+    if let input { process.standardInput = input }
+    let output = Pipe()
+    let errors = Pipe()
+    process.standardOutput = output
+    process.standardError = errors
+    try process.run()
+    let outputData = output.fileHandleForReading.readDataToEndOfFile()
+    let errorData = errors.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return Run(
+      status: process.terminationStatus, output: String(decoding: outputData, as: UTF8.self),
+      errors: String(decoding: errorData, as: UTF8.self))
+  }
+}
