@@ -87,6 +87,33 @@ struct LibraryScanTests {
     #expect(try index.index.lastModifiedDate() != nil)
   }
 
+  @Test func aFileThatGrowsOrVanishesAfterTheWalkIsNotIndexedFromAHalfRead() throws {
+    let library = try LibraryFolder()
+    let path = try library.song("growing.ogg", frequency: 440, title: "Growing")
+    // What the walk saw; then the file grows (still being written) before it is read.
+    let walked = try #require(FolderWalker.status(of: path))
+    let handle = try #require(FileHandle(forWritingAtPath: path))
+    try handle.seekToEnd()
+    try handle.write(contentsOf: Data(repeating: 0, count: 4096))
+    try handle.close()
+    guard case .changedWhileRead = LibraryScanner.read(walked) else {
+      Issue.record("a file that changed after the walk must not be indexed from that read")
+      return
+    }
+    // The next scan walks it anew and reads it (the appended zeros do not stop the decoder).
+    let index = try DirectIndex(path: library.indexPath)
+    let report = try library.scanner.scan(through: index)
+    #expect(report.added == 1, "\(report.failed)")
+    // A file that vanishes between the walk and the read is not an error: it is gone.
+    let gone = try library.song("gone.ogg", frequency: 550, title: "Gone")
+    let walkedGone = try #require(FolderWalker.status(of: gone))
+    try FileManager.default.removeItem(atPath: gone)
+    guard case .vanished = LibraryScanner.read(walkedGone) else {
+      Issue.record("a file removed after the walk must read as vanished")
+      return
+    }
+  }
+
   @Test func yearAndCompilationTagsAreRead() throws {
     let library = try LibraryFolder()
     let format = PCMFormat.mono22050
