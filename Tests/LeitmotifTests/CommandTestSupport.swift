@@ -1,5 +1,7 @@
 import Foundation
 
+@testable import Leitmotif
+
 /// Runs the `leitmotif` executable SwiftPM built next to this test bundle (`swift test` rebuilds
 /// it, so it is never stale) and collects what it printed.
 enum LeitmotifCommand {
@@ -44,5 +46,22 @@ enum LeitmotifCommand {
     return Run(
       status: process.terminationStatus, output: String(decoding: outputData, as: UTF8.self),
       errors: String(decoding: errorData, as: UTF8.self))
+  }
+}
+
+extension MediaLibrary.Configuration {
+  /// A library configuration that keeps everything inside `root`: answers in root/state, the
+  /// index in root/cache, HOME at root (so no XDG setting of the machine leaks in), and a policy
+  /// file that does not exist.
+  static func sandboxed(
+    applicationID: String, root: String, music: String, usageDescription: String? = "Your music plays in tests."
+  ) -> MediaLibrary.Configuration {
+    var configuration = MediaLibrary.Configuration(
+      applicationID: applicationID, usageDescription: usageDescription, folders: [URL(fileURLWithPath: music)])
+    configuration.stateDirectory = URL(fileURLWithPath: root + "/state")
+    configuration.cacheDirectory = URL(fileURLWithPath: root + "/cache")
+    configuration.environment = ["HOME": root]
+    configuration.policyFile = URL(fileURLWithPath: root + "/no-policy.json")
+    return configuration
   }
 }

@@ -374,12 +374,8 @@ struct PlaylistImportTests {
 struct LibraryQueryPlaybackTests {
   /// A library whose consent is granted (through the consent store), with its index filled.
   func authorizedLibrary(_ directory: TemporaryDirectory) throws -> (MediaLibrary, QueryFixture) {
-    var configuration = MediaLibrary.Configuration(
-      applicationID: "query-tests", usageDescription: "Your music plays in tests.",
-      folders: [URL(fileURLWithPath: directory.file("Music"))])
-    configuration.stateDirectory = URL(fileURLWithPath: directory.file("state"))
-    configuration.cacheDirectory = URL(fileURLWithPath: directory.file("cache"))
-    configuration.environment = ["HOME": directory.path]
+    let configuration = MediaLibrary.Configuration.sandboxed(
+      applicationID: "query-tests", root: directory.path, music: directory.file("Music"))
     try LibraryAccessStore(configuration: configuration).remember(.authorized, for: "query-tests")
     let fixture = try QueryFixture(indexPath: configuration.indexPath, directory: directory)
     return (MediaLibrary(configuration: configuration), fixture)
@@ -388,11 +384,8 @@ struct LibraryQueryPlaybackTests {
   @Test("Without authorization a query is an access error")
   func denied() throws {
     let directory = try TemporaryDirectory()
-    var configuration = MediaLibrary.Configuration(
-      applicationID: "query-tests", folders: [URL(fileURLWithPath: directory.path)])
-    configuration.stateDirectory = URL(fileURLWithPath: directory.file("state"))
-    configuration.cacheDirectory = URL(fileURLWithPath: directory.file("cache"))
-    configuration.environment = ["HOME": directory.path]
+    let configuration = MediaLibrary.Configuration.sandboxed(
+      applicationID: "query-tests", root: directory.path, music: directory.path, usageDescription: nil)
     let library = MediaLibrary(configuration: configuration)
     do {
       _ = try library.items(matching: .songs())

@@ -417,13 +417,8 @@ struct LibraryScanTests {
   @Test func withoutAuthorizationScanReadsNothing() throws {
     let library = try LibraryFolder()
     try library.song("one.ogg", frequency: 440, title: "One")
-    var configuration = MediaLibrary.Configuration(
-      applicationID: "scan-test", usageDescription: "Your music plays while you explore.",
-      folders: [URL(fileURLWithPath: library.music)])
-    configuration.stateDirectory = URL(fileURLWithPath: library.temporary.path + "/state")
-    configuration.cacheDirectory = URL(fileURLWithPath: library.temporary.path + "/cache")
-    configuration.environment = ["HOME": library.temporary.path]
-    configuration.policyFile = URL(fileURLWithPath: library.temporary.path + "/no-policy.json")
+    let configuration = MediaLibrary.Configuration.sandboxed(
+      applicationID: "scan-test", root: library.temporary.path, music: library.music)
     let mediaLibrary = MediaLibrary(configuration: configuration)
 
     #expect(throws: LibraryError.self) { try mediaLibrary.scan() }
@@ -441,13 +436,8 @@ struct LibraryScanMediaLibraryTests {
   }
 
   private static func authorizedLibrary(_ library: LibraryFolder) throws -> MediaLibrary {
-    var configuration = MediaLibrary.Configuration(
-      applicationID: "scan-test", usageDescription: "Your music plays while you explore.",
-      folders: [URL(fileURLWithPath: library.music)])
-    configuration.stateDirectory = URL(fileURLWithPath: library.temporary.path + "/state")
-    configuration.cacheDirectory = URL(fileURLWithPath: library.temporary.path + "/cache")
-    configuration.environment = ["HOME": library.temporary.path]
-    configuration.policyFile = URL(fileURLWithPath: library.temporary.path + "/no-policy.json")
+    let configuration = MediaLibrary.Configuration.sandboxed(
+      applicationID: "scan-test", root: library.temporary.path, music: library.music)
     let mediaLibrary = MediaLibrary(configuration: configuration, prompt: YesPrompt())
     #expect(try mediaLibrary.requestAuthorization() == .authorized)
     return mediaLibrary

@@ -345,12 +345,8 @@ struct QueueLibraryTests {
         samples: ToneGenerator.sine(frequency: 300 + 100 * Double(index), seconds: 0.4, format: .stereo48000),
         format: .stereo48000, tags: [("TITLE", title)], to: music + "/\(index).ogg")
     }
-    var configuration = MediaLibrary.Configuration(
-      applicationID: "queue-tests", usageDescription: "Your music plays in tests.",
-      folders: [URL(fileURLWithPath: music)])
-    configuration.stateDirectory = URL(fileURLWithPath: directory.file("state"))
-    configuration.cacheDirectory = URL(fileURLWithPath: directory.file("cache"))
-    configuration.environment = ["HOME": directory.path]
+    let configuration = MediaLibrary.Configuration.sandboxed(
+      applicationID: "queue-tests", root: directory.path, music: music)
     try LibraryAccessStore(configuration: configuration).remember(.authorized, for: "queue-tests")
     let library = MediaLibrary(configuration: configuration)
     _ = try library.scan()

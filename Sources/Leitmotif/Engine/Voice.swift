@@ -131,8 +131,8 @@ final class Voice {
     mode = .ready(resumeFades: loaded.startFrame > 0)
     status.sampleRate.store(stream.format.sampleRate, ordering: .releasing)
     status.isLetGo.store(false, ordering: .releasing)
-    var ignored: [EngineEvent] = []
-    refill(events: &ignored)
+    deferredEvents.reserveCapacity(8)
+    refill(events: &deferredEvents)
     audibleSegmentEnd = queuedCount > 0 ? queued[queuedHead].segmentEnd : nextSegmentEnd
     status.lengthFrames.store(audibleSegmentEnd, ordering: .releasing)
     status.token.store(audibleToken, ordering: .releasing)
@@ -343,6 +343,11 @@ final class Voice {
   /// Events worth reporting are appended to `events` (which has capacity: no allocation).
   func pump(clock: Int64, lookaheadNanoseconds: Int64, settleNanoseconds: Int64, events: inout [EngineEvent]) {
     lastClock = clock
+    if !deferredEvents.isEmpty {
+      // Found outside a pump (a seek's refill): reported now, without allocating.
+      events.append(contentsOf: deferredEvents)
+      deferredEvents.removeAll(keepingCapacity: true)
+    }
     let released = source.unqueueProcessed()
     for _ in 0..<released { dropQueuedHead() }
     if mode != .ended { refill(events: &events) }
@@ -438,6 +443,9 @@ final class Voice {
   // MARK: - Internals
 
   private var lastClock: Int64 = 0
+  /// Events met outside a pump (a seek's or a stop's refill), handed out by the next pump. Its
+  /// capacity is reserved when the voice is made, so the streaming thread never allocates for it.
+  private var deferredEvents: [EngineEvent] = []
   private var audibleSegmentEnd: Int64 = 0
 
   /// A gapless join became audible: the head buffer belongs to a new segment.
@@ -466,8 +474,7 @@ final class Voice {
       // Nothing was heard yet: no fade needed, act at once.
       awaitingData = false
       pendingAction = action
-      var ignored: [EngineEvent] = []
-      runPendingAction(clock: clock, events: &ignored)
+      runPendingAction(clock: clock, events: &deferredEvents)
       return
     }
     pendingAction = action
@@ -526,8 +533,7 @@ final class Voice {
     generation = stream.requestSeek(token: target.token, frame: target.frame, keepFollowing: target.keepFollowing)
     nextFrame = target.frame
     nextToken = target.token
-    var ignored: [EngineEvent] = []
-    refill(events: &ignored)
+    refill(events: &deferredEvents)
     publishPosition()
   }
 
