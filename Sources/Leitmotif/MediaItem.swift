@@ -53,6 +53,26 @@ public struct MediaItem: Sendable, Hashable {
   public var rating = 0
   public var isCompilation = false
 
+  // What a music director picks and cuts by, from the file's tags (`load(path:)`). Not part of
+  // the item's identity: equality and hashing ignore them.
+
+  /// The mood the track sets, as its tag says it ("Tense", "Calm"): Vorbis `MOOD`, ID3 `TMOO` or
+  /// `TXXX:MOOD`.
+  public var mood: String?
+  /// Beats per bar (3 for 3/4), so a change can wait for the next bar: Vorbis `METER` or
+  /// `TIMESIGNATURE`, ID3 `TXXX` with either name.
+  public var beatsPerBar: Int?
+  /// ReplayGain's adjustment for this track alone, in dB (negative: play it quieter).
+  public var replayGainTrackDecibels: Double?
+  /// ReplayGain's adjustment for the track's album as a whole, in dB.
+  public var replayGainAlbumDecibels: Double?
+  /// The first frame of the track's loop (in frames of the file's own `sampleRate`), from
+  /// `LOOPSTART` or the like; nil when the file marks no loop.
+  public var loopStartFrame: Int64?
+  /// The frame just after the loop's last one (from `LOOPLENGTH` or `LOOPEND`); the file's length
+  /// in frames when only the start is tagged (the loop runs to the end). Nil without a loop.
+  public var loopEndFrame: Int64?
+
   public init(assetURL: URL, title: String? = nil, artist: String? = nil, albumTitle: String? = nil) {
     self.assetURL = assetURL
     self.title = title
@@ -74,6 +94,19 @@ public struct MediaItem: Sendable, Hashable {
     item.albumTitle = decoder.tags.album
     item.playbackDuration = decoder.durationSeconds
     item.sampleRate = decoder.format.sampleRate
+    let tags = decoder.tags
+    item.albumArtist = tags.albumArtist
+    item.genre = tags.genre
+    item.composer = tags.composer
+    item.beatsPerMinute = tags.beatsPerMinute
+    item.year = tags.year
+    item.mood = tags.mood
+    item.beatsPerBar = tags.meter
+    item.replayGainTrackDecibels = tags.replayGainTrackGainDecibels
+    item.replayGainAlbumDecibels = tags.replayGainAlbumGainDecibels
+    item.loopStartFrame = tags.loopStartFrame
+    // Only the start tagged: the loop runs to the end of the file (see `AudioTags.loopEndFrame`).
+    if let start = tags.loopStartFrame { item.loopEndFrame = tags.loopEndFrame ?? max(start, decoder.lengthFrames) }
     return item
   }
 }

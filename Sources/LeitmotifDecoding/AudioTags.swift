@@ -14,6 +14,13 @@ public struct AudioTags: Sendable, Hashable {
   public var discCount: Int?
   /// Tempo in beats per minute (Vorbis `BPM`, ID3 `TBPM`).
   public var beatsPerMinute: Double?
+  /// The mood the track sets, as free text ("Tense", "Calm"): Vorbis `MOOD`, ID3v2.4 `TMOO` or
+  /// an ID3 `TXXX` frame described `MOOD`.
+  public var mood: String?
+  /// Beats per bar, for changes on the bar: Vorbis `METER` or `TIMESIGNATURE` (or `TIME_SIGNATURE`)
+  /// as a time signature's numerator ("3/4" or "6/8" -> 3 and 6) or a plain count ("4"); ID3
+  /// `TXXX` frames with those descriptions. Values outside 1...64 are ignored.
+  public var meter: Int?
   /// The year of release (`DATE` or `YEAR`; ID3 TYER/TDRC): the first four digits.
   public var year: Int?
   /// Part of a compilation (`COMPILATION`; iTunes' ID3 TCMP): 1, true or yes.
@@ -66,6 +73,9 @@ struct TagCollector {
       }
     case "COMPILATION", "ITUNESCOMPILATION":
       if tags.isCompilation == nil { tags.isCompilation = ["1", "true", "yes"].contains(value.lowercased()) }
+    case "MOOD": tags.mood = tags.mood ?? value
+    case "METER", "TIMESIGNATURE", "TIME_SIGNATURE":
+      if tags.meter == nil { tags.meter = Self.beatsPerBar(value) }
     case "BPM", "TEMPO":
       if let bpm = Double(value), bpm > 0, bpm.isFinite { tags.beatsPerMinute = bpm }
     case "LOOPSTART", "LOOP_START", "LOOP_BEGIN", "LOOPBEGIN":
@@ -104,6 +114,13 @@ struct TagCollector {
   private static func numberAndCount(_ value: String) -> (Int?, Int?) {
     let parts = value.split(separator: "/", maxSplits: 1).map { String($0).trimmingSpaces }
     return (parts.first.flatMap { Int($0) }, parts.count > 1 ? Int(parts[1]) : nil)
+  }
+
+  /// "3/4" -> 3, "4" -> 4; nil for anything else, or for a count no bar has.
+  private static func beatsPerBar(_ value: String) -> Int? {
+    let numerator = value.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+    guard let beats = Int(String(numerator).trimmingSpaces), (1...64).contains(beats) else { return nil }
+    return beats
   }
 
   private static func frame(_ value: String) -> Int64? {

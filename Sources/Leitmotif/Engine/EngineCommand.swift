@@ -20,6 +20,8 @@ enum EngineCommand: Sendable {
   case seek(slot: Int, seconds: Double, generation: Int)
   case setRate(slot: Int, Float)
   case setVolume(slot: Int, Float)
+  /// The high-frequency gain of the slot's low-pass filter, 0...1 (1: unfiltered).
+  case setLowPass(slot: Int, Float)
   case scan(slot: Int, direction: Int)  // +1 forward, -1 backward, 0 ends the scan
   case release(slot: Int)
   /// Arms (or, with nil, disarms) the hand-over from a voice to a follower (see `Voice.Handoff`).

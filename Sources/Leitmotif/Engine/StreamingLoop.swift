@@ -24,11 +24,14 @@ final class StreamingLoop: @unchecked Sendable {
   private let events: CommandQueue<EngineEvent>
   private var commandBatch: [EngineCommand] = []
   // Commands for a slot whose stream is still loading wait here (per slot): play/pause intent,
-  // a seek, rate and volume are applied when it attaches.
+  // a seek, rate, volume and low-pass are applied when it attaches.
   private var wantsPlaying = [Bool](repeating: false, count: maximumVoices)
   private var pendingSeek = [(seconds: Double, generation: Int)?](repeating: nil, count: maximumVoices)
   private var rates = [Float](repeating: 1, count: maximumVoices)
   private var volumes = [Float](repeating: 1, count: maximumVoices)
+  /// High-frequency gains of each slot's low-pass filter (1: unfiltered). The voice keeps its own
+  /// copy too, which a new source after a device change inherits (`Voice.move`).
+  private var lowPassGains = [Float](repeating: 1, count: maximumVoices)
   /// Crossfades waiting for their incoming voice to have audio (per incoming slot).
   private var pendingCrossfades = [(from: [Int], seconds: Double, curve: FadeCurve)?](
     repeating: nil, count: maximumVoices)
@@ -236,6 +239,7 @@ final class StreamingLoop: @unchecked Sendable {
           slot: slot, status: statuses[slot], source: source, loaded: stream, waitForDecoding: isOffline)
         voice.setRate(rates[slot])
         voice.setVolume(volumes[slot])
+        if lowPassGains[slot] != 1 { voice.setLowPass(lowPassGains[slot]) }
         voice.handoff = armed[slot]
         voices[slot] = voice
         if let seek = pendingSeek[slot] {
@@ -278,6 +282,9 @@ final class StreamingLoop: @unchecked Sendable {
     case .setVolume(let slot, let volume):
       volumes[slot] = volume
       voices[slot]?.setVolume(volume)
+    case .setLowPass(let slot, let gainHF):
+      lowPassGains[slot] = gainHF
+      voices[slot]?.setLowPass(gainHF)
     case .scan(let slot, let direction):
       voices[slot]?.scan(direction: direction, clock: clock)
     case .release(let slot):
@@ -289,6 +296,7 @@ final class StreamingLoop: @unchecked Sendable {
       armed[slot] = nil
       rates[slot] = 1
       volumes[slot] = 1
+      lowPassGains[slot] = 1
       statuses[slot].isPrepared.store(false, ordering: .releasing)
     case .arm(let slot, let handoff):
       armed[slot] = handoff

@@ -254,6 +254,26 @@ final class Voice {
 
   func setVolume(_ newVolume: Float) { volume = max(0, min(1, newVolume)) }
 
+  /// The high-frequency gain of the voice's low-pass filter (1: unfiltered). Kept here so that a
+  /// new source after `move` gets it too.
+  private(set) var lowPassGain: Float = 1
+
+  /// Muffles the voice (see `StreamingSource.setLowPass`). OpenAL does not ramp it: it lands in
+  /// the next mix. A failure is reported as a diagnostic by the next pump; the voice plays on.
+  func setLowPass(_ gainHF: Float) {
+    lowPassGain = gainHF.isFinite ? max(0, min(1, gainHF)) : 1
+    applyLowPass()
+  }
+
+  private func applyLowPass() {
+    do throws(OutputError) {
+      try source.setLowPass(gainHF: lowPassGain)
+    } catch {
+      // Error path only: the diagnostic's text is the one allocation here.
+      deferredEvents.append(.diagnostic(Diagnostic(.error, "cannot filter voice \(slot): \(error)", error: error)))
+    }
+  }
+
   func scan(direction: Int, clock: Int64) {
     scanDirection = direction
     scanStartedNanoseconds = clock
@@ -437,6 +457,8 @@ final class Voice {
     mode = .ready(resumeFades: true)
     pendingAction = nil
     source.setPitch(rate)
+    // A new source starts unfiltered; filter it before it is heard.
+    if lowPassGain != 1 { applyLowPass() }
     if wasPlaying { play(clock: clock) }
   }
 

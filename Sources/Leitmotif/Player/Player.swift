@@ -25,6 +25,7 @@ public final class Player: MediaPlayback {
     var prepared = false
     var rate: Float = 1
     var volume: Float = 1
+    var lowPassGain: Float = 1
     var stateBeforeSeeking: PlaybackState?
     var seekGeneration = 0
     var requestedSeekSeconds: Double = 0
@@ -61,6 +62,14 @@ public final class Player: MediaPlayback {
       }
       status.isPrepared.store(false, ordering: .releasing)
       engine.commands.post(.release(slot: slot))
+      // A release resets the slot's rate, volume and filter in the engine; the player's settings
+      // outlive its item. (Read and posted under the lock, as their setters do, so the last value
+      // set is the last posted.)
+      state.withLock { state in
+        if state.rate != 1 { engine.commands.post(.setRate(slot: slot, state.rate)) }
+        if state.volume != 1 { engine.commands.post(.setVolume(slot: slot, state.volume)) }
+        if state.lowPassGain != 1 { engine.commands.post(.setLowPass(slot: slot, state.lowPassGain)) }
+      }
     }
   }
 
@@ -168,6 +177,25 @@ public final class Player: MediaPlayback {
       let volume = newValue.isFinite ? max(0, min(1, newValue)) : 1
       state.withLock { $0.volume = volume }
       engine.commands.post(.setVolume(slot: slot, volume))
+    }
+  }
+
+  /// Muffles the music ("under water", a pause menu): the high-frequency gain of an OpenAL EFX
+  /// low-pass filter on the player's voice. 0 to 1: what lies above about 5 kHz is scaled by it
+  /// (0 acts as -60 dB) and the bass is left as it is; 1, the default, removes the filter, so the
+  /// output is exactly unfiltered. Values outside 0...1 are clamped; NaN and infinities mean 1.
+  /// It stays set when `item` changes.
+  ///
+  /// Returns at once: the engine's streaming thread applies it on its next pump (offline: before
+  /// the next `render`). OpenAL does not ramp the change. Safe to set from any thread.
+  public var lowPassGain: Float {
+    get { state.withLock { $0.lowPassGain } }
+    set {
+      let gain = newValue.isFinite ? max(0, min(1, newValue)) : 1
+      state.withLock { state in
+        state.lowPassGain = gain
+        engine.commands.post(.setLowPass(slot: slot, gain))
+      }
     }
   }
 

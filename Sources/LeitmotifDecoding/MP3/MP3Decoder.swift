@@ -191,7 +191,7 @@ final class MP3Decoder: AudioDecoder {
     let names: [String: String] = [
       "TIT2": "TITLE", "TPE1": "ARTIST", "TALB": "ALBUM", "TPE2": "ALBUMARTIST", "TCON": "GENRE",
       "TCOM": "COMPOSER", "TRCK": "TRACKNUMBER", "TPOS": "DISCNUMBER", "TBPM": "BPM",
-      "TYER": "YEAR", "TDRC": "DATE", "TCMP": "COMPILATION",
+      "TYER": "YEAR", "TDRC": "DATE", "TCMP": "COMPILATION", "TMOO": "MOOD",
     ]
     if let tag = version2?.pointee {
       for index in 0..<tag.texts {

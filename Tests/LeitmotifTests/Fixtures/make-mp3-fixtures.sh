@@ -34,6 +34,14 @@
 #                            end): title, artist, album, album artist (TPE2), genre, composer (TCOM),
 #                            track 3/12, disc 1/2 (TPOS), TBPM 128, TXXX REPLAYGAIN_TRACK_GAIN/PEAK,
 #                            REPLAYGAIN_ALBUM_GAIN/PEAK, TXXX LOOPSTART=1000 and LOOPLENGTH=20000.
+#   director-tmoo.mp3        a 44.1 kHz mono tone of 10001 frames, LAME tag, ID3v2.3 (--id3v2-only)
+#                            with what a music director reads (DirectorTagTests): TMOO "Brooding",
+#                            TXXX METER=3/4, TBPM 96, TCON, TPE2, TCOM, TYER 1997,
+#                            TXXX REPLAYGAIN_TRACK_GAIN/ALBUM_GAIN, TXXX LOOPSTART=100, LOOPEND=9000.
+#                            (lame writes TMOO, an ID3v2.4 frame, into its v2.3 tag as asked; libmpg123
+#                            reads it like any text frame.)
+#   director-txxx.mp3        the same tone with the mood and meter only as TXXX frames: MOOD "Calm",
+#                            TIMESIGNATURE 6/8 (the names some taggers use instead).
 #   gapless-part1.mp3,       one 44.1 kHz stereo tone of 44100 frames cut by sox `trim` into 21017 and
 #   gapless-part2.mp3        23083 frames (unequal, so the parts differ), each encoded on its own with
 #                            a LAME tag, so each decodes to exactly its length and the two join
@@ -85,6 +93,14 @@ encode 44100 1 30000 id3-tagged --id3v2-only \
   --tv "TXXX=REPLAYGAIN_TRACK_GAIN=-6.50 dB" --tv "TXXX=REPLAYGAIN_TRACK_PEAK=0.501953" \
   --tv "TXXX=REPLAYGAIN_ALBUM_GAIN=-7.25 dB" --tv "TXXX=REPLAYGAIN_ALBUM_PEAK=0.750000" \
   --tv "TXXX=LOOPSTART=1000" --tv "TXXX=LOOPLENGTH=20000"
+
+encode 44100 1 10001 director-tmoo --id3v2-only --tt "Director Tone" \
+  --tg "Ambient" --ty 1997 --tv "TPE2=Score Ensemble" --tv "TCOM=B. Composer" --tv "TBPM=96" \
+  --tv "TMOO=Brooding" --tv "TXXX=METER=3/4" \
+  --tv "TXXX=REPLAYGAIN_TRACK_GAIN=-3.20 dB" --tv "TXXX=REPLAYGAIN_ALBUM_GAIN=-4.10 dB" \
+  --tv "TXXX=LOOPSTART=100" --tv "TXXX=LOOPEND=9000"
+encode 44100 1 10001 director-txxx --id3v2-only --tt "Director Tone 2" \
+  --tv "TXXX=MOOD=Calm" --tv "TXXX=TIMESIGNATURE=6/8"
 
 # Two halves of one tone, each encoded on its own (see the header for why not --nogap).
 tone 44100 2 44100 "$work/whole.wav"
