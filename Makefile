@@ -6,7 +6,7 @@
 # pkg-config for SwiftPM to find them, and lame for the benchmark's MP3 and the fixture script.
 PACKAGES := pkg-config libopenal-dev libvorbis-dev libmpg123-dev libsqlite3-dev lame tmux
 
-.PHONY: deps test demo bench format fixtures
+.PHONY: deps test test-tsan demo bench format fixtures
 
 deps:
 	@missing=$$(for package in $(PACKAGES); do \
@@ -25,6 +25,11 @@ deps:
 
 test: deps
 	swift test
+
+# The tests under the thread sanitizer, built in their own scratch path so the normal build stays.
+# Pass test options through TEST_FLAGS, e.g. `make test-tsan TEST_FLAGS="--filter EventBus"`.
+test-tsan: deps
+	swift test --sanitize=thread --scratch-path .build/tsan $(TEST_FLAGS)
 
 demo: deps
 	swift run leitmotif-demo
