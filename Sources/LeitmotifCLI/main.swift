@@ -16,6 +16,8 @@ let usage = """
         plays in real time (headless if there is no sound card); Ctrl-C stops
     leitmotif devices
         lists the playback devices OpenAL can open
+    leitmotif cues check FILE
+        checks a cue file (JSON5): every error and warning as FILE:LINE:COLUMN; exit status 2 if invalid
 
   the player's music library (each for one application id: --app ID, default leitmotif; without
   the player's consent: an error naming the state, exit status 3):
@@ -479,6 +481,7 @@ case "access": exit(AccessCommand.run(Array(commandLine)))
 case "scan": exit(ScanCommand.run(Array(commandLine)))
 case "query": exit(QueryCommand.run(Array(commandLine)))
 case "pick": exit(PickCommand.run(Array(commandLine)))
+case "cues": exit(CuesCommand.run(Array(commandLine)))
 case "help", "--help", "-h": print(usage)
 default: fail("unknown command \"\(command)\"\n\(usage)")
 }
