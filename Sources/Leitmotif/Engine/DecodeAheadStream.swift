@@ -330,6 +330,12 @@ final class DecodeAheadStream: @unchecked Sendable {
           output[2 * frame + 1] = scratch[frame]
         }
       }
+      if segment.gain != 1 {
+        // The item's own level (ReplayGain): applied here, per sample, so it changes exactly at
+        // a gapless seam, which a source gain set by the streaming thread could not.
+        let gain = segment.gain
+        for index in 0..<(2 * frames) { output[index] *= gain }
+      }
       if frames == 0 && error == nil && capacity > 0 && segment.decoder.cursorFrames < min(boundary, segment.endFrame) {
         // Damage swallowed part of the stream: the item ends early, and says so.
         error = DecodeError(

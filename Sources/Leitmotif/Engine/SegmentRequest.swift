@@ -13,6 +13,8 @@ struct SegmentRequest: Sendable {
   var loopFromTags = true
   /// Jumps back from the loop's end; nil loops until released; 0 plays straight through.
   var loopCount: Int? = 0
+  /// Multiplies every decoded sample (1: unchanged).
+  var gain: Float = 1
 
   /// Opens the file and works out the frames. Runs on the loader (it does I/O).
   /// - Throws: `DecodeError`, with `.pointsOutsideFile` when trim or loop points do not fit.
@@ -54,6 +56,6 @@ struct SegmentRequest: Sendable {
     }
     if start > 0 { try decoder.seek(toFrame: start) }
     return StreamSegment(
-      token: token, decoder: decoder, startFrame: start, endFrame: end, loop: loop, loopCount: loopCount)
+      token: token, decoder: decoder, startFrame: start, endFrame: end, loop: loop, loopCount: loopCount, gain: gain)
   }
 }

@@ -18,6 +18,8 @@ struct StreamSegment: @unchecked Sendable {
   /// How many times playback jumps back from the loop's end to its start; nil loops until the
   /// loop is released (`DecodeAheadStream.releaseLoop`).
   let loopCount: Int?
+  /// Multiplies every decoded sample (1: unchanged): a per-item level (ReplayGain).
+  var gain: Float = 1
 }
 
 /// A loop, in frames of the file: `start ..< end`.

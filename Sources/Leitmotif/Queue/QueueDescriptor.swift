@@ -35,6 +35,9 @@ public struct QueueDescriptor: Sendable, Equatable {
     public var loopPoints: LoopPoints?
     /// How often it loops (nil: the player's `loopRepeat`).
     public var loopRepeat: LoopRepeat?
+    /// A level change for this entry alone, in decibels (nil: none), applied to its samples as
+    /// they are decoded, so that it is exact at gapless joins (ReplayGain, a source's gain).
+    public var gainDecibels: Double?
 
     public init(
       item: MediaItem, startTime: TimeInterval? = nil, endTime: TimeInterval? = nil, transition: Transition? = nil,
@@ -60,6 +63,9 @@ public struct QueueDescriptor: Sendable, Equatable {
         throw QueueError.startAfterEnd(item: item.errorName, start: start, end: end)
       }
       if case .times(let count)? = loopRepeat, count < 0 { throw QueueError.invalidLoopCount(count) }
+      if let gain = gainDecibels, !(gain.isFinite && gain <= 24) {
+        throw QueueError.invalidGain(item: item.errorName, decibels: gain)
+      }
       if let loop = loopPoints, let duration, let rate = item.sampleRate {
         let length = Int64((duration * Double(rate)).rounded())
         guard (loop.endFrame ?? length) <= length, loop.startFrame < length else {

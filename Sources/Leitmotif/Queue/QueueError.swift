@@ -11,6 +11,8 @@ public enum QueueError: Error, Sendable, Equatable, CustomStringConvertible {
   case invalidCrossfade(Double)
   case invalidLoopPoints(String)
   case invalidLoopCount(Int)
+  /// An entry's gain is not a finite level of at most +24 dB.
+  case invalidGain(item: String, decibels: Double)
   /// A queue transaction was refused; `reason` is the first step that failed.
   case transactionRejected(reason: String)
 
@@ -30,6 +32,8 @@ public enum QueueError: Error, Sendable, Equatable, CustomStringConvertible {
       return "crossfade of \(seconds) s: expected a finite duration of 0 s (gapless) or more"
     case .invalidLoopPoints(let why): return "invalid loop points: \(why)"
     case .invalidLoopCount(let count): return "loop count \(count): expected 0 or more"
+    case .invalidGain(let item, let decibels):
+      return "\(item): gain \(decibels) dB: expected a finite level of at most +24 dB"
     case .transactionRejected(let reason): return "queue transaction rejected, the queue is unchanged: \(reason)"
     }
   }

@@ -94,6 +94,13 @@ public final class QueuePlayer: MediaPlayback {
     var stateBeforeSeeking: PlaybackState?
     var rate: Float = 1
     var volume: Float = 1
+    /// A gain under `volume` that the music director steps (ducks, fades, parameter curves)
+    /// without a `volumeChanged` notification for every step.
+    var mixGain: Float = 1
+    /// The transition of the next skip, when the director asks for one (see `skip(_:transition:)`).
+    var pendingFade: Transition?
+    /// High-frequency gain of every voice's low-pass filter (1: unfiltered).
+    var lowPassGain: Float = 1
     /// Seeks asked of the current voice (compared with its status's `seekGenerationDone`).
     var seekGeneration = 0
     var lastSeekSeconds: Double = 0
@@ -159,6 +166,16 @@ public final class QueuePlayer: MediaPlayback {
   }
 
   public func setQueue(with descriptor: QueueDescriptor) throws(QueueError) {
+    try setQueue(with: descriptor, startingAt: nil, transition: nil)
+  }
+
+  /// Replaces the queue; while playing, moves to it with `transition` (nil: the first entry's or
+  /// the player's), whatever the entries say; the item to start with opens at `startSeconds` of
+  /// its file (nil: its start). Not playing, the queue waits there for `play()`.
+  /// - Throws: `QueueError` for bad trim points; the queue is then unchanged.
+  public func setQueue(
+    with descriptor: QueueDescriptor, startingAt startSeconds: TimeInterval?, transition: Transition?
+  ) throws(QueueError) {
     try descriptor.validate()
     try state.withLock { (state) throws(QueueError) -> Void in
       var ids: [Int] = []
@@ -182,9 +199,11 @@ public final class QueuePlayer: MediaPlayback {
       emitLocked(.queueChanged(count: state.playOrder.count), &state)
       emitNowPlaying(reason: .queueChange, &state)
       if state.playbackState == .playing, let now = state.nowID {
-        crossfade(to: now, &state)
+        state.requestedSeekSeconds = startSeconds.map { max(0, $0) }
+        crossfade(to: now, fade: transition, &state)
       } else {
         releaseAllVoices(&state)
+        state.requestedSeekSeconds = startSeconds.map { max(0, $0) }
       }
     }
   }
@@ -546,9 +565,61 @@ public final class QueuePlayer: MediaPlayback {
       state.withLock { state in
         guard state.volume != volume else { return }
         state.volume = volume
-        for slot in allSlots(state) { engine.commands.post(.setVolume(slot: slot, volume)) }
+        for slot in allSlots(state) { engine.commands.post(.setVolume(slot: slot, volume * state.mixGain)) }
         emitLocked(.volumeChanged(volume), &state)
       }
+    }
+  }
+
+  /// Muffles the music ("under water", a pause menu): the high-frequency gain of an OpenAL EFX
+  /// low-pass filter on every voice this player owns, now and later (a crossfade's incoming voice
+  /// too). 0 to 1: what lies above about 5 kHz is scaled by it (0 acts as -60 dB) and the bass
+  /// is left as it is; 1, the default, removes the filter, so the output is exactly unfiltered.
+  /// Values outside 0...1 are clamped; NaN and infinities mean 1.
+  ///
+  /// Returns at once: the engine's streaming thread applies it on its next pump (offline: before
+  /// the next `render`). OpenAL does not ramp the change. Safe to set from any thread.
+  public var lowPassGain: Float {
+    get { state.withLock { $0.lowPassGain } }
+    set {
+      let gain = newValue.isFinite ? max(0, min(1, newValue)) : 1
+      state.withLock { state in
+        guard state.lowPassGain != gain else { return }
+        state.lowPassGain = gain
+        for slot in allSlots(state) { engine.commands.post(.setLowPass(slot: slot, gain)) }
+      }
+    }
+  }
+
+  /// The director's gain under `volume` (see `State.mixGain`): posted to every voice, no event.
+  func setMixGain(_ gain: Float) {
+    let gain = gain.isFinite ? max(0, min(1, gain)) : 1
+    state.withLock { state in
+      guard state.mixGain != gain else { return }
+      state.mixGain = gain
+      for slot in allSlots(state) { engine.commands.post(.setVolume(slot: slot, state.volume * gain)) }
+    }
+  }
+
+  /// A skip with its own crossfade (nil: the usual one), for the director's `skip` action.
+  func skip(_ direction: SkipDirection, transition: Transition?) throws(QueueError) {
+    state.withLock { $0.pendingFade = transition }
+    defer { state.withLock { $0.pendingFade = nil } }
+    switch direction {
+    case .next: try skipToNextItem()
+    case .previous: try skipToPreviousItem()
+    case .beginning: try skipToBeginning()
+    }
+  }
+
+  /// The director's rate: changes the speed of every voice without starting playback (unlike
+  /// `setCurrentPlaybackRate`) and without a notification.
+  func setMixRate(_ rate: Float) {
+    guard rate.isFinite, rate > 0, rate <= 4 else { return }
+    state.withLock { state in
+      guard state.rate != rate else { return }
+      state.rate = rate
+      for slot in allSlots(state) { engine.commands.post(.setRate(slot: slot, rate)) }
     }
   }
 
@@ -699,6 +770,7 @@ public final class QueuePlayer: MediaPlayback {
     request.endSeconds = entry.endTime
     request.loopPoints = entry.loopPoints
     request.loopCount = (entry.loopRepeat ?? state.loopRepeat).count
+    request.gain = entry.gainDecibels.map { Float(pow(10, $0 / 20)) } ?? 1
     return request
   }
 
@@ -721,7 +793,8 @@ public final class QueuePlayer: MediaPlayback {
     }
     engine.setListener(slot: slot) { [weak self] event in self?.handle(event, slot: slot) }
     engine.commands.post(.setRate(slot: slot, state.rate))
-    engine.commands.post(.setVolume(slot: slot, state.volume))
+    engine.commands.post(.setVolume(slot: slot, state.volume * state.mixGain))
+    engine.commands.post(.setLowPass(slot: slot, state.lowPassGain))
     return slot
   }
 
@@ -835,8 +908,9 @@ public final class QueuePlayer: MediaPlayback {
   }
 
   /// Starts `id` on a new voice, crossfading from every voice of this player that can be heard.
-  private func crossfade(to id: Int, from previous: MediaItem? = nil, _ state: inout State) {
-    let fade = transition(into: id, state)
+  private func crossfade(to id: Int, from previous: MediaItem? = nil, fade override: Transition? = nil, _ state: inout State) {
+    let fade = override ?? state.pendingFade ?? transition(into: id, state)
+    state.pendingFade = nil
     emitLocked(.transitionStarted(from: previous, to: state.entries[id]!.item, fade), &state)
     if case .follower(let follower, let token, id, _)? = state.voices.scheduled, state.requestedSeekSeconds == nil {
       // The item is already open and buffered on the follower voice (a skip to the next item):

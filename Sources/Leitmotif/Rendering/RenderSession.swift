@@ -39,9 +39,14 @@ struct RenderSession {
 
   /// One render call of `renderFrames` into `buffer`: the engine pumps, mixes and delivers its
   /// events on this thread.
-  mutating func mix() {
+  mutating func mix() { mix(frameCount: renderFrames) }
+
+  /// A shorter render call (at most `renderFrames`), so that a change lands on an exact frame (the
+  /// director's events and beat-grid transitions). Runs stay repeatable: the same script makes
+  /// the same calls.
+  mutating func mix(frameCount: Int) {
     let engine = self.engine
-    let frames = renderFrames
+    let frames = max(1, min(frameCount, renderFrames))
     buffer.withUnsafeMutableBufferPointer { engine.render(into: $0.baseAddress!, frameCount: frames) }
   }
 

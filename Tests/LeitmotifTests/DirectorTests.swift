@@ -1,0 +1,709 @@
+import Foundation
+import LeitmotifFixtures
+import Synchronization
+import Testing
+
+@testable import Leitmotif
+
+@Suite("The director: cues change the music")
+struct DirectorTests {
+  @Test("A cue crossfades to another state; the timeline says which rule did it")
+  func stateChange() throws {
+    let game = try DirectorFixture()
+    let sheet = try game.sheet(
+      """
+      {
+        start: "explore",
+      \(DirectorFixture.sources)
+        states: {
+          explore: { music: "calm" },
+          combat: { music: "tense", transition: { seconds: 0.5 } },
+        },
+        rules: [ { name: "fight", on: "combat.start", do: { state: "combat" } } ],
+      }
+      """)
+    let (left, timeline) = try game.simulate(sheet, [.cue(3, "combat.start")], seconds: 6)
+    let pitches = [DirectorFixture.explorePitch, DirectorFixture.combatPitch]
+    #expect(Listen.loudest(left, 0.5, 2.9, among: pitches) == DirectorFixture.explorePitch, "\(timeline.summary)")
+    #expect(Listen.loudest(left, 3.6, 5.9, among: pitches) == DirectorFixture.combatPitch, "\(timeline.summary)")
+    #expect(timeline.events.map(\.outcome) == ["fired"])
+    #expect(timeline.events.first?.rule == "fight")
+    #expect(timeline.states.map(\.state) == ["explore", "combat"])
+    #expect(abs((timeline.states.last?.from ?? 0) - 3) < 0.001)
+  }
+}
+
+@Suite("The director: rules, conditions, priorities and cooldowns")
+struct DirectorRuleTests {
+  static let cues = """
+    {
+      start: "explore",
+    \(DirectorFixture.sources)
+      parameters: { intensity: { default: 0 } },
+      states: {
+        explore: { music: "calm" },
+        combat: { music: "tense", transition: { seconds: 0.2 } },
+        boss: { music: "bossMusic", priority: 10, transition: { seconds: 0.2 } },
+      },
+      rules: [
+        { name: "threat", on: "enemy.*", when: { state: "explore", payload: { threat: { atLeast: 2 } } }, do: { state: "combat" } },
+        { name: "boss", on: "boss.appears", priority: 10, do: { state: "boss" } },
+        { name: "calm down", on: "combat.end", do: { state: "explore" } },
+        { name: "victory", on: "boss.defeated", priority: 10, do: { state: "explore" } },
+        { name: "hit", on: "player.hit", cooldown: 1, do: { stinger: "hit" } },
+        { name: "hot", on: "heat", when: { parameters: { intensity: { above: 0.5 } } }, do: { state: "combat" } },
+        { name: "low", on: "pick", priority: 1, do: { volume: 0.9 } },
+        { name: "high", on: "pick", priority: 5, do: { volume: 0.8 } },
+      ],
+    }
+    """
+
+  func run(_ script: [CueScript.Step], seconds: Double = 8) throws -> CueTimeline {
+    let game = try DirectorFixture()
+    return try game.simulate(try game.sheet(Self.cues), script, seconds: seconds).timeline
+  }
+
+  @Test("Payload and state conditions; a wildcard cue")
+  func conditions() throws {
+    let timeline = try run([.cue(1, "enemy.spotted", ["threat": 1]), .cue(2, "enemy.spotted", ["threat": 3])])
+    #expect(timeline.events.map(\.outcome) == ["ignored", "fired"], "\(timeline.summary)")
+    #expect(timeline.events[0].reason?.contains("threat") == true, "\(timeline.summary)")
+    #expect(timeline.state(at: 1.5) == "explore")
+    #expect(timeline.state(at: 2.5) == "combat")
+  }
+
+  @Test("A game parameter condition")
+  func parameter() throws {
+    let timeline = try run([.cue(1, "heat"), .set(2, "intensity", 0.8), .cue(3, "heat")])
+    #expect(timeline.events.map(\.outcome) == ["ignored", "fired"], "\(timeline.summary)")
+    #expect(timeline.events[0].reason?.contains("intensity") == true)
+  }
+
+  @Test("Boss music is not interrupted by a lesser cue; a rule of its rank ends it")
+  func priorities() throws {
+    let timeline = try run([.cue(1, "boss.appears"), .cue(2, "combat.end"), .cue(3, "boss.defeated")])
+    #expect(timeline.events.map(\.outcome) == ["fired", "ignored", "fired"], "\(timeline.summary)")
+    #expect(timeline.events[1].reason?.contains("outranks") == true, "\(timeline.summary)")
+    #expect(timeline.state(at: 2.5) == "boss")
+    #expect(timeline.state(at: 3.5) == "explore")
+  }
+
+  @Test("The highest-priority matching rule fires, and only it")
+  func highestWins() throws {
+    let timeline = try run([.cue(1, "pick")])
+    #expect(timeline.events.first?.rule == "high", "\(timeline.summary)")
+    #expect(timeline.events.count == 1)
+  }
+
+  @Test("A stinger does not fire twice within its cooldown")
+  func cooldown() throws {
+    let timeline = try run([.cue(1, "player.hit"), .cue(1.5, "player.hit"), .cue(2.2, "player.hit")])
+    #expect(timeline.events.map(\.outcome) == ["fired", "ignored", "fired"], "\(timeline.summary)")
+    #expect(timeline.events[1].reason?.contains("cooling down") == true)
+    #expect(timeline.stingers.count == 2)
+  }
+
+  @Test("A cue no rule answers is reported as such")
+  func unanswered() throws {
+    let timeline = try run([.cue(1, "door.opened")])
+    #expect(timeline.events.first?.reason == "no rule answers cue \"door.opened\"", "\(timeline.summary)")
+  }
+}
+
+@Suite("The director: timing on the beat grid")
+struct DirectorTimingTests {
+  func quietThen(_ transition: String, extra: String = "") -> String {
+    """
+    {
+      start: "quiet",
+    \(DirectorFixture.sources)
+      \(extra)
+      states: {
+        quiet: { music: "quiet" },
+        combat: { music: "tense" },
+      },
+      rules: [ { on: "go", do: { crossfade: "combat", \(transition) } } ],
+    }
+    """
+  }
+
+  @Test("Quantized to the next beat: the incoming music's first sample within 1 ms of the beat")
+  func beat() throws {
+    let game = try DirectorFixture()
+    let sheet = try game.sheet(quietThen("seconds: 0.5, curve: \"linear\", at: \"beat\""))
+    // 120 BPM from the tag: beats every 0.5 s; the cue at 1.3 s waits for 1.5 s.
+    let (left, timeline) = try game.simulate(sheet, [.cue(1.3, "go")], seconds: 3)
+    let first = try #require(Listen.firstSound(left, after: 0))
+    #expect(abs(Double(first) / 48_000 - 1.5) <= 0.001, "first sound at \(Double(first) / 48_000) s\n\(timeline.summary)")
+  }
+
+  @Test("Quantized to the next bar")
+  func bar() throws {
+    let game = try DirectorFixture()
+    let sheet = try game.sheet(quietThen("seconds: 0.5, curve: \"linear\", at: \"bar\""))
+    // 4/4 at 120 BPM: bars every 2 s; the cue at 0.3 s waits for 2 s.
+    let (left, timeline) = try game.simulate(sheet, [.cue(0.3, "go")], seconds: 3)
+    let first = try #require(Listen.firstSound(left, after: 0))
+    #expect(abs(Double(first) / 48_000 - 2.0) <= 0.001, "first sound at \(Double(first) / 48_000) s\n\(timeline.summary)")
+  }
+
+  @Test("Music with no tempo follows the file's time grid")
+  func timeGrid() throws {
+    let game = try DirectorFixture()
+    // Quiet again, but without a BPM tag: the grid comes from `tempo` (100 BPM, beats every 0.6 s).
+    try VorbisEncoder.encode(
+      samples: [Float](repeating: 0, count: 2 * 6 * 48_000), format: .stereo48000, tags: [("TITLE", "Untimed")],
+      to: game.assets + "/untimed.ogg")
+    let text = quietThen("seconds: 0.5, curve: \"linear\", at: \"beat\"", extra: "tempo: { bpm: 100 },")
+      .replacingOccurrences(of: "quiet: { bundled: \"quiet.ogg\" }", with: "quiet: { bundled: \"untimed.ogg\" }")
+    let (left, timeline) = try game.simulate(try game.sheet(text), [.cue(1.3, "go")], seconds: 3)
+    let first = try #require(Listen.firstSound(left, after: 0))
+    #expect(abs(Double(first) / 48_000 - 1.8) <= 0.001, "first sound at \(Double(first) / 48_000) s\n\(timeline.summary)")
+  }
+
+  @Test("An immediate transition is heard within 10 ms of its event")
+  func immediate() throws {
+    let game = try DirectorFixture()
+    let sheet = try game.sheet(quietThen("seconds: 0.5, curve: \"linear\""))
+    let (left, timeline) = try game.simulate(sheet, [.cue(2.0, "go")], seconds: 3)
+    let first = try #require(Listen.firstSound(left, after: 0))
+    let delay = Double(first) / 48_000 - 2.0
+    #expect(delay >= 0 && delay <= 0.010, "heard \(delay * 1000) ms after the event\n\(timeline.summary)")
+  }
+
+  @Test("At the item's end: the crossfade finishes when the item ends")
+  func atEnd() throws {
+    let game = try DirectorFixture()
+    // The quiet piece is 12 s long and does not loop: a 1 s crossfade starts at 11 s.
+    let sheet = try game.sheet(quietThen("seconds: 1, curve: \"linear\", at: \"end\""))
+    let (left, timeline) = try game.simulate(sheet, [.cue(2.0, "go")], seconds: 12.5)
+    let first = try #require(Listen.firstSound(left, after: 0))
+    #expect(abs(Double(first) / 48_000 - 11.0) <= 0.001, "first sound at \(Double(first) / 48_000) s\n\(timeline.summary)")
+  }
+
+  @Test("The same script renders the same samples")
+  func deterministic() throws {
+    let game = try DirectorFixture()
+    let sheet = try game.sheet(quietThen("seconds: 0.3, at: \"beat\""))
+    let script: [CueScript.Step] = [.cue(0.7, "go")]
+    let first = try game.simulate(sheet, script, seconds: 2).left
+    let second = try game.simulate(sheet, script, seconds: 2).left
+    #expect(first == second)
+    #expect(first.contains { $0 != 0 })
+  }
+}
+
+@Suite("The director: every action")
+struct DirectorActionTests {
+  /// Explore (220 Hz) plays from the start; `rules` act on it.
+  func run(
+    rules: String, _ script: [CueScript.Step], seconds: Double, extra: String = "", states: String = "",
+    game: DirectorFixture? = nil
+  ) throws -> (left: [Float], timeline: CueTimeline) {
+    let game = try game ?? DirectorFixture()
+    let sheet = try game.sheet(
+      """
+      {
+        start: "explore",
+      \(DirectorFixture.sources)
+        \(extra)
+        states: {
+          explore: { music: "calm", transition: { seconds: 0 } },
+          combat: { music: "tense" },
+          \(states)
+        },
+        rules: [ \(rules) ],
+      }
+      """)
+    return try game.simulate(sheet, script, seconds: seconds)
+  }
+
+  let explore = DirectorFixture.explorePitch
+
+  @Test("stinger: a one-shot over the music, on the beat when asked")
+  func stinger() throws {
+    let (left, timeline) = try run(rules: #"{ on: "hit", do: { stinger: "hit", at: "beat" } }"#, [.cue(1.2, "hit")], seconds: 3)
+    // On the beat (1.5 s), for half a second; the music goes on under it.
+    #expect(Listen.level(of: DirectorFixture.stingerPitch, in: Listen.window(left, 1.2, 1.49)) < 0.01)
+    #expect(Listen.level(of: DirectorFixture.stingerPitch, in: Listen.window(left, 1.55, 1.95)) > 0.2, "\(timeline.summary)")
+    #expect(Listen.level(of: explore, in: Listen.window(left, 1.55, 1.95)) > 0.2)
+    #expect(timeline.stingers.map(\.file) == ["hit.ogg"])
+    #expect(abs((timeline.stingers.first?.at ?? 0) - 1.5) < 0.001)
+  }
+
+  @Test("duck: down by its decibels during the hold, back after the release")
+  func duck() throws {
+    let (left, timeline) = try run(
+      rules: #"{ on: "talk", do: { duck: -12, attack: 0.1, hold: 1, release: 0.2 } }"#, [.cue(1, "talk")], seconds: 3.5)
+    let before = Listen.level(of: explore, in: Listen.window(left, 0.5, 0.95))
+    let held = Listen.level(of: explore, in: Listen.window(left, 1.2, 2.0))
+    let after = Listen.level(of: explore, in: Listen.window(left, 2.5, 3.4))
+    let decibels = 20 * log10(held / before)
+    #expect(abs(decibels + 12) < 1, "ducked by \(decibels) dB\n\(timeline.summary)")
+    #expect(abs(after / before - 1) < 0.05)
+  }
+
+  @Test("rate: speed and pitch change together, after the ramp")
+  func rate() throws {
+    let (left, timeline) = try run(rules: #"{ on: "fast", do: { rate: 2, ramp: 0.5 } }"#, [.cue(1, "fast")], seconds: 3)
+    #expect(Listen.loudest(left, 0.2, 0.9, among: [explore, 2 * explore]) == explore)
+    #expect(Listen.loudest(left, 1.7, 2.9, among: [explore, 2 * explore]) == 2 * explore, "\(timeline.summary)")
+  }
+
+  @Test("volume: the music's level, ramped")
+  func volume() throws {
+    let (left, _) = try run(rules: #"{ on: "soft", do: { volume: 0.5, ramp: 0.2 } }"#, [.cue(1, "soft")], seconds: 2.5)
+    let ratio = Listen.rms(Listen.window(left, 1.5, 2.4)) / Listen.rms(Listen.window(left, 0.3, 0.9))
+    #expect(abs(ratio - 0.5) < 0.03, "ratio \(ratio)")
+  }
+
+  @Test("pause and resume, each with a fade")
+  func pauseResume() throws {
+    let (left, timeline) = try run(
+      rules: #"{ on: "menu", do: { pause: true, fade: 0.3 } }, { on: "back", do: { resume: true, fade: 0.3 } }"#,
+      [.cue(1, "menu"), .cue(2, "back")], seconds: 3)
+    #expect(Listen.rms(Listen.window(left, 1.4, 1.95)) == 0, "\(timeline.summary)")
+    #expect(Listen.rms(Listen.window(left, 2.4, 2.9)) > 0.2)
+    // The fade is gradual: mid-way through it the level is between the two.
+    let midFade = Listen.rms(Listen.window(left, 1.12, 1.18)) / Listen.rms(Listen.window(left, 0.5, 0.9))
+    #expect(midFade > 0.2 && midFade < 0.8, "mid-fade level \(midFade)")
+  }
+
+  @Test("stop: fades out and stays silent; a state change starts music again")
+  func stop() throws {
+    let (left, timeline) = try run(
+      rules: #"{ on: "quit", do: { stop: true, fade: 0.5 } }, { on: "fight", do: { state: "combat" } }"#,
+      [.cue(1, "quit"), .cue(3, "fight")], seconds: 4)
+    #expect(Listen.rms(Listen.window(left, 1.6, 2.9)) == 0, "\(timeline.summary)")
+    #expect(Listen.loudest(left, 3.3, 3.9, among: [explore, DirectorFixture.combatPitch]) == DirectorFixture.combatPitch)
+  }
+
+  @Test("seek: jumps within the item")
+  func seek() throws {
+    let game = try DirectorFixture()
+    // A piece whose second half has another pitch: a seek into it is heard.
+    let first = ToneGenerator.sine(frequency: 220, amplitude: 0.4, seconds: 4, format: .stereo48000)
+    let second = ToneGenerator.sine(frequency: 440, amplitude: 0.4, seconds: 4, format: .stereo48000)
+    try VorbisEncoder.encode(samples: first + second, format: .stereo48000, tags: [], to: game.assets + "/explore.ogg")
+    let (left, timeline) = try run(
+      rules: #"{ on: "jump", do: { seek: 5, fade: 0.1 } }"#, [.cue(1, "jump")], seconds: 2, game: game)
+    #expect(Listen.loudest(left, 0.3, 0.9, among: [220, 440]) == 220)
+    #expect(Listen.loudest(left, 1.3, 1.9, among: [220, 440]) == 440, "\(timeline.summary)")
+  }
+
+  @Test("skip: the next item of the state's queue")
+  func skip() throws {
+    let (left, timeline) = try run(
+      rules: #"{ on: "next", do: { skip: "next", seconds: 0.1 } }, { on: "go", do: { state: "both" } }"#,
+      [.cue(0.5, "go"), .cue(2, "next")], seconds: 3, states: #"both: { music: "pair" },"#)
+    #expect(Listen.loudest(left, 1.0, 1.9, among: [explore, DirectorFixture.combatPitch]) == explore, "\(timeline.summary)")
+    #expect(Listen.loudest(left, 2.3, 2.9, among: [explore, DirectorFixture.combatPitch]) == DirectorFixture.combatPitch)
+  }
+
+  @Test("set: a parameter drives the volume through its curve, and the low-pass filter")
+  func setParameter() throws {
+    let game = try DirectorFixture()
+    try DirectorFixture.tone(game.assets + "/bright.ogg", pitch: 8_000, seconds: 6, tags: [("TITLE", "Bright")])
+    let text = """
+      {
+        start: "bright",
+        assets: "assets",
+        sources: { shine: { bundled: "bright.ogg" } },
+        parameters: {
+          danger: { drives: [ { target: "volume", curve: [[0, 1], [1, 0.25]] } ] },
+          underwater: { drives: [ { target: "lowpass", curve: [[0, 1], [1, 0.05]] } ] },
+        },
+        states: { bright: { music: "shine", transition: { seconds: 0 } } },
+        rules: [
+          { on: "danger", do: { set: "danger", value: 1 } },
+          { on: "dive", do: [ { set: "danger", value: 0 }, { set: "underwater", value: 1, ramp: 0.1 } ] },
+        ],
+      }
+      """
+    let (left, timeline) = try game.simulate(try game.sheet(text), [.cue(1, "danger"), .cue(2, "dive")], seconds: 3)
+    let open = Listen.rms(Listen.window(left, 0.3, 0.9))
+    let quiet = Listen.rms(Listen.window(left, 1.2, 1.9)) / open
+    let muffled = Listen.rms(Listen.window(left, 2.3, 2.9)) / open
+    #expect(abs(quiet - 0.25) < 0.02, "volume curve: \(quiet)\n\(timeline.summary)")
+    #expect(muffled < 0.15, "low-pass: \(muffled)")
+  }
+
+  @Test("releaseLoop: the loop ends and the outro plays")
+  func releaseLoop() throws {
+    let game = try DirectorFixture()
+    // 3 s: 1 s intro, a loop from 1 s to 2 s, 1 s outro.
+    try DirectorFixture.tone(
+      game.assets + "/looped.ogg", pitch: 220, seconds: 3, tags: [("LOOPSTART", "48000"), ("LOOPLENGTH", "48000")])
+    let text = """
+      {
+        start: "loop",
+        assets: "assets",
+        sources: { looped: { bundled: "looped.ogg" } },
+        states: { loop: { music: "looped", repeat: "none" } },
+        rules: [ { on: "done", do: { releaseLoop: true } } ],
+      }
+      """
+    let held = try game.simulate(try game.sheet(text), [], seconds: 8)
+    #expect(Listen.rms(Listen.window(held.left, 7, 8)) > 0.1, "without a release it loops on")
+    let released = try game.simulate(try game.sheet(text), [.cue(4, "done")], seconds: 8)
+    #expect(Listen.rms(Listen.window(released.left, 6.5, 8)) == 0, "\(released.timeline.summary)")
+  }
+}
+
+@Suite("The director: the player's songs, and bundled music when they are off limits")
+struct DirectorLibraryTests {
+  /// A library with one user song (330 Hz, genre Rock) in `game`'s folder, answered `status`.
+  func library(_ game: DirectorFixture, status: AuthorizationStatus) throws -> MediaLibrary {
+    let music = game.directory.file("Music")
+    try FileManager.default.createDirectory(atPath: music, withIntermediateDirectories: true)
+    try DirectorFixture.tone(
+      music + "/song.ogg", pitch: DirectorFixture.userPitch, seconds: 10,
+      tags: [("TITLE", "My Song"), ("ARTIST", "Me"), ("GENRE", "Rock")])
+    var configuration = MediaLibrary.Configuration.sandboxed(
+      applicationID: "director-tests", root: game.directory.path, music: music)
+    if status == .restricted {
+      configuration.environment["LEITMOTIF_LIBRARY_ACCESS"] = "restricted"
+    } else if status != .notDetermined {
+      try LibraryAccessStore(configuration: configuration).remember(status, for: "director-tests")
+    }
+    let library = MediaLibrary(configuration: configuration)
+    if status == .authorized { _ = try library.scan() }
+    return library
+  }
+
+  func cues(query: String = #"{ genre: "rock" }"#) -> String {
+    """
+    {
+      start: "explore",
+    \(DirectorFixture.sources.replacingOccurrences(of: "sources: {", with: "sources: {\n    mine: { library: \(query), fallback: \"calm\" },"))
+      states: { explore: { music: "mine", transition: { seconds: 0 } } },
+    }
+    """
+  }
+
+  func run(status: AuthorizationStatus, query: String = #"{ genre: "rock" }"#) throws -> (left: [Float], timeline: CueTimeline) {
+    let game = try DirectorFixture()
+    var options = CueSimulation.Options()
+    options.library = try library(game, status: status)
+    return try game.simulate(try game.sheet(cues(query: query)), [], seconds: 1.5, options: options)
+  }
+
+  let pitches = [DirectorFixture.userPitch, DirectorFixture.explorePitch]
+
+  @Test("With consent the player's song plays, and the timeline says it is theirs")
+  func authorized() throws {
+    let (left, timeline) = try run(status: .authorized)
+    #expect(Listen.loudest(left, 0.2, 1.4, among: pitches) == DirectorFixture.userPitch, "\(timeline.summary)")
+    #expect(timeline.items.first?.userMusic == true)
+    #expect(timeline.items.first?.title == "My Song")
+  }
+
+  @Test(
+    "Denied, restricted or not asked: bundled music from the first sample, and the reason",
+    arguments: [AuthorizationStatus.denied, .restricted, .notDetermined])
+  func refused(status: AuthorizationStatus) throws {
+    let (left, timeline) = try run(status: status)
+    #expect(Listen.loudest(left, 0.05, 1.4, among: pitches) == DirectorFixture.explorePitch, "\(timeline.summary)")
+    #expect(Listen.rms(Listen.window(left, 0.01, 0.05)) > 0.1, "no gap before the fallback")
+    let reason = try #require(timeline.lines.first { $0.contains("gives nothing") }, "\(timeline.summary)")
+    let word = status == .restricted ? "restricted" : status == .denied ? "denied" : "not been granted"
+    #expect(reason.contains(word), "\(reason)")
+    #expect(reason.contains("playing \"calm\" instead"))
+    #expect(timeline.items.first?.userMusic == false)
+  }
+
+  @Test("A query that finds nothing falls back too")
+  func emptyQuery() throws {
+    let (left, timeline) = try run(status: .authorized, query: #"{ genre: "polka" }"#)
+    #expect(Listen.loudest(left, 0.2, 1.4, among: pitches) == DirectorFixture.explorePitch)
+    #expect(timeline.lines.contains { $0.contains("the query finds no songs") }, "\(timeline.summary)")
+  }
+
+  @Test("Interleaved: N user songs, then one bundled track")
+  func interleave() throws {
+    let game = try DirectorFixture()
+    let library = try library(game, status: .authorized)
+    let music = game.directory.file("Music")
+    for index in 2...4 {
+      try DirectorFixture.tone(
+        music + "/song\(index).ogg", pitch: DirectorFixture.userPitch, seconds: 2,
+        tags: [("TITLE", "Song \(index)"), ("GENRE", "Rock")])
+    }
+    _ = try library.scan()
+    let text = cues().replacingOccurrences(
+      of: #"explore: { music: "mine", transition: { seconds: 0 } }"#,
+      with: #"explore: { music: { user: "mine", bundled: "calm", mix: "interleave", ratio: 2 }, transition: { seconds: 0 } }"#)
+    let engine = try AudioEngine(output: .offline(sampleRate: 48_000, renderFrames: 256))
+    let director = Director(engine: engine, sheet: try game.sheet(text), library: library, clocking: .pumped)
+    director.start(at: 0, state: nil)
+    let kinds = director.player.queue.map { director.nowPlayingOrigin($0) }
+    #expect(kinds == ["mine", "mine", "calm", "mine", "mine", "calm"], "\(director.player.queue.map(\.title))")
+  }
+}
+
+@Suite("The director in real time: live reload, and events from many threads")
+struct DirectorLiveTests {
+  /// Collects reports from the notification queue.
+  final class Reports: Sendable {
+    private let list = Mutex<[DirectorReport]>([])
+    func append(_ report: DirectorReport) { list.withLock { $0.append(report) } }
+    var all: [DirectorReport] { list.withLock { $0 } }
+    /// Waits up to `seconds` for a report that `matches`; returns it and how long it took.
+    func wait(seconds: Double, for matches: (DirectorReport) -> Bool) -> (DirectorReport, Double)? {
+      let start = Date()
+      while Date().timeIntervalSince(start) < seconds {
+        if let report = all.first(where: matches) { return (report, Date().timeIntervalSince(start)) }
+        usleep(5_000)
+      }
+      return nil
+    }
+  }
+
+  func cues(rule: String) -> String {
+    """
+    {
+      start: "explore",
+    \(DirectorFixture.sources)
+      states: { explore: { music: "calm" }, combat: { music: "tense", transition: { seconds: 0.2 } } },
+      rules: [ \(rule) ],
+    }
+    """
+  }
+
+  @Test("A valid change applies within a second, music playing on; an invalid one keeps the last good file")
+  func reload() throws {
+    let game = try DirectorFixture()
+    _ = try game.sheet(cues(rule: #"{ name: "old", on: "go", do: { volume: 0.9 } }"#))
+    let engine = try AudioEngine(output: .headless)
+    let director = try Director(engine: engine, cueFile: game.cuePath)
+    defer { director.shutdown() }
+    let reports = Reports()
+    director.addObserver { reports.append($0) }
+    director.start()
+    let playingBefore = try #require(
+      reports.wait(seconds: 5) { if case .stateChanged = $0.kind { return true } else { return false } })
+    _ = playingBefore
+    let item = director.player.nowPlayingItem
+    usleep(300_000)  // a different modification time, even on coarse clocks
+    try cues(rule: #"{ name: "new", on: "go", do: { state: "combat" } }"#).write(
+      toFile: game.cuePath, atomically: true, encoding: .utf8)
+    let reloaded = try #require(
+      reports.wait(seconds: 3) { if case .reloaded = $0.kind { return true } else { return false } })
+    #expect(reloaded.1 < 1.0, "reloaded after \(reloaded.1) s")
+    #expect(director.player.playbackState == .playing)
+    #expect(director.player.nowPlayingItem == item, "the music that played keeps playing")
+    director.post("go")
+    let fired = try #require(
+      reports.wait(seconds: 2) { if case .fired(let rule, _) = $0.kind { return rule == "new" } else { return false } })
+    _ = fired
+    // Now a broken file: reported with its position, the last good rules stay.
+    usleep(300_000)
+    try "{ rules: [ { on: \"go\", do: { crosfade: 1 } } ] }".write(toFile: game.cuePath, atomically: true, encoding: .utf8)
+    let refused = try #require(
+      reports.wait(seconds: 3) { if case .reloadFailed = $0.kind { return true } else { return false } })
+    guard case .reloadFailed(let error) = refused.0.kind else { return }
+    #expect(error.description.contains("cues.json5:1:"), "\(error)")
+    #expect(error.description.contains("did you mean \"crossfade\""), "\(error)")
+    #expect(director.sheet.rules.first?.name == "new")
+    #expect(director.player.playbackState == .playing)
+  }
+
+  @Test("Thousands of events from several threads: none lost below the bound, drops counted above it")
+  func manyThreads() throws {
+    let game = try DirectorFixture()
+    let sheet = try game.sheet(cues(rule: #"{ name: "count", on: "tick", do: { volume: 1 } }"#))
+    for (capacity, threads, perThread) in [(8192, 4, 1_500), (64, 4, 1_500)] {
+      let engine = try AudioEngine(output: .offline(sampleRate: 48_000, renderFrames: 256))
+      let director = Director(engine: engine, sheet: sheet, clocking: .pumped, busCapacity: capacity)
+      let reports = Reports()
+      director.addObserver { reports.append($0) }
+      director.start(at: 0, state: nil)
+      let done = Atomic<Int>(0)
+      let consumer = Thread {
+        var time = 0.0
+        while done.load(ordering: .acquiring) < threads {
+          time += 0.001
+          director.step(to: time)
+        }
+        director.step(to: time + 0.001)
+      }
+      consumer.start()
+      DispatchQueue.concurrentPerform(iterations: threads) { thread in
+        for index in 0..<perThread { director.post("tick", ["thread": .number(Double(thread)), "index": .number(Double(index))]) }
+        done.add(1, ordering: .releasing)
+      }
+      while !consumer.isFinished { usleep(1_000) }
+      director.waitForReports()
+      let fired = reports.all.filter { if case .fired = $0.kind { return true } else { return false } }
+      let dropped = reports.all.reduce(UInt64(0)) { total, report in
+        if case .dropped(let count) = report.kind { return total + count } else { return total }
+      }
+      let posted = threads * perThread
+      #expect(UInt64(fired.count) + dropped == UInt64(posted), "capacity \(capacity)")
+      #expect(dropped == director.bus.droppedCount)
+      if capacity >= posted { #expect(dropped == 0) }
+      // Each thread's events were applied in the order it posted them.
+      for thread in 0..<threads {
+        let indices = fired.compactMap { report -> Double? in
+          guard report.event?.payload["thread"] == .number(Double(thread)) else { return nil }
+          return report.event?.payload["index"]?.numberValue
+        }
+        #expect(indices == indices.sorted(), "thread \(thread)'s events kept their order")
+      }
+    }
+  }
+}
+
+@Suite("leitmotif cues simulate")
+struct CuesSimulateCommandTests {
+  @Test("Renders a scripted level to a WAV file and a timeline, and prints what each event did")
+  func simulate() throws {
+    let game = try DirectorFixture()
+    _ = try game.sheet(
+      """
+      {
+        start: "explore",
+      \(DirectorFixture.sources)
+        states: { explore: { music: "calm" }, combat: { music: "tense", transition: { seconds: 0.5, at: "beat" } } },
+        rules: [ { name: "fight", on: "enemy.spotted", when: { payload: { threat: { atLeast: 2 } } }, do: { state: "combat" } } ],
+      }
+      """)
+    let script = game.directory.file("level.json5")
+    try """
+      [
+        { at: 1, cue: "enemy.spotted", payload: { threat: 1 } },  // too weak to matter
+        { at: 2.2, cue: "enemy.spotted", payload: { threat: 2 } },
+      ]
+      """.write(toFile: script, atomically: true, encoding: .utf8)
+    let wav = game.directory.file("out.wav")
+    let json = game.directory.file("timeline.json")
+    let run = try LeitmotifCommand.run([
+      "cues", "simulate", game.cuePath, "--events", script, "--out", wav, "--timeline", json, "--duration", "4",
+    ])
+    #expect(run.status == 0, "\(run.errors)")
+    #expect(run.output.contains("rule \"fight\""), "\(run.output)")
+    #expect(run.output.contains("ignored"), "\(run.output)")
+    // 4 s of 48 kHz stereo float: the data, plus a header of less than 100 bytes.
+    let size = try FileManager.default.attributesOfItem(atPath: wav)[.size] as? Int ?? 0
+    #expect(size >= 4 * 48_000 * 2 * 4 && size < 4 * 48_000 * 2 * 4 + 100, "\(size) bytes")
+    let timeline = try JSONDecoder().decode(CueTimeline.self, from: Data(contentsOf: URL(fileURLWithPath: json)))
+    #expect(timeline.states.map(\.state) == ["explore", "combat"])
+    // On the beat after the event: 2.5 s, less the one mix it pre-rolls.
+    #expect(abs((timeline.states.last?.from ?? 0) - 2.5) < 0.01, "\(timeline.states)")
+  }
+
+  @Test("A broken script: every problem with its line and column, exit status 2")
+  func brokenScript() throws {
+    let game = try DirectorFixture()
+    _ = try game.sheet("{ \(DirectorFixture.sources) states: { a: { music: \"calm\" } } }")
+    let script = game.directory.file("bad.json5")
+    try "[\n  { at: -1, cue: \"x\" },\n  { at: 2, cue: \"y\", paylod: {} },\n]".write(
+      toFile: script, atomically: true, encoding: .utf8)
+    let run = try LeitmotifCommand.run([
+      "cues", "simulate", game.cuePath, "--events", script, "--out", game.directory.file("out.wav"),
+    ])
+    #expect(run.status == 2)
+    #expect(run.errors.contains("bad.json5:2:9: error: [0].at: expected a time of 0 s or more"), "\(run.errors)")
+    #expect(run.errors.contains("bad.json5:3:22: error: [1].paylod: unknown key \"paylod\"; did you mean \"payload\"?"), "\(run.errors)")
+    #expect(!FileManager.default.fileExists(atPath: game.directory.file("out.wav")))
+  }
+}
+
+@Suite("The director: where incoming music enters, levels, and the game's own clock")
+struct DirectorEntryTests {
+  /// A piece of two halves at two pitches (3 s each), so a test hears where it entered.
+  static func twoPart(_ path: String, _ first: Double, _ second: Double, tags: [(String, String)] = []) throws {
+    var samples = ToneGenerator.sine(frequency: first, amplitude: 0.4, seconds: 3, format: .stereo48000)
+    samples += ToneGenerator.sine(frequency: second, amplitude: 0.4, seconds: 3, format: .stereo48000)
+    try VorbisEncoder.encode(samples: samples, format: .stereo48000, tags: tags, to: path)
+  }
+
+  func run(enter: String, cueAt: Double, extraSource: String = "") throws -> [Float] {
+    let game = try DirectorFixture()
+    try Self.twoPart(game.assets + "/a.ogg", 220, 330)
+    try Self.twoPart(game.assets + "/b.ogg", 440, 550, tags: [("LOOPSTART", "144000")])
+    let sheet = try game.sheet(
+      """
+      {
+        start: "a",
+        assets: "assets",
+        sources: { first: { bundled: "a.ogg" }, second: { bundled: "b.ogg" \(extraSource) } },
+        states: { a: { music: "first", transition: { seconds: 0 }, between: "gapless" }, b: { music: "second" } },
+        rules: [ { on: "go", do: { crossfade: "b", seconds: 0.1, enter: "\(enter)" } } ],
+      }
+      """)
+    return try game.simulate(sheet, [.cue(cueAt, "go")], seconds: cueAt + 1).left
+  }
+
+  @Test("enter: start, loop-start, same-position and cue-point")
+  func entries() throws {
+    let pitches = [440.0, 550.0]
+    let start = try run(enter: "start", cueAt: 4)
+    #expect(Listen.loudest(start, 4.3, 4.9, among: pitches) == 440)
+    let loop = try run(enter: "loop-start", cueAt: 1)
+    #expect(Listen.loudest(loop, 1.3, 1.9, among: pitches) == 550)
+    let same = try run(enter: "same-position", cueAt: 1)
+    #expect(Listen.loudest(same, 1.3, 1.9, among: pitches) == 440)
+    let later = try run(enter: "same-position", cueAt: 4)
+    #expect(Listen.loudest(later, 4.3, 4.9, among: pitches) == 550)
+    let cue = try run(enter: "cue-point", cueAt: 1, extraSource: ", cuePoints: [3.5]")
+    #expect(Listen.loudest(cue, 1.3, 1.9, among: pitches) == 550)
+  }
+
+  @Test("A source's gain and ReplayGain level its items")
+  func levels() throws {
+    let game = try DirectorFixture()
+    try DirectorFixture.tone(game.assets + "/loud.ogg", pitch: 440, seconds: 3, tags: [("REPLAYGAIN_TRACK_GAIN", "-6.02 dB")])
+    func level(_ source: String) throws -> Double {
+      let sheet = try game.sheet(
+        """
+        { start: "s", assets: "assets", sources: { music: \(source) },
+          states: { s: { music: "music", transition: { seconds: 0 } } } }
+        """)
+      return Listen.rms(Listen.window(try game.simulate(sheet, [], seconds: 1).left, 0.2, 0.9))
+    }
+    let plain = try level(#"{ bundled: "loud.ogg", replayGain: "off" }"#)
+    let replayGain = try level(#"{ bundled: "loud.ogg" }"#)
+    let gain = try level(#"{ bundled: "loud.ogg", replayGain: "off", gain: -12 }"#)
+    #expect(abs(replayGain / plain - 0.5) < 0.02, "ReplayGain: \(replayGain / plain)")
+    #expect(abs(gain / plain - 0.251) < 0.02, "gain: \(gain / plain)")
+  }
+
+  @Test("A parameter drives the rate through its curve")
+  func rateDrive() throws {
+    let game = try DirectorFixture()
+    let sheet = try game.sheet(
+      """
+      {
+        start: "explore",
+      \(DirectorFixture.sources)
+        parameters: { speed: { drives: [ { target: "rate", curve: [[0, 1], [1, 1.5]] } ] } },
+        states: { explore: { music: "calm", transition: { seconds: 0 } } },
+      }
+      """)
+    let left = try game.simulate(sheet, [.set(1, "speed", 1)], seconds: 2).left
+    let pitches = [DirectorFixture.explorePitch, 1.5 * DirectorFixture.explorePitch]
+    #expect(Listen.loudest(left, 0.3, 0.9, among: pitches) == pitches[0])
+    #expect(Listen.loudest(left, 1.3, 1.9, among: pitches) == pitches[1])
+  }
+
+  @Test("Pumped by the game: update() applies what was posted, on the game's thread")
+  func pumped() throws {
+    let game = try DirectorFixture()
+    let sheet = try game.sheet(
+      """
+      { start: "explore", \(DirectorFixture.sources)
+        states: { explore: { music: "calm" }, combat: { music: "tense", transition: { seconds: 0.1 } } },
+        rules: [ { on: "go", do: { state: "combat" } } ] }
+      """)
+    let engine = try AudioEngine(output: .headless)
+    let director = Director(engine: engine, sheet: sheet, clocking: .pumped)
+    director.update()
+    #expect(director.currentState == "explore")
+    director.post("go")
+    #expect(director.currentState == "explore", "nothing happens until the game's next update")
+    director.update()
+    #expect(director.currentState == "combat")
+    director.player.stop()
+  }
+}
