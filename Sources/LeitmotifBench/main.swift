@@ -1,12 +1,13 @@
 // leitmotif-bench: how fast Leitmotif decodes and renders compared with the C decoders it wraps,
 // whether an offline render streams (its memory does not grow with the file's length), how fast
-// an offline queue with crossfades renders against decoding its items, and what a real-time
-// engine costs in CPU while two voices crossfade.
+// an offline queue with crossfades renders against decoding its items, what a real-time
+// engine costs in CPU while two voices crossfade, and what the music director costs the game.
 //
-//   leitmotif-bench [all] [options of the three below]
+//   leitmotif-bench [all] [options of those below]
 //   leitmotif-bench decode [--minutes N] [--long-minutes M] [--rounds R] [--no-cache] [--skip-memory]
 //   leitmotif-bench queue [--rounds R] [--no-cache] [--sample-rate HZ] [--fade SECONDS]
 //   leitmotif-bench crossfade [--seconds S] [--no-cache]
+//   leitmotif-bench cues [--posts N] [--events N] [--pause MICROSECONDS]
 //
 // Every file it measures is made on the spot (and cached, see BenchFiles.swift), so the bench
 // needs nothing but the package and the `lame` command. The figures go to stdout as tables;
@@ -28,8 +29,8 @@ import LeitmotifFixtures
 let usage = """
   usage:
     leitmotif-bench [all] [options]
-        decode, then queue, then crossfade; takes each one's options (--rounds goes to decode
-        and queue)
+        decode, then queue, then crossfade, then cues; takes each one's options (--rounds goes
+        to decode and queue; cues runs with its defaults)
     leitmotif-bench decode [--minutes N] [--long-minutes M] [--rounds R] [--no-cache] [--skip-memory]
         decode and render speed of an N-minute Ogg Vorbis and MP3 (default 10) against the raw
         C decoders, and peak memory of rendering an M-minute (default 60) and a 1-minute file
@@ -45,6 +46,11 @@ let usage = """
     leitmotif-bench crossfade [--seconds S] [--no-cache]
         CPU seconds per audio second of a real-time headless engine: idle, one voice, and two
         voices crossfading back and forth; S seconds each (default 60)
+    leitmotif-bench cues [--posts N] [--events N] [--pause MICROSECONDS]
+        the music director: the cost of post() on a game thread while the director and a
+        real-time engine are busy (N posts, default 200000, against a locked queue), events per
+        second a pumped director applies (N per case, default 100000), and live-reload latency
+      --pause MICROSECONDS   the game thread's sleep after each burst of 100 posts (default 2000)
   """
 
 /// `all`'s options, handed to each benchmark: those it knows, with their values.
@@ -117,6 +123,8 @@ case "all":
     try QueueBenchmark(options: queue).run()
     print()
     try CrossfadeBenchmark(options: crossfade).run()
+    print()
+    try CueBenchmark(options: CueBenchmark.Options()).run()
   } catch {
     fail("\(error)")
   }
@@ -144,6 +152,15 @@ case "crossfade":
   do { options = try CrossfadeBenchmark.Options(parsing: Array(arguments)) } catch { fail("\(error)\n\(usage)") }
   do {
     try CrossfadeBenchmark(options: options).run()
+  } catch {
+    fail("\(error)")
+  }
+  exit(0)
+case "cues":
+  let options: CueBenchmark.Options
+  do { options = try CueBenchmark.Options(parsing: Array(arguments)) } catch { fail("\(error)\n\(usage)") }
+  do {
+    try CueBenchmark(options: options).run()
   } catch {
     fail("\(error)")
   }

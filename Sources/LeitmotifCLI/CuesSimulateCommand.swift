@@ -33,7 +33,9 @@ enum CuesSimulateCommand {
         say(usage)
         return 0
       case "--events", "--out", "--timeline", "--library", "--duration", "--state":
-        guard let value = rest.popFirst(), !value.isEmpty else { fail("cues simulate: \(argument) needs a value\n\(usage)") }
+        guard let value = rest.popFirst(), !value.isEmpty else {
+          fail("cues simulate: \(argument) needs a value\n\(usage)")
+        }
         switch argument {
         case "--events": eventsPath = value
         case "--out": outputPath = value
@@ -70,12 +72,15 @@ enum CuesSimulateCommand {
       options.library = library
     }
     if let state = options.startState, sheet.states[state] == nil {
-      fail("cues simulate: --state: no state \"\(state)\" in \(cuesPath) (it has: \(sheet.states.keys.sorted().joined(separator: ", ")))")
+      fail(
+        "cues simulate: --state: no state \"\(state)\" in \(cuesPath) (it has: \(sheet.states.keys.sorted().joined(separator: ", ")))"
+      )
     }
     let started = Date()
     let result: CueSimulation.Result
     do {
-      result = try CueSimulation.run(sheet: sheet, script: script, outputPath: outputPath, options: options, diagnostics: printDiagnostic)
+      result = try CueSimulation.run(
+        sheet: sheet, script: script, outputPath: outputPath, options: options, diagnostics: printDiagnostic)
     } catch {
       FileHandle.standardError.write(Data("cues simulate: \(error)\n".utf8))
       return 1

@@ -28,9 +28,14 @@ struct DirectorFixture {
   private static let sharedAssets = Result { () throws -> TemporaryDirectory in
     let shared = try TemporaryDirectory(prefix: "leitmotif-director-assets")
     let assets = shared.path
-    try tone(assets + "/explore.ogg", pitch: explorePitch, seconds: 12, tags: [("TITLE", "Explore"), ("MOOD", "calm"), ("BPM", "120")])
-    try tone(assets + "/combat.ogg", pitch: combatPitch, seconds: 12, tags: [("TITLE", "Combat"), ("MOOD", "tense"), ("BPM", "120")])
-    try tone(assets + "/boss.ogg", pitch: bossPitch, seconds: 12, tags: [("TITLE", "Boss"), ("MOOD", "boss"), ("BPM", "90")])
+    try tone(
+      assets + "/explore.ogg", pitch: explorePitch, seconds: 12,
+      tags: [("TITLE", "Explore"), ("MOOD", "calm"), ("BPM", "120")])
+    try tone(
+      assets + "/combat.ogg", pitch: combatPitch, seconds: 12,
+      tags: [("TITLE", "Combat"), ("MOOD", "tense"), ("BPM", "120")])
+    try tone(
+      assets + "/boss.ogg", pitch: bossPitch, seconds: 12, tags: [("TITLE", "Boss"), ("MOOD", "boss"), ("BPM", "90")])
     try tone(assets + "/hit.ogg", pitch: stingerPitch, seconds: 0.5, tags: [("TITLE", "Hit")])
     // Digital silence with a tempo: the first non-zero sample after it is the incoming music's.
     try VorbisEncoder.encode(
@@ -39,7 +44,9 @@ struct DirectorFixture {
     return shared
   }
 
-  static func tone(_ path: String, pitch: Double, seconds: Double, amplitude: Float = 0.4, tags: [(String, String)]) throws {
+  static func tone(_ path: String, pitch: Double, seconds: Double, amplitude: Float = 0.4, tags: [(String, String)])
+    throws
+  {
     let samples = ToneGenerator.sine(frequency: pitch, amplitude: amplitude, seconds: seconds, format: .stereo48000)
     // Same pitch on both channels (the generator detunes the right one): one tone per piece.
     var mono = samples
@@ -68,12 +75,15 @@ struct DirectorFixture {
 
   /// Runs `script` and returns the left channel and the timeline.
   func simulate(
-    _ sheet: CueSheet, _ script: [CueScript.Step], seconds: Double, options: CueSimulation.Options = CueSimulation.Options()
+    _ sheet: CueSheet, _ script: [CueScript.Step], seconds: Double,
+    options: CueSimulation.Options = CueSimulation.Options()
   ) throws -> (left: [Float], timeline: CueTimeline) {
     var options = options
     options.durationSeconds = seconds
     var left = [Float](repeating: 0, count: Int(seconds * Double(Self.rate)) + 1)
-    let result = try CueSimulation.run(sheet: sheet, script: CueScript(steps: script), outputPath: nil, options: options) { _ in
+    let result = try CueSimulation.run(
+      sheet: sheet, script: CueScript(steps: script), outputPath: nil, options: options
+    ) { _ in
     } onMix: { start, samples in
       for frame in 0..<(samples.count / 2) where Int(start) + frame < left.count {
         left[Int(start) + frame] = samples[2 * frame]

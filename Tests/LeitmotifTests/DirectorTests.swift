@@ -134,7 +134,8 @@ struct DirectorTimingTests {
     // 120 BPM from the tag: beats every 0.5 s; the cue at 1.3 s waits for 1.5 s.
     let (left, timeline) = try game.simulate(sheet, [.cue(1.3, "go")], seconds: 3)
     let first = try #require(Listen.firstSound(left, after: 0))
-    #expect(abs(Double(first) / 48_000 - 1.5) <= 0.001, "first sound at \(Double(first) / 48_000) s\n\(timeline.summary)")
+    #expect(
+      abs(Double(first) / 48_000 - 1.5) <= 0.001, "first sound at \(Double(first) / 48_000) s\n\(timeline.summary)")
   }
 
   @Test("Quantized to the next bar")
@@ -144,7 +145,8 @@ struct DirectorTimingTests {
     // 4/4 at 120 BPM: bars every 2 s; the cue at 0.3 s waits for 2 s.
     let (left, timeline) = try game.simulate(sheet, [.cue(0.3, "go")], seconds: 3)
     let first = try #require(Listen.firstSound(left, after: 0))
-    #expect(abs(Double(first) / 48_000 - 2.0) <= 0.001, "first sound at \(Double(first) / 48_000) s\n\(timeline.summary)")
+    #expect(
+      abs(Double(first) / 48_000 - 2.0) <= 0.001, "first sound at \(Double(first) / 48_000) s\n\(timeline.summary)")
   }
 
   @Test("Music with no tempo follows the file's time grid")
@@ -158,7 +160,8 @@ struct DirectorTimingTests {
       .replacingOccurrences(of: "quiet: { bundled: \"quiet.ogg\" }", with: "quiet: { bundled: \"untimed.ogg\" }")
     let (left, timeline) = try game.simulate(try game.sheet(text), [.cue(1.3, "go")], seconds: 3)
     let first = try #require(Listen.firstSound(left, after: 0))
-    #expect(abs(Double(first) / 48_000 - 1.8) <= 0.001, "first sound at \(Double(first) / 48_000) s\n\(timeline.summary)")
+    #expect(
+      abs(Double(first) / 48_000 - 1.8) <= 0.001, "first sound at \(Double(first) / 48_000) s\n\(timeline.summary)")
   }
 
   @Test("An immediate transition is heard within 10 ms of its event")
@@ -178,7 +181,8 @@ struct DirectorTimingTests {
     let sheet = try game.sheet(quietThen("seconds: 1, curve: \"linear\", at: \"end\""))
     let (left, timeline) = try game.simulate(sheet, [.cue(2.0, "go")], seconds: 12.5)
     let first = try #require(Listen.firstSound(left, after: 0))
-    #expect(abs(Double(first) / 48_000 - 11.0) <= 0.001, "first sound at \(Double(first) / 48_000) s\n\(timeline.summary)")
+    #expect(
+      abs(Double(first) / 48_000 - 11.0) <= 0.001, "first sound at \(Double(first) / 48_000) s\n\(timeline.summary)")
   }
 
   @Test("The same script renders the same samples")
@@ -222,10 +226,12 @@ struct DirectorActionTests {
 
   @Test("stinger: a one-shot over the music, on the beat when asked")
   func stinger() throws {
-    let (left, timeline) = try run(rules: #"{ on: "hit", do: { stinger: "hit", at: "beat" } }"#, [.cue(1.2, "hit")], seconds: 3)
+    let (left, timeline) = try run(
+      rules: #"{ on: "hit", do: { stinger: "hit", at: "beat" } }"#, [.cue(1.2, "hit")], seconds: 3)
     // On the beat (1.5 s), for half a second; the music goes on under it.
     #expect(Listen.level(of: DirectorFixture.stingerPitch, in: Listen.window(left, 1.2, 1.49)) < 0.01)
-    #expect(Listen.level(of: DirectorFixture.stingerPitch, in: Listen.window(left, 1.55, 1.95)) > 0.2, "\(timeline.summary)")
+    #expect(
+      Listen.level(of: DirectorFixture.stingerPitch, in: Listen.window(left, 1.55, 1.95)) > 0.2, "\(timeline.summary)")
     #expect(Listen.level(of: explore, in: Listen.window(left, 1.55, 1.95)) > 0.2)
     #expect(timeline.stingers.map(\.file) == ["hit.ogg"])
     #expect(abs((timeline.stingers.first?.at ?? 0) - 1.5) < 0.001)
@@ -275,7 +281,8 @@ struct DirectorActionTests {
       rules: #"{ on: "quit", do: { stop: true, fade: 0.5 } }, { on: "fight", do: { state: "combat" } }"#,
       [.cue(1, "quit"), .cue(3, "fight")], seconds: 4)
     #expect(Listen.rms(Listen.window(left, 1.6, 2.9)) == 0, "\(timeline.summary)")
-    #expect(Listen.loudest(left, 3.3, 3.9, among: [explore, DirectorFixture.combatPitch]) == DirectorFixture.combatPitch)
+    #expect(
+      Listen.loudest(left, 3.3, 3.9, among: [explore, DirectorFixture.combatPitch]) == DirectorFixture.combatPitch)
   }
 
   @Test("seek: jumps within the item")
@@ -296,8 +303,10 @@ struct DirectorActionTests {
     let (left, timeline) = try run(
       rules: #"{ on: "next", do: { skip: "next", seconds: 0.1 } }, { on: "go", do: { state: "both" } }"#,
       [.cue(0.5, "go"), .cue(2, "next")], seconds: 3, states: #"both: { music: "pair" },"#)
-    #expect(Listen.loudest(left, 1.0, 1.9, among: [explore, DirectorFixture.combatPitch]) == explore, "\(timeline.summary)")
-    #expect(Listen.loudest(left, 2.3, 2.9, among: [explore, DirectorFixture.combatPitch]) == DirectorFixture.combatPitch)
+    #expect(
+      Listen.loudest(left, 1.0, 1.9, among: [explore, DirectorFixture.combatPitch]) == explore, "\(timeline.summary)")
+    #expect(
+      Listen.loudest(left, 2.3, 2.9, among: [explore, DirectorFixture.combatPitch]) == DirectorFixture.combatPitch)
   }
 
   @Test("set: a parameter drives the volume through its curve, and the low-pass filter")
@@ -381,7 +390,9 @@ struct DirectorLibraryTests {
     """
   }
 
-  func run(status: AuthorizationStatus, query: String = #"{ genre: "rock" }"#) throws -> (left: [Float], timeline: CueTimeline) {
+  func run(status: AuthorizationStatus, query: String = #"{ genre: "rock" }"#) throws -> (
+    left: [Float], timeline: CueTimeline
+  ) {
     let game = try DirectorFixture()
     var options = CueSimulation.Options()
     options.library = try library(game, status: status)
@@ -432,7 +443,9 @@ struct DirectorLibraryTests {
     _ = try library.scan()
     let text = cues().replacingOccurrences(
       of: #"explore: { music: "mine", transition: { seconds: 0 } }"#,
-      with: #"explore: { music: { user: "mine", bundled: "calm", mix: "interleave", ratio: 2 }, transition: { seconds: 0 } }"#)
+      with:
+        #"explore: { music: { user: "mine", bundled: "calm", mix: "interleave", ratio: 2 }, transition: { seconds: 0 } }"#
+    )
     let engine = try AudioEngine(output: .offline(sampleRate: 48_000, renderFrames: 256))
     let director = Director(engine: engine, sheet: try game.sheet(text), library: library, clocking: .pumped)
     director.start(at: 0, state: nil)
@@ -498,7 +511,8 @@ struct DirectorLiveTests {
     _ = fired
     // Now a broken file: reported with its position, the last good rules stay.
     usleep(300_000)
-    try "{ rules: [ { on: \"go\", do: { crosfade: 1 } } ] }".write(toFile: game.cuePath, atomically: true, encoding: .utf8)
+    try "{ rules: [ { on: \"go\", do: { crosfade: 1 } } ] }".write(
+      toFile: game.cuePath, atomically: true, encoding: .utf8)
     let refused = try #require(
       reports.wait(seconds: 3) { if case .reloadFailed = $0.kind { return true } else { return false } })
     guard case .reloadFailed(let error) = refused.0.kind else { return }
@@ -529,7 +543,9 @@ struct DirectorLiveTests {
       }
       consumer.start()
       DispatchQueue.concurrentPerform(iterations: threads) { thread in
-        for index in 0..<perThread { director.post("tick", ["thread": .number(Double(thread)), "index": .number(Double(index))]) }
+        for index in 0..<perThread {
+          director.post("tick", ["thread": .number(Double(thread)), "index": .number(Double(index))])
+        }
         done.add(1, ordering: .releasing)
       }
       while !consumer.isFinished { usleep(1_000) }
@@ -570,11 +586,11 @@ struct CuesSimulateCommandTests {
       """)
     let script = game.directory.file("level.json5")
     try """
-      [
-        { at: 1, cue: "enemy.spotted", payload: { threat: 1 } },  // too weak to matter
-        { at: 2.2, cue: "enemy.spotted", payload: { threat: 2 } },
-      ]
-      """.write(toFile: script, atomically: true, encoding: .utf8)
+    [
+      { at: 1, cue: "enemy.spotted", payload: { threat: 1 } },  // too weak to matter
+      { at: 2.2, cue: "enemy.spotted", payload: { threat: 2 } },
+    ]
+    """.write(toFile: script, atomically: true, encoding: .utf8)
     let wav = game.directory.file("out.wav")
     let json = game.directory.file("timeline.json")
     let run = try LeitmotifCommand.run([
@@ -604,7 +620,9 @@ struct CuesSimulateCommandTests {
     ])
     #expect(run.status == 2)
     #expect(run.errors.contains("bad.json5:2:9: error: [0].at: expected a time of 0 s or more"), "\(run.errors)")
-    #expect(run.errors.contains("bad.json5:3:22: error: [1].paylod: unknown key \"paylod\"; did you mean \"payload\"?"), "\(run.errors)")
+    #expect(
+      run.errors.contains("bad.json5:3:22: error: [1].paylod: unknown key \"paylod\"; did you mean \"payload\"?"),
+      "\(run.errors)")
     #expect(!FileManager.default.fileExists(atPath: game.directory.file("out.wav")))
   }
 }
@@ -653,7 +671,8 @@ struct DirectorEntryTests {
   @Test("A source's gain and ReplayGain level its items")
   func levels() throws {
     let game = try DirectorFixture()
-    try DirectorFixture.tone(game.assets + "/loud.ogg", pitch: 440, seconds: 3, tags: [("REPLAYGAIN_TRACK_GAIN", "-6.02 dB")])
+    try DirectorFixture.tone(
+      game.assets + "/loud.ogg", pitch: 440, seconds: 3, tags: [("REPLAYGAIN_TRACK_GAIN", "-6.02 dB")])
     func level(_ source: String) throws -> Double {
       let sheet = try game.sheet(
         """

@@ -8,9 +8,9 @@ import Synchronization
 ///
 /// ## Threads
 /// - `post(_:_:)` (or `bus.post`) from any thread: it never blocks (see `LevelEventBus`).
-/// - With `.ownThread` clocking the director runs on a thread of its own ("lm.director"): it
-///   wakes when an event is posted, when a scheduled change is due, and every 10 ms while a ramp
-///   or duck moves. With `.pumped`, the game calls `update()` (from its frame loop): events are
+/// - With `.ownThread` clocking the director runs on a thread of its own ("lm.director"): while
+///   music plays it looks at the bus every 5 ms (posts then never make a system call); idle, it
+///   sleeps until a post wakes it or a scheduled change is due. With `.pumped`, the game calls `update()` (from its frame loop): events are
 ///   applied there, on the game's thread; no I/O happens in it.
 /// - On an offline engine, `CueSimulation` drives the director by audio time: an event posted
 ///   for time T takes effect at exactly T, and runs repeat sample for sample.
@@ -87,7 +87,8 @@ public final class Director: @unchecked Sendable {
     let catalog = BundledCatalog(directory: sheet.assetsDirectory)
     let resolver = MusicResolver(catalog: catalog, library: library, picks: nil)
     core = Mutex(
-      DirectorCore(engine: engine, player: player, sheet: sheet, catalog: catalog, resolved: resolver.resolveAll(sheet)))
+      DirectorCore(engine: engine, player: player, sheet: sheet, catalog: catalog, resolved: resolver.resolveAll(sheet))
+    )
     batch.reserveCapacity(256)
     if let watchedPath { startWatching(path: watchedPath) }
   }
@@ -183,9 +184,12 @@ public final class Director: @unchecked Sendable {
   public var sheet: CueSheet { core.withLock { $0.sheet } }
 
   /// Pumped clocking: applies the events posted since the last call and moves ramps along. Call
-  /// it once per frame from the game loop. No I/O; it takes the director's lock for as long as
+  /// it once per frame from the game loop (with `.ownThread` clocking it does nothing). No I/O; it takes the director's lock for as long as
   /// the events take (microseconds each).
   public func update() {
+    // With its own thread the director is already stepping; a second consumer of the bus is
+    // not allowed (see `LevelEventBus`), so this does nothing then.
+    guard clocking == .pumped else { return }
     if !started.load(ordering: .acquiring) { start() }
     step(to: clockSeconds)
   }
@@ -234,6 +238,14 @@ public final class Director: @unchecked Sendable {
 
   /// One update at director time `time`: events from the bus, parameters, due work, the mix.
   func step(to time: Double) {
+    // One step at a time: the bus has exactly one consumer (a game calling `update()` from two
+    // threads waits here instead of breaking that rule).
+    stepping.withLock { _ in stepLocked(to: time) }
+  }
+
+  private let stepping = Mutex<Void>(())
+
+  private func stepLocked(to time: Double) {
     var events: [LevelEvent] = []
     _ = bus.drain(into: &events)
     let dropped = bus.takeNewDrops()
@@ -263,8 +275,17 @@ public final class Director: @unchecked Sendable {
     let thread = Thread { [weak self] in
       nameCurrentThread("lm.director")
       // The thread holds the director only while it steps, so releasing the director ends it.
-      while running.value.load(ordering: .acquiring), let (bus, wait) = Director.tick(self) {
-        bus.waitForPost(timeout: .microseconds(Int64(wait * 1_000_000)))
+      while running.value.load(ordering: .acquiring), let (bus, wait, active) = Director.tick(self) {
+        if active {
+          // While music plays the thread looks at the bus every few milliseconds and posts wake
+          // nothing: a post then never makes a system call, nor lets the woken thread take the
+          // game thread's core (the benchmark's slowest posts were all such wake-ups). A cue
+          // waits at most `pollSeconds` more, against the mix periods the audio takes anyway.
+          usleep(useconds_t(min(wait, Director.pollSeconds) * 1_000_000))
+        } else {
+          // Idle (nothing plays, nothing due): sleep until a post wakes the thread.
+          bus.waitForPost(timeout: .microseconds(Int64(wait * 1_000_000)))
+        }
       }
     }
     thread.name = "leitmotif.director"
@@ -275,14 +296,17 @@ public final class Director: @unchecked Sendable {
 
   /// One pass of the director's thread: a step, then how long it may sleep (10 ms while ramps
   /// move, else until the next deadline, at most 100 ms).
-  private static func tick(_ director: Director?) -> (LevelEventBus, Double)? {
+  private static func tick(_ director: Director?) -> (LevelEventBus, Double, Bool)? {
     guard let director else { return nil }
     director.step(to: director.clockSeconds)
-    let (deadline, moving) = director.timing()
+    let (deadline, moving, active) = director.core.withLock { ($0.nextDeadline, $0.isMoving, $0.isActive) }
     var wait = moving ? 0.01 : 0.1
     if let deadline { wait = min(wait, max(0.0005, deadline - director.clockSeconds)) }
-    return (director.bus, wait)
+    return (director.bus, wait, active)
   }
+
+  /// How often the real-time thread looks at the bus while music plays.
+  static let pollSeconds = 0.005
 
   // MARK: - Live reload
 

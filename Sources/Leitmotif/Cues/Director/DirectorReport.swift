@@ -65,7 +65,8 @@ extension DirectorReport.Kind: CustomStringConvertible {
         + (isUser ? " (user song)" : " (bundled)")
     case .dropped(let count): return "\(count) event\(count == 1 ? "" : "s") dropped: the bus was full"
     case .reloaded(let path, let warnings):
-      return "reloaded \(path)" + (warnings.isEmpty ? "" : " (\(warnings.count) warning\(warnings.count == 1 ? "" : "s"))")
+      return "reloaded \(path)"
+        + (warnings.isEmpty ? "" : " (\(warnings.count) warning\(warnings.count == 1 ? "" : "s"))")
     case .reloadFailed(let error):
       return "reload refused, the last good cue file stays in force:\n\(error)"
     case .problem(let message): return "problem: \(message)"

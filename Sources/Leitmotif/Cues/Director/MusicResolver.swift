@@ -6,7 +6,9 @@ struct SourceResolution: Sendable {
   /// Why the source gives nothing (no access, an empty query, no picks); nil when it has items.
   var unavailableReason: String?
 
-  static func unavailable(_ reason: String) -> SourceResolution { SourceResolution(items: [], unavailableReason: reason) }
+  static func unavailable(_ reason: String) -> SourceResolution {
+    SourceResolution(items: [], unavailableReason: reason)
+  }
 }
 
 /// Turns the cue file's sources into items: the bundled catalogue, library queries, playlists
@@ -102,7 +104,8 @@ struct StateMusic {
     var userReports: [DirectorReport.Kind] = []
     var bundledReports: [DirectorReport.Kind] = []
     let user = state.mix == .bundledOnly ? nil : items(from: state.userSource, reports: &userReports)
-    let bundled = (user == nil || state.mix != .userFirst) ? items(from: state.bundledSource, reports: &bundledReports) : nil
+    let bundled =
+      (user == nil || state.mix != .userFirst) ? items(from: state.bundledSource, reports: &bundledReports) : nil
     if user == nil, let bundled, case .fallback(let name, let source, nil, let reason)? = userReports.last {
       // The end of the player's chain: say what plays instead of their songs.
       userReports[userReports.count - 1] = .fallback(

@@ -70,7 +70,9 @@ public struct ParameterSpec: Sendable {
   public var maximum: Double
   public var drives: [ParameterDrive]
 
-  public init(name: String, defaultValue: Double = 0, minimum: Double = 0, maximum: Double = 1, drives: [ParameterDrive] = []) {
+  public init(
+    name: String, defaultValue: Double = 0, minimum: Double = 0, maximum: Double = 1, drives: [ParameterDrive] = []
+  ) {
     self.name = name
     self.defaultValue = defaultValue
     self.minimum = minimum
@@ -453,7 +455,9 @@ public struct StingerAction: Sendable, Equatable {
   /// Ducks the music under it, if given.
   public var duck: DuckAction?
 
-  public init(sound: String, isSource: Bool, moment: TransitionSpec.Moment = .now, volume: Float = 1, duck: DuckAction? = nil) {
+  public init(
+    sound: String, isSource: Bool, moment: TransitionSpec.Moment = .now, volume: Float = 1, duck: DuckAction? = nil
+  ) {
     self.sound = sound
     self.isSource = isSource
     self.moment = moment

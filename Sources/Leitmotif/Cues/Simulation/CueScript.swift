@@ -32,7 +32,10 @@ public struct CueScript: Sendable {
   /// In time order (steps at the same time keep the script's order).
   public var steps: [Step]
 
-  public init(steps: [Step]) { self.steps = steps.enumerated().sorted { ($0.element.time, $0.offset) < ($1.element.time, $1.offset) }.map(\.element) }
+  public init(steps: [Step]) {
+    self.steps = steps.enumerated().sorted { ($0.element.time, $0.offset) < ($1.element.time, $1.offset) }.map(
+      \.element)
+  }
 
   /// When the last step happens.
   public var lastTime: Double { steps.last?.time ?? 0 }
@@ -71,7 +74,9 @@ public struct CueScript: Sendable {
     for (index, entry) in list.enumerated() {
       let path = "[\(index)]"
       guard let object = entry.objectValue else {
-        problem(entry.location, path, "expected an event like { at: 1.5, cue: \"combat.start\" }, found \(entry.typeDescription)")
+        problem(
+          entry.location, path,
+          "expected an event like { at: 1.5, cue: \"combat.start\" }, found \(entry.typeDescription)")
         continue
       }
       let known = ["at", "cue", "payload", "set", "value", "ramp"]
@@ -118,7 +123,9 @@ public struct CueScript: Sendable {
           continue
         }
         guard let value = object["value"], let number = value.numberValue, number.isFinite else {
-          problem(object["value"]?.location ?? entry.location, "\(path).value", "expected the parameter's new value (a number)")
+          problem(
+            object["value"]?.location ?? entry.location, "\(path).value",
+            "expected the parameter's new value (a number)")
           continue
         }
         var ramp = 0.0
@@ -129,7 +136,8 @@ public struct CueScript: Sendable {
           }
           ramp = seconds
         }
-        steps.append(Step(time: time, kind: .parameter(name, value: number, rampSeconds: ramp), line: entry.location.line))
+        steps.append(
+          Step(time: time, kind: .parameter(name, value: number, rampSeconds: ramp), line: entry.location.line))
       case (nil, nil):
         problem(entry.location, path, "expected \"cue\" (an event) or \"set\" (a parameter change)")
       case (_?, _?):

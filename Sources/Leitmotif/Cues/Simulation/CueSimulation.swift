@@ -45,7 +45,8 @@ public struct CueSimulation {
   ///   of range.
   public static func run(
     sheet: CueSheet, script: CueScript, outputPath: String?, options: Options = Options(),
-    diagnostics: DiagnosticsHandler? = nil, onMix: ((_ startFrame: Int64, _ samples: UnsafeBufferPointer<Float>) -> Void)? = nil
+    diagnostics: DiagnosticsHandler? = nil,
+    onMix: ((_ startFrame: Int64, _ samples: UnsafeBufferPointer<Float>) -> Void)? = nil
   ) throws(OfflineRenderer.RenderError) -> Result {
     guard options.sampleRate >= 8_000, options.sampleRate <= 192_000 else {
       throw .invalidOptions("sample rate \(options.sampleRate) Hz: expected 8000 to 192000")
