@@ -87,26 +87,33 @@ public struct MediaItem: Sendable, Hashable {
   /// game thread that must not wait.
   /// - Throws: `DecodeError` naming the file and the reason.
   public static func load(path: String) throws(DecodeError) -> MediaItem {
-    let decoder = try AudioFile.openDecoder(path: path)
-    var item = MediaItem(path: path)
-    item.title = decoder.tags.title
-    item.artist = decoder.tags.artist
-    item.albumTitle = decoder.tags.album
-    item.playbackDuration = decoder.durationSeconds
-    item.sampleRate = decoder.format.sampleRate
+    MediaItem(path: path, decoder: try AudioFile.openDecoder(path: path))
+  }
+
+  /// An item with everything `decoder`'s tags and format say (the library's scanner adds its
+  /// own rules on top: a title from the file name, compilations).
+  init(path: String, decoder: any AudioDecoder) {
+    self.init(path: path)
     let tags = decoder.tags
-    item.albumArtist = tags.albumArtist
-    item.genre = tags.genre
-    item.composer = tags.composer
-    item.beatsPerMinute = tags.beatsPerMinute
-    item.year = tags.year
-    item.mood = tags.mood
-    item.beatsPerBar = tags.meter
-    item.replayGainTrackDecibels = tags.replayGainTrackGainDecibels
-    item.replayGainAlbumDecibels = tags.replayGainAlbumGainDecibels
-    item.loopStartFrame = tags.loopStartFrame
+    title = tags.title
+    artist = tags.artist
+    albumTitle = tags.album
+    playbackDuration = decoder.durationSeconds
+    sampleRate = decoder.format.sampleRate
+    albumArtist = tags.albumArtist
+    genre = tags.genre
+    composer = tags.composer
+    albumTrackNumber = tags.trackNumber
+    discNumber = tags.discNumber
+    beatsPerMinute = tags.beatsPerMinute
+    year = tags.year
+    isCompilation = tags.isCompilation ?? false
+    mood = tags.mood
+    beatsPerBar = tags.meter
+    replayGainTrackDecibels = tags.replayGainTrackGainDecibels
+    replayGainAlbumDecibels = tags.replayGainAlbumGainDecibels
+    loopStartFrame = tags.loopStartFrame
     // Only the start tagged: the loop runs to the end of the file (see `AudioTags.loopEndFrame`).
-    if let start = tags.loopStartFrame { item.loopEndFrame = tags.loopEndFrame ?? max(start, decoder.lengthFrames) }
-    return item
+    if let start = tags.loopStartFrame { loopEndFrame = tags.loopEndFrame ?? max(start, decoder.lengthFrames) }
   }
 }

@@ -210,23 +210,10 @@ struct LibraryScanner {
   /// its extension (as players show it); a COMPILATION (TCMP) tag, or else an album artist of
   /// "Various Artists", marks a compilation.
   static func item(path: String, decoder: any AudioDecoder) -> MediaItem {
+    var item = MediaItem(path: path, decoder: decoder)
     let tags = decoder.tags
-    var item = MediaItem(path: path)
-    item.title = tags.title ?? ((path as NSString).lastPathComponent as NSString).deletingPathExtension
-    item.artist = tags.artist
-    item.albumTitle = tags.album
-    item.albumArtist = tags.albumArtist
-    item.genre = tags.genre
-    item.composer = tags.composer
-    item.playbackDuration = decoder.durationSeconds
-    item.sampleRate = decoder.format.sampleRate
-    item.albumTrackNumber = tags.trackNumber
-    item.discNumber = tags.discNumber
-    item.beatsPerMinute = tags.beatsPerMinute
-    item.year = tags.year
-    if let compilation = tags.isCompilation {
-      item.isCompilation = compilation
-    } else if let albumArtist = tags.albumArtist?.lowercased(),
+    if item.title == nil { item.title = ((path as NSString).lastPathComponent as NSString).deletingPathExtension }
+    if tags.isCompilation == nil, let albumArtist = tags.albumArtist?.lowercased(),
       albumArtist == "various artists" || albumArtist == "various"
     {
       item.isCompilation = true
