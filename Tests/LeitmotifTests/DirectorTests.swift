@@ -430,6 +430,29 @@ struct DirectorLibraryTests {
     #expect(timeline.lines.contains { $0.contains("the query finds no songs") }, "\(timeline.summary)")
   }
 
+  @Test("A named playlist of the player's, and the player's picks, are sources too")
+  func playlistAndPicks() throws {
+    let game = try DirectorFixture()
+    let library = try library(game, status: .authorized)
+    try "#EXTM3U\nsong.ogg\n".write(toFile: game.directory.file("Music/Road Trip.m3u"), atomically: true, encoding: .utf8)
+    _ = try library.scan()
+    let pitches = [DirectorFixture.userPitch, DirectorFixture.explorePitch]
+    for source in [#"{ playlist: "road trip", fallback: "calm" }"#, #"{ picks: true, fallback: "calm" }"#] {
+      let text = cues().replacingOccurrences(of: #"{ library: { genre: "rock" }, fallback: "calm" }"#, with: source)
+      var options = CueSimulation.Options()
+      options.library = library
+      let picked = try library.items(matching: .songs())
+      options.picks = MediaItemCollection(items: picked)
+      let (left, timeline) = try game.simulate(try game.sheet(text), [], seconds: 1, options: options)
+      #expect(Listen.loudest(left, 0.2, 0.9, among: pitches) == DirectorFixture.userPitch, "\(source)\n\(timeline.summary)")
+      // Without picks (or with the playlist gone) the bundled music plays.
+      options.picks = nil
+      let empty = text.replacingOccurrences(of: "road trip", with: "no such list")
+      let (fallback, _) = try game.simulate(try game.sheet(empty), [], seconds: 1, options: options)
+      #expect(Listen.loudest(fallback, 0.2, 0.9, among: pitches) == DirectorFixture.explorePitch, "\(source)")
+    }
+  }
+
   @Test("Interleaved: N user songs, then one bundled track")
   func interleave() throws {
     let game = try DirectorFixture()
