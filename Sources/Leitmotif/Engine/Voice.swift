@@ -439,7 +439,9 @@ final class Voice {
       position = decoderEnded ? audibleSegmentEnd : nextFrame
     }
     status.positionFrames.store(position, ordering: .releasing)
-    status.gainBits.store(currentGain(at: lastClock).bitPattern, ordering: .relaxed)
+    // What is heard: a voice that is prepared but not started (a crossfade's follower, waiting)
+    // is silent, so the stealing policy takes it first and timelines do not draw it.
+    status.gainBits.store((isAudible ? currentGain(at: lastClock) : 0).bitPattern, ordering: .relaxed)
   }
 
   var positionFrames: Int64 { status.positionFrames.load(ordering: .relaxed) }

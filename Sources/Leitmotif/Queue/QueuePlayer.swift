@@ -601,6 +601,21 @@ public final class QueuePlayer: MediaPlayback {
     }
   }
 
+  /// What each of this player's voices plays, as far as the player knows: the now-playing item's
+  /// voice and the prepared follower's (voices fading out are not listed). For timelines.
+  var voiceItems: [Int: MediaItem] {
+    state.withLock { state in
+      var items: [Int: MediaItem] = [:]
+      if let slot = state.voices.currentSlot, let now = state.nowID, let entry = state.entries[now] {
+        items[slot] = entry.item
+      }
+      if case .follower(let slot, _, let entry, _)? = state.voices.scheduled, let next = state.entries[entry] {
+        items[slot] = next.item
+      }
+      return items
+    }
+  }
+
   /// A skip with its own crossfade (nil: the usual one), for the director's `skip` action.
   func skip(_ direction: SkipDirection, transition: Transition?) throws(QueueError) {
     state.withLock { $0.pendingFade = transition }

@@ -180,6 +180,9 @@ public final class Director: @unchecked Sendable {
   /// The name of the source `item` came from (nil if the director did not queue it).
   public func nowPlayingOrigin(_ item: MediaItem) -> String? { core.withLock { $0.origin(of: item)?.source } }
 
+  /// What each of the director's voices plays now (slot → item; stingers flagged).
+  var voiceItems: [Int: (item: MediaItem, isStinger: Bool)] { core.withLock { $0.voiceItems } }
+
   /// The cue sheet in force (the last good one).
   public var sheet: CueSheet { core.withLock { $0.sheet } }
 

@@ -424,10 +424,11 @@ final class DirectorCore {
     stateRate.set(Double(state.rate))
     let origin = music.origins[first.item.assetURL.path]
     lastNowPlaying = first.item
+    // Stamped with the time the new music is heard: a crossfade pre-rolls one mix first.
     report(
       .stateChanged(
         from: lastReportedState, to: name, item: first.item, source: origin?.source,
-        isUserMusic: origin?.isUserMusic ?? false), cause: cause)
+        isUserMusic: origin?.isUserMusic ?? false), cause: cause, at: now + (wasPlaying ? startLatency : 0))
     lastReportedState = name
   }
 
@@ -591,10 +592,19 @@ final class DirectorCore {
     report(.nowPlaying(item: item, source: origin?.source, isUserMusic: origin?.isUserMusic ?? false))
   }
 
+  /// What each voice of the director plays (music and stingers), for the timeline's lanes.
+  var voiceItems: [Int: (item: MediaItem, isStinger: Bool)] {
+    var items = player.voiceItems.mapValues { (item: $0, isStinger: false) }
+    for stinger in stingers {
+      if let item = stinger.item { items[stinger.slot] = (item, true) }
+    }
+    return items
+  }
+
   // MARK: - Reports
 
-  func report(_ kind: DirectorReport.Kind, cause: LevelEvent? = nil) {
-    outbox.append(DirectorReport(time: now, event: cause, kind: kind))
+  func report(_ kind: DirectorReport.Kind, cause: LevelEvent? = nil, at time: Double? = nil) {
+    outbox.append(DirectorReport(time: time ?? now, event: cause, kind: kind))
   }
 
   /// Where each item came from (the timeline and the demo say "user song" or "bundled").

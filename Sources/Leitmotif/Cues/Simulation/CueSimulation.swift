@@ -28,6 +28,9 @@ public struct CueSimulation {
     public var startState: String?
     /// How often the timeline samples each voice's gain, in seconds.
     public var gainSampleSeconds = 0.05
+    /// Hears every report as the run makes it (on the director's notification queue; report
+    /// times are audio times): the demo prints them while it renders.
+    public var onReport: (@Sendable (DirectorReport) -> Void)?
     public init() {}
   }
 
@@ -63,7 +66,11 @@ public struct CueSimulation {
     let director = Director(engine: session.engine, sheet: sheet, library: options.library, clocking: .pumped)
     if let picks = options.picks { director.setPicks(picks) }
     let log = ReportLog()
-    director.addObserver { log.append($0) }
+    let onReport = options.onReport
+    director.addObserver { report in
+      log.append(report)
+      onReport?(report)
+    }
     if outputPath != nil { try session.openOutput() }
 
     let rate = Double(options.sampleRate)

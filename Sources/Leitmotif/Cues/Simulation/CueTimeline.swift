@@ -32,6 +32,9 @@ public struct CueTimeline: Sendable, Codable {
   public struct GainSample: Sendable, Codable {
     public var at: Double
     public var gains: [String: Float]
+    /// Slot number → what the voice plays, where the director knows (its title; stingers are
+    /// marked "stinger: "). A voice fading out keeps the label it had.
+    public var labels: [String: String]?
   }
 
   public var sampleRate: Int
@@ -53,19 +56,29 @@ public struct CueTimeline: Sendable, Codable {
   /// The state heard at `time` (the last one started at or before it).
   public func state(at time: Double) -> String? { states.last { $0.from <= time + 1e-9 }?.state }
 
-  mutating func note(_ text: String) { notes.append(text) }
+  /// Adds a note (printed after the timeline).
+  public mutating func note(_ text: String) { notes.append(text) }
 
-  mutating func sampleVoices(at time: Double, engine: AudioEngine, director: Director) {
+  /// Samples the gain of every voice in use, and what the director's voices play, at `time`
+  /// (a real-time run calls this every 50 ms or so; `CueSimulation` does it by itself).
+  public mutating func sampleVoices(at time: Double, engine: AudioEngine, director: Director) {
     var gains: [String: Float] = [:]
     for slot in 0..<engine.voiceLimit {
       let status = engine.statuses[slot]
       guard status.isPrepared.load(ordering: .acquiring) else { continue }
       gains[String(slot)] = (status.gain * 1000).rounded() / 1000
     }
-    self.gains.append(GainSample(at: (time * 1000).rounded() / 1000, gains: gains))
+    var labels: [String: String] = [:]
+    for (slot, voice) in director.voiceItems where gains[String(slot)] != nil {
+      let title = voice.item.title ?? voice.item.assetURL.deletingPathExtension().lastPathComponent
+      labels[String(slot)] = (voice.isStinger ? "stinger: " : "") + title
+    }
+    self.gains.append(
+      GainSample(at: (time * 1000).rounded() / 1000, gains: gains, labels: labels.isEmpty ? nil : labels))
   }
 
-  mutating func add(reports: [DirectorReport], script: CueScript) {
+  /// Adds the director's reports: events and their outcomes, state bands, items, stingers.
+  public mutating func add(reports: [DirectorReport], script: CueScript) {
     for report in reports {
       lines.append(report.description)
       switch report.kind {
