@@ -6,7 +6,7 @@
 # pkg-config for SwiftPM to find them, and lame for the benchmark's MP3 and the fixture script.
 PACKAGES := pkg-config libopenal-dev libvorbis-dev libmpg123-dev libsqlite3-dev lame tmux
 
-.PHONY: deps test test-tsan demo bench format fixtures
+.PHONY: deps test test-tsan demo bench format fixtures assets
 
 deps:
 	@missing=$$(for package in $(PACKAGES); do \
@@ -31,8 +31,12 @@ test: deps
 test-tsan: deps
 	swift test --sanitize=thread --scratch-path .build/tsan $(TEST_FLAGS)
 
+# The demo level: real time with a sound card, else rendered offline to demo-level.wav (and a
+# timeline picture). DEMO_FLAGS passes options, e.g. `make demo DEMO_FLAGS="--library ~/Music"`.
+# The command-line tool is built too: `--pick` runs its terminal picker.
 demo: deps
-	swift run leitmotif-demo
+	swift build --product leitmotif
+	swift run leitmotif-demo $(DEMO_FLAGS)
 
 bench: deps
 	swift run -c release leitmotif-bench all
@@ -44,3 +48,8 @@ format:
 fixtures:
 	@$(MAKE) -s deps PACKAGES="sox lame"
 	sh Tests/LeitmotifTests/Fixtures/make-mp3-fixtures.sh
+
+# Remakes the bundled default music in Assets/music (composed and synthesised in code; see
+# Assets/README.md). Deterministic: the same seed gives the same bytes.
+assets: deps
+	swift run -c release leitmotif-compose --out Assets/music

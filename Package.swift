@@ -5,6 +5,7 @@
 //   LeitmotifOutput     OpenAL devices, sources, buffers, loopback, WAV    -> COpenAL
 //   Leitmotif           the engine, players, the music library (SQLite)    -> Decoding, Output, CSQLite
 //   leitmotif (CLI), leitmotif-bench, leitmotif-demo (Demo/)               executables on top
+//   leitmotif-compose   makes the bundled default music in Assets/music    -> Fixtures (libvorbisenc)
 // LeitmotifFixtures (test and benchmark material: tones, libvorbisenc) is not a product.
 import PackageDescription
 
@@ -15,6 +16,7 @@ let package = Package(
     .executable(name: "leitmotif", targets: ["LeitmotifCLI"]),
     .executable(name: "leitmotif-bench", targets: ["LeitmotifBench"]),
     .executable(name: "leitmotif-demo", targets: ["LeitmotifDemo"]),
+    .executable(name: "leitmotif-compose", targets: ["LeitmotifCompose"]),
   ],
   targets: [
     .systemLibrary(
@@ -39,8 +41,9 @@ let package = Package(
       dependencies: ["Leitmotif", "LeitmotifFixtures", "CVorbisFile", "CMPG123"]),
 
     .executableTarget(
-      name: "LeitmotifDemo", dependencies: ["Leitmotif", "LeitmotifFixtures"], path: "Demo",
-      exclude: ["README.md"]),
+      name: "LeitmotifDemo", dependencies: ["Leitmotif"], path: "Demo",
+      exclude: ["README.md", "level.json5"]),
+    .executableTarget(name: "LeitmotifCompose", dependencies: ["LeitmotifFixtures"]),
 
     .testTarget(
       name: "LeitmotifTests",
