@@ -1,30 +1,93 @@
-// leitmotif-demo: until the scripted demo level exists, a short generated piece rendered offline.
+// leitmotif-demo: the demo level. A scripted three minutes of play (Demo/level.json5) drives the
+// music through the director and the default cue file (Assets/cues.json5) over the bundled
+// music (Assets/music). With a sound card it plays in real time; without one (CI, a server) it
+// renders the level offline to a WAV file, faster than real time. Either way it prints what the
+// music does as it happens and draws a timeline picture. See Demo/README.md.
 import Foundation
 import Leitmotif
-import LeitmotifFixtures
 
-let outputDirectory = FileManager.default.currentDirectoryPath + "/demo-out"
-try FileManager.default.createDirectory(atPath: outputDirectory, withIntermediateDirectories: true)
-
-// Compose: 16 seconds of the seeded music-like signal, 48 kHz stereo, with tags a game would use.
-let format = PCMFormat(sampleRate: 48_000, channelCount: 2)
-let piece = outputDirectory + "/demo-piece.ogg"
-let samples = ToneGenerator.musicLike(seed: 2026, beatsPerMinute: 120, frameCount: 16 * 48_000, format: format)
-try VorbisEncoder.encode(
-  samples: samples, format: format,
-  tags: [("TITLE", "Demo Piece"), ("ARTIST", "Leitmotif"), ("BPM", "120"), ("LOOPSTART", "96000")],
-  quality: 0.5, to: piece)
-print("composed \(piece)")
-
-// Play it through the engine: offline, on OpenAL Soft's loopback device.
-let wav = outputDirectory + "/demo.wav"
-var options = OfflineRenderer.Options()
-options.sampleRate = 48_000
-let started = Date()
-let result = try OfflineRenderer.render(path: piece, to: wav, options: options) { diagnostic in
-  FileHandle.standardError.write(Data("leitmotif-demo: \(diagnostic)\n".utf8))
+let options: DemoOptions
+do {
+  options = try DemoOptions(arguments: Array(CommandLine.arguments.dropFirst()))
+} catch {
+  if let message = error.message {
+    FileHandle.standardError.write(Data("leitmotif-demo: \(message)\n\(DemoOptions.usage)\n".utf8))
+    exit(2)
+  }
+  Output.shared.print(DemoOptions.usage)
+  exit(0)
 }
-let seconds = Double(result.framesWritten) / Double(result.sampleRate)
-let elapsed = Date().timeIntervalSince(started)
-print(String(format: "rendered %.1f s of music in %.2f s (%.0fx real time)", seconds, elapsed, seconds / elapsed))
-print("wrote \(wav)")
+
+func complain(_ message: String) -> Never {
+  FileHandle.standardError.write(Data("leitmotif-demo: \(message)\n".utf8))
+  exit(1)
+}
+
+let printDiagnostic: DiagnosticsHandler = { diagnostic in
+  Output.shared.print("leitmotif-demo: \(diagnostic)")
+}
+
+// The cue file and the level, checked before anything plays.
+let sheet: CueSheet
+let script: CueScript
+do {
+  sheet = try CueSheet.load(path: options.cuesPath)
+  script = try CueScript.load(path: options.levelPath)
+} catch {
+  FileHandle.standardError.write(Data("\(error)\n".utf8))
+  exit(2)
+}
+
+// The player's music, only with their consent (asked on the terminal).
+var library: MediaLibrary?
+var picks: MediaItemCollection?
+if let folder = options.libraryFolder {
+  library = PlayerMusic.open(folder: folder)
+  if options.pick, let library {
+    picks = PlayerMusic.pick(library: library, folder: folder)
+  }
+}
+
+// Real time needs a sound card, unless asked for anyway (then it plays headless).
+var mode = options.mode
+var engine: AudioEngine?
+if mode != .offline {
+  do {
+    let realtime = try AudioEngine(output: .defaultDevice)
+    if realtime.initialDevice.kind == .headless && mode == .automatic {
+      realtime.shutdown()
+      Output.shared.print("no sound card here: rendering the level offline to \(options.outputPath) instead")
+      mode = .offline
+    } else {
+      engine = realtime
+      mode = .realtime
+    }
+  } catch {
+    if mode == .realtime { complain("cannot open the sound device: \(error)") }
+    Output.shared.print("no sound device (\(error)): rendering the level offline to \(options.outputPath) instead")
+    mode = .offline
+  }
+}
+
+let levelSeconds = script.lastTime + 8
+let timeline: CueTimeline
+if mode == .offline {
+  timeline = OfflineLevel.run(sheet: sheet, script: script, library: library, picks: picks, levelSeconds: levelSeconds)
+} else {
+  timeline = RealtimeLevel.run(
+    engine: engine!, script: script, library: library, picks: picks, levelSeconds: levelSeconds)
+}
+
+// The timeline: the picture (and a PNG where a converter exists) and the data behind it.
+do {
+  try TimelinePicture.svg(timeline, title: "Leitmotif demo level: \((options.levelPath as NSString).lastPathComponent)")
+    .write(toFile: options.timelinePath, atomically: true, encoding: .utf8)
+  try timeline.jsonData().write(to: URL(fileURLWithPath: options.timelineJSONPath))
+  Output.shared.print("timeline picture: \(options.timelinePath)")
+  if TimelinePicture.writePNG(svgPath: options.timelinePath, pngPath: options.timelinePNGPath) {
+    Output.shared.print("timeline picture: \(options.timelinePNGPath)")
+  }
+  Output.shared.print("timeline data: \(options.timelineJSONPath)")
+} catch {
+  complain("cannot write the timeline: \(error)")
+}

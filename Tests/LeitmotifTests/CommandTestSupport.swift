@@ -6,16 +6,19 @@ import Foundation
 /// it, so it is never stale) and collects what it printed.
 enum LeitmotifCommand {
   /// The binary, if there is one next to the test bundle.
-  static let executable: URL? = {
+  static let executable: URL? = executable(named: "leitmotif")
+
+  /// A program SwiftPM built next to the test bundle (`leitmotif`, `leitmotif-demo`).
+  static func executable(named name: String) -> URL? {
     var candidates: [URL] = []
     if let path = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
       candidates.append(URL(fileURLWithPath: path).deletingLastPathComponent())
     }
     candidates.append(Bundle.main.bundleURL)
     candidates.append(Bundle.main.bundleURL.deletingLastPathComponent())
-    return candidates.map { $0.appendingPathComponent("leitmotif") }
+    return candidates.map { $0.appendingPathComponent(name) }
       .first { FileManager.default.isExecutableFile(atPath: $0.path) }
-  }()
+  }
 
   struct Run {
     var status: Int32
@@ -24,12 +27,16 @@ enum LeitmotifCommand {
   }
 
   struct NotBuilt: Error, CustomStringConvertible {
-    var description: String { "the leitmotif executable is not next to the test bundle" }
+    var program = "leitmotif"
+    var description: String { "the \(program) executable is not next to the test bundle" }
   }
 
   /// Runs `leitmotif ARGUMENTS` with `environment` (nil: this process's) and waits for it.
-  static func run(_ arguments: [String], environment: [String: String]? = nil, input: FileHandle? = nil) throws -> Run {
-    guard let executable else { throw NotBuilt() }
+  static func run(
+    _ arguments: [String], program: String = "leitmotif", environment: [String: String]? = nil,
+    input: FileHandle? = nil
+  ) throws -> Run {
+    guard let executable = executable(named: program) else { throw NotBuilt(program: program) }
     let process = Process()
     process.executableURL = executable
     process.arguments = arguments

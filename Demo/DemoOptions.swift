@@ -1,0 +1,80 @@
+import Foundation
+
+/// `leitmotif-demo`'s command line.
+struct DemoOptions {
+  enum Mode { case automatic, offline, realtime }
+
+  static let usage = """
+    usage: leitmotif-demo [--offline | --realtime] [--speed N] [--cues FILE] [--level FILE]
+                          [--library DIR] [--pick] [--out FILE.wav] [--timeline FILE.svg]
+      plays the demo level: with a sound card in real time; with none (CI, a server) it says so
+      and renders the level offline, faster than real time, to --out
+      --offline, --realtime  force the mode (real time without a sound card plays headless)
+      --speed N        real time only: the level's events come N times faster (the music plays
+                       at its own speed)
+      --cues FILE      another cue file (default Assets/cues.json5); in real time it is watched:
+                       edit it while the level runs and hear the change
+      --level FILE     another level script (default Demo/level.json5)
+      --library DIR    the player's music for the exploration state (asks for consent first)
+      --pick           in real time, pick songs for the exploration state first (one per line
+                       from the library's titles, numbered; needs --library)
+      --out FILE       the rendered level (default demo-level.wav)
+      --timeline FILE  the timeline picture (default demo-level.svg; a PNG and the JSON are
+                       written beside it, the PNG where rsvg-convert or ImageMagick is installed)
+    """
+
+  var mode = Mode.automatic
+  var speed = 1.0
+  var cuesPath: String
+  var levelPath: String
+  var libraryFolder: String?
+  var pick = false
+  var outputPath = "demo-level.wav"
+  var timelinePath = "demo-level.svg"
+
+  /// The package's folder, for the default cue file and level (found from this source file, so
+  /// the demo runs from any working directory).
+  static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().path
+
+  init(arguments: [String]) throws(UsageError) {
+    cuesPath = Self.packageRoot + "/Assets/cues.json5"
+    levelPath = Self.packageRoot + "/Demo/level.json5"
+    var rest = arguments[...]
+    while let argument = rest.popFirst() {
+      switch argument {
+      case "--offline": mode = .offline
+      case "--realtime": mode = .realtime
+      case "--pick": pick = true
+      case "--help", "-h": throw UsageError(message: nil)
+      case "--speed", "--cues", "--level", "--library", "--out", "--timeline":
+        guard let value = rest.popFirst(), !value.isEmpty else {
+          throw UsageError(message: "\(argument) needs a value")
+        }
+        switch argument {
+        case "--speed":
+          guard let speed = Double(value), speed.isFinite, speed > 0, speed <= 100 else {
+            throw UsageError(message: "--speed: expected a number in (0, 100], got \"\(value)\"")
+          }
+          self.speed = speed
+        case "--cues": cuesPath = value
+        case "--level": levelPath = value
+        case "--library": libraryFolder = value
+        case "--out": outputPath = value
+        default: timelinePath = value
+        }
+      default:
+        throw UsageError(message: "unknown argument \"\(argument)\"")
+      }
+    }
+    if pick && libraryFolder == nil { throw UsageError(message: "--pick needs --library DIR (the songs to pick from)") }
+  }
+
+  /// The JSON and PNG beside the timeline picture.
+  var timelineJSONPath: String { (timelinePath as NSString).deletingPathExtension + ".json" }
+  var timelinePNGPath: String { (timelinePath as NSString).deletingPathExtension + ".png" }
+}
+
+struct UsageError: Error {
+  /// nil: help was asked for.
+  var message: String?
+}

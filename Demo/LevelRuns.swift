@@ -1,0 +1,128 @@
+import Foundation
+import Leitmotif
+
+/// Prints the director's reports as they come, with the level's clock, and keeps what the
+/// progress line shows (the state, what plays).
+final class LevelReporter: @unchecked Sendable {
+  private let lock = NSLock()
+  private var display: LevelDisplay
+  /// Level time = director time × speed − offset (real time: the director started a moment
+  /// before the level's clock; offline they are the same).
+  private let speed: Double
+
+  init(levelSeconds: Double, speed: Double = 1) {
+    display = LevelDisplay(levelSeconds: levelSeconds)
+    self.speed = speed
+  }
+
+  func report(_ report: DirectorReport) {
+    let line = lock.withLock { display.line(for: report, levelTime: report.time * speed) }
+    if let line { Output.shared.print(line) }
+  }
+
+  func progress(at levelTime: Double) {
+    if let line = lock.withLock({ display.progress(at: levelTime) }) { Output.shared.showProgress(line) }
+  }
+}
+
+/// No sound card: the whole level rendered offline through `CueSimulation`, faster than real
+/// time, to the WAV file.
+enum OfflineLevel {
+  static func run(
+    sheet: CueSheet, script: CueScript, library: MediaLibrary?, picks: MediaItemCollection?, levelSeconds: Double
+  ) -> CueTimeline {
+    let reporter = LevelReporter(levelSeconds: levelSeconds)
+    var simulation = CueSimulation.Options()
+    simulation.durationSeconds = levelSeconds
+    simulation.library = library
+    simulation.picks = picks
+    simulation.onReport = { reporter.report($0) }
+    let started = Date()
+    var lastProgress = Date.distantPast
+    let result: CueSimulation.Result
+    do {
+      result = try CueSimulation.run(
+        sheet: sheet, script: script, outputPath: options.outputPath, options: simulation,
+        diagnostics: printDiagnostic
+      ) { startFrame, _ in
+        // Progress a few times a second of wall time (every mix would flood a pipe).
+        let now = Date()
+        guard now.timeIntervalSince(lastProgress) > 0.2 else { return }
+        lastProgress = now
+        reporter.progress(at: Double(startFrame) / Double(simulation.sampleRate))
+      }
+    } catch {
+      complain("the render failed: \(error)")
+    }
+    reporter.progress(at: levelSeconds)
+    Output.shared.finishProgress()
+    let seconds = Double(result.framesWritten) / Double(result.sampleRate)
+    let elapsed = Date().timeIntervalSince(started)
+    Output.shared.print(
+      String(
+        format: "rendered the %.0f s level in %.1f s (%.0fx real time) to %@", seconds, elapsed,
+        seconds / max(elapsed, 0.001), options.outputPath))
+    return result.timeline
+  }
+}
+
+/// A sound card (or `--realtime`): the level plays as it would in a game. The director runs on
+/// its own thread and watches the cue file; the main thread is the "game": it posts the level's
+/// events at their times (sped up by `--speed`) and samples the voices for the timeline.
+enum RealtimeLevel {
+  static func run(
+    engine: AudioEngine, script: CueScript, library: MediaLibrary?, picks: MediaItemCollection?, levelSeconds: Double
+  ) -> CueTimeline {
+    engine.setDiagnosticsHandler(printDiagnostic)
+    let director: Director
+    do {
+      director = try Director(engine: engine, cueFile: options.cuesPath, library: library)
+    } catch {
+      FileHandle.standardError.write(Data("\(error)\n".utf8))
+      exit(2)
+    }
+    director.setPicks(picks)
+    let speed = options.speed
+    let reporter = LevelReporter(levelSeconds: levelSeconds, speed: speed)
+    let log = ReportCollector()
+    director.addObserver { report in
+      log.append(report)
+      reporter.report(report)
+    }
+    Output.shared.print(
+      "playing the level in real time on \"\(engine.initialDevice.name)\""
+        + (speed == 1 ? "" : " at \(speed)x speed") + "; edit \(options.cuesPath) to hear changes; Ctrl-C stops")
+    var timeline = CueTimeline(sampleRate: engine.sampleRate, durationSeconds: levelSeconds / speed)
+    let start = Date()
+    director.start()
+    var next = 0
+    while true {
+      let wall = Date().timeIntervalSince(start)
+      let levelTime = wall * speed
+      if levelTime >= levelSeconds { break }
+      while next < script.steps.count, script.steps[next].time <= levelTime {
+        switch script.steps[next].kind {
+        case .cue(let cue, let payload): director.post(cue, payload)
+        case .parameter(let name, let value, let ramp): director.setParameter(name, value, rampSeconds: ramp / speed)
+        }
+        next += 1
+      }
+      timeline.sampleVoices(at: wall, engine: engine, director: director)
+      reporter.progress(at: levelTime)
+      usleep(50_000)
+    }
+    Output.shared.finishProgress()
+    director.player.stop()
+    director.waitForReports()
+    director.shutdown()
+    timeline.add(reports: log.all, script: script)
+    return timeline
+  }
+}
+
+final class ReportCollector: @unchecked Sendable {
+  private let lock = NSLock()
+  private var reports: [DirectorReport] = []
+  func append(_ report: DirectorReport) { lock.withLock { reports.append(report) } }
+  var all: [DirectorReport] { lock.withLock { reports } }
+}

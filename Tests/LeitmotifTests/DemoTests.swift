@@ -1,0 +1,72 @@
+import Foundation
+import LeitmotifFixtures
+import Testing
+
+@testable import Leitmotif
+
+/// `make demo` without a sound card: the demo level rendered offline, checked by ear (the WAV's
+/// level and peaks) and by its timeline against the level's script.
+@Suite("The demo level, rendered offline")
+struct DemoTests {
+  /// When each state should start being heard: the script's event, and the longest wait for the
+  /// bar it lands on (the slowest piece, 90 BPM in 4/4, has bars of 2.67 s).
+  static let expectedStates: [(event: Double, state: String)] = [
+    (0, "menu"), (6, "explore"), (28, "stealth"), (48, "explore"), (58, "combat"), (88, "explore"),
+    (104, "boss"), (130, "bossPhase2"), (158, "explore"), (176, "menu"),
+  ]
+  static let longestBar = 4 * 60 / 90.0
+
+  @Test("Not silent, no clipping, and the music changes when the script says")
+  func demoLevel() throws {
+    let directory = try TemporaryDirectory(prefix: "leitmotif-demo-test")
+    let wav = directory.file("level.wav")
+    let svg = directory.file("level.svg")
+    let run = try LeitmotifCommand.run(
+      ["--offline", "--out", wav, "--timeline", svg], program: "leitmotif-demo")
+    #expect(run.status == 0, "\(run.errors)")
+    #expect(run.output.contains("rendered the 184 s level"), "\(run.output)")
+    #expect(run.output.contains("rule \"boss\""), "the run shows which rule did what")
+    #expect(run.output.contains("music: state \"combat\""), "and what the music does")
+
+    // The sound: 32-bit float stereo at 48 kHz.
+    let samples = try Self.floatSamples(wav)
+    #expect(samples.count == 184 * 48_000 * 2)
+    let peak = samples.reduce(Float(0)) { max($0, abs($1)) }
+    let rms = sqrt(samples.reduce(0.0) { $0 + Double($1) * Double($1) } / Double(samples.count))
+    #expect(peak < 1, "clipped: peak \(peak)")
+    #expect(rms > 0.03, "too quiet: RMS \(rms)")
+    // No stretch of a second is silent while the level runs (the music never drops out).
+    for second in 1..<183 {
+      let window = samples[(second * 96_000)..<((second + 1) * 96_000)]
+      #expect(window.contains { abs($0) > 0.01 }, "silent at \(second) s")
+    }
+
+    // The timeline: each state starts at its event, on the next bar at the latest.
+    let timeline = try JSONDecoder().decode(
+      CueTimeline.self, from: Data(contentsOf: URL(fileURLWithPath: directory.file("level.json"))))
+    #expect(timeline.states.map(\.state) == Self.expectedStates.map(\.state), "\(timeline.states)")
+    for (band, expected) in zip(timeline.states, Self.expectedStates) {
+      #expect(
+        band.from >= expected.event && band.from <= expected.event + Self.longestBar + 0.05,
+        "\(band.state) heard from \(band.from) s, its event at \(expected.event) s")
+    }
+    // The events the cue file must ignore: a cooldown, a weak threat, the boss's priority.
+    let ignored = timeline.events.filter { $0.outcome == "ignored" }.map(\.at)
+    #expect(ignored == [41, 66.4, 112, 114], "\(timeline.events.map { "\($0.at) \($0.cue) \($0.outcome)" })")
+    #expect(timeline.stingers.count == 4)
+    #expect(FileManager.default.fileExists(atPath: svg))
+    let picture = try String(contentsOfFile: svg, encoding: .utf8)
+    #expect(picture.contains("bossPhase2") && picture.contains("enemy.spotted"))
+  }
+
+  /// The samples of a WAV file of 32-bit floats (the header's `data` chunk).
+  static func floatSamples(_ path: String) throws -> [Float] {
+    let data = try Data(contentsOf: URL(fileURLWithPath: path))
+    guard let range = data.range(of: Data("data".utf8)) else { return [] }
+    let start = range.upperBound + 4
+    let count = (data.count - start) / 4
+    return data[start...].withUnsafeBytes { raw in
+      (0..<count).map { raw.loadUnaligned(fromByteOffset: $0 * 4, as: Float.self) }
+    }
+  }
+}
