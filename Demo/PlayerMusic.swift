@@ -40,20 +40,14 @@ enum PlayerMusic {
       Output.shared.print("--pick: the picker (leitmotif) is not built; run `swift build --product leitmotif` first")
       return nil
     }
-    let process = Process()
-    process.executableURL = executable
-    process.arguments = [
-      "pick", "--multiple", "--json", "--library", folder, "--app", applicationID,
-      "--prompt", "Pick the songs for exploring",
+    let arguments = [
+      "pick", "--multiple", "--json", "--library", folder, "--app", applicationID, "--prompt",
+      "Pick the songs for exploring",
     ]
-    let output = Pipe()
-    process.standardOutput = output
-    do { try process.run() } catch {
-      Output.shared.print("--pick: the picker could not start: \(error)")
+    guard let data = runInForeground(executable.path, arguments) else {
+      Output.shared.print("--pick: the picker could not start")
       return nil
     }
-    let data = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
     struct Picked: Decodable { var assetURL: String }
     let items = String(decoding: data, as: UTF8.self).split(separator: "\n").compactMap { line -> MediaItem? in
       guard let picked = try? JSONDecoder().decode(Picked.self, from: Data(line.utf8)),
@@ -68,4 +62,38 @@ enum PlayerMusic {
     Output.shared.print("--pick: \(items.count) song\(items.count == 1 ? "" : "s") for exploring")
     return MediaItemCollection(items: items, name: "Picks")
   }
+}
+
+/// Runs `path` with `arguments` in this process's group, so that it may read the terminal (the
+/// picker draws on /dev/tty and reads its keys there), and returns what it wrote to standard
+/// output. Foundation's `Process` puts the child in a process group of its own, where reading
+/// the terminal stops it (SIGTTIN); `posix_spawn` without that flag does not.
+private func runInForeground(_ path: String, _ arguments: [String]) -> Data? {
+  var pipeEnds: [Int32] = [0, 0]
+  guard pipe(&pipeEnds) == 0 else { return nil }
+  var actions = posix_spawn_file_actions_t()
+  posix_spawn_file_actions_init(&actions)
+  defer { posix_spawn_file_actions_destroy(&actions) }
+  posix_spawn_file_actions_adddup2(&actions, pipeEnds[1], STDOUT_FILENO)
+  posix_spawn_file_actions_addclose(&actions, pipeEnds[0])
+  let argv = ([path] + arguments).map { strdup($0) } + [nil]
+  defer { argv.forEach { free($0) } }
+  var child: pid_t = 0
+  let spawned = posix_spawn(&child, path, &actions, nil, argv, environ)
+  close(pipeEnds[1])
+  defer { close(pipeEnds[0]) }
+  guard spawned == 0 else { return nil }
+  var output = Data()
+  var buffer = [UInt8](repeating: 0, count: 4096)
+  while true {
+    let count = read(pipeEnds[0], &buffer, buffer.count)
+    if count > 0 {
+      output.append(contentsOf: buffer[0..<count])
+    } else if count == 0 || errno != EINTR {
+      break
+    }
+  }
+  var status: Int32 = 0
+  while waitpid(child, &status, 0) < 0 && errno == EINTR {}
+  return output
 }
