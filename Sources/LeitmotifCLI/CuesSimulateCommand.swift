@@ -85,8 +85,8 @@ enum CuesSimulateCommand {
       FileHandle.standardError.write(Data("cues simulate: \(error)\n".utf8))
       return 1
     }
-    for line in result.timeline.lines { print(line) }
-    for note in result.timeline.notes { print("note: \(note)") }
+    for line in result.timeline.lines { say(line) }
+    for note in result.timeline.notes { say("note: \(note)") }
     let seconds = Double(result.framesWritten) / Double(result.sampleRate)
     let elapsed = Date().timeIntervalSince(started)
     say(
