@@ -433,19 +433,12 @@ struct CueSheetDecoder {
       mismatch(value, path, expected: "a whole number")
       return nil
     }
-    guard number.isFinite, number == number.rounded() else {
-      if number.isFinite {
-        error(value.location, path, "expected a whole number, found \(Self.format(number))")
-      } else {
-        error(value.location, path, "\(name) \(Self.format(number)) is outside \(range)")
-      }
+    if number.isFinite && number != number.rounded() {
+      error(value.location, path, "expected a whole number, found \(Self.format(number))")
       return nil
     }
-    guard range.contains(number) else {
-      error(value.location, path, "\(name) \(Self.format(number)) is outside \(range)")
-      return nil
-    }
-    return number
+    // Whole (or not finite, which no range holds): the range check is `number`'s.
+    return self.number(value, path, name: name, range)
   }
 
   mutating func integer(_ fields: Fields, _ key: String, _ range: NumberRange = .anyInteger) -> Double? {
