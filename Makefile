@@ -6,7 +6,7 @@
 # pkg-config for SwiftPM to find them, and lame for the benchmark's MP3 and the fixture script.
 PACKAGES := pkg-config libopenal-dev libvorbis-dev libmpg123-dev libsqlite3-dev lame tmux
 
-.PHONY: deps test test-tsan demo bench format fixtures assets
+.PHONY: deps test test-tsan demo bench format fixtures assets docs
 
 deps:
 	@missing=$$(for package in $(PACKAGES); do \
@@ -40,6 +40,30 @@ demo: deps
 
 bench: deps
 	swift run -c release leitmotif-bench all
+
+# The reference documentation: the Leitmotif module's symbol graph (made by the compiler, no
+# package plugin) and the catalogue in Sources/Leitmotif/Leitmotif.docc, through the toolchain's
+# docc. Built in its own scratch path, so the symbol-graph flags do not make the normal build
+# start over. The graph of Leitmotif holds the re-exported LeitmotifDecoding and LeitmotifOutput
+# symbols too; docc takes one module, so only that graph is handed over. (docc 6.3's
+# --experimental-transform-for-static-hosting-with-content, pages readable from file://, crashes
+# on Linux in FoundationXML, so the archive is served instead.)
+# DOCC_FLAGS passes options, e.g. `make docs DOCC_FLAGS=--analyze`.
+DOCS_GRAPHS := .build/docs-build/symbol-graphs
+docs: deps
+	swift build --scratch-path .build/docs-build --target Leitmotif \
+	  -Xswiftc -emit-symbol-graph -Xswiftc -emit-symbol-graph-dir -Xswiftc $(DOCS_GRAPHS)
+	rm -rf .build/docs-graphs .build/docs/Leitmotif.doccarchive && mkdir -p .build/docs-graphs .build/docs
+	cp $(DOCS_GRAPHS)/Leitmotif.symbols.json .build/docs-graphs/
+	docc convert Sources/Leitmotif/Leitmotif.docc --additional-symbol-graph-dir .build/docs-graphs \
+	  --fallback-display-name Leitmotif --fallback-bundle-identifier org.leitmotif.Leitmotif \
+	  --transform-for-static-hosting \
+	  --output-path .build/docs/Leitmotif.doccarchive $(DOCC_FLAGS)
+	@echo "The documentation is in .build/docs/Leitmotif.doccarchive. To read it:"
+	@echo "  python3 -m http.server 8000 --directory .build/docs/Leitmotif.doccarchive"
+	@echo "  then open http://localhost:8000/documentation/leitmotif/"
+	@echo "(a browser does not load the pages' data from file:// URLs: serve the folder), or"
+	@echo "  docc preview Sources/Leitmotif/Leitmotif.docc --additional-symbol-graph-dir .build/docs-graphs"
 
 format:
 	swift format --in-place --recursive Package.swift Sources Tests Demo
