@@ -6,7 +6,7 @@
 # pkg-config for SwiftPM to find them, and lame for the benchmark's MP3 and the fixture script.
 PACKAGES := pkg-config libopenal-dev libvorbis-dev libmpg123-dev libsqlite3-dev lame tmux
 
-.PHONY: deps test test-tsan demo bench format fixtures assets docs
+.PHONY: deps test test-tsan demo bench format fixtures assets c-api c-game docs
 
 deps:
 	@missing=$$(for package in $(PACKAGES); do \
@@ -24,7 +24,8 @@ deps:
 	fi
 
 test: deps
-	swift test
+	swift build --product LeitmotifC $(SWIFT_FLAGS)
+	swift test $(SWIFT_FLAGS)
 
 # The tests under the thread sanitizer, built in their own scratch path so the normal build stays.
 # Pass test options through TEST_FLAGS, e.g. `make test-tsan TEST_FLAGS="--filter EventBus"`.
@@ -77,3 +78,32 @@ fixtures:
 # Assets/README.md). Deterministic: the same seed gives the same bytes.
 assets: deps
 	swift run -c release leitmotif-compose --out Assets/music
+
+# The C API: builds libLeitmotifC.so (include/leitmotif.h is its header) and writes
+# .build/leitmotif.pc, so that a game's build finds both:
+#   PKG_CONFIG_PATH=$(CURDIR)/.build pkg-config --cflags --libs leitmotif
+# SWIFT_FLAGS passes options to SwiftPM, e.g. SWIFT_FLAGS="--scratch-path /tmp/build" or "-c release".
+c-api: deps
+	swift build --product LeitmotifC $(SWIFT_FLAGS)
+	@mkdir -p .build
+	@libdir=$$(swift build --show-bin-path $(SWIFT_FLAGS)); \
+	version=$$(sed -n 's/^#define LM_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\)$$/\2/p' include/leitmotif.h | paste -sd.); \
+	printf '%s\n' \
+	  "prefix=$(CURDIR)" \
+	  'includedir=$${prefix}/include' \
+	  "libdir=$$libdir" \
+	  '' \
+	  'Name: leitmotif' \
+	  'Description: Leitmotif, game music that follows the game: the C API' \
+	  "Version: $$version" \
+	  'Cflags: -I$${includedir}' \
+	  'Libs: -L$${libdir} -lLeitmotifC -Wl,-rpath,$${libdir}' > .build/leitmotif.pc; \
+	echo "wrote .build/leitmotif.pc (libdir $$libdir)"
+
+# The C example (Demo/c-game): built with the C compiler against the C API through pkg-config,
+# then run: rendered offline to .build/c-game.wav by default; C_GAME_FLAGS="" plays it live.
+C_GAME_FLAGS ?= --offline .build/c-game.wav
+c-game: c-api
+	$(CC) -std=c99 -Wall -Wextra -D_POSIX_C_SOURCE=200809L -o .build/c-game Demo/c-game/game.c \
+	  $$(PKG_CONFIG_PATH=$(CURDIR)/.build pkg-config --cflags --libs leitmotif) -lm
+	.build/c-game $(C_GAME_FLAGS)
