@@ -4,6 +4,7 @@ public struct Diagnostic: Sendable, CustomStringConvertible {
   /// How serious a diagnostic is: a notice (for information), a warning (something was worked
   /// around), an error (something failed). Ordered in that way.
   public enum Severity: String, Sendable, Comparable {
+    /// `notice`: for information; `warning`: something was worked around; `error`: something failed.
     case notice, warning, error
     /// Orders notice < warning < error.
     public static func < (a: Severity, b: Severity) -> Bool {

@@ -140,8 +140,8 @@ public final class OutputDevice: @unchecked Sendable {
     try OpenAL.check("alDistanceModel", device: name)
   }
 
-  @inline(__always)
   /// The listener gain: a master gain over every source, 0 to 1 (OpenAL clamps above 1).
+  @inline(__always)
   public func setMasterGain(_ gain: Float) { alListenerf(AL_GAIN, max(0, min(1, gain))) }
 
   /// Makes this device's context current for the calling thread (`alcSetThreadContext`), if it is not.

@@ -63,7 +63,10 @@ public final class StreamingSource {
 
   /// OpenAL's source states: initial (never played), playing, paused, stopped (played out, stopped or
   /// underrun).
-  public enum State: Equatable { case initial, playing, paused, stopped }
+  public enum State: Equatable {
+    /// `initial`: never played; `playing`; `paused`; `stopped`: played out, stopped or underrun.
+    case initial, playing, paused, stopped
+  }
 
   /// The source's OpenAL state (`AL_SOURCE_STATE`).
   public var state: State {

@@ -116,9 +116,11 @@ public final class QueuePlayer: MediaPlayback {
   }
 
   /// A queue player on `engine`, with an empty queue.
-  /// - Parameter library: where play and skip counts of the player's own songs go: an item from
-  ///   the library (with a `persistentID`) that plays to its end counts a play, one skipped
-  ///   forward counts a skip. Recorded off the caller's thread.
+  /// - Parameters:
+  ///   - engine: the engine whose voices it plays on.
+  ///   - library: where play and skip counts of the player's own songs go: an item from
+  ///     the library (with a `persistentID`) that plays to its end counts a play, one skipped
+  ///     forward counts a skip. Recorded off the caller's thread.
   public init(engine: AudioEngine, library: MediaLibrary? = nil) {
     self.engine = engine
     self.library = library

@@ -110,6 +110,10 @@ public struct QueueRenderer {
   /// comes (`onEvent` hears `.itemFailed`, and `Result.failures` lists it).
   ///
   /// - Parameters:
+  ///   - paths: the Ogg Vorbis and MP3 files, in queue order.
+  ///   - outputPath: the WAV file to write (replaced if it exists).
+  ///   - options: transitions, repeat, shuffle, loops, duration, rate and output format.
+  ///   - diagnostics: receives the engine's notices and warnings.
   ///   - onEvent: the queue player's events, in order, on its notification queue (not the calling
   ///     thread); all of them have been delivered when `render` returns.
   /// - Throws: `RenderError`: `.invalidOptions` for options out of range and for a render that

@@ -195,10 +195,12 @@ public struct MusicSource: Sendable {
   }
   /// In which order a source's items play (`order`).
   public enum Order: String, Sendable, CaseIterable {
+    /// `sequence`: in file (or query) order; `shuffle`: shuffled with the sheet's seed.
     case sequence, shuffle
   }
   /// Which ReplayGain tag levels the items (`replayGain`): none, the track's, or the album's.
   public enum ReplayGainMode: String, Sendable, CaseIterable {
+    /// `off`: no levelling; `track`: each item by its track gain; `album`: by its album gain.
     case off, track, album
   }
 
@@ -575,5 +577,6 @@ public enum SeekTarget: Sendable, Equatable {
 
 /// Where a `skip` action goes: the next item, the previous one, or the playing item's beginning.
 public enum SkipDirection: String, Sendable, CaseIterable {
+  /// `next` and `previous` items of the state's queue, or the `beginning` of the playing item.
   case next, previous, beginning
 }

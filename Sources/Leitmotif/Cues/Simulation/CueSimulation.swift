@@ -54,7 +54,14 @@ public struct CueSimulation {
 
   /// Renders `script` against `sheet` into `outputPath` (nil: render without writing, for tests
   /// that only need the timeline or the samples via `onMix`).
-  /// - Parameter onMix: each render call's interleaved stereo samples with the frame it starts at.
+  /// Runs on the calling thread and returns when the render is done.
+  /// - Parameters:
+  ///   - sheet: the cue file, loaded.
+  ///   - script: the timed events to post.
+  ///   - outputPath: the WAV file to write (nil: write nothing).
+  ///   - options: rate, mix size, format, duration, library and picks, start state.
+  ///   - diagnostics: receives the engine's notices and warnings.
+  ///   - onMix: each render call's interleaved stereo samples with the frame it starts at.
   /// - Throws: `RenderError` when the output cannot be opened or written, or the options are out
   ///   of range.
   public static func run(
