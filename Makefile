@@ -24,8 +24,7 @@ deps:
 	fi
 
 test: deps
-	swift build --product LeitmotifC $(SWIFT_FLAGS)
-	swift test $(SWIFT_FLAGS)
+	swift test
 
 # The tests under the thread sanitizer, built in their own scratch path so the normal build stays.
 # Pass test options through TEST_FLAGS, e.g. `make test-tsan TEST_FLAGS="--filter EventBus"`.
