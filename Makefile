@@ -103,6 +103,6 @@ c-api: deps
 # then run: rendered offline to .build/c-game.wav by default; C_GAME_FLAGS="" plays it live.
 C_GAME_FLAGS ?= --offline .build/c-game.wav
 c-game: c-api
-	$(CC) -std=c99 -Wall -Wextra -D_POSIX_C_SOURCE=200809L -o .build/c-game Demo/c-game/game.c \
+	$(CC) -std=c99 -Wall -Wextra -o .build/c-game Demo/c-game/game.c \
 	  $$(PKG_CONFIG_PATH=$(CURDIR)/.build pkg-config --cflags --libs leitmotif) -lm
 	.build/c-game $(C_GAME_FLAGS)

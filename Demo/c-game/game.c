@@ -11,6 +11,8 @@
  *
  * Build: make c-game (see README.md here).
  */
+#define _POSIX_C_SOURCE 200809L /* clock_nanosleep in strict C99 */
+
 #include <leitmotif.h>
 
 #include <math.h>

@@ -130,7 +130,7 @@ enum CGame {
     let run = try self.run(
       compiler,
       [
-        "-std=c99", "-Wall", "-Wextra", "-D_POSIX_C_SOURCE=200809L", "-I", repository + "/include",
+        "-std=c99", "-Wall", "-Wextra", "-I", repository + "/include",
         repository + "/Demo/c-game/game.c", "-L", library, "-lLeitmotifC", "-Wl,-rpath," + library, "-lm", "-o", output,
       ], in: directory)
     guard run.status == 0 else { throw CompileError(description: "\(compiler) failed:\n\(run.errors)") }
