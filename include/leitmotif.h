@@ -25,6 +25,10 @@
  * concurrently with every other function on the same engine, lm_engine_destroy excepted: a
  * call that races with lm_engine_destroy of the same engine either completes normally or
  * returns LM_ERROR_INVALID_HANDLE, never crashes. Callbacks say on which thread they run.
+ * Every call finds its engine in the handle table under a short lock (a lookup, no I/O); the
+ * calls that "never block" take no other lock than that one.
+ *
+ * Platforms: 64-bit Linux (a handle's 64 bits carry a tag, a generation and a slot).
  */
 #ifndef LEITMOTIF_H
 #define LEITMOTIF_H
