@@ -16,6 +16,7 @@
 #include <leitmotif.h>
 
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -282,6 +283,34 @@ static int prompt_yes(const char *name, const char *usage, void *user_data) {
   return 1;
 }
 
+/* A thread that keeps calling into an engine until it is destroyed under it: every call must
+   complete (LM_OK, or LM_ERROR_BUS_FULL for a post) or see LM_ERROR_INVALID_HANDLE. */
+typedef struct racer {
+  lm_engine *engine;
+  int kind;
+  long calls;
+  int unexpected;
+} racer;
+
+static void *race(void *argument) {
+  racer *self = argument;
+  float frames[64 * 2];
+  for (;;) {
+    lm_error error;
+    lm_now_playing_info info = {0};
+    info.struct_size = sizeof info;
+    switch (self->kind) {
+    case 0: error = lm_post(self->engine, "player.hit", NULL, 0); break;
+    case 1: error = lm_now_playing(self->engine, &info); break;
+    case 2: error = lm_render(self->engine, frames, 64); break;
+    default: error = lm_set_parameter(self->engine, "health", 0.5, 0.1); break;
+    }
+    self->calls++;
+    if (error == LM_ERROR_INVALID_HANDLE) return NULL;
+    if (error != LM_OK && error != LM_ERROR_BUS_FULL) self->unexpected++;
+  }
+}
+
 static lm_config offline_config(const char *cues) {
   lm_config config = {0};
   config.struct_size = sizeof config;
@@ -399,6 +428,27 @@ static int self_test(const char *cues) {
   expect(lm_render(engine, buffer, 16), LM_ERROR_WRONG_MODE, "render on a real-time engine");
   expect(lm_update(engine), LM_ERROR_WRONG_MODE, "lm_update on an own-thread engine");
   expect(lm_engine_destroy(engine), LM_OK, "destroy the headless engine");
+
+  /* Calls on four threads while the game's thread destroys the engine under them. */
+  config = offline_config(cues);
+  expect(lm_engine_create(&config, &engine), LM_OK, "an engine to race");
+  racer racers[4];
+  pthread_t threads[4];
+  for (int i = 0; i < 4; i++) {
+    racers[i] = (racer){engine, i, 0, 0};
+    pthread_create(&threads[i], NULL, race, &racers[i]);
+  }
+  struct timespec pause = {0, 50 * 1000 * 1000};
+  nanosleep(&pause, NULL);
+  expect(lm_engine_destroy(engine), LM_OK, "destroy while four threads call it");
+  int unexpected = 0;
+  long calls = 0;
+  for (int i = 0; i < 4; i++) {
+    pthread_join(threads[i], NULL);
+    unexpected += racers[i].unexpected;
+    calls += racers[i].calls;
+  }
+  expect_true(unexpected == 0 && calls > 4, "calls racing with lm_engine_destroy complete or see LM_ERROR_INVALID_HANDLE");
 
   printf("self-test: %d of %d checks passed\n", checks - failures, checks);
   return failures == 0 ? 0 : 1;
