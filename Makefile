@@ -102,6 +102,10 @@ c-api: deps
 # The C example (Demo/c-game): built with the C compiler against the C API through pkg-config,
 # then run: rendered offline to .build/c-game.wav by default; C_GAME_FLAGS="" plays it live.
 C_GAME_FLAGS ?= --offline .build/c-game.wav
+# The C compiler: cc, else the clang that comes with the Swift toolchain.
+ifeq ($(origin CC),default)
+  CC := $(shell command -v cc 2>/dev/null || command -v clang 2>/dev/null || echo cc)
+endif
 c-game: c-api
 	$(CC) -std=c99 -Wall -Wextra -o .build/c-game Demo/c-game/game.c \
 	  $$(PKG_CONFIG_PATH=$(CURDIR)/.build pkg-config --cflags --libs leitmotif) -lm
