@@ -10,7 +10,9 @@ import Testing
 /// The library is a product of its own, and `swift test` builds every product first, this one
 /// too (a test cannot run `swift build` itself: it would wait forever for the lock `swift test`
 /// holds). Where it is missing anyway, the suite is skipped and says so.
-@Suite("The C API, from a C program", .enabled(if: CGame.library != nil, CGame.notBuilt))
+@Suite(
+  "The C API, from a C program", .enabled(if: CGame.library != nil, CGame.notBuilt),
+  .disabled(if: CGame.underThreadSanitizer, CGame.sanitized))
 struct CAPITests {
   @Test("The C game renders its scripted minute offline: sound, and the music follows its cues")
   func offlineGame() throws {
@@ -102,6 +104,18 @@ enum CGame {
   static let notBuilt = Comment(
     rawValue: "libLeitmotifC.so is not next to the test bundle: build it with `swift build --product LeitmotifC` "
       + "(with the same options as `swift test`)")
+
+  /// Whether this test process runs under the thread sanitizer (`make test-tsan`): its build of
+  /// libLeitmotifC.so then needs the sanitizer's runtime in the program that loads it.
+  static let underThreadSanitizer = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "__tsan_init") != nil
+
+  /// Why the suite does not run under the thread sanitizer: a C program linking that build needs
+  /// `-fsanitize=thread` plus the toolchain's libdispatch and BlocksRuntime, and the sanitizer
+  /// cannot see `Synchronization.Mutex` on Linux (it locks with a futex), so every lock the
+  /// engine takes for a C call would be reported as a race.
+  static let sanitized = Comment(
+    rawValue: "not under the thread sanitizer: its libLeitmotifC.so needs the sanitizer's runtime in the C program, "
+      + "and the sanitizer does not see Synchronization.Mutex on Linux")
 
   /// The C compiler: the toolchain's clang, else the clang next to `swift` on PATH, else `cc`.
   static let compiler: String = {
