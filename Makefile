@@ -6,7 +6,7 @@
 # pkg-config for SwiftPM to find them, and lame for the benchmark's MP3 and the fixture script.
 PACKAGES := pkg-config libopenal-dev libvorbis-dev libmpg123-dev libsqlite3-dev lame tmux
 
-.PHONY: deps test test-tsan demo bench format fixtures assets
+.PHONY: deps test test-tsan demo bench format fixtures assets c-api c-game docs
 
 deps:
 	@missing=$$(for package in $(PACKAGES); do \
@@ -44,6 +44,30 @@ demo: deps
 bench: deps
 	swift run -c release leitmotif-bench all
 
+# The reference documentation: the Leitmotif module's symbol graph (made by the compiler, no
+# package plugin) and the catalogue in Sources/Leitmotif/Leitmotif.docc, through the toolchain's
+# docc. Built in its own scratch path, so the symbol-graph flags do not make the normal build
+# start over. The graph of Leitmotif holds the re-exported LeitmotifDecoding and LeitmotifOutput
+# symbols too; docc takes one module, so only that graph is handed over. (docc 6.3's
+# --experimental-transform-for-static-hosting-with-content, pages readable from file://, crashes
+# on Linux in FoundationXML, so the archive is served instead.)
+# DOCC_FLAGS passes options, e.g. `make docs DOCC_FLAGS=--analyze`.
+DOCS_GRAPHS := .build/docs-build/symbol-graphs
+docs: deps
+	swift build --scratch-path .build/docs-build --target Leitmotif \
+	  -Xswiftc -emit-symbol-graph -Xswiftc -emit-symbol-graph-dir -Xswiftc $(DOCS_GRAPHS)
+	rm -rf .build/docs-graphs .build/docs/Leitmotif.doccarchive && mkdir -p .build/docs-graphs .build/docs
+	cp $(DOCS_GRAPHS)/Leitmotif.symbols.json .build/docs-graphs/
+	docc convert Sources/Leitmotif/Leitmotif.docc --additional-symbol-graph-dir .build/docs-graphs \
+	  --fallback-display-name Leitmotif --fallback-bundle-identifier org.leitmotif.Leitmotif \
+	  --transform-for-static-hosting \
+	  --output-path .build/docs/Leitmotif.doccarchive $(DOCC_FLAGS)
+	@echo "The documentation is in .build/docs/Leitmotif.doccarchive. To read it:"
+	@echo "  python3 -m http.server 8000 --directory .build/docs/Leitmotif.doccarchive"
+	@echo "  then open http://localhost:8000/documentation/leitmotif/"
+	@echo "(a browser does not load the pages' data from file:// URLs: serve the folder), or"
+	@echo "  docc preview Sources/Leitmotif/Leitmotif.docc --additional-symbol-graph-dir .build/docs-graphs"
+
 format:
 	swift format --in-place --recursive Package.swift Sources Tests Demo
 
@@ -56,3 +80,36 @@ fixtures:
 # Assets/README.md). Deterministic: the same seed gives the same bytes.
 assets: deps
 	swift run -c release leitmotif-compose --out Assets/music
+
+# The C API: builds libLeitmotifC.so (include/leitmotif.h is its header) and writes
+# .build/leitmotif.pc, so that a game's build finds both:
+#   PKG_CONFIG_PATH=$(CURDIR)/.build pkg-config --cflags --libs leitmotif
+# SWIFT_FLAGS passes options to SwiftPM, e.g. SWIFT_FLAGS="--scratch-path /tmp/build" or "-c release".
+c-api: deps
+	swift build --product LeitmotifC $(SWIFT_FLAGS)
+	@mkdir -p .build
+	@libdir=$$(swift build --show-bin-path $(SWIFT_FLAGS)); \
+	version=$$(sed -n 's/^#define LM_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\)$$/\2/p' include/leitmotif.h | paste -sd.); \
+	printf '%s\n' \
+	  "prefix=$(CURDIR)" \
+	  'includedir=$${prefix}/include' \
+	  "libdir=$$libdir" \
+	  '' \
+	  'Name: leitmotif' \
+	  'Description: Leitmotif, game music that follows the game: the C API' \
+	  "Version: $$version" \
+	  'Cflags: -I$${includedir}' \
+	  'Libs: -L$${libdir} -lLeitmotifC -Wl,-rpath,$${libdir}' > .build/leitmotif.pc; \
+	echo "wrote .build/leitmotif.pc (libdir $$libdir)"
+
+# The C example (Demo/c-game): built with the C compiler against the C API through pkg-config,
+# then run: rendered offline to .build/c-game.wav by default; C_GAME_FLAGS="" plays it live.
+C_GAME_FLAGS ?= --offline .build/c-game.wav
+# The C compiler: cc, else the clang that comes with the Swift toolchain.
+ifeq ($(origin CC),default)
+  CC := $(shell command -v cc 2>/dev/null || command -v clang 2>/dev/null || echo cc)
+endif
+c-game: c-api
+	$(CC) -std=c99 -Wall -Wextra -o .build/c-game Demo/c-game/game.c \
+	  $$(PKG_CONFIG_PATH=$(CURDIR)/.build pkg-config --cflags --libs leitmotif) -lm
+	.build/c-game $(C_GAME_FLAGS)

@@ -4,6 +4,7 @@
 //   LeitmotifDecoding   streaming decoders (Ogg Vorbis, MP3), tags         -> CVorbisFile, CMPG123
 //   LeitmotifOutput     OpenAL devices, sources, buffers, loopback, WAV    -> COpenAL
 //   Leitmotif           the engine, players, the music library (SQLite)    -> Decoding, Output, CSQLite
+//   LeitmotifC          the C API (include/leitmotif.h), libLeitmotifC.so  -> Leitmotif, CLeitmotifHeader
 //   leitmotif (CLI), leitmotif-bench, leitmotif-demo (Demo/)               executables on top
 //   leitmotif-compose   makes the bundled default music in Assets/music    -> Fixtures (libvorbisenc)
 // LeitmotifFixtures (test and benchmark material: tones, libvorbisenc) is not a product.
@@ -13,6 +14,7 @@ let package = Package(
   name: "Leitmotif",
   products: [
     .library(name: "Leitmotif", targets: ["Leitmotif"]),
+    .library(name: "LeitmotifC", type: .dynamic, targets: ["LeitmotifC"]),
     .executable(name: "leitmotif", targets: ["LeitmotifCLI"]),
     .executable(name: "leitmotif-bench", targets: ["LeitmotifBench"]),
     .executable(name: "leitmotif-demo", targets: ["LeitmotifDemo"]),
@@ -34,6 +36,10 @@ let package = Package(
     .target(name: "LeitmotifOutput", dependencies: ["COpenAL"]),
     .target(name: "Leitmotif", dependencies: ["LeitmotifDecoding", "LeitmotifOutput", "CSQLite"]),
 
+    // The C API: the header's declarations for the Swift side, and the @_cdecl functions.
+    .systemLibrary(name: "CLeitmotifHeader"),
+    .target(name: "LeitmotifC", dependencies: ["Leitmotif", "CLeitmotifHeader"]),
+
     .executableTarget(name: "LeitmotifCLI", dependencies: ["Leitmotif"]),
     .target(name: "LeitmotifFixtures", dependencies: ["CVorbisEnc", "LeitmotifDecoding", "LeitmotifOutput"]),
     .executableTarget(
@@ -42,7 +48,7 @@ let package = Package(
 
     .executableTarget(
       name: "LeitmotifDemo", dependencies: ["Leitmotif"], path: "Demo",
-      exclude: ["README.md", "level.json5"]),
+      exclude: ["README.md", "level.json5", "c-game"]),
     .executableTarget(name: "LeitmotifCompose", dependencies: ["LeitmotifFixtures"]),
 
     .testTarget(

@@ -17,6 +17,7 @@ public struct MediaItem: Sendable, Hashable {
     }
   }
 
+  /// Hashes what `==` compares: the persistent id, else the file.
   public func hash(into hasher: inout Hasher) {
     if let persistentID {
       hasher.combine(persistentID)
@@ -27,8 +28,11 @@ public struct MediaItem: Sendable, Hashable {
 
   /// The file holding the audio.
   public var assetURL: URL
+  /// The title (`TITLE`, ID3 `TIT2`), when known.
   public var title: String?
+  /// The artist, when known.
   public var artist: String?
+  /// The album's title, when known.
   public var albumTitle: String?
   /// Length in seconds, when known.
   public var playbackDuration: TimeInterval?
@@ -38,19 +42,31 @@ public struct MediaItem: Sendable, Hashable {
   /// player's music library; nil or 0 otherwise.
   /// Stays the same across rescans, renames and moves inside the library (it comes from the audio).
   public var persistentID: UInt64?
+  /// The album's artist (several artists of a compilation share one), when known.
   public var albumArtist: String?
+  /// The genre, when known.
   public var genre: String?
+  /// The composer, when known.
   public var composer: String?
+  /// The track's number on its disc, when known.
   public var albumTrackNumber: Int?
+  /// The disc's number in its set, when known.
   public var discNumber: Int?
+  /// The tempo in beats per minute (`BPM`, ID3 `TBPM`), when known: beat-grid changes follow it.
   public var beatsPerMinute: Double?
+  /// The year of release, when known.
   public var year: Int?
+  /// How often the item played to its end (library items; counted by `QueuePlayer`).
   public var playCount = 0
+  /// How often the item was skipped forward (library items; counted by `QueuePlayer`).
   public var skipCount = 0
+  /// When the item last played to its end (library items).
   public var lastPlayedDate: Date?
+  /// When the library scan first indexed the item (library items).
   public var dateAdded: Date?
   /// 0 (unrated) to 5.
   public var rating = 0
+  /// Whether the item is part of a compilation.
   public var isCompilation = false
 
   // What a music director picks and cuts by, from the file's tags (`load(path:)`). Not part of
@@ -73,6 +89,8 @@ public struct MediaItem: Sendable, Hashable {
   /// in frames when only the start is tagged (the loop runs to the end). Nil without a loop.
   public var loopEndFrame: Int64?
 
+  /// An item for the file at `assetURL` with what the caller knows of it; the rest stays nil until
+  /// `MediaItem.load(path:)` reads the tags. Nothing is read here.
   public init(assetURL: URL, title: String? = nil, artist: String? = nil, albumTitle: String? = nil) {
     self.assetURL = assetURL
     self.title = title

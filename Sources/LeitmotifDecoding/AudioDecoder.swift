@@ -9,6 +9,7 @@
 public protocol AudioDecoder: AnyObject {
   /// The file being decoded.
   var path: String { get }
+  /// What the file holds: Ogg Vorbis or MP3.
   var containerFormat: ContainerFormat { get }
   /// The format of the frames `readFrames` produces: mono or stereo, at the file's sample rate.
   var format: AudioFormat { get }
@@ -16,6 +17,7 @@ public protocol AudioDecoder: AnyObject {
   var lengthFrames: Int64 { get }
   /// The index of the next frame `readFrames` will produce.
   var cursorFrames: Int64 { get }
+  /// The file's tags (Vorbis comments or ID3v2), read when it was opened.
   var tags: AudioTags { get }
   /// Things worth knowing that did not stop decoding (an oversized tag skipped, a hole in the stream).
   var warnings: [String] { get }
@@ -31,6 +33,7 @@ public protocol AudioDecoder: AnyObject {
 }
 
 extension AudioDecoder {
+  /// The file's length in seconds (`lengthFrames` at `format.sampleRate`).
   public var durationSeconds: Double { Double(lengthFrames) / Double(format.sampleRate) }
 }
 

@@ -2,15 +2,25 @@
 ///
 /// Absent tags are `nil`. Frame positions (loop points) are in frames of the file's own sample rate.
 public struct AudioTags: Sendable, Hashable {
+  /// The title (Vorbis `TITLE`, ID3 `TIT2`).
   public var title: String?
+  /// The artist (`ARTIST`, ID3 `TPE1`).
   public var artist: String?
+  /// The album (`ALBUM`, ID3 `TALB`).
   public var album: String?
+  /// The album artist (`ALBUMARTIST`, ID3 `TPE2`).
   public var albumArtist: String?
+  /// The genre (`GENRE`, ID3 `TCON`).
   public var genre: String?
+  /// The composer (`COMPOSER`, ID3 `TCOM`).
   public var composer: String?
+  /// The track's number (`TRACKNUMBER`, ID3 `TRCK` before the slash).
   public var trackNumber: Int?
+  /// The number of tracks (`TRACKTOTAL`, ID3 `TRCK` after the slash).
   public var trackCount: Int?
+  /// The disc's number (`DISCNUMBER`, ID3 `TPOS` before the slash).
   public var discNumber: Int?
+  /// The number of discs (`DISCTOTAL`, ID3 `TPOS` after the slash).
   public var discCount: Int?
   /// Tempo in beats per minute (Vorbis `BPM`, ID3 `TBPM`).
   public var beatsPerMinute: Double?
@@ -32,10 +42,14 @@ public struct AudioTags: Sendable, Hashable {
   public var loopEndFrame: Int64?
   /// ReplayGain adjustments in dB and peaks as linear amplitude (1.0 = full scale).
   public var replayGainTrackGainDecibels: Double?
+  /// ReplayGain's track peak, as linear amplitude.
   public var replayGainTrackPeak: Double?
+  /// ReplayGain's album adjustment, in dB.
   public var replayGainAlbumGainDecibels: Double?
+  /// ReplayGain's album peak, as linear amplitude.
   public var replayGainAlbumPeak: Double?
 
+  /// Tags with nothing known.
   public init() {}
 }
 

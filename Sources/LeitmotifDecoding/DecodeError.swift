@@ -4,6 +4,7 @@
 /// where a C library reported a code, it is kept as `code` so nothing is lost in translation.
 /// The C codes are translated into a `Reason` once, in the file that talks to each library.
 public struct DecodeError: Error, Sendable, Equatable, CustomStringConvertible {
+  /// What went wrong with the file.
   public enum Reason: Sendable, Equatable {
     /// Nothing exists at the path.
     case fileNotFound
@@ -32,16 +33,19 @@ public struct DecodeError: Error, Sendable, Equatable, CustomStringConvertible {
 
   /// The file the error is about.
   public var path: String
+  /// What went wrong.
   public var reason: Reason
   /// The C library's own error code (an `OV_*` or `MPG123_*` value), when one caused this.
   public var code: Int32?
 
+  /// An error about the file at `path`, for `reason`, with the C library's `code` if one caused it.
   public init(path: String, reason: Reason, code: Int32? = nil) {
     self.path = path
     self.reason = reason
     self.code = code
   }
 
+  /// The error in a sentence that names the file and what it looks like.
   public var description: String {
     let what: String
     switch reason {

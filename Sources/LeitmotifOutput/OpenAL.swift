@@ -49,6 +49,7 @@ enum OpenAL {
 /// `ALSOFT_DRIVERS` is always respected. The library never prints, so OpenAL Soft's own logging is
 /// silenced unless `ALSOFT_LOGLEVEL` is set.
 public enum OpenALRuntime {
+  /// What the process-wide OpenAL setup chose before the first device was opened.
   public struct Setup: Sendable {
     /// True when no sound system was found and the null backend was chosen.
     public var choseHeadless: Bool

@@ -10,12 +10,17 @@ import COpenAL
 /// Thread safety: the methods may be called from any thread; each call makes this device's context
 /// current for the calling thread first (`alcSetThreadContext`).
 public final class OutputDevice: @unchecked Sendable {
+  /// What sort of device it is.
   public enum Kind: String, Sendable, Equatable {
+    /// A sound card (or OpenAL's default device), played in real time.
     case playback
+    /// No sound card: a device that plays in real time and is heard by nobody.
     case headless
+    /// A loopback device: mixes only when asked (`render`), for offline rendering.
     case loopback
   }
 
+  /// What sort of device this is.
   public let kind: Kind
   /// The device's name as OpenAL reports it.
   public let name: String
@@ -135,11 +140,11 @@ public final class OutputDevice: @unchecked Sendable {
     try OpenAL.check("alDistanceModel", device: name)
   }
 
-  /// Makes this device's context current for the calling thread.
-  @inline(__always)
   /// The listener gain: a master gain over every source, 0 to 1 (OpenAL clamps above 1).
+  @inline(__always)
   public func setMasterGain(_ gain: Float) { alListenerf(AL_GAIN, max(0, min(1, gain))) }
 
+  /// Makes this device's context current for the calling thread (`alcSetThreadContext`), if it is not.
   public func makeCurrent() {
     if alcGetThreadContext() != context { alcSetThreadContext(context) }
   }

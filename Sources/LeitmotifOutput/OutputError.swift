@@ -1,5 +1,6 @@
 /// Why the audio output failed: which OpenAL operation, on which device, and OpenAL's own code.
 public struct OutputError: Error, Sendable, Equatable, CustomStringConvertible {
+  /// What kind of failure it was.
   public enum Reason: Sendable, Equatable {
     /// `alcOpenDevice` (or the loopback open) returned nothing.
     case deviceUnavailable
@@ -10,6 +11,7 @@ public struct OutputError: Error, Sendable, Equatable, CustomStringConvertible {
     /// An `al*` call set an error.
     case callFailed
   }
+  /// What kind of failure it was.
   public var reason: Reason
   /// The OpenAL call or step that failed, e.g. "alSourceQueueBuffers".
   public var operation: String
@@ -18,6 +20,7 @@ public struct OutputError: Error, Sendable, Equatable, CustomStringConvertible {
   /// The `AL_*` or `ALC_*` error code that caused it.
   public var code: Int32?
 
+  /// An error of `reason` in `operation`, on `device` (when known), with OpenAL's `code`.
   public init(_ reason: Reason, operation: String, device: String? = nil, code: Int32? = nil) {
     self.reason = reason
     self.operation = operation
@@ -25,6 +28,7 @@ public struct OutputError: Error, Sendable, Equatable, CustomStringConvertible {
     self.code = code
   }
 
+  /// The failure in a sentence: the call, the device and the code.
   public var description: String {
     var text = "\(operation) failed"
     if let device { text += " on device \"\(device)\"" }

@@ -8,6 +8,7 @@ import COpenAL
 ///
 /// Thread safety: owned by the engine's streaming thread; not for concurrent use.
 public final class StreamingSource {
+  /// The device the source and its buffers belong to.
   public let device: OutputDevice
   private var source: ALuint = 0
   /// Buffers not queued on the source, ready to be filled.
@@ -60,8 +61,14 @@ public final class StreamingSource {
     _ = OpenAL.takeError()
   }
 
-  public enum State: Equatable { case initial, playing, paused, stopped }
+  /// OpenAL's source states: initial (never played), playing, paused, stopped (played out, stopped or
+  /// underrun).
+  public enum State: Equatable {
+    /// `initial`: never played; `playing`; `paused`; `stopped`: played out, stopped or underrun.
+    case initial, playing, paused, stopped
+  }
 
+  /// The source's OpenAL state (`AL_SOURCE_STATE`).
   public var state: State {
     var value: ALint = 0
     alGetSourcei(source, AL_SOURCE_STATE, &value)
@@ -73,12 +80,14 @@ public final class StreamingSource {
     }
   }
 
+  /// Buffers queued on the source, played or not (`AL_BUFFERS_QUEUED`).
   public var queuedBufferCount: Int {
     var value: ALint = 0
     alGetSourcei(source, AL_BUFFERS_QUEUED, &value)
     return Int(value)
   }
 
+  /// Buffers ready to be filled and queued.
   public var freeBufferCount: Int { freeBuffers.count }
 
   /// Unqueues every processed buffer; returns how many (each is free for refilling).
@@ -122,8 +131,11 @@ public final class StreamingSource {
     _ = OpenAL.takeError()
   }
 
+  /// Starts or resumes the source (`alSourcePlay`).
   public func play() { alSourcePlay(source) }
+  /// Pauses the source (`alSourcePause`).
   public func pause() { alSourcePause(source) }
+  /// Stops the source (`alSourceStop`); its queued buffers become processed.
   public func stop() { alSourceStop(source) }
 
   /// Linear gain; OpenAL 1.19 ramps a change over the next mix period.

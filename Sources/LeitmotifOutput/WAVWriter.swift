@@ -13,10 +13,15 @@ public enum WAVSampleFormat: String, Sendable, CaseIterable {
 ///
 /// Owns one `FileHandle`. Thread safety: one thread at a time.
 public final class WAVWriter {
+  /// The file being written.
   public let path: String
+  /// Frames per second.
   public let sampleRate: Int
+  /// Samples per frame (2 for stereo).
   public let channelCount: Int
+  /// How each sample is stored.
   public let sampleFormat: WAVSampleFormat
+  /// Frames written so far.
   public private(set) var framesWritten: Int64 = 0
   private let handle: FileHandle
   private var scratch: [UInt8] = []
@@ -118,15 +123,22 @@ public final class WAVWriter {
 
 /// A WAV file read back whole: for tests and tools that check what was rendered.
 public struct WAVFile: Sendable {
+  /// Frames per second.
   public var sampleRate: Int
+  /// Samples per frame (2 for stereo).
   public var channelCount: Int
   /// Interleaved samples, converted to Float.
   public var samples: [Float]
+  /// The file's length in frames.
   public var frameCount: Int { samples.count / max(channelCount, 1) }
 
+  /// Why a file could not be read as a PCM 16-bit or float 32-bit WAV file.
   public struct FormatError: Error, CustomStringConvertible {
+    /// The file.
     public var path: String
+    /// What is wrong with it.
     public var reason: String
+    /// "PATH: REASON".
     public var description: String { "\(path): \(reason)" }
   }
 

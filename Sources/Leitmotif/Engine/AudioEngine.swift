@@ -30,6 +30,8 @@ public enum OutputChoice: Sendable, Equatable {
 public final class AudioEngine: @unchecked Sendable {
   /// The device in use when the engine started (after a disconnect the engine opens a new one).
   public let initialDevice: OutputDevice
+  /// Whether the engine renders on demand (`OutputChoice.offline`): no threads of its own; call
+  /// `render(into:frameCount:)`.
   public let isOffline: Bool
   /// The mixing rate of the output.
   public var sampleRate: Int { initialDevice.sampleRate }
@@ -59,11 +61,12 @@ public final class AudioEngine: @unchecked Sendable {
   /// Opens the output and starts the engine's threads.
   /// - Parameters:
   ///   - output: where the sound goes.
-  ///   - diagnostics: receives notices, warnings and errors (the library never prints).
+  ///   - voiceLimit: the voice pool's cap (1 to 16): players, crossfades and stingers share it.
+  ///   - diagnostics: receives notices, warnings and errors (the library never prints), on any
+  ///     of the threads listed in the Threading article: make it thread-safe and quick.
   /// - Throws: `OutputError` when no output at all can be opened (a named device that does not
   ///   exist, or a loopback format OpenAL cannot render). The default device never throws for
   ///   lack of a sound card: it falls back to the headless null output and says so.
-  ///   - voiceLimit: the voice pool's cap (1 to 16): players, crossfades and stingers share it.
   public init(
     output: OutputChoice = .defaultDevice, voiceLimit: Int = 16, diagnostics: DiagnosticsHandler? = nil
   ) throws(OutputError) {

@@ -18,6 +18,7 @@ public enum LibraryError: Error, Sendable, CustomStringConvertible {
   /// value of the wrong kind.
   case invalidPredicate(predicate: String, reason: String)
 
+  /// The error in a sentence that says what to do about it where there is something to do.
   public var description: String {
     switch self {
     case .missingUsageDescription(let app):
@@ -51,5 +52,9 @@ public enum AuthorizationStatus: String, Sendable, Codable, CaseIterable {
 /// own UI and returns the answer. Return nil when nobody can be asked (the status then stays
 /// notDetermined and this run gets no access). `TerminalPrompt` is the built-in one.
 public protocol AuthorizationPrompt: Sendable {
+  /// Asks the player whether the game may read their music library, showing `applicationName`
+  /// and `usageDescription`. Called on the thread that called `MediaLibrary.requestAuthorization()`
+  /// and may block until the player answers.
+  /// - Returns: true for yes, false for no, nil when nobody can be asked.
   func askForLibraryAccess(applicationName: String, usageDescription: String) -> Bool?
 }

@@ -11,6 +11,8 @@ import Synchronization
 /// Thread safety: every method may be called from any thread; calls that use the index are
 /// serialized. They do I/O: call them off the game's frame thread.
 public final class MediaLibrary: @unchecked Sendable {
+  /// Whose library this is and where its files live: the application id and usage description,
+  /// the library folders, and where answers and the index are kept.
   public struct Configuration: Sendable {
     /// Whose consent this is: the answer is remembered per application id.
     public var applicationID: String
@@ -29,6 +31,8 @@ public final class MediaLibrary: @unchecked Sendable {
     /// The environment read for XDG paths and `LEITMOTIF_LIBRARY_ACCESS` (tests pass their own).
     public var environment: [String: String] = ProcessInfo.processInfo.environment
 
+    /// A configuration for `applicationID`, with the sentence shown when asking and the library
+    /// folders (nil: `XDG_MUSIC_DIR`, else ~/Music).
     public init(applicationID: String, usageDescription: String? = nil, folders: [URL]? = nil) {
       self.applicationID = applicationID
       self.usageDescription = usageDescription
@@ -79,6 +83,7 @@ public final class MediaLibrary: @unchecked Sendable {
     }
   }
 
+  /// The configuration the library was made with.
   public let configuration: Configuration
   let access: LibraryAccess
   private let diagnostics: DiagnosticsHandler?

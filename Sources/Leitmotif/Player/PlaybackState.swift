@@ -2,17 +2,23 @@ import Foundation
 
 /// MediaPlayer's playback states.
 public enum PlaybackState: String, Sendable, Equatable {
+  /// Not playing; the next `play()` starts from the beginning.
   case stopped
+  /// Playing (or about to: the item is still opening).
   case playing
+  /// Paused; `play()` resumes from the same frame.
   case paused
   /// The output device went away; playback resumes by itself when it is back.
   case interrupted
+  /// Scanning forward (`beginSeekingForward()`) until `endSeeking()`.
   case seekingForward
+  /// Scanning backward (`beginSeekingBackward()`) until `endSeeking()`.
   case seekingBackward
 }
 
 /// What a player reports, in order, to its observers and event streams.
 public enum PlayerEvent: Sendable {
+  /// The playback state changed to this.
   case playbackStateChanged(PlaybackState)
   /// `prepareToPlay` finished: the item is open and buffered.
   case prepared
@@ -31,6 +37,7 @@ public enum PlayerError: Error, Sendable, Equatable, CustomStringConvertible {
   /// The engine already plays as many voices as it can.
   case noFreeVoice(limit: Int)
 
+  /// Why the request failed, in a sentence.
   public var description: String {
     switch self {
     case .rateOutOfRange(let rate):
@@ -43,19 +50,33 @@ public enum PlayerError: Error, Sendable, Equatable, CustomStringConvertible {
 /// MediaPlayer's `MPMediaPlayback`: what both players (`Player` for one item, `QueuePlayer` for a
 /// queue) do, so code can drive either.
 public protocol MediaPlayback: AnyObject, Sendable {
+  /// The engine the player plays on.
   var engine: AudioEngine { get }
+  /// Opens and buffers the item ahead of `play()` (returns at once; the loader does the work).
   func prepareToPlay()
+  /// Whether the item is open and buffered.
   var isPreparedToPlay: Bool { get }
+  /// Starts or resumes playback (preparing first if needed). Returns at once.
   func play()
+  /// Pauses with a short fade; `play()` resumes from the same frame.
   func pause()
+  /// Stops with a short fade; the next `play()` starts from the beginning.
   func stop()
+  /// The position in the item, in seconds; setting it seeks sample-accurately, without a click.
   var currentPlaybackTime: TimeInterval { get set }
+  /// The playback speed (pitch follows), 0 when not playing. Setting 0 pauses; (0, 4] plays at that
+  /// speed; other values are refused and reported to the engine's diagnostics (use
+  /// `setCurrentPlaybackRate(_:)` to get the error).
   var currentPlaybackRate: Float { get set }
   /// - Throws: `PlayerError.rateOutOfRange` for NaN, negatives and values above 4.
   func setCurrentPlaybackRate(_ rate: Float) throws(PlayerError)
+  /// Scans forward: jumps that grow the longer it runs, until `endSeeking()`.
   func beginSeekingForward()
+  /// Scans backward, the same way.
   func beginSeekingBackward()
+  /// Ends a scan and restores the state from before it, at the scanned position.
   func endSeeking()
+  /// Playing, paused, stopped, interrupted or seeking.
   var playbackState: PlaybackState { get }
 }
 

@@ -13,6 +13,7 @@ import Synchronization
 /// Observers run on the player's own serial notification queue, in order, never on the streaming
 /// thread; they may call back into the player.
 public final class Player: MediaPlayback {
+  /// The engine the player plays on.
   public let engine: AudioEngine
   let slot: Int
   private let state: Mutex<State>
@@ -259,6 +260,7 @@ public final class Player: MediaPlayback {
   /// Blocks until every event reported so far has reached the observers (for tests and tools).
   public func waitForNotifications() { notifications.sync {} }
 
+  /// Stops calling the observer registered under `token`.
   public func removeObserver(_ token: UInt64) { _ = state.withLock { $0.observers.removeValue(forKey: token) } }
 
   /// The events from now on as an async sequence (ends when the stream is dropped).

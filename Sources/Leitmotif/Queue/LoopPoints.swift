@@ -1,6 +1,7 @@
 /// A loop inside an item, in sample frames of the file (sample-exact, like the LOOPSTART and
 /// LOOPLENGTH tags games write). Playback jumps from `endFrame` back to `startFrame`.
 public struct LoopPoints: Sendable, Equatable, Hashable {
+  /// The loop's first frame.
   public let startFrame: Int64
   /// The frame just after the loop's last one; nil loops to the end of the file.
   public let endFrame: Int64?

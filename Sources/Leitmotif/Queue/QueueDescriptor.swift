@@ -2,15 +2,18 @@ import Foundation
 
 /// An ordered set of items (MediaPlayer's MPMediaItemCollection): an album, a playlist, a pick.
 public struct MediaItemCollection: Sendable, Equatable {
+  /// The items, in order.
   public var items: [MediaItem]
   /// The item that stands for the collection (its first).
   public var representativeItem: MediaItem? { items.first }
+  /// How many items there are.
   public var count: Int { items.count }
   /// What the collection is, when it has a name: a playlist's, or the album, artist, genre or
   /// composer a library query grouped by (nil for a plain list of items).
   public var name: String?
   /// A library playlist's persistent id (nil for other collections).
   public var persistentID: UInt64?
+  /// A collection of `items`, with a name and a playlist's persistent id where there are any.
   public init(items: [MediaItem], name: String? = nil, persistentID: UInt64? = nil) {
     self.items = items
     self.name = name
@@ -24,10 +27,13 @@ public struct MediaItemCollection: Sendable, Equatable {
 /// The library's media queries make descriptors too (`QueueDescriptor(query:)`, from the library
 /// issue): everything a queue needs is in the entries, so any source of items can fill one.
 public struct QueueDescriptor: Sendable, Equatable {
+  /// One item of the queue and how it plays.
   public struct Entry: Sendable, Equatable {
+    /// The item.
     public var item: MediaItem
     /// Trim points in seconds of the file (nil: from the start, to the end).
     public var startTime: TimeInterval?
+    /// Where it stops, in seconds of the file (nil: at its end).
     public var endTime: TimeInterval?
     /// How this entry takes over from the one before it (nil: the player's `transition`).
     public var transition: Transition?
@@ -39,6 +45,8 @@ public struct QueueDescriptor: Sendable, Equatable {
     /// they are decoded, so that it is exact at gapless joins (ReplayGain, a source's gain).
     public var gainDecibels: Double?
 
+    /// An entry for `item`, with trim points, transition, loop points and loop count where given
+    /// (nil: the file's or the player's).
     public init(
       item: MediaItem, startTime: TimeInterval? = nil, endTime: TimeInterval? = nil, transition: Transition? = nil,
       loopPoints: LoopPoints? = nil, loopRepeat: LoopRepeat? = nil
@@ -77,19 +85,23 @@ public struct QueueDescriptor: Sendable, Equatable {
     }
   }
 
+  /// The items and how each plays, in order.
   public var entries: [Entry]
   /// The item to start with (nil: the first; with shuffle, the first of the shuffled order).
   public var startItem: MediaItem?
 
+  /// A descriptor of `entries`, starting with `startItem` (nil: the first).
   public init(entries: [Entry], startItem: MediaItem? = nil) {
     self.entries = entries
     self.startItem = startItem
   }
 
+  /// A descriptor of `items`, each played whole with the player's transition and loops.
   public init(items: [MediaItem], startItem: MediaItem? = nil) {
     self.init(entries: items.map { Entry(item: $0) }, startItem: startItem)
   }
 
+  /// A descriptor of a collection's items (an album, a playlist, a pick).
   public init(itemCollection: MediaItemCollection, startItem: MediaItem? = nil) {
     self.init(items: itemCollection.items, startItem: startItem)
   }

@@ -2,20 +2,26 @@
 public enum QueueError: Error, Sendable, Equatable, CustomStringConvertible {
   /// The operation needs items and the queue (or the items given) has none.
   case emptyQueue(operation: String)
+  /// An index outside the queue of `count` items.
   case indexOutOfRange(index: Int, count: Int)
   /// The item is not in the queue (`nowPlayingItem`, `insert(after:)`, `remove`, trim times).
   case itemNotInQueue(String)
+  /// An item's start time is not before its end time.
   case startAfterEnd(item: String, start: Double, end: Double)
   /// A trim time outside the item (negative, NaN, or past its known duration).
   case trimOutsideItem(item: String, time: Double, duration: Double?)
+  /// A crossfade of a negative, NaN or infinite length.
   case invalidCrossfade(Double)
+  /// Loop points that cannot be used (zero length, outside the file); the text says why.
   case invalidLoopPoints(String)
+  /// A negative loop count.
   case invalidLoopCount(Int)
   /// An entry's gain is not a finite level of at most +24 dB.
   case invalidGain(item: String, decibels: Double)
   /// A queue transaction was refused; `reason` is the first step that failed.
   case transactionRejected(reason: String)
 
+  /// The refusal in a sentence that names the item and the value.
   public var description: String {
     switch self {
     case .emptyQueue(let operation): return "\(operation): the queue is empty"

@@ -42,6 +42,7 @@ import Synchronization
 /// Every method returns at once and may be called from any thread. Observers run in order on the
 /// player's own notification queue, never on the streaming thread.
 public final class QueuePlayer: MediaPlayback {
+  /// The engine the player plays on.
   public let engine: AudioEngine
   private let state: Mutex<State>
   private let notifications = DispatchQueue(label: "leitmotif.queue.notifications")
@@ -115,9 +116,11 @@ public final class QueuePlayer: MediaPlayback {
   }
 
   /// A queue player on `engine`, with an empty queue.
-  /// - Parameter library: where play and skip counts of the player's own songs go: an item from
-  ///   the library (with a `persistentID`) that plays to its end counts a play, one skipped
-  ///   forward counts a skip. Recorded off the caller's thread.
+  /// - Parameters:
+  ///   - engine: the engine whose voices it plays on.
+  ///   - library: where play and skip counts of the player's own songs go: an item from
+  ///     the library (with a `persistentID`) that plays to its end counts a play, one skipped
+  ///     forward counts a skip. Recorded off the caller's thread.
   public init(engine: AudioEngine, library: MediaLibrary? = nil) {
     self.engine = engine
     self.library = library
@@ -161,10 +164,16 @@ public final class QueuePlayer: MediaPlayback {
     try setQueue(with: QueueDescriptor(items: items))
   }
 
+  /// Replaces the queue with a collection's items (see `setQueue(with:)` for an array).
+  /// - Throws: `QueueError` for bad trim points; the queue is then unchanged.
   public func setQueue(with collection: MediaItemCollection) throws(QueueError) {
     try setQueue(with: QueueDescriptor(itemCollection: collection))
   }
 
+  /// Replaces the queue with the descriptor's entries, each with its trim points, transition and
+  /// loops; it starts with `startItem` (nil: the first). While playing, the new queue starts at once
+  /// with a crossfade.
+  /// - Throws: `QueueError` for bad trim points, loop points or gains; the queue is then unchanged.
   public func setQueue(with descriptor: QueueDescriptor) throws(QueueError) {
     try setQueue(with: descriptor, startingAt: nil, transition: nil)
   }
@@ -211,6 +220,8 @@ public final class QueuePlayer: MediaPlayback {
   /// Puts items right after the now-playing item; they stay next even when shuffled.
   public func prepend(_ items: [MediaItem]) throws(QueueError) { try prepend(QueueDescriptor(items: items)) }
 
+  /// Puts a descriptor's entries right after the now-playing item; they stay next even when shuffled.
+  /// - Throws: `QueueError.emptyQueue` for no entries, or bad trim points; the queue is then unchanged.
   public func prepend(_ descriptor: QueueDescriptor) throws(QueueError) {
     try descriptor.validate()
     guard !descriptor.entries.isEmpty else { throw QueueError.emptyQueue(operation: "prepend") }
@@ -242,6 +253,8 @@ public final class QueuePlayer: MediaPlayback {
   /// Adds items at the end of the queue.
   public func append(_ items: [MediaItem]) throws(QueueError) { try append(QueueDescriptor(items: items)) }
 
+  /// Adds a descriptor's entries at the end of the queue.
+  /// - Throws: `QueueError.emptyQueue` for no entries, or bad trim points; the queue is then unchanged.
   public func append(_ descriptor: QueueDescriptor) throws(QueueError) {
     try descriptor.validate()
     guard !descriptor.entries.isEmpty else { throw QueueError.emptyQueue(operation: "append") }
@@ -381,6 +394,8 @@ public final class QueuePlayer: MediaPlayback {
 
   // MARK: - Modes
 
+  /// What happens at the end of an item and of the queue: play on (`.none`), repeat the item
+  /// (`.one`) or the queue (`.all`). Safe to set while playing.
   public var repeatMode: RepeatMode {
     get { state.withLock { $0.repeatMode } }
     set {
@@ -498,6 +513,7 @@ public final class QueuePlayer: MediaPlayback {
     }
   }
 
+  /// The current playback state.
   public var playbackState: PlaybackState { state.withLock { $0.playbackState } }
 
   /// The position in the now-playing item's file, in seconds. Setting it seeks sample-accurately
@@ -640,6 +656,7 @@ public final class QueuePlayer: MediaPlayback {
 
   /// Scans forward through the current item (2x, growing to 16x).
   public func beginSeekingForward() { beginSeeking(direction: 1) }
+  /// Scans backward, the same way.
   public func beginSeekingBackward() { beginSeeking(direction: -1) }
 
   /// Ends a scan and restores the state from before it.
@@ -689,6 +706,7 @@ public final class QueuePlayer: MediaPlayback {
     }
   }
 
+  /// Stops calling the observer registered under `token`.
   public func removeObserver(_ token: UInt64) { _ = state.withLock { $0.observers.removeValue(forKey: token) } }
 
   /// The events from now on as an async sequence (ends when the stream is dropped).

@@ -10,6 +10,7 @@ public enum RepeatMode: String, Sendable, CaseIterable {
 
 /// MediaPlayer's shuffle modes.
 public enum ShuffleMode: String, Sendable, CaseIterable {
+  /// Items in queue order.
   case off
   /// Items in a random order.
   case songs
@@ -21,7 +22,10 @@ public enum ShuffleMode: String, Sendable, CaseIterable {
 public enum NowPlayingChangeReason: String, Sendable {
   /// The previous item ended (or its crossfade into this one began).
   case naturalEnd
+  /// A skip forward: `skipToNextItem()`, or a jump to a later item (`skip(toIndex:)`,
+  /// `setNowPlayingItem(_:)`).
   case skipForward
+  /// A skip back: `skipToPreviousItem()`, or a jump to an earlier item.
   case skipBack
   /// The queue was set or changed (`setQueue`, a transaction that removed the playing item).
   case queueChange
@@ -31,10 +35,13 @@ public enum NowPlayingChangeReason: String, Sendable {
 
 /// What a queue player reports, in order, to its observers and event streams.
 public enum QueuePlayerEvent: Sendable {
+  /// A new item is now playing (nil: none), at `index` in the play order, for `reason`.
   case nowPlayingItemChanged(MediaItem?, index: Int?, reason: NowPlayingChangeReason)
+  /// The playback state changed to this.
   case playbackStateChanged(PlaybackState)
   /// The queue's items (in play order) changed.
   case queueChanged(count: Int)
+  /// The player's volume changed to this.
   case volumeChanged(Float)
   /// An item could not be opened or failed while playing; the queue moves on past it.
   case itemFailed(MediaItem, DecodeError)

@@ -4,6 +4,7 @@ import Synchronization
 /// Renders one file through the OpenAL loopback device to a WAV file: what `leitmotif render`
 /// does, and what the tests use to hear the engine.
 public struct OfflineRenderer {
+  /// How to render: where to start, how fast, how long, and the output's rate and sample format.
   public struct Options: Sendable {
     /// Where to start in the file, in seconds.
     public var seekSeconds: Double = 0
@@ -13,29 +14,42 @@ public struct OfflineRenderer {
     public var durationSeconds: Double?
     /// The mixing rate (nil: the file's own rate).
     public var sampleRate: Int?
+    /// The WAV file's samples: 32-bit float (the default) or 16-bit integer.
     public var sampleFormat: WAVSampleFormat = .float32
     /// Frames per mix; every render call has this size, so runs are repeatable.
     public var renderFrames: Int = 1024
+    /// The defaults: from the start, rate 1, to the item's end, at the file's rate, float32, 1024-frame mixes.
     public init() {}
   }
 
+  /// What a render produced.
   public struct Result: Sendable {
+    /// Frames written to the WAV file.
     public var framesWritten: Int64
+    /// The WAV file's sample rate, in Hz.
     public var sampleRate: Int
+    /// Underruns counted during the render (0 in a healthy run).
     public var underruns: Int
+    /// Why the file stopped early, when it failed midway (nil: it played to its end or the duration).
     public var failure: DecodeError?
   }
 
+  /// Why a render could not be made. The description says what failed, on which file.
   public enum RenderError: Error, CustomStringConvertible {
+    /// The file could not be opened or decoded.
     case decode(DecodeError)
+    /// The loopback output could not be opened.
     case output(OutputError)
+    /// The player refused a request (a rate out of range, no voice).
     case player(PlayerError)
     /// The queue was refused (`QueueRenderer`).
     case queue(QueueError)
     /// The options cannot make a render: out of range, or a render that would never end.
     case invalidOptions(String)
+    /// The WAV file at `path` could not be written; `underlying` is the system's reason.
     case write(path: String, underlying: String)
 
+    /// The error in a sentence.
     public var description: String {
       switch self {
       case .decode(let error): return error.description
@@ -48,7 +62,13 @@ public struct OfflineRenderer {
     }
   }
 
-  /// Renders `path` to the WAV file `outputPath`.
+  /// Renders `path` to the WAV file `outputPath`, on the calling thread (it blocks until done).
+  /// - Parameters:
+  ///   - path: the Ogg Vorbis or MP3 file.
+  ///   - outputPath: the WAV file to write (replaced if it exists).
+  ///   - options: where to start, rate, duration, sample rate and format.
+  ///   - diagnostics: receives the engine's notices and warnings.
+  /// - Returns: frames written, the rate, underruns, and the failure if the file stopped early.
   /// - Throws: `RenderError` when the file cannot be opened, the output not written, or the
   ///   options are out of range. A file that fails midway ends early: `Result.failure` says why.
   public static func render(

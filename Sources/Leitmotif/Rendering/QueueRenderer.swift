@@ -6,11 +6,14 @@ import Synchronization
 /// joins, loops, repeat and shuffle sound exactly as in real time, faster than real time and the
 /// same bytes every run.
 public struct QueueRenderer {
+  /// How to render a queue: transitions, repeat and shuffle, loops, duration, output rate and format.
   public struct Options: Sendable {
     /// How each item takes over from the one before it. Default: the queue player's (an
     /// equal-power crossfade of 3 s); `.gapless` joins with no gap and no overlap.
     public var transition: Transition = .defaultCrossfade
+    /// Whether the queue repeats (default `.none`; `.one` and `.all` need `durationSeconds`).
     public var repeatMode: RepeatMode = .none
+    /// Whether the queue plays shuffled (default `.off`).
     public var shuffleMode: ShuffleMode = .off
     /// Seeds the shuffle: the same seed and files give the same order.
     public var seed: UInt64 = 0
@@ -21,6 +24,7 @@ public struct QueueRenderer {
     public var durationSeconds: Double?
     /// The mixing rate (nil: the rate of the first file that opens, in the order given).
     public var sampleRate: Int?
+    /// The WAV file's samples: 32-bit float (the default) or 16-bit integer.
     public var sampleFormat: WAVSampleFormat = .float32
     /// Frames per mix; every render call has this size, so runs are repeatable.
     public var renderFrames: Int = 1024
@@ -29,6 +33,8 @@ public struct QueueRenderer {
     /// Where to start in the first item played, in seconds of its file.
     public var startSeconds: Double = 0
 
+    /// The defaults: 3 s equal-power crossfades, no repeat or shuffle, no loops, until the queue ends,
+    /// at the first file's rate, float32, 1024-frame mixes, rate 1, from the start.
     public init() {}
 
     /// Checks the options on their own: ranges, and that the render can end.
@@ -76,13 +82,19 @@ public struct QueueRenderer {
 
   /// An item that could not be played; the queue went on past it.
   public struct Failure: Sendable {
+    /// The item.
     public var item: MediaItem
+    /// Why it could not be played.
     public var error: DecodeError
   }
 
+  /// What a queue render produced.
   public struct Result: Sendable {
+    /// Frames written to the WAV file.
     public var framesWritten: Int64
+    /// The WAV file's sample rate, in Hz.
     public var sampleRate: Int
+    /// Underruns counted during the render (0 in a healthy run).
     public var underruns: Int
     /// The items that failed, in the order they did.
     public var failures: [Failure]
@@ -98,6 +110,10 @@ public struct QueueRenderer {
   /// comes (`onEvent` hears `.itemFailed`, and `Result.failures` lists it).
   ///
   /// - Parameters:
+  ///   - paths: the Ogg Vorbis and MP3 files, in queue order.
+  ///   - outputPath: the WAV file to write (replaced if it exists).
+  ///   - options: transitions, repeat, shuffle, loops, duration, rate and output format.
+  ///   - diagnostics: receives the engine's notices and warnings.
   ///   - onEvent: the queue player's events, in order, on its notification queue (not the calling
   ///     thread); all of them have been delivered when `render` returns.
   /// - Throws: `RenderError`: `.invalidOptions` for options out of range and for a render that

@@ -32,7 +32,9 @@ public enum FadeCurve: String, Sendable, CaseIterable, Codable {
 /// last one, with no gap and no overlap. Anything longer is a crossfade: the outgoing item keeps
 /// playing and fades out while the incoming one fades in on a second voice, both with `curve`.
 public struct Transition: Sendable, Equatable, Codable, CustomStringConvertible {
+  /// The crossfade's length in seconds; 0 is a gapless join.
   public private(set) var duration: TimeInterval
+  /// The shape of both fades.
   public private(set) var curve: FadeCurve
 
   /// Joins with no gap and no overlap.
@@ -53,8 +55,10 @@ public struct Transition: Sendable, Equatable, Codable, CustomStringConvertible 
     self.curve = curve
   }
 
+  /// Whether this is a gapless join (a duration of 0).
   public var isGapless: Bool { duration == 0 }
 
+  /// "gapless", or the curve and length, e.g. "s-curve crossfade of 2.0 s".
   public var description: String { isGapless ? "gapless" : "\(curve.rawValue) crossfade of \(duration) s" }
 }
 

@@ -7,13 +7,20 @@
 public enum CueValue: Sendable, Hashable, CustomStringConvertible, ExpressibleByIntegerLiteral,
   ExpressibleByFloatLiteral, ExpressibleByStringLiteral, ExpressibleByBooleanLiteral
 {
+  /// A number (integers are numbers too).
   case number(Double)
+  /// A string.
   case string(String)
+  /// A boolean.
   case bool(Bool)
 
+  /// An integer literal, as a number: `["threat": 3]`.
   public init(integerLiteral value: Int) { self = .number(Double(value)) }
+  /// A floating-point literal, as a number.
   public init(floatLiteral value: Double) { self = .number(value) }
+  /// A string literal: `["kind": "wolf"]`.
   public init(stringLiteral value: String) { self = .string(value) }
+  /// A boolean literal.
   public init(booleanLiteral value: Bool) { self = .bool(value) }
 
   /// The number, or nil when this is a string or a boolean.

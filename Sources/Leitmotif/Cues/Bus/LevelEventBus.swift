@@ -7,7 +7,7 @@ import Synchronization
 /// ## Posting
 /// ``post(_:_:)`` never blocks, never takes a lock and never allocates: it claims a slot with one
 /// compare-exchange, stores the event, and publishes it. It makes a system call only when the
-/// consumer is asleep in ``waitForPost(timeout:)`` and this post is the one that wakes it.
+/// consumer is asleep in `waitForPost(timeout:)` and this post is the one that wakes it.
 ///
 /// ## Overflow policy: drop the newest
 /// The bus holds at most ``capacity`` events that the consumer has not yet taken. A post that finds
@@ -182,7 +182,7 @@ public final class LevelEventBus: Sendable {
     }
   }
 
-  /// Wakes the consumer if it is in ``waitForPost(timeout:)``; if it is not, its next
+  /// Wakes the consumer if it is in `waitForPost(timeout:)`; if it is not, its next
   /// `waitForPost` returns at once. Used to stop the director's thread: set your own stop flag
   /// first, then call this; the consumer sees the flag when `waitForPost` returns.
   ///

@@ -27,13 +27,18 @@ public final class Director: @unchecked Sendable {
     case pumped
   }
 
+  /// The engine the music plays on.
   public let engine: AudioEngine
   /// The music: the state's queue plays here.
   public let player: QueuePlayer
+  /// The level-event bus the game's cues arrive on (`post(_:_:)` posts to it).
   public let bus: LevelEventBus
+  /// The player's music library, for `library` and `playlist` sources (nil: they fall back).
   public let library: MediaLibrary?
   /// The cue file being watched (nil when the director was made from a `CueSheet`).
   public let cueFilePath: String?
+  /// Who advances the director: its own thread, or the game's `update()` calls (always pumped on
+  /// an offline engine).
   public let clocking: Clocking
 
   private let core: Mutex<DirectorCore>
@@ -50,8 +55,13 @@ public final class Director: @unchecked Sendable {
 
   /// A director for the cue file at `path`, watched for changes while the director runs.
   /// - Parameters:
+  ///   - engine: the engine the music plays on (one director per engine).
+  ///   - path: the cue file (JSON5).
   ///   - library: the player's music library, for `library` and `playlist` sources (nil: those
   ///     sources fall back to bundled music).
+  ///   - clocking: `.ownThread` (the `lm.director` thread) or `.pumped` (the game calls
+  ///     `update()`); an offline engine is always pumped.
+  ///   - busCapacity: how many events the bus holds before posts are dropped.
   ///   - watchesFile: reload the file when it changes (real-time engines only).
   /// - Throws: `CueFileError` with every problem of the file. Reads the file, the bundled music's
   ///   tags and the library: call it while the game loads, not in its frame loop.
@@ -65,7 +75,15 @@ public final class Director: @unchecked Sendable {
       watchedPath: watchesFile && !engine.isOffline ? path : nil)
   }
 
-  /// A director for a cue sheet already loaded (not watched).
+  /// A director for a cue sheet already loaded (not watched). Reads the bundled music's tags and
+  /// queries the library: call it while the game loads.
+  /// - Parameters:
+  ///   - engine: the engine the music plays on.
+  ///   - sheet: the cue sheet (from `CueSheet.load(path:)` or `parse(_:path:)`).
+  ///   - library: the player's music library, for `library` and `playlist` sources (nil: those
+  ///     sources fall back to bundled music).
+  ///   - clocking: `.ownThread` or `.pumped`; an offline engine is always pumped.
+  ///   - busCapacity: how many events the bus holds before posts are dropped.
   public convenience init(
     engine: AudioEngine, sheet: CueSheet, library: MediaLibrary? = nil, clocking: Clocking = .ownThread,
     busCapacity: Int = LevelEventBus.defaultCapacity
@@ -213,6 +231,7 @@ public final class Director: @unchecked Sendable {
     }
   }
 
+  /// Stops calling the observer registered under `token`.
   public func removeObserver(_ token: UInt64) { _ = observers.withLock { $0.handlers.removeValue(forKey: token) } }
 
   /// The reports as an async sequence (from now on).

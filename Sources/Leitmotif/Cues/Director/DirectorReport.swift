@@ -11,8 +11,10 @@ public struct DirectorReport: Sendable, CustomStringConvertible {
   public var time: Double
   /// The event this answers (nil for reports of the director's own doing).
   public var event: LevelEvent?
+  /// What happened.
   public var kind: Kind
 
+  /// What the director did.
   public enum Kind: Sendable {
     /// Rule `rule` fired; `actions` describe what it did, in order.
     case fired(rule: String, actions: [String])
@@ -39,6 +41,7 @@ public struct DirectorReport: Sendable, CustomStringConvertible {
     case problem(String)
   }
 
+  /// "TIME s [CUE] WHAT", one line as `leitmotif cues simulate` prints it.
   public var description: String {
     let clock = String(format: "%8.3f s", time)
     let cause = event.map { " [\($0.cue)]" } ?? ""
@@ -47,6 +50,7 @@ public struct DirectorReport: Sendable, CustomStringConvertible {
 }
 
 extension DirectorReport.Kind: CustomStringConvertible {
+  /// What happened, in a line.
   public var description: String {
     switch self {
     case .fired(let rule, let actions): return "rule \"\(rule)\": " + actions.joined(separator: "; ")

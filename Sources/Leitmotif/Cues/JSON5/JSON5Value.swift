@@ -14,6 +14,7 @@ extension JSON5 {
     /// The 1-based column, in Unicode scalars from the start of the line.
     public var column: Int
 
+    /// The position at `line` and `column` (both 1-based).
     public init(line: Int, column: Int) {
       self.line = line
       self.column = column
@@ -37,19 +38,27 @@ public struct JSON5Value: Sendable {
   /// Not `indirect`: lists and objects already hold their contents in array storage, and boxing
   /// every case would cost one heap allocation per number, boolean and string in the file.
   public enum Kind: Sendable {
+    /// `null`.
     case null
+    /// `true` or `false`.
     case bool(Bool)
+    /// A number (hexadecimal, `Infinity` and `NaN` included).
     case number(Double)
+    /// A string, escapes resolved.
     case string(String)
+    /// A list, in file order.
     case array([JSON5Value])
+    /// An object, its members in file order.
     case object(JSON5Object)
   }
 
+  /// What the value is.
   public var kind: Kind
   /// Where the value's first character is: the quote of a string, the sign or first digit of a
   /// number, the `[` of a list, the `{` of an object.
   public var location: JSON5.SourceLocation
 
+  /// A value of `kind` whose first character is at `location`.
   public init(kind: Kind, location: JSON5.SourceLocation) {
     self.kind = kind
     self.location = location
@@ -110,8 +119,10 @@ public struct JSON5Object: Sendable {
     public var key: String
     /// Where the key's first character is (its quote, if it is quoted).
     public var keyLocation: JSON5.SourceLocation
+    /// The value.
     public var value: JSON5Value
 
+    /// A member `key: value`, the key's first character at `keyLocation`.
     public init(key: String, keyLocation: JSON5.SourceLocation, value: JSON5Value) {
       self.key = key
       self.keyLocation = keyLocation
@@ -122,6 +133,7 @@ public struct JSON5Object: Sendable {
   /// The members in file order; duplicates are kept.
   public var members: [Member]
 
+  /// An object of `members` (in file order; duplicates kept).
   public init(members: [Member] = []) {
     self.members = members
   }
@@ -148,6 +160,7 @@ public struct JSON5SyntaxError: Error, Sendable, Equatable, CustomStringConverti
   /// What was expected and what was found, e.g. "expected ':' after the key 'gain', found '='".
   public var message: String
 
+  /// A syntax error `message` at `location`.
   public init(location: JSON5.SourceLocation, message: String) {
     self.location = location
     self.message = message

@@ -27,6 +27,8 @@ public struct CueSheet: Sendable {
   /// The rules, in file order (the order breaks ties between rules of the same priority).
   public var rules: [CueRule]
 
+  /// An empty sheet (no start state, parameters, sources, states or rules) whose bundled music is
+  /// looked up in `assetsDirectory`. Cue files are read with `load(path:)` or `parse(_:path:)`.
   public init(assetsDirectory: URL) {
     path = nil
     self.assetsDirectory = assetsDirectory
@@ -39,23 +41,30 @@ public struct CueSheet: Sendable {
     rules = []
   }
 
+  /// The parameter called `name`, or nil when the sheet has none.
   public func parameter(named name: String) -> ParameterSpec? { parameters.first { $0.name == name } }
 }
 
 /// Tempo and meter: where beats and bars fall.
 public struct BeatGrid: Sendable, Equatable {
+  /// The tempo (`bpm`), in beats per minute.
   public var beatsPerMinute: Double
+  /// Beats in a bar (`meter`).
   public var beatsPerBar: Int
   /// Where the first beat falls, in seconds of the item (a pickup or a silent lead-in).
   public var offsetSeconds: Double
 
+  /// A grid of `beatsPerMinute` (default 120) in bars of `beatsPerBar` beats (default 4), the first
+  /// beat `offsetSeconds` into the item.
   public init(beatsPerMinute: Double = 120, beatsPerBar: Int = 4, offsetSeconds: Double = 0) {
     self.beatsPerMinute = beatsPerMinute
     self.beatsPerBar = beatsPerBar
     self.offsetSeconds = offsetSeconds
   }
 
+  /// The length of one beat, in seconds.
   public var secondsPerBeat: Double { 60 / beatsPerMinute }
+  /// The length of one bar, in seconds.
   public var secondsPerBar: Double { secondsPerBeat * Double(beatsPerBar) }
 }
 
@@ -64,12 +73,18 @@ public struct BeatGrid: Sendable, Equatable {
 /// A game parameter (intensity, health, underwater) that the game sets and rules test, driving
 /// the music's volume, rate or low-pass filter through curves.
 public struct ParameterSpec: Sendable {
+  /// The parameter's name, as rules and `Director.setParameter(_:_:rampSeconds:)` give it.
   public var name: String
+  /// The value before the game sets one (`default`).
   public var defaultValue: Double
+  /// The lowest value (`min`); values set below it are clamped.
   public var minimum: Double
+  /// The highest value (`max`); values set above it are clamped.
   public var maximum: Double
+  /// What the parameter drives (`drives`), each through its curve.
   public var drives: [ParameterDrive]
 
+  /// A parameter `name` in [`minimum`, `maximum`], starting at `defaultValue`, driving `drives`.
   public init(
     name: String, defaultValue: Double = 0, minimum: Double = 0, maximum: Double = 1, drives: [ParameterDrive] = []
   ) {
@@ -83,6 +98,7 @@ public struct ParameterSpec: Sendable {
 
 /// What a parameter drives, and how (a curve from the parameter's value to the target's).
 public struct ParameterDrive: Sendable {
+  /// What a parameter can drive (`target`).
   public enum Target: String, Sendable, CaseIterable {
     /// Multiplies the music's volume (0...1).
     case volume
@@ -91,9 +107,12 @@ public struct ParameterDrive: Sendable {
     /// The low-pass filter's high-frequency gain (0...1; 1 is unfiltered): muffled music.
     case lowpass
   }
+  /// What the curve's output drives.
   public var target: Target
+  /// Maps the parameter's value to the target's value.
   public var curve: ResponseCurve
 
+  /// A drive of `target` through `curve`.
   public init(target: Target, curve: ResponseCurve) {
     self.target = target
     self.curve = curve
@@ -103,14 +122,20 @@ public struct ParameterDrive: Sendable {
 /// A curve through points (parameter value → target value), straight or smoothed between them,
 /// flat beyond the first and last point.
 public struct ResponseCurve: Sendable, Equatable {
+  /// How the curve runs between its points (`shape`).
   public enum Shape: String, Sendable, CaseIterable {
+    /// Straight lines between points.
     case linear
     /// Eases in and out between points (smoothstep).
     case smooth
   }
+  /// One point of the curve: parameter value `x`, target value `y`.
   public struct Point: Sendable, Equatable {
+    /// The parameter's value.
     public var x: Double
+    /// The target's value at `x`.
     public var y: Double
+    /// The point (`x`, `y`).
     public init(_ x: Double, _ y: Double) {
       self.x = x
       self.y = y
@@ -118,13 +143,17 @@ public struct ResponseCurve: Sendable, Equatable {
   }
   /// Sorted by `x`, at least one.
   public var points: [Point]
+  /// Straight or smoothed between points.
   public var shape: Shape
 
+  /// A curve through `points` (sorted by `x` here; give at least one).
   public init(points: [Point], shape: Shape = .linear) {
     self.points = points.sorted { $0.x < $1.x }
     self.shape = shape
   }
 
+  /// The target's value for the parameter value `x`: flat before the first and after the last point.
+  /// - Returns: 0 when the curve has no points.
   public func value(at x: Double) -> Double {
     guard let first = points.first, let last = points.last else { return 0 }
     if x <= first.x { return first.y }
@@ -146,6 +175,7 @@ public struct ResponseCurve: Sendable, Equatable {
 /// Where a state's music comes from: bundled tracks, a library query, the player's picks or a
 /// library playlist, with an order and a fallback.
 public struct MusicSource: Sendable {
+  /// What kind of music a source gives.
   public enum Kind: Sendable {
     /// The game's own music (always available): files by name, or every bundled file whose tags
     /// match (`mood`, `genre`, `title`).
@@ -163,15 +193,22 @@ public struct MusicSource: Sendable {
       return true
     }
   }
+  /// In which order a source's items play (`order`).
   public enum Order: String, Sendable, CaseIterable {
+    /// `sequence`: in file (or query) order; `shuffle`: shuffled with the sheet's seed.
     case sequence, shuffle
   }
+  /// Which ReplayGain tag levels the items (`replayGain`): none, the track's, or the album's.
   public enum ReplayGainMode: String, Sendable, CaseIterable {
+    /// `off`: no levelling; `track`: each item by its track gain; `album`: by its album gain.
     case off, track, album
   }
 
+  /// The source's name, as states and `fallback` name it.
   public var name: String
+  /// Where its music comes from.
   public var kind: Kind
+  /// In file order (`sequence`, the default) or shuffled with the sheet's seed (`shuffle`).
   public var order: Order
   /// The source played instead when this one gives nothing (no access, an empty query, no picks).
   public var fallback: String?
@@ -184,6 +221,7 @@ public struct MusicSource: Sendable {
   /// Tempo and meter for its items when their tags give none.
   public var grid: BeatGrid?
 
+  /// A source `name` of `kind`, in sequence, without fallback or gain, levelled by track ReplayGain.
   public init(name: String, kind: Kind) {
     self.name = name
     self.kind = kind
@@ -202,9 +240,13 @@ public struct BundledSelection: Sendable, Equatable {
   public var files: [String]
   /// Tag filters (case-insensitive equality); every one given must match.
   public var mood: String?
+  /// The genre tag to match.
   public var genre: String?
+  /// The title tag to match.
   public var title: String?
 
+  /// Bundled files by name (`files`, in this order), or, when `files` is empty, every bundled file
+  /// whose tags match the filters given.
   public init(files: [String] = [], mood: String? = nil, genre: String? = nil, title: String? = nil) {
     self.files = files
     self.mood = mood
@@ -226,15 +268,21 @@ public struct MusicState: Sendable {
     case interleave(userSongs: Int)
   }
 
+  /// The state's name, as rules name it.
   public var name: String
   /// The source of the player's songs, if the state uses any.
   public var userSource: String?
   /// The source of the game's music (or the only source).
   public var bundledSource: String?
+  /// How the player's songs and the game's music alternate.
   public var mix: Mix
+  /// Whether the state's queue repeats (`repeat`; default `.all`).
   public var repeatMode: RepeatMode
+  /// How often items with loop points loop (`loop`; default until released).
   public var loop: LoopRepeat
+  /// The music's rate in this state (`rate`, (0, 4]; default 1).
   public var rate: Float
+  /// The music's volume in this state (`volume`, 0...1; default 1).
   public var volume: Float
   /// Rules of lower priority cannot act while this state plays (boss music is not interrupted by
   /// a lesser cue).
@@ -246,6 +294,8 @@ public struct MusicState: Sendable {
   /// The time grid for quantized transitions when the playing item's tempo is unknown.
   public var grid: BeatGrid?
 
+  /// A state `name` with the defaults: user songs first, repeating, looping until released, rate
+  /// and volume 1, priority 0, a 2 s equal-power transition and the default item crossfade.
   public init(name: String) {
     self.name = name
     userSource = nil
@@ -288,11 +338,16 @@ public struct TransitionSpec: Sendable, Equatable {
     case cuePoint = "cue-point"
   }
 
+  /// The crossfade's length in seconds (0: a cut at the moment).
   public var seconds: Double
+  /// The crossfade's curve.
   public var curve: FadeCurve
+  /// When the change happens (`at`).
   public var moment: Moment
+  /// Where the incoming music starts (`enter`).
   public var entry: Entry
 
+  /// A transition of `seconds` (default 2) with `curve`, at `moment`, entering at `entry`.
   public init(seconds: Double = 2, curve: FadeCurve = .equalPower, moment: Moment = .now, entry: Entry = .start) {
     self.seconds = seconds
     self.curve = curve
@@ -309,14 +364,18 @@ public struct CueRule: Sendable {
   public var name: String
   /// Cue names it answers; a name ending in ".*" matches every cue with that prefix.
   public var cues: [String]
+  /// What must hold for the rule to fire (`when`).
   public var conditions: RuleConditions
+  /// Higher priorities win when several rules answer a cue; a state's priority holds lower ones off.
   public var priority: Int
   /// It does not fire again within this many seconds of firing.
   public var cooldownSeconds: Double
+  /// What the rule does, in order (`do`).
   public var actions: [CueAction]
   /// Where the rule starts in the file, for reports.
   public var line: Int?
 
+  /// A rule `name` answering `cues` with `actions`, without conditions, priority or cooldown.
   public init(name: String, cues: [String], actions: [CueAction]) {
     self.name = name
     self.cues = cues
@@ -327,6 +386,7 @@ public struct CueRule: Sendable {
     line = nil
   }
 
+  /// Whether the rule answers `cue`: an exact name, a prefix pattern ending in ".*", or "*".
   public func answers(_ cue: String) -> Bool {
     cues.contains { pattern in
       if pattern == "*" { return true }
@@ -347,6 +407,7 @@ public struct RuleConditions: Sendable {
   /// Tests on game parameters, by name.
   public var parameters: [(name: String, test: ValueTest)]
 
+  /// Conditions that always hold.
   public init() {
     states = nil
     notStates = []
@@ -357,19 +418,29 @@ public struct RuleConditions: Sendable {
 
 /// A test on one value; every comparison given must hold.
 public struct ValueTest: Sendable, Equatable {
+  /// One comparison of a value.
   public enum Comparison: Sendable, Equatable {
+    /// Equal to this value (numbers by value, strings case-sensitively).
     case equals(CueValue)
+    /// Not equal to this value (an absent value passes).
     case not(CueValue)
+    /// Equal to one of these values.
     case oneOf([CueValue])
+    /// A number greater than this.
     case above(Double)
+    /// A number less than this.
     case below(Double)
+    /// A number greater than or equal to this.
     case atLeast(Double)
+    /// A number less than or equal to this.
     case atMost(Double)
     /// The key is present (true) or absent (false).
     case exists(Bool)
   }
+  /// The comparisons; all must hold.
   public var comparisons: [Comparison]
 
+  /// A test of `comparisons`, all of which must hold.
   public init(_ comparisons: [Comparison]) { self.comparisons = comparisons }
 
   /// Whether `value` (nil: absent) passes. A number comparison fails on a string or a boolean.
@@ -415,8 +486,11 @@ public enum CueAction: Sendable, Equatable {
   case volume(Float, rampSeconds: Double)
   /// Moves within the playing item, dipping over `fadeSeconds` around the jump.
   case seek(SeekTarget, fadeSeconds: Double)
+  /// Pauses the music, fading out over `fadeSeconds`.
   case pause(fadeSeconds: Double)
+  /// Resumes the music, fading in over `fadeSeconds` (after `stop`, the current state starts again).
   case resume(fadeSeconds: Double)
+  /// Stops the music, fading out over `fadeSeconds`.
   case stop(fadeSeconds: Double)
   /// Moves through the state's queue with a crossfade (nil: the state's item transition).
   case skip(SkipDirection, transition: TransitionSpec?)
@@ -444,6 +518,7 @@ public enum CueAction: Sendable, Equatable {
   }
 }
 
+/// A one-shot played over the music (`{ stinger: "name", at, volume, duck }`).
 public struct StingerAction: Sendable, Equatable {
   /// A source name or a bundled file (relative to the assets folder).
   public var sound: String
@@ -451,10 +526,13 @@ public struct StingerAction: Sendable, Equatable {
   public var isSource: Bool
   /// When it plays: now, on the next beat or the next bar (`end` is not allowed).
   public var moment: TransitionSpec.Moment
+  /// The stinger's volume, 0...1.
   public var volume: Float
   /// Ducks the music under it, if given.
   public var duck: DuckAction?
 
+  /// A stinger of `sound` (a source when `isSource`, else a bundled file) at `moment`, at `volume`,
+  /// ducking the music by `duck` if given.
   public init(
     sound: String, isSource: Bool, moment: TransitionSpec.Moment = .now, volume: Float = 1, duck: DuckAction? = nil
   ) {
@@ -466,13 +544,19 @@ public struct StingerAction: Sendable, Equatable {
   }
 }
 
+/// Lowers the music for a while (`{ duck: dB, attack, hold, release }`); when ducks overlap, the
+/// deepest applies.
 public struct DuckAction: Sendable, Equatable {
   /// How far down, in decibels (<= 0).
   public var decibels: Double
+  /// Seconds to go down (`attack`).
   public var attackSeconds: Double
+  /// Seconds held down (`hold`).
   public var holdSeconds: Double
+  /// Seconds to come back (`release`).
   public var releaseSeconds: Double
 
+  /// A duck of `decibels` (<= 0) with `attackSeconds`, `holdSeconds` and `releaseSeconds`.
   public init(decibels: Double, attackSeconds: Double = 0.1, holdSeconds: Double = 1, releaseSeconds: Double = 0.5) {
     self.decibels = decibels
     self.attackSeconds = attackSeconds
@@ -481,12 +565,18 @@ public struct DuckAction: Sendable, Equatable {
   }
 }
 
+/// Where a `seek` action goes in the playing item.
 public enum SeekTarget: Sendable, Equatable {
+  /// A position in seconds.
   case seconds(Double)
+  /// The item's beginning.
   case start
+  /// The item's loop start (its beginning when it has none).
   case loopStart
 }
 
+/// Where a `skip` action goes: the next item, the previous one, or the playing item's beginning.
 public enum SkipDirection: String, Sendable, CaseIterable {
+  /// `next` and `previous` items of the state's queue, or the `beginning` of the playing item.
   case next, previous, beginning
 }

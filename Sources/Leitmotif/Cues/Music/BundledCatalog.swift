@@ -20,11 +20,13 @@ public final class BundledCatalog: Sendable {
     /// Why, e.g. "damaged: ..." or "not Ogg Vorbis or MP3: it looks like a WAV file".
     public var reason: String
 
+    /// A failure of `relativePath` for `reason`.
     public init(relativePath: String, reason: String) {
       self.relativePath = relativePath
       self.reason = reason
     }
 
+    /// "FILE: REASON" (just the reason for the folder itself).
     public var description: String { relativePath.isEmpty ? reason : "\(relativePath): \(reason)" }
   }
 

@@ -11,17 +11,23 @@ import Foundation
 /// ]
 /// ```
 public struct CueScript: Sendable {
+  /// One timed event of the script.
   public struct Step: Sendable {
+    /// What the step does.
     public enum Kind: Sendable {
+      /// Posts a cue with its payload (`{ at, cue, payload }`).
       case cue(String, CuePayload)
+      /// Sets a game parameter over a ramp (`{ at, set, value, ramp }`).
       case parameter(String, value: Double, rampSeconds: Double)
     }
     /// When, in seconds from the start.
     public var time: Double
+    /// What it does.
     public var kind: Kind
     /// Where the step is in the script (for messages).
     public var line: Int
 
+    /// A step at `time` seconds doing `kind`, from `line` of the script (0: not from a file).
     public init(time: Double, kind: Kind, line: Int = 0) {
       self.time = time
       self.kind = kind
@@ -32,6 +38,7 @@ public struct CueScript: Sendable {
   /// In time order (steps at the same time keep the script's order).
   public var steps: [Step]
 
+  /// A script of `steps`, put in time order (steps at the same time keep their order).
   public init(steps: [Step]) {
     self.steps = steps.enumerated().sorted { ($0.element.time, $0.offset) < ($1.element.time, $1.offset) }.map(
       \.element)

@@ -11,14 +11,18 @@ import Synchronization
 /// `DirectorCore.startLatency`). Immediate changes are heard one short mix (`renderFrames`,
 /// 5.3 ms by default) after their event.
 public struct CueSimulation {
+  /// How to run a simulation: the output's rate, mix size and format, how long, and what the player has.
   public struct Options: Sendable {
+    /// The mixing rate, in Hz (8000 to 192000; default 48000).
     public var sampleRate = 48_000
     /// Frames per mix: the most a change can lag its event. Render calls are this size except
     /// where a change must land on an exact frame.
     public var renderFrames = 256
+    /// The WAV file's samples: 32-bit float (the default) or 16-bit integer.
     public var sampleFormat: WAVSampleFormat = .float32
     /// How long to render (nil: until `tailSeconds` after the script's last step).
     public var durationSeconds: Double?
+    /// Seconds rendered after the script's last step when `durationSeconds` is nil (default 8).
     public var tailSeconds = 8.0
     /// The player's library for `library` and `playlist` sources (nil: they fall back).
     public var library: MediaLibrary?
@@ -31,19 +35,33 @@ public struct CueSimulation {
     /// Hears every report as the run makes it (on the director's notification queue; report
     /// times are audio times): the demo prints them while it renders.
     public var onReport: (@Sendable (DirectorReport) -> Void)?
+    /// The defaults: 48 kHz, 256-frame mixes, float32, until 8 s after the last step, no library or
+    /// picks, the cue file's start state, gains sampled every 0.05 s.
     public init() {}
   }
 
+  /// What a simulation produced.
   public struct Result: Sendable {
+    /// Frames written (or rendered, without an output file).
     public var framesWritten: Int64
+    /// The output's sample rate, in Hz.
     public var sampleRate: Int
+    /// Underruns counted during the run (0 in a healthy run).
     public var underruns: Int
+    /// What happened: events, rules, states, items and gains over time.
     public var timeline: CueTimeline
   }
 
   /// Renders `script` against `sheet` into `outputPath` (nil: render without writing, for tests
   /// that only need the timeline or the samples via `onMix`).
-  /// - Parameter onMix: each render call's interleaved stereo samples with the frame it starts at.
+  /// Runs on the calling thread and returns when the render is done.
+  /// - Parameters:
+  ///   - sheet: the cue file, loaded.
+  ///   - script: the timed events to post.
+  ///   - outputPath: the WAV file to write (nil: write nothing).
+  ///   - options: rate, mix size, format, duration, library and picks, start state.
+  ///   - diagnostics: receives the engine's notices and warnings.
+  ///   - onMix: each render call's interleaved stereo samples with the frame it starts at.
   /// - Throws: `RenderError` when the output cannot be opened or written, or the options are out
   ///   of range.
   public static func run(

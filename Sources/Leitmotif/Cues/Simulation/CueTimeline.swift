@@ -4,50 +4,77 @@ import Foundation
 /// did about it, the music states in time, the items that played, and each voice's gain sampled
 /// over time. `jsonData()` writes it for `--timeline`; `lines` is the printed timeline.
 public struct CueTimeline: Sendable, Codable {
+  /// One event of the script and what the director did about it.
   public struct Event: Sendable, Codable {
+    /// When it was posted, in seconds of the run.
     public var at: Double
+    /// The cue's name.
     public var cue: String
+    /// The payload, each value as text.
     public var payload: [String: String]
     /// "fired" or "ignored".
     public var outcome: String
+    /// The rule that fired (nil when none did).
     public var rule: String?
+    /// What the rule did, one entry per action.
     public var actions: [String]
+    /// Why nothing happened, when nothing did.
     public var reason: String?
   }
   /// A stretch of time in which one state's music was heard (from the moment the director
   /// started it; a crossfade overlaps the next band's start).
   public struct StateBand: Sendable, Codable {
+    /// The state's name.
     public var state: String
+    /// When its music started, in seconds of the run.
     public var from: Double
+    /// When the next state's music started (or the run ended).
     public var to: Double
   }
+  /// An item (or a stinger) that started playing.
   public struct Item: Sendable, Codable {
+    /// When it started, in seconds of the run.
     public var at: Double
+    /// Its title tag, else its file name.
     public var title: String
+    /// Its file.
     public var file: String
+    /// The cue file's source it came from (nil: not queued by the director).
     public var source: String?
+    /// Whether it is one of the player's own songs.
     public var userMusic: Bool
   }
   /// Voice gains at one moment: slot number → gain (only voices in use).
   public struct GainSample: Sendable, Codable {
+    /// When the gains were sampled, in seconds of the run.
     public var at: Double
+    /// Slot number → the voice's gain (0...1).
     public var gains: [String: Float]
     /// Slot number → what the voice plays, where the director knows (its title; stingers are
     /// marked "stinger: "). A voice fading out keeps the label it had.
     public var labels: [String: String]?
   }
 
+  /// The run's sample rate, in Hz.
   public var sampleRate: Int
+  /// The run's length, in seconds.
   public var durationSeconds: Double
+  /// Every event of the script, in order.
   public var events: [Event] = []
+  /// The states heard, in order.
   public var states: [StateBand] = []
+  /// The music items that started, in order.
   public var items: [Item] = []
+  /// The stingers that played, in order.
   public var stingers: [Item] = []
+  /// The voices' gains over time.
   public var gains: [GainSample] = []
   /// Every report, as printed.
   public var lines: [String] = []
+  /// Notes printed after the timeline (see `note(_:)`).
   public var notes: [String] = []
 
+  /// An empty timeline of a run at `sampleRate` lasting `durationSeconds`.
   public init(sampleRate: Int, durationSeconds: Double) {
     self.sampleRate = sampleRate
     self.durationSeconds = durationSeconds

@@ -2,6 +2,7 @@
 ///
 /// Thread safety: a value type; pass it anywhere.
 public struct CueProblem: Sendable, Equatable, CustomStringConvertible {
+  /// Whether the problem stops the file from being used.
   public enum Severity: String, Sendable {
     /// The file cannot be used: the director keeps the last good one.
     case error
@@ -10,6 +11,7 @@ public struct CueProblem: Sendable, Equatable, CustomStringConvertible {
     case warning
   }
 
+  /// An error (the file is refused) or a warning (the file works).
   public var severity: Severity
   /// The cue file's path, as given to `CueSheet.load(path:)` or `parse(_:path:)`.
   public var file: String
@@ -21,6 +23,7 @@ public struct CueProblem: Sendable, Equatable, CustomStringConvertible {
   /// What is wrong, e.g. `rate 5 is outside (0, 4]`.
   public var message: String
 
+  /// A problem of `severity` in `file` at `location` and `keyPath`, saying `message`.
   public init(severity: Severity, file: String, location: JSON5.SourceLocation, keyPath: String, message: String) {
     self.severity = severity
     self.file = file
@@ -42,6 +45,7 @@ public struct CueFileError: Error, Sendable, CustomStringConvertible {
   /// Errors and warnings, in file order (by line, then column).
   public var problems: [CueProblem]
 
+  /// A refusal listing `problems`.
   public init(problems: [CueProblem]) { self.problems = problems }
 
   /// The errors alone.

@@ -33,6 +33,7 @@ public struct LibraryAccessStore: Sendable {
     /// When the player answered.
     public var date: Date
 
+    /// An answer of `status` given at `date`.
     public init(status: AuthorizationStatus, date: Date) {
       self.status = status
       self.date = date

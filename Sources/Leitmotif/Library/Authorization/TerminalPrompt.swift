@@ -18,8 +18,12 @@ public struct TerminalPrompt: AuthorizationPrompt {
   /// The terminal asked on (default `/dev/tty`; tests pass a pseudo-terminal).
   public var terminalPath: String
 
+  /// A prompt on `terminalPath` (default `/dev/tty`).
   public init(terminalPath: String = "/dev/tty") { self.terminalPath = terminalPath }
 
+  /// Asks y/n on the terminal and waits for the answer.
+  /// - Returns: true for y or yes, false for n or no, nil when there is no terminal to ask on
+  /// (or no valid answer after three tries).
   public func askForLibraryAccess(applicationName: String, usageDescription: String) -> Bool? {
     // O_NOCTTY: asking must never make this terminal the process's controlling terminal.
     let terminal = open(terminalPath, O_RDWR | O_NOCTTY | O_CLOEXEC)

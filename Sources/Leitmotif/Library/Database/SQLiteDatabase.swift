@@ -171,9 +171,13 @@ final class SQLiteStatement {
 
 /// A failed SQLite call: which database, SQLite's code and message, and the statement.
 public struct SQLiteError: Error, Sendable, CustomStringConvertible {
+  /// The database file.
   public let path: String
+  /// SQLite's result code (its low byte is the primary code, e.g. `SQLITE_BUSY`).
   public let code: Int32
+  /// SQLite's message (`sqlite3_errmsg`).
   public let message: String
+  /// The SQL statement that failed, when there was one.
   public let statement: String?
 
   /// The database file is damaged or not a database (SQLITE_CORRUPT, SQLITE_NOTADB).
@@ -181,6 +185,7 @@ public struct SQLiteError: Error, Sendable, CustomStringConvertible {
   /// Another connection holds the lock (SQLITE_BUSY, SQLITE_LOCKED).
   public var isBusy: Bool { code & 0xff == SQLITE_BUSY || code & 0xff == SQLITE_LOCKED }
 
+  /// "PATH: SQLite error CODE: MESSAGE", with the statement's start when there is one.
   public var description: String {
     "\(path): SQLite error \(code): \(message)" + (statement.map { " (in: \($0.prefix(80)))" } ?? "")
   }

@@ -64,6 +64,7 @@ extension MediaLibrary {
     scanState.addObserver(handler)
   }
 
+  /// Stops calling the observer registered under `token`.
   public func removeLibraryObserver(_ token: LibraryObserverToken) {
     scanState.removeObserver(token)
   }

@@ -4,13 +4,16 @@ import Foundation
 public struct ScanFailure: Sendable, Hashable, CustomStringConvertible {
   /// The file or folder (absolute; a name that is not UTF-8 is shown with U+FFFD in its place).
   public var path: String
+  /// Why it could not be used, e.g. "not Ogg Vorbis or MP3 (it looks like text)".
   public var reason: String
 
+  /// A failure of `path` for `reason`.
   public init(path: String, reason: String) {
     self.path = path
     self.reason = reason
   }
 
+  /// "PATH: REASON".
   public var description: String { "\(path): \(reason)" }
 }
 
@@ -46,11 +49,13 @@ public struct ScanReport: Sendable, CustomStringConvertible {
   /// How many audio files the scan opened (tests check a rescan opens none).
   var filesOpened = 0
 
+  /// An empty report: nothing scanned yet.
   public init() {}
 
   /// Whether the scan changed the index (items added, updated, moved or removed).
   public var hasChanges: Bool { added + updated + moved + removed > 0 }
 
+  /// One line: the counts and the time, e.g. "3 added, 0 updated, ... in 0.12 s".
   public var description: String {
     "\(added) added, \(updated) updated, \(moved) moved, \(removed) removed, \(unchanged) unchanged, "
       + "\(failed.count) failed" + (failedUnchanged > 0 ? " (\(failedUnchanged) earlier failures not retried)" : "")

@@ -42,8 +42,11 @@ public final class MediaPicker {
   /// Which kinds of media the picker offers (MediaPlayer's `MPMediaType`). The library holds
   /// music only, so there is one kind; an empty set offers nothing.
   public struct MediaTypes: OptionSet, Sendable, Hashable {
+    /// The set's bits.
     public let rawValue: UInt
+    /// A set from its bits.
     public init(rawValue: UInt) { self.rawValue = rawValue }
+    /// Music: what the library holds.
     public static let music = MediaTypes(rawValue: 1 << 0)
     /// Everything the library can hold (today: music).
     public static let anyAudio: MediaTypes = [.music]
@@ -52,8 +55,11 @@ public final class MediaPicker {
   /// An index-style group of `items` (e.g. every title under "B"), from the library's
   /// `itemSections(matching:)`: its title and the items' indices in `items`.
   public struct Section: Sendable, Equatable {
+    /// The section's title: a letter, or "#".
     public var title: String
+    /// Where its items lie in `items`.
     public var range: Range<Int>
+    /// A section `title` over `range` of `items`.
     public init(title: String, range: Range<Int>) {
       self.title = title
       self.range = range
@@ -72,6 +78,7 @@ public final class MediaPicker {
     case cancelled
   }
 
+  /// What the picker offers (`.music`).
   public let mediaTypes: MediaTypes
   /// Whether the player may pick several items (default false: the first one picked is the pick).
   public var allowsPickingMultipleItems = false
@@ -80,6 +87,7 @@ public final class MediaPicker {
   /// Told when the player picks or cancels. Held weakly, as MediaPlayer does.
   public weak var delegate: (any MediaPickerDelegate)?
 
+  /// Where the picker is in its life: idle, presented, picked or cancelled.
   public private(set) var state = State.idle
   /// The filter: items whose title, artist or album contains it, ignoring case and diacritics.
   /// Empty: every item.

@@ -2,6 +2,7 @@ import Foundation
 
 /// The properties a query can filter on (MediaPlayer's `MPMediaItemProperty...` keys).
 public enum MediaProperty: String, Sendable, CaseIterable {
+  /// The ``MediaItem`` property of the same name (`assetURL` matches the file's path).
   case persistentID, title, artist, albumTitle, albumArtist, genre, composer, playbackDuration, albumTrackNumber,
     discNumber, beatsPerMinute, year, playCount, skipCount, rating, isCompilation, lastPlayedDate, dateAdded, assetURL
 
@@ -35,6 +36,8 @@ public enum MediaProperty: String, Sendable, CaseIterable {
 /// How a predicate compares the property with its value. MediaPlayer has the first two; the ranges
 /// are Leitmotif's, for numeric properties only (duration, BPM, year, play count, rating, ...).
 public enum MediaPredicateComparison: String, Sendable, Hashable, CaseIterable {
+  /// `equalTo` (any property) and `contains` (text and the path), as in MediaPlayer; the four ranges
+  /// compare numeric properties only.
   case equalTo, contains, lessThan, lessThanOrEqualTo, greaterThan, greaterThanOrEqualTo
 
   var isRange: Bool { self != .equalTo && self != .contains }
@@ -50,34 +53,44 @@ public enum MediaPredicateComparison: String, Sendable, Hashable, CaseIterable {
 public struct MediaPropertyPredicate: Sendable, Hashable, CustomStringConvertible {
   /// The value compared with: text as given, or a number.
   public enum Value: Sendable, Hashable {
+    /// Text, for text properties and the path.
     case text(String)
+    /// A number, for numeric properties (dates as seconds since 1970; flags as 0 or 1).
     case number(Double)
   }
 
+  /// The value the property is compared with.
   public var value: Value
+  /// The property compared.
   public var property: MediaProperty
+  /// How they are compared (default `equalTo`).
   public var comparisonType: MediaPredicateComparison
 
+  /// A predicate comparing `property` with the text `value`.
   public init(value: String, forProperty property: MediaProperty, comparisonType: MediaPredicateComparison = .equalTo) {
     self.value = .text(value)
     self.property = property
     self.comparisonType = comparisonType
   }
 
+  /// A predicate comparing `property` with the number `value`.
   public init(value: Double, forProperty property: MediaProperty, comparisonType: MediaPredicateComparison = .equalTo) {
     self.value = .number(value)
     self.property = property
     self.comparisonType = comparisonType
   }
 
+  /// A predicate comparing `property` with the whole number `value`.
   public init(value: Int, forProperty property: MediaProperty, comparisonType: MediaPredicateComparison = .equalTo) {
     self.init(value: Double(value), forProperty: property, comparisonType: comparisonType)
   }
 
+  /// A predicate comparing `property` (a flag such as `isCompilation`) with `value`.
   public init(value: Bool, forProperty property: MediaProperty, comparisonType: MediaPredicateComparison = .equalTo) {
     self.init(value: value ? 1.0 : 0.0, forProperty: property, comparisonType: comparisonType)
   }
 
+  /// The predicate as one line, e.g. `artist equalTo "beyonce"`, for messages.
   public var description: String {
     let shown: String
     switch value {
@@ -191,6 +204,8 @@ public struct MediaPropertyPredicate: Sendable, Hashable, CustomStringConvertibl
 
 /// How a query groups its items into collections (MediaPlayer's `MPMediaGrouping`).
 public enum MediaGrouping: String, Sendable, Hashable, CaseIterable {
+  /// Group by the property of that name: `album` by album title and album artist, `playlist` gives
+  /// one collection per playlist, `title` is no grouping (one item each).
   case title, album, artist, albumArtist, composer, genre, playlist
 }
 
@@ -198,9 +213,12 @@ public enum MediaGrouping: String, Sendable, Hashable, CaseIterable {
 /// and a grouping that says how `collections` groups and how `items` sorts. Run it with
 /// `MediaLibrary.items(matching:)` and its siblings. A value type: building one reads nothing.
 public struct MediaQuery: Sendable, Hashable {
+  /// The predicates; all must hold (AND).
   public var filterPredicates: Set<MediaPropertyPredicate>
+  /// How `collections` groups the items and how `items` sorts them (default `.title`).
   public var groupingType: MediaGrouping
 
+  /// A query for every item matching all of `filterPredicates`, grouped by title.
   public init(filterPredicates: Set<MediaPropertyPredicate> = []) {
     self.filterPredicates = filterPredicates
     self.groupingType = .title
@@ -211,16 +229,22 @@ public struct MediaQuery: Sendable, Hashable {
     self.groupingType = grouping
   }
 
+  /// Adds `predicate` to the predicates (AND).
   public mutating func addFilterPredicate(_ predicate: MediaPropertyPredicate) { filterPredicates.insert(predicate) }
+  /// Removes `predicate` from the predicates.
   public mutating func removeFilterPredicate(_ predicate: MediaPropertyPredicate) { filterPredicates.remove(predicate) }
 
   /// Every item, by title.
   public static func songs() -> MediaQuery { MediaQuery(grouping: .title) }
   /// Every item, grouped by album (album title and album artist).
   public static func albums() -> MediaQuery { MediaQuery(grouping: .album) }
+  /// Every item, grouped by artist.
   public static func artists() -> MediaQuery { MediaQuery(grouping: .artist) }
+  /// Every item, grouped by album artist.
   public static func albumArtists() -> MediaQuery { MediaQuery(grouping: .albumArtist) }
+  /// Every item, grouped by genre.
   public static func genres() -> MediaQuery { MediaQuery(grouping: .genre) }
+  /// Every item, grouped by composer.
   public static func composers() -> MediaQuery { MediaQuery(grouping: .composer) }
   /// Items marked as part of a compilation, grouped by album.
   public static func compilations() -> MediaQuery {
@@ -233,9 +257,12 @@ public struct MediaQuery: Sendable, Hashable {
 /// An index-style section of a query's items or collections: the first letter of the sort key
 /// ("The Beatles" under B), "#" for digits and everything else, and where it lies in the list.
 public struct MediaQuerySection: Sendable, Hashable {
+  /// The section's title: a letter, or "#".
   public var title: String
+  /// Where the section's items (or collections) lie in the list.
   public var range: Range<Int>
 
+  /// A section `title` over `range`.
   public init(title: String, range: Range<Int>) {
     self.title = title
     self.range = range

@@ -1,0 +1,482 @@
+/*
+ * A small C game on Leitmotif's C API: a fixed-step 60 Hz game loop over a scripted minute of
+ * play that posts cues and sets parameters from the loop, against the default cue file.
+ *
+ *   game [--cues FILE] [--seconds N]                  plays live (the default device; headless
+ *                                                      without a sound card), pumped by the loop
+ *   game --offline OUT.wav|OUT.raw [--cues FILE] ...  renders each frame's audio with lm_render
+ *                                                      into its own buffer, as an audio callback
+ *                                                      would, and writes it (WAV: float32 stereo)
+ *   game --self-test [--cues FILE]                    checks the API's error paths
+ *
+ * Build: make c-game (see README.md here).
+ */
+#define _POSIX_C_SOURCE 200809L /* clock_nanosleep in strict C99 */
+
+#include <leitmotif.h>
+
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* The game's clock: 60 steps a second. Offline, each step renders exactly one step of audio:
+   48000 / 60 = 800 frames, so the sound and the game stay in step frame for frame. */
+#define STEPS_PER_SECOND 60
+#define SAMPLE_RATE 48000
+#define FRAMES_PER_STEP (SAMPLE_RATE / STEPS_PER_SECOND)
+
+/* ---- The scripted minute: what the player does, and when ---------------------------------- */
+
+typedef struct scripted_event {
+  double at_seconds;
+  const char *cue;       /* a cue to post, or NULL for a parameter */
+  const char *parameter; /* a parameter to set */
+  double value;
+  double ramp_seconds;
+  lm_value payload[2];
+  size_t payload_count;
+} scripted_event;
+
+static const scripted_event script[] = {
+  {2, "level.start", NULL, 0, 0, {{"level", LM_VALUE_STRING, 0, "The Old Forest", 0}}, 1},
+  {14, "area.dark", NULL, 0, 0, {{0}}, 0},
+  {20, "enemy.spotted", NULL, 0, 0, {{"threat", LM_VALUE_NUMBER, 1, NULL, 0}, {"kind", LM_VALUE_STRING, 0, "wolf", 0}}, 2},
+  {24, "area.light", NULL, 0, 0, {{0}}, 0},
+  {30, "enemy.spotted", NULL, 0, 0, {{"threat", LM_VALUE_NUMBER, 3, NULL, 0}, {"kind", LM_VALUE_STRING, 0, "patrol", 0}}, 2},
+  {33, NULL, "intensity", 0.8, 3, {{0}}, 0},
+  {36, "player.hit", NULL, 0, 0, {{"damage", LM_VALUE_NUMBER, 20, NULL, 0}, {"critical", LM_VALUE_BOOL, 0, NULL, 1}}, 2},
+  {38, NULL, "health", 0.2, 1, {{0}}, 0},
+  {44, NULL, "health", 1, 2, {{0}}, 0},
+  {48, "combat.end", NULL, 0, 0, {{0}}, 0},
+  {56, "level.complete", NULL, 0, 0, {{0}}, 0},
+};
+static const size_t script_length = sizeof script / sizeof script[0];
+
+/* ---- Output: reports arrive on Leitmotif's notification thread ----------------------------- */
+
+static const char *report_kind_name(lm_report_kind kind) {
+  switch (kind) {
+  case LM_REPORT_FIRED: return "FIRED";
+  case LM_REPORT_IGNORED: return "IGNORED";
+  case LM_REPORT_STATE_CHANGED: return "STATE_CHANGED";
+  case LM_REPORT_SCHEDULED: return "SCHEDULED";
+  case LM_REPORT_FALLBACK: return "FALLBACK";
+  case LM_REPORT_STINGER: return "STINGER";
+  case LM_REPORT_NOW_PLAYING: return "NOW_PLAYING";
+  case LM_REPORT_DROPPED: return "DROPPED";
+  case LM_REPORT_RELOADED: return "RELOADED";
+  case LM_REPORT_RELOAD_FAILED: return "RELOAD_FAILED";
+  case LM_REPORT_PROBLEM: return "PROBLEM";
+  }
+  return "?";
+}
+
+/* One line per report: `report TIME KIND STATE TEXT` (STATE is - when the report has none). The
+   strings are valid during the call only: printed here, not kept. */
+static void on_report(const lm_report *report, void *user_data) {
+  (void)user_data;
+  printf("report %.3f %s %s %s\n", report->time_seconds, report_kind_name(report->kind),
+         report->state ? report->state : "-", report->text);
+  fflush(stdout);
+}
+
+static void on_diagnostic(lm_diagnostic_severity severity, const char *message, void *user_data) {
+  (void)user_data;
+  static const char *names[] = {"notice", "warning", "error"};
+  fprintf(stderr, "leitmotif %s: %s\n", names[severity <= LM_DIAGNOSTIC_ERROR ? severity : 2], message);
+}
+
+/* Stops with the call that failed and Leitmotif's reason. */
+static void check(lm_engine *engine, lm_error error, const char *what) {
+  if (error == LM_OK) return;
+  fprintf(stderr, "game: %s failed: %s: %s\n", what, lm_error_name(error),
+          engine ? lm_engine_last_error(engine) : lm_last_error());
+  exit(1);
+}
+
+/* ---- WAV: 32-bit float stereo ------------------------------------------------------------- */
+
+static void put_u32(unsigned char *at, uint32_t value) {
+  for (int i = 0; i < 4; i++) at[i] = (unsigned char)(value >> (8 * i));
+}
+
+static void put_u16(unsigned char *at, uint16_t value) {
+  at[0] = (unsigned char)value;
+  at[1] = (unsigned char)(value >> 8);
+}
+
+/* Writes (or, at the end, rewrites) the 44-byte header for `frames` frames. */
+static void write_wav_header(FILE *file, uint32_t frames) {
+  unsigned char header[44];
+  uint32_t data_bytes = frames * 2 * 4;
+  memcpy(header, "RIFF", 4);
+  put_u32(header + 4, 36 + data_bytes);
+  memcpy(header + 8, "WAVEfmt ", 8);
+  put_u32(header + 16, 16);
+  put_u16(header + 20, 3); /* WAVE_FORMAT_IEEE_FLOAT */
+  put_u16(header + 22, 2);
+  put_u32(header + 24, SAMPLE_RATE);
+  put_u32(header + 28, SAMPLE_RATE * 2 * 4);
+  put_u16(header + 32, 2 * 4);
+  put_u16(header + 34, 32);
+  memcpy(header + 36, "data", 4);
+  put_u32(header + 40, data_bytes);
+  fseek(file, 0, SEEK_SET);
+  fwrite(header, 1, sizeof header, file);
+}
+
+/* ---- The game -------------------------------------------------------------------------------- */
+
+static void sleep_until(struct timespec *deadline) {
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, deadline, NULL) != 0) {}
+}
+
+static void print_now_playing(lm_engine *engine, double game_seconds) {
+  lm_now_playing_info info = {0};
+  info.struct_size = sizeof info;
+  check(engine, lm_now_playing(engine, &info), "lm_now_playing");
+  if (!info.has_item) {
+    printf("game %.3f now playing: nothing\n", game_seconds);
+    return;
+  }
+  printf("game %.3f now playing: \"%s\" from %s, state %s, %.1f of %.1f s, volume %.2f\n", game_seconds,
+         info.title, info.source ? info.source : "-", info.audible_state ? info.audible_state : "-",
+         info.position_seconds, info.duration_seconds, info.volume);
+}
+
+static int run_game(const char *cues, const char *offline_path, double seconds) {
+  lm_config config = {0};
+  config.struct_size = sizeof config;
+  config.application_id = "org.leitmotif.c-game";
+  config.usage_description = "The game plays your own songs while you explore.";
+  config.cue_file = cues;
+  config.diagnostic_callback = on_diagnostic;
+  if (offline_path) {
+    config.output = LM_OUTPUT_OFFLINE;
+    config.sample_rate = SAMPLE_RATE;
+    config.render_frames = 256;
+  } else {
+    config.output = LM_OUTPUT_DEFAULT_DEVICE;
+    config.clocking = LM_CLOCKING_PUMPED; /* the loop below calls lm_update every step */
+  }
+  lm_engine *engine = NULL;
+  check(NULL, lm_engine_create(&config, &engine), "lm_engine_create");
+  check(engine, lm_set_report_callback(engine, on_report, NULL), "lm_set_report_callback");
+
+  lm_authorization consent;
+  check(engine, lm_library_authorization_status(engine, &consent), "lm_library_authorization_status");
+  printf("game: music library %s\n", consent == LM_AUTHORIZATION_AUTHORIZED ? "authorized: your songs may play"
+                                                                             : "not authorized: bundled music plays");
+
+  FILE *out = NULL;
+  int wav = 0;
+  if (offline_path) {
+    out = fopen(offline_path, "wb");
+    if (!out) {
+      perror(offline_path);
+      return 1;
+    }
+    size_t length = strlen(offline_path);
+    wav = length > 4 && strcmp(offline_path + length - 4, ".wav") == 0;
+    if (wav) write_wav_header(out, 0);
+  }
+
+  /* The game's audio buffer: one step of interleaved stereo, owned here and filled by lm_render. */
+  static float audio[FRAMES_PER_STEP * 2];
+  check(engine, lm_start(engine, NULL), "lm_start");
+
+  long steps = (long)(seconds * STEPS_PER_SECOND);
+  size_t next_event = 0;
+  uint32_t frames_written = 0;
+  struct timespec deadline;
+  clock_gettime(CLOCK_MONOTONIC, &deadline);
+  for (long step = 0; step < steps; step++) {
+    double now = (double)step / STEPS_PER_SECOND;
+    /* Game logic: whatever the script says happens at this step. */
+    while (next_event < script_length && script[next_event].at_seconds <= now) {
+      const scripted_event *event = &script[next_event++];
+      if (event->cue) {
+        printf("game %.3f post %s\n", now, event->cue);
+        check(engine, lm_post(engine, event->cue, event->payload, event->payload_count), "lm_post");
+      } else {
+        printf("game %.3f set %s %.2f over %.1f s\n", now, event->parameter, event->value, event->ramp_seconds);
+        check(engine, lm_set_parameter(engine, event->parameter, event->value, event->ramp_seconds),
+              "lm_set_parameter");
+      }
+    }
+    if (step % (10 * STEPS_PER_SECOND) == 5 * STEPS_PER_SECOND) print_now_playing(engine, now);
+
+    if (offline_path) {
+      /* What an audio callback does: fill the device's buffer with the next frames. */
+      check(engine, lm_render(engine, audio, FRAMES_PER_STEP), "lm_render");
+      fwrite(audio, sizeof(float), FRAMES_PER_STEP * 2, out);
+      frames_written += FRAMES_PER_STEP;
+    } else {
+      check(engine, lm_update(engine), "lm_update");
+      deadline.tv_nsec += 1000000000L / STEPS_PER_SECOND;
+      if (deadline.tv_nsec >= 1000000000L) {
+        deadline.tv_sec += 1;
+        deadline.tv_nsec -= 1000000000L;
+      }
+      sleep_until(&deadline);
+    }
+  }
+
+  check(engine, lm_flush_reports(engine), "lm_flush_reports");
+  const char *current = NULL;
+  check(engine, lm_get_state(engine, &current, NULL), "lm_get_state");
+  printf("game: finished %.0f s in state %s\n", seconds, current ? current : "-");
+  if (out) {
+    if (wav) write_wav_header(out, frames_written);
+    fclose(out);
+    printf("game: rendered %u frames to %s\n", frames_written, offline_path);
+  }
+  check(engine, lm_engine_destroy(engine), "lm_engine_destroy");
+  return 0;
+}
+
+/* ---- --self-test: the error paths ----------------------------------------------------------- */
+
+static int failures = 0;
+static int checks = 0;
+
+static void expect(lm_error actual, lm_error expected, const char *what) {
+  checks++;
+  if (actual == expected) {
+    printf("ok   %s: %s\n", what, lm_error_name(actual));
+  } else {
+    failures++;
+    printf("FAIL %s: %s, expected %s (%s)\n", what, lm_error_name(actual), lm_error_name(expected), lm_last_error());
+  }
+}
+
+static void expect_true(int condition, const char *what) {
+  checks++;
+  if (condition) {
+    printf("ok   %s\n", what);
+  } else {
+    failures++;
+    printf("FAIL %s\n", what);
+  }
+}
+
+static lm_error destroy_result = LM_OK;
+static int destroy_attempted = 0;
+
+/* Tries to destroy its own engine from inside the callback: must be refused, not deadlock. */
+static void destroying_report(const lm_report *report, void *user_data) {
+  (void)report;
+  if (destroy_attempted) return;
+  destroy_attempted = 1;
+  destroy_result = lm_engine_destroy((lm_engine *)user_data);
+}
+
+static int prompt_yes(const char *name, const char *usage, void *user_data) {
+  (void)name;
+  (void)usage;
+  (*(int *)user_data)++;
+  return 1;
+}
+
+/* A thread that keeps calling into an engine until it is destroyed under it: every call must
+   complete (LM_OK, or LM_ERROR_BUS_FULL for a post) or see LM_ERROR_INVALID_HANDLE. */
+typedef struct racer {
+  lm_engine *engine;
+  int kind;
+  long calls;
+  int unexpected;
+} racer;
+
+static void *race(void *argument) {
+  racer *self = argument;
+  float frames[64 * 2];
+  for (;;) {
+    lm_error error;
+    lm_now_playing_info info = {0};
+    info.struct_size = sizeof info;
+    switch (self->kind) {
+    case 0: error = lm_post(self->engine, "player.hit", NULL, 0); break;
+    case 1: error = lm_now_playing(self->engine, &info); break;
+    case 2: error = lm_render(self->engine, frames, 64); break;
+    default: error = lm_set_parameter(self->engine, "health", 0.5, 0.1); break;
+    }
+    self->calls++;
+    if (error == LM_ERROR_INVALID_HANDLE) return NULL;
+    if (error != LM_OK && error != LM_ERROR_BUS_FULL) self->unexpected++;
+  }
+}
+
+static lm_config offline_config(const char *cues) {
+  lm_config config = {0};
+  config.struct_size = sizeof config;
+  config.application_id = "org.leitmotif.c-game.self-test";
+  config.usage_description = "Tests ask.";
+  config.cue_file = cues;
+  config.output = LM_OUTPUT_OFFLINE;
+  return config;
+}
+
+static int self_test(const char *cues) {
+  float buffer[512 * 2];
+  lm_engine *engine = NULL;
+  expect_true(lm_version() == LM_VERSION, "the library's version is the header's");
+
+  /* Creation. */
+  expect(lm_engine_create(NULL, &engine), LM_ERROR_INVALID_ARGUMENT, "create with a NULL config");
+  expect_true(strlen(lm_last_error()) > 0, "lm_last_error says why");
+  lm_config config = offline_config(cues);
+  config.struct_size = 0;
+  expect(lm_engine_create(&config, &engine), LM_ERROR_INVALID_ARGUMENT, "create with struct_size 0");
+  config = offline_config("/nonexistent/cues.json5");
+  expect(lm_engine_create(&config, &engine), LM_ERROR_CUE_FILE, "create with a missing cue file");
+  expect_true(engine == NULL, "a failed create leaves *out NULL");
+  config = offline_config(cues);
+  config.application_id = "\xff\xfe";
+  expect(lm_engine_create(&config, &engine), LM_ERROR_INVALID_ARGUMENT, "create with a bad UTF-8 application id");
+  config = offline_config(cues);
+  config.render_frames = 100000;
+  expect(lm_engine_create(&config, &engine), LM_ERROR_INVALID_ARGUMENT, "create with render_frames out of range");
+  config = offline_config(cues);
+  config.output = (lm_output_kind)42;
+  expect(lm_engine_create(&config, &engine), LM_ERROR_INVALID_ARGUMENT, "create with an unknown output kind");
+
+  /* NULL and made-up handles. */
+  expect(lm_post(NULL, "level.start", NULL, 0), LM_ERROR_INVALID_HANDLE, "post on a NULL handle");
+  expect_true(strlen(lm_engine_last_error(NULL)) > 0, "lm_engine_last_error(NULL) is a message");
+  expect(lm_player_play((lm_engine *)(uintptr_t)0x1234), LM_ERROR_INVALID_HANDLE, "play on a made-up handle");
+  expect(lm_engine_destroy(NULL), LM_ERROR_INVALID_HANDLE, "destroy NULL");
+
+  /* An offline engine: bad arguments. */
+  config = offline_config(cues);
+  expect(lm_engine_create(&config, &engine), LM_OK, "create an offline engine");
+  expect(lm_post(engine, "\xc3\x28", NULL, 0), LM_ERROR_INVALID_ARGUMENT, "post a bad UTF-8 cue name");
+  expect_true(strstr(lm_engine_last_error(engine), "UTF-8") != NULL, "the message names UTF-8");
+  expect(lm_post(engine, "", NULL, 0), LM_ERROR_INVALID_ARGUMENT, "post an empty cue name");
+  expect(lm_post(engine, "player.hit", NULL, 1), LM_ERROR_INVALID_ARGUMENT, "post a count with a NULL payload");
+  lm_value bad_key = {NULL, LM_VALUE_NUMBER, 1, NULL, 0};
+  expect(lm_post(engine, "player.hit", &bad_key, 1), LM_ERROR_INVALID_ARGUMENT, "post a NULL payload key");
+  lm_value not_a_number = {"damage", LM_VALUE_NUMBER, NAN, NULL, 0};
+  expect(lm_post(engine, "player.hit", &not_a_number, 1), LM_ERROR_INVALID_ARGUMENT, "post a NaN payload number");
+  lm_value bad_type = {"damage", (lm_value_type)7, 1, NULL, 0};
+  expect(lm_post(engine, "player.hit", &bad_type, 1), LM_ERROR_INVALID_ARGUMENT, "post an unknown payload type");
+  lm_value good = {"damage", LM_VALUE_NUMBER, 10, NULL, 0};
+  expect(lm_post(engine, "player.hit", &good, 1), LM_OK, "post a good event");
+  expect(lm_player_set_rate(engine, 9.0f), LM_ERROR_INVALID_ARGUMENT, "rate 9 (out of range)");
+  expect(lm_player_set_rate(engine, -1.0f), LM_ERROR_INVALID_ARGUMENT, "rate -1");
+  expect(lm_player_set_rate(engine, NAN), LM_ERROR_INVALID_ARGUMENT, "rate NaN");
+  expect(lm_player_set_volume(engine, 2.0f), LM_ERROR_INVALID_ARGUMENT, "volume 2");
+  expect(lm_player_seek(engine, -1.0), LM_ERROR_INVALID_ARGUMENT, "seek to -1 s");
+  expect(lm_set_parameter(engine, "no.such.parameter", 1, 0), LM_ERROR_INVALID_ARGUMENT, "an unknown parameter");
+  expect(lm_set_parameter(engine, "health", 0.5, -1), LM_ERROR_INVALID_ARGUMENT, "a negative ramp");
+  expect(lm_start(engine, "no.such.state"), LM_ERROR_INVALID_ARGUMENT, "start in an unknown state");
+  expect(lm_update(engine), LM_ERROR_WRONG_MODE, "lm_update on an offline engine");
+  expect(lm_render(engine, NULL, 16), LM_ERROR_INVALID_ARGUMENT, "render into NULL");
+  lm_now_playing_info info = {0};
+  expect(lm_now_playing(engine, &info), LM_ERROR_INVALID_ARGUMENT, "now playing with struct_size 0");
+  lm_authorization status = (lm_authorization)-1;
+  expect(lm_library_authorization_status(engine, &status), LM_OK, "the library's authorization");
+  expect_true(status >= LM_AUTHORIZATION_NOT_DETERMINED && status <= LM_AUTHORIZATION_AUTHORIZED, "a known status");
+  if (getenv("LM_SELF_TEST_LIBRARY")) { /* writes the answer under $HOME: the test sets a temporary HOME */
+    int asked = 0;
+    expect(lm_library_request_authorization(engine, prompt_yes, &asked, &status), LM_OK, "request authorization");
+    expect_true(asked == 1 && status == LM_AUTHORIZATION_AUTHORIZED, "the game's prompt was asked; yes");
+  }
+
+  /* The engine works: a render plays the start state. */
+  expect(lm_set_parameter(engine, "health", 0.5, 0), LM_OK, "a known parameter");
+  expect(lm_player_set_rate(engine, 1.0f), LM_OK, "rate 1");
+  expect(lm_render(engine, buffer, 512), LM_OK, "render 512 frames");
+  const char *state = NULL;
+  expect(lm_get_state(engine, &state, NULL), LM_OK, "get the state");
+  expect_true(state && strcmp(state, "menu") == 0, "the start state is menu");
+
+  /* A stale handle: destroyed, then its slot reused by a new engine. */
+  lm_engine *stale = engine;
+  expect(lm_engine_destroy(engine), LM_OK, "destroy");
+  expect(lm_post(stale, "level.start", NULL, 0), LM_ERROR_INVALID_HANDLE, "post on a destroyed engine");
+  expect(lm_render(stale, buffer, 16), LM_ERROR_INVALID_HANDLE, "render on a destroyed engine");
+  expect(lm_engine_destroy(stale), LM_ERROR_INVALID_HANDLE, "destroy twice");
+  expect(lm_engine_create(&config, &engine), LM_OK, "a new engine");
+  expect_true(engine != stale, "the new handle differs from the stale one");
+  expect(lm_post(stale, "level.start", NULL, 0), LM_ERROR_INVALID_HANDLE, "the stale handle stays stale");
+
+  /* Destroying from inside its own callback is refused (it would wait for itself). */
+  expect(lm_set_report_callback(engine, destroying_report, engine), LM_OK, "set a report callback");
+  expect(lm_render(engine, buffer, 512), LM_OK, "render (reports the start)");
+  expect(lm_flush_reports(engine), LM_OK, "flush the reports");
+  expect_true(destroy_attempted, "the callback ran");
+  expect(destroy_result, LM_ERROR_WRONG_MODE, "destroy from inside the callback");
+  expect(lm_engine_destroy(engine), LM_OK, "destroy from the game's thread");
+
+  /* A full bus drops the event and says so. */
+  config.bus_capacity = 2;
+  expect(lm_engine_create(&config, &engine), LM_OK, "an engine with a bus of 2");
+  lm_error last = LM_OK;
+  for (int i = 0; i < 4 && last == LM_OK; i++) last = lm_post(engine, "player.hit", NULL, 0);
+  expect(last, LM_ERROR_BUS_FULL, "post on a full bus");
+  expect(lm_engine_destroy(engine), LM_OK, "destroy");
+
+  /* A real-time engine does not render on demand. */
+  config = offline_config(cues);
+  config.output = LM_OUTPUT_HEADLESS;
+  expect(lm_engine_create(&config, &engine), LM_OK, "create a headless engine");
+  expect(lm_render(engine, buffer, 16), LM_ERROR_WRONG_MODE, "render on a real-time engine");
+  expect(lm_update(engine), LM_ERROR_WRONG_MODE, "lm_update on an own-thread engine");
+  expect(lm_engine_destroy(engine), LM_OK, "destroy the headless engine");
+
+  /* Calls on four threads while the game's thread destroys the engine under them. */
+  config = offline_config(cues);
+  expect(lm_engine_create(&config, &engine), LM_OK, "an engine to race");
+  racer racers[4];
+  pthread_t threads[4];
+  for (int i = 0; i < 4; i++) {
+    racers[i] = (racer){engine, i, 0, 0};
+    pthread_create(&threads[i], NULL, race, &racers[i]);
+  }
+  struct timespec pause = {0, 50 * 1000 * 1000};
+  nanosleep(&pause, NULL);
+  expect(lm_engine_destroy(engine), LM_OK, "destroy while four threads call it");
+  int unexpected = 0;
+  long calls = 0;
+  for (int i = 0; i < 4; i++) {
+    pthread_join(threads[i], NULL);
+    unexpected += racers[i].unexpected;
+    calls += racers[i].calls;
+  }
+  expect_true(unexpected == 0 && calls > 4, "calls racing with lm_engine_destroy complete or see LM_ERROR_INVALID_HANDLE");
+
+  printf("self-test: %d of %d checks passed\n", checks - failures, checks);
+  return failures == 0 ? 0 : 1;
+}
+
+int main(int argc, char **argv) {
+  const char *cues = "Assets/cues.json5";
+  const char *offline_path = NULL;
+  double seconds = 60;
+  int self_testing = 0;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--offline") == 0 && i + 1 < argc) {
+      offline_path = argv[++i];
+    } else if (strcmp(argv[i], "--cues") == 0 && i + 1 < argc) {
+      cues = argv[++i];
+    } else if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc) {
+      seconds = atof(argv[++i]);
+    } else if (strcmp(argv[i], "--self-test") == 0) {
+      self_testing = 1;
+    } else {
+      fprintf(stderr, "usage: %s [--offline OUT.wav|OUT.raw] [--cues FILE] [--seconds N] [--self-test]\n", argv[0]);
+      return 2;
+    }
+  }
+  if (self_testing) return self_test(cues);
+  if (!(seconds > 0 && seconds <= 3600)) {
+    fprintf(stderr, "game: --seconds expects 0 to 3600\n");
+    return 2;
+  }
+  return run_game(cues, offline_path, seconds);
+}

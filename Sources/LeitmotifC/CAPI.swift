@@ -1,0 +1,385 @@
+// The C API of include/leitmotif.h: the one file that talks to C. Each function checks its
+// arguments (NULL, UTF-8, ranges), finds its engine in the handle table, calls the Swift API,
+// and turns a thrown `CAPIError` into its code and the thread's last-error message. What each
+// function promises (threads, string lifetimes) is written in the header.
+
+import CLeitmotifHeader
+import Foundation
+import Leitmotif
+
+// MARK: - Plumbing
+
+/// Runs `body` with the live engine of `handle`, or returns LM_ERROR_INVALID_HANDLE; a thrown
+/// error becomes its code, and its message the engine's and the thread's last error.
+private func withEngine(_ handle: OpaquePointer?, _ body: (EngineSession) throws(CAPIError) -> Void) -> lm_error {
+  let bits = UInt(bitPattern: Int(bitPattern: handle))
+  guard let session = HandleTable.shared.lookup(bits) else {
+    ThreadLastError.set(
+      handle == nil ? "the engine handle is NULL" : "the engine handle is not a live engine (destroyed, or never made)")
+    return LM_ERROR_INVALID_HANDLE
+  }
+  do {
+    try body(session)
+    return LM_OK
+  } catch {
+    ThreadLastError.set(error.message)
+    _ = session.hand(error.message, as: .lastError)
+    return error.code
+  }
+}
+
+/// For the calls that have no engine: a thrown error becomes its code and the thread's message.
+private func withoutEngine(_ body: () throws(CAPIError) -> Void) -> lm_error {
+  do {
+    try body()
+    return LM_OK
+  } catch {
+    ThreadLastError.set(error.message)
+    return error.code
+  }
+}
+
+private func required<T>(_ pointer: T?, _ name: String) throws(CAPIError) -> T {
+  guard let pointer else { throw .invalidArgument("\(name) is NULL") }
+  return pointer
+}
+
+/// The caller's struct, checked for a `struct_size` that covers this version's fields.
+private func checkedSize(_ size: Int, of type: String, _ expected: Int) throws(CAPIError) {
+  guard size >= expected else {
+    throw .invalidArgument("\(type).struct_size is \(size): set it to sizeof(\(type)) (\(expected) in this version)")
+  }
+}
+
+// MARK: - Errors and versions
+
+@_cdecl("lm_error_name")
+public func lmErrorName(_ error: lm_error) -> UnsafePointer<CChar> {
+  switch error {
+  case LM_OK: return CString.literal("LM_OK")
+  case LM_ERROR_INVALID_HANDLE: return CString.literal("LM_ERROR_INVALID_HANDLE")
+  case LM_ERROR_INVALID_ARGUMENT: return CString.literal("LM_ERROR_INVALID_ARGUMENT")
+  case LM_ERROR_CUE_FILE: return CString.literal("LM_ERROR_CUE_FILE")
+  case LM_ERROR_OUTPUT: return CString.literal("LM_ERROR_OUTPUT")
+  case LM_ERROR_LIBRARY: return CString.literal("LM_ERROR_LIBRARY")
+  case LM_ERROR_BUS_FULL: return CString.literal("LM_ERROR_BUS_FULL")
+  case LM_ERROR_WRONG_MODE: return CString.literal("LM_ERROR_WRONG_MODE")
+  case LM_ERROR_TOO_MANY_ENGINES: return CString.literal("LM_ERROR_TOO_MANY_ENGINES")
+  default: return CString.literal("LM_ERROR_UNKNOWN")
+  }
+}
+
+@_cdecl("lm_version")
+public func lmVersion() -> Int32 { LM_VERSION_MAJOR * 10_000 + LM_VERSION_MINOR * 100 + LM_VERSION_PATCH }
+
+@_cdecl("lm_last_error")
+public func lmLastError() -> UnsafePointer<CChar> { ThreadLastError.current }
+
+@_cdecl("lm_engine_last_error")
+public func lmEngineLastError(_ handle: OpaquePointer?) -> UnsafePointer<CChar> {
+  guard let session = HandleTable.shared.lookup(UInt(bitPattern: Int(bitPattern: handle))) else {
+    return handle == nil
+      ? CString.literal("the engine handle is NULL")
+      : CString.literal("the engine handle is not a live engine (destroyed, or never made)")
+  }
+  return session.lastError
+}
+
+// MARK: - Creating and destroying
+
+@_cdecl("lm_engine_create")
+public func lmEngineCreate(_ config: UnsafePointer<lm_config>?, _ out: UnsafeMutablePointer<OpaquePointer?>?)
+  -> lm_error
+{
+  out?.pointee = nil
+  return withoutEngine { () throws(CAPIError) in
+    let config = try required(config, "config")
+    let out = try required(out, "out")
+    let size = UnsafeRawPointer(config).load(as: Int.self)
+    try checkedSize(size, of: "lm_config", MemoryLayout<lm_config>.size)
+    let session = try EngineSession(config: config.pointee)
+    let bits: UInt
+    do throws(CAPIError) {
+      bits = try HandleTable.shared.insert(session)
+    } catch {
+      session.shutdown()
+      throw error
+    }
+    session.callbacks.engineBits.store(bits, ordering: .releasing)
+    out.pointee = OpaquePointer(bitPattern: bits)
+  }
+}
+
+@_cdecl("lm_engine_destroy")
+public func lmEngineDestroy(_ handle: OpaquePointer?) -> lm_error {
+  let bits = UInt(bitPattern: Int(bitPattern: handle))
+  if bits != 0 && CallbackThread.engine == bits {
+    let message = "lm_engine_destroy was called from inside one of the engine's own callbacks"
+    ThreadLastError.set(message)
+    if let session = HandleTable.shared.lookup(bits) { _ = session.hand(message, as: .lastError) }
+    return LM_ERROR_WRONG_MODE
+  }
+  guard let session = HandleTable.shared.remove(bits) else {
+    ThreadLastError.set(
+      handle == nil ? "the engine handle is NULL" : "the engine handle is not a live engine (destroyed, or never made)")
+    return LM_ERROR_INVALID_HANDLE
+  }
+  session.shutdown()
+  return LM_OK
+}
+
+// MARK: - The game's side
+
+@_cdecl("lm_start")
+public func lmStart(_ handle: OpaquePointer?, _ state: UnsafePointer<CChar>?) -> lm_error {
+  withEngine(handle) { session throws(CAPIError) in
+    let state = try CString.optional(state, "state")
+    if let state, session.director.sheet.states[state] == nil {
+      throw .invalidArgument("the cue file has no state \"\(state)\"")
+    }
+    session.start(state: state)
+  }
+}
+
+@_cdecl("lm_post")
+public func lmPost(
+  _ handle: OpaquePointer?, _ cue: UnsafePointer<CChar>?, _ payload: UnsafePointer<lm_value>?, _ count: Int
+) -> lm_error {
+  withEngine(handle) { session throws(CAPIError) in
+    let cue = try CString.nonEmpty(cue, "cue")
+    guard count >= 0 else { throw .invalidArgument("payload count \(count) is out of range") }
+    var values: CuePayload = [:]
+    if count > 0 {
+      let payload = try required(payload, "payload (with a count of \(count))")
+      for index in 0..<count {
+        let value = payload[index]
+        let key = try CString.nonEmpty(value.key, "payload[\(index)].key")
+        switch value.type {
+        case LM_VALUE_NUMBER:
+          guard value.number.isFinite else { throw .invalidArgument("payload \"\(key)\" is not a finite number") }
+          values[key] = .number(value.number)
+        case LM_VALUE_STRING: values[key] = .string(try CString.required(value.string, "payload \"\(key)\" string"))
+        case LM_VALUE_BOOL: values[key] = .bool(value.boolean != 0)
+        default: throw .invalidArgument("payload \"\(key)\" has type \(value.type.rawValue): not an lm_value_type")
+        }
+      }
+    }
+    guard session.director.post(cue, values) else {
+      throw CAPIError(LM_ERROR_BUS_FULL, "the event bus is full: \"\(cue)\" was dropped")
+    }
+  }
+}
+
+@_cdecl("lm_set_parameter")
+public func lmSetParameter(
+  _ handle: OpaquePointer?, _ name: UnsafePointer<CChar>?, _ value: Double, _ rampSeconds: Double
+) -> lm_error {
+  withEngine(handle) { session throws(CAPIError) in
+    let name = try CString.nonEmpty(name, "name")
+    guard value.isFinite else { throw .invalidArgument("parameter \"\(name)\": the value \(value) is not finite") }
+    guard rampSeconds.isFinite, rampSeconds >= 0 else {
+      throw .invalidArgument("parameter \"\(name)\": ramp_seconds \(rampSeconds) must be finite and 0 or more")
+    }
+    guard session.director.parameter(name) != nil else {
+      throw .invalidArgument("the cue file has no parameter \"\(name)\"")
+    }
+    session.director.setParameter(name, value, rampSeconds: rampSeconds)
+  }
+}
+
+@_cdecl("lm_get_parameter")
+public func lmGetParameter(
+  _ handle: OpaquePointer?, _ name: UnsafePointer<CChar>?, _ out: UnsafeMutablePointer<Double>?
+) -> lm_error {
+  withEngine(handle) { session throws(CAPIError) in
+    let name = try CString.nonEmpty(name, "name")
+    let out = try required(out, "out_value")
+    guard let value = session.director.parameter(name) else {
+      throw .invalidArgument("the cue file has no parameter \"\(name)\"")
+    }
+    out.pointee = value
+  }
+}
+
+@_cdecl("lm_update")
+public func lmUpdate(_ handle: OpaquePointer?) -> lm_error {
+  withEngine(handle) { session throws(CAPIError) in
+    if session.engine.isOffline {
+      throw .wrongMode("lm_update on an offline engine: lm_render advances it")
+    }
+    guard session.director.clocking == .pumped else {
+      throw .wrongMode("lm_update on an engine with its own director thread (LM_CLOCKING_OWN_THREAD)")
+    }
+    session.director.update()
+  }
+}
+
+@_cdecl("lm_render")
+public func lmRender(_ handle: OpaquePointer?, _ buffer: UnsafeMutablePointer<Float>?, _ frames: Int) -> lm_error {
+  withEngine(handle) { session throws(CAPIError) in
+    guard session.engine.isOffline else {
+      throw .wrongMode("lm_render on a real-time engine: only LM_OUTPUT_OFFLINE engines render on demand")
+    }
+    let buffer = try required(buffer, "buffer")
+    // 2^31 frames (12 hours at 48 kHz) per call is far beyond any buffer; above it, a bad size.
+    guard frames >= 0, frames <= Int(Int32.max) else { throw .invalidArgument("frames \(frames) is out of range") }
+    session.render(into: buffer, frames: frames)
+  }
+}
+
+@_cdecl("lm_get_sample_rate")
+public func lmGetSampleRate(_ handle: OpaquePointer?, _ out: UnsafeMutablePointer<Int32>?) -> lm_error {
+  withEngine(handle) { session throws(CAPIError) in
+    try required(out, "out_sample_rate").pointee = Int32(session.engine.sampleRate)
+  }
+}
+
+// MARK: - What is playing
+
+@_cdecl("lm_now_playing")
+public func lmNowPlaying(_ handle: OpaquePointer?, _ out: UnsafeMutablePointer<lm_now_playing_info>?) -> lm_error {
+  withEngine(handle) { session throws(CAPIError) in
+    let out = try required(out, "out")
+    let size = UnsafeRawPointer(out).load(as: Int.self)
+    try checkedSize(size, of: "lm_now_playing_info", MemoryLayout<lm_now_playing_info>.size)
+    let player = session.director.player
+    let now = session.director.nowPlaying
+    var info = lm_now_playing_info()
+    info.struct_size = MemoryLayout<lm_now_playing_info>.size
+    info.has_item = now == nil ? 0 : 1
+    info.title = session.hand(now.map { $0.item.title ?? $0.item.assetURL.lastPathComponent }, as: .title)
+    info.artist = session.hand(now?.item.artist, as: .artist)
+    info.path = session.hand(now?.item.assetURL.path, as: .path)
+    info.source = session.hand(now?.source, as: .source)
+    info.is_user_music = now?.isUserMusic == true ? 1 : 0
+    info.playback_state = playbackState(player.playbackState)
+    info.position_seconds = player.currentPlaybackTime
+    info.duration_seconds = now?.item.playbackDuration ?? -1
+    info.rate = player.currentPlaybackRate
+    info.volume = player.volume
+    info.audible_state = session.hand(session.director.audibleState, as: .audibleState)
+    out.pointee = info
+  }
+}
+
+private func playbackState(_ state: PlaybackState) -> lm_playback_state {
+  switch state {
+  case .stopped: return LM_PLAYBACK_STOPPED
+  case .playing: return LM_PLAYBACK_PLAYING
+  case .paused: return LM_PLAYBACK_PAUSED
+  case .interrupted: return LM_PLAYBACK_INTERRUPTED
+  case .seekingForward: return LM_PLAYBACK_SEEKING_FORWARD
+  case .seekingBackward: return LM_PLAYBACK_SEEKING_BACKWARD
+  }
+}
+
+@_cdecl("lm_get_state")
+public func lmGetState(
+  _ handle: OpaquePointer?, _ current: UnsafeMutablePointer<UnsafePointer<CChar>?>?,
+  _ audible: UnsafeMutablePointer<UnsafePointer<CChar>?>?
+) -> lm_error {
+  withEngine(handle) { session in
+    if let current { current.pointee = session.hand(session.director.currentState, as: .currentState) }
+    if let audible { audible.pointee = session.hand(session.director.audibleState, as: .stateAudible) }
+  }
+}
+
+// MARK: - The player
+
+@_cdecl("lm_player_play")
+public func lmPlayerPlay(_ handle: OpaquePointer?) -> lm_error {
+  withEngine(handle) { $0.director.player.play() }
+}
+
+@_cdecl("lm_player_pause")
+public func lmPlayerPause(_ handle: OpaquePointer?) -> lm_error {
+  withEngine(handle) { $0.director.player.pause() }
+}
+
+@_cdecl("lm_player_set_rate")
+public func lmPlayerSetRate(_ handle: OpaquePointer?, _ rate: Float) -> lm_error {
+  withEngine(handle) { session throws(CAPIError) in
+    do {
+      try session.director.player.setCurrentPlaybackRate(rate)
+    } catch {
+      throw .invalidArgument("rate \(rate): \(error) (expected 0 to 4)")
+    }
+  }
+}
+
+@_cdecl("lm_player_seek")
+public func lmPlayerSeek(_ handle: OpaquePointer?, _ seconds: Double) -> lm_error {
+  withEngine(handle) { session throws(CAPIError) in
+    guard seconds.isFinite, seconds >= 0 else {
+      throw .invalidArgument("seek to \(seconds) s: expected a finite time of 0 s or more")
+    }
+    session.director.player.currentPlaybackTime = seconds
+  }
+}
+
+@_cdecl("lm_player_set_volume")
+public func lmPlayerSetVolume(_ handle: OpaquePointer?, _ volume: Float) -> lm_error {
+  withEngine(handle) { session throws(CAPIError) in
+    guard volume.isFinite, (0...1).contains(volume) else { throw .invalidArgument("volume \(volume): expected 0 to 1") }
+    session.director.player.volume = volume
+  }
+}
+
+// MARK: - The library
+
+private func authorization(_ status: AuthorizationStatus) -> lm_authorization {
+  switch status {
+  case .notDetermined: return LM_AUTHORIZATION_NOT_DETERMINED
+  case .denied: return LM_AUTHORIZATION_DENIED
+  case .restricted: return LM_AUTHORIZATION_RESTRICTED
+  case .authorized: return LM_AUTHORIZATION_AUTHORIZED
+  }
+}
+
+@_cdecl("lm_library_authorization_status")
+public func lmLibraryAuthorizationStatus(_ handle: OpaquePointer?, _ out: UnsafeMutablePointer<lm_authorization>?)
+  -> lm_error
+{
+  withEngine(handle) { session throws(CAPIError) in
+    try required(out, "out_status").pointee = authorization(session.library.authorizationStatus)
+  }
+}
+
+@_cdecl("lm_library_request_authorization")
+public func lmLibraryRequestAuthorization(
+  _ handle: OpaquePointer?, _ prompt: lm_prompt_fn?, _ userData: UnsafeMutableRawPointer?,
+  _ out: UnsafeMutablePointer<lm_authorization>?
+) -> lm_error {
+  withEngine(handle) { session throws(CAPIError) in
+    let status = try session.requestAuthorization(prompt, userData)
+    out?.pointee = authorization(status)
+  }
+}
+
+// MARK: - Notifications
+
+@_cdecl("lm_set_report_callback")
+public func lmSetReportCallback(
+  _ handle: OpaquePointer?, _ callback: lm_report_fn?, _ userData: UnsafeMutableRawPointer?
+)
+  -> lm_error
+{
+  withEngine(handle) { $0.callbacks.setReport(callback, userData) }
+}
+
+@_cdecl("lm_set_diagnostic_callback")
+public func lmSetDiagnosticCallback(
+  _ handle: OpaquePointer?, _ callback: lm_diagnostic_fn?, _ userData: UnsafeMutableRawPointer?
+) -> lm_error {
+  withEngine(handle) { $0.callbacks.setDiagnostic(callback, userData) }
+}
+
+@_cdecl("lm_flush_reports")
+public func lmFlushReports(_ handle: OpaquePointer?) -> lm_error {
+  withEngine(handle) { session throws(CAPIError) in
+    guard CallbackThread.engine != UInt(bitPattern: Int(bitPattern: handle)) else {
+      throw .wrongMode("lm_flush_reports was called from inside the engine's own callback: it would wait for itself")
+    }
+    session.director.waitForReports()
+  }
+}

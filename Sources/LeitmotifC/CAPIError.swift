@@ -1,0 +1,94 @@
+import CLeitmotifHeader
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// A failed C call: the code it returns and the sentence `lm_engine_last_error` gives.
+struct CAPIError: Error {
+  var code: lm_error
+  var message: String
+
+  init(_ code: lm_error, _ message: String) {
+    self.code = code
+    self.message = message
+  }
+
+  static func invalidArgument(_ message: String) -> CAPIError { CAPIError(LM_ERROR_INVALID_ARGUMENT, message) }
+  static func wrongMode(_ message: String) -> CAPIError { CAPIError(LM_ERROR_WRONG_MODE, message) }
+}
+
+/// Strings coming in from C: NULL, and bytes that are not UTF-8, are errors naming the argument.
+enum CString {
+  static func required(_ pointer: UnsafePointer<CChar>?, _ name: String) throws(CAPIError) -> String {
+    guard let pointer else { throw .invalidArgument("\(name) is NULL") }
+    guard let string = String(validatingCString: pointer) else {
+      throw .invalidArgument("\(name) is not valid UTF-8")
+    }
+    return string
+  }
+
+  static func optional(_ pointer: UnsafePointer<CChar>?, _ name: String) throws(CAPIError) -> String? {
+    guard let pointer else { return nil }
+    return try required(pointer, name)
+  }
+
+  static func nonEmpty(_ pointer: UnsafePointer<CChar>?, _ name: String) throws(CAPIError) -> String {
+    let string = try required(pointer, name)
+    guard !string.isEmpty else { throw .invalidArgument("\(name) is empty") }
+    return string
+  }
+
+  /// A static, NUL-terminated string for C (string literals are stored with their terminator).
+  static func literal(_ string: StaticString) -> UnsafePointer<CChar> {
+    UnsafeRawPointer(string.utf8Start).assumingMemoryBound(to: CChar.self)
+  }
+}
+
+/// A C string Leitmotif owns (made with `strdup`, freed with `free`).
+struct OwnedCString: @unchecked Sendable {
+  let pointer: UnsafeMutablePointer<CChar>
+
+  init(_ string: String) { pointer = strdup(string) }
+  func free() { Glibc.free(pointer) }
+}
+
+/// Each thread's last error message, for `lm_last_error`: a thread-specific `strdup`ed string,
+/// freed when replaced or when the thread ends.
+enum ThreadLastError {
+  private static let key: pthread_key_t = {
+    var key = pthread_key_t()
+    pthread_key_create(&key) { free($0) }
+    return key
+  }()
+
+  static func set(_ message: String) {
+    let previous = pthread_getspecific(key)
+    pthread_setspecific(key, strdup(message))
+    free(previous)
+  }
+
+  static var current: UnsafePointer<CChar> {
+    guard let message = pthread_getspecific(key) else { return CString.literal("") }
+    return UnsafePointer(message.assumingMemoryBound(to: CChar.self))
+  }
+}
+
+/// The engine whose callback the calling thread is running (0: none), so that destroying or
+/// flushing an engine from inside its own callback is an error instead of a deadlock.
+enum CallbackThread {
+  private static let key: pthread_key_t = {
+    var key = pthread_key_t()
+    pthread_key_create(&key, nil)
+    return key
+  }()
+
+  static var engine: UInt { UInt(bitPattern: pthread_getspecific(key)) }
+
+  static func running<T>(engine: UInt, _ body: () -> T) -> T {
+    let outer = pthread_getspecific(key)
+    pthread_setspecific(key, UnsafeRawPointer(bitPattern: engine))
+    defer { pthread_setspecific(key, outer) }
+    return body()
+  }
+}

@@ -1,0 +1,292 @@
+import CLeitmotifHeader
+import Foundation
+import Leitmotif
+import Synchronization
+
+/// One C engine: the audio engine, the director for its cue file, the player's library, the
+/// callbacks the game set, and the strings handed out to C (kept per calling thread, so that a
+/// string one thread holds is not freed by another thread's call).
+final class EngineSession: @unchecked Sendable {
+  let engine: AudioEngine
+  let director: Director
+  let library: MediaLibrary
+  let callbacks: Callbacks
+  let prompt: ForwardingPrompt
+  /// Offline engines: frames rendered so far (the audio clock), under the render lock.
+  private let rendered = Mutex<Int64>(0)
+  let renderFrames: Int
+  /// Who `lm_library_request_authorization` is asking now (one request at a time).
+  private let requesting = Mutex<Void>(())
+
+  /// Strings handed to C, by calling thread and by what they are.
+  enum StringSlot: Hashable {
+    case lastError, title, artist, path, source, audibleState, currentState, stateAudible
+  }
+  private let strings = Mutex<[UInt: [StringSlot: OwnedCString]]>([:])
+
+  /// Makes an engine from a C configuration (already copied and checked for size).
+  init(config: lm_config) throws(CAPIError) {
+    let applicationID = try CString.nonEmpty(config.application_id, "application_id")
+    let usage = try CString.optional(config.usage_description, "usage_description")
+    let cueFile = try CString.nonEmpty(config.cue_file, "cue_file")
+    let folder = try CString.optional(config.library_folder, "library_folder")
+    let capacity = config.bus_capacity == 0 ? LevelEventBus.defaultCapacity : Int(config.bus_capacity)
+    guard (2...(1 << 20)).contains(capacity) else {
+      throw .invalidArgument("bus_capacity \(config.bus_capacity): expected 2 to 1048576 (0: 4096)")
+    }
+    let clocking: Director.Clocking
+    switch config.clocking {
+    case LM_CLOCKING_OWN_THREAD: clocking = .ownThread
+    case LM_CLOCKING_PUMPED: clocking = .pumped
+    default: throw .invalidArgument("clocking \(config.clocking.rawValue): not an lm_clocking value")
+    }
+    var renderFrames = 1024
+    let output: OutputChoice
+    switch config.output {
+    case LM_OUTPUT_DEFAULT_DEVICE: output = .defaultDevice
+    case LM_OUTPUT_HEADLESS: output = .headless
+    case LM_OUTPUT_NAMED_DEVICE:
+      output = .namedDevice(try CString.nonEmpty(config.device_name, "device_name"))
+    case LM_OUTPUT_OFFLINE:
+      let rate = config.sample_rate == 0 ? 48_000 : Int(config.sample_rate)
+      renderFrames = config.render_frames == 0 ? 256 : Int(config.render_frames)
+      guard (8_000...192_000).contains(rate) else {
+        throw .invalidArgument("sample_rate \(config.sample_rate) Hz: expected 8000 to 192000 (0: 48000)")
+      }
+      guard (16...8_192).contains(renderFrames) else {
+        throw .invalidArgument("render_frames \(config.render_frames): expected 16 to 8192 (0: 256)")
+      }
+      output = .offline(sampleRate: rate, renderFrames: renderFrames)
+    default: throw .invalidArgument("output \(config.output.rawValue): not an lm_output_kind value")
+    }
+    self.renderFrames = renderFrames
+
+    callbacks = Callbacks()
+    callbacks.setDiagnostic(config.diagnostic_callback, config.diagnostic_user_data)
+    let callbacks = self.callbacks
+    let diagnostics: DiagnosticsHandler = { callbacks.deliver($0) }
+    do {
+      engine = try AudioEngine(output: output, diagnostics: diagnostics)
+    } catch {
+      throw CAPIError(LM_ERROR_OUTPUT, "the output could not be opened: \(error)")
+    }
+    prompt = ForwardingPrompt()
+    var configuration = MediaLibrary.Configuration(
+      applicationID: applicationID, usageDescription: usage, folders: folder.map { [URL(fileURLWithPath: $0)] })
+    configuration.applicationName = applicationID
+    library = MediaLibrary(configuration: configuration, prompt: prompt, diagnostics: diagnostics)
+    do {
+      director = try Director(
+        engine: engine, cueFile: cueFile, library: library, clocking: clocking, busCapacity: capacity,
+        watchesFile: config.watch_cue_file != 0)
+    } catch {
+      engine.shutdown()
+      throw CAPIError(LM_ERROR_CUE_FILE, "the cue file \(cueFile) cannot be used:\n\(error)")
+    }
+    director.addObserver { callbacks.deliver($0) }
+  }
+
+  deinit {
+    strings.withLock { byThread in
+      for slots in byThread.values { for string in slots.values { string.free() } }
+    }
+  }
+
+  /// Stops everything; after it returns no callback of this engine runs or starts.
+  func shutdown() {
+    callbacks.close()
+    director.shutdown()
+    director.player.stop()
+    director.waitForReports()
+    engine.shutdown()
+  }
+
+  // MARK: Strings for C
+
+  /// Keeps `string` as the calling thread's `slot` (freeing what was there) and returns it.
+  func hand(_ string: String?, as slot: StringSlot) -> UnsafePointer<CChar>? {
+    let thread = UInt(pthread_self())
+    let owned = string.map(OwnedCString.init)
+    strings.withLock { byThread in
+      byThread[thread, default: [:]][slot]?.free()
+      byThread[thread, default: [:]][slot] = owned
+    }
+    return owned.map { UnsafePointer($0.pointer) }
+  }
+
+  var lastError: UnsafePointer<CChar> {
+    let thread = UInt(pthread_self())
+    let message = strings.withLock { $0[thread]?[.lastError] }
+    return message.map { UnsafePointer($0.pointer) } ?? CString.literal("")
+  }
+
+  // MARK: Offline rendering
+
+  /// Renders `frames` stereo frames, advancing the director to the audio time of each mix's
+  /// first frame, and ending a mix early where a scheduled change is due (as `CueSimulation`).
+  func render(into buffer: UnsafeMutablePointer<Float>, frames: Int) {
+    let rate = Double(engine.sampleRate)
+    rendered.withLock { rendered in
+      var done = 0
+      while done < frames {
+        let deadline = director.advance(toAudioTime: Double(rendered) / rate)
+        var count = min(renderFrames, frames - done)
+        if let deadline {
+          let deadlineFrame = Int64((deadline * rate).rounded())
+          if deadlineFrame > rendered { count = min(count, Int(deadlineFrame - rendered)) }
+        }
+        engine.render(into: buffer + 2 * done, frameCount: count)
+        done += count
+        rendered += Int64(count)
+      }
+    }
+  }
+
+  /// Starts the music; offline, at the render position.
+  func start(state: String?) {
+    if engine.isOffline {
+      let rate = Double(engine.sampleRate)
+      rendered.withLock { rendered in
+        _ = director.advance(toAudioTime: Double(rendered) / rate, startState: state)
+      }
+    } else {
+      director.start(state: state)
+    }
+  }
+
+  // MARK: The library
+
+  func requestAuthorization(_ function: lm_prompt_fn?, _ userData: UnsafeMutableRawPointer?) throws(CAPIError)
+    -> AuthorizationStatus
+  {
+    try requesting.withLock { _ throws(CAPIError) -> AuthorizationStatus in
+      prompt.set(function.map { CPrompt(function: $0, userData: userData) })
+      defer { prompt.set(nil) }
+      let status: AuthorizationStatus
+      do {
+        status = try library.requestAuthorization()
+      } catch {
+        throw CAPIError(LM_ERROR_LIBRARY, "\(error)")
+      }
+      director.refreshSources()
+      return status
+    }
+  }
+}
+
+/// A C prompt function with its user data.
+struct CPrompt: @unchecked Sendable {
+  var function: lm_prompt_fn
+  var userData: UnsafeMutableRawPointer?
+}
+
+/// The library's prompt: the game's C function while a request runs, else the terminal.
+final class ForwardingPrompt: AuthorizationPrompt {
+  private let current = Mutex<CPrompt?>(nil)
+
+  func set(_ prompt: CPrompt?) { current.withLock { $0 = prompt } }
+
+  func askForLibraryAccess(applicationName: String, usageDescription: String) -> Bool? {
+    guard let prompt = current.withLock({ $0 }) else {
+      return TerminalPrompt().askForLibraryAccess(applicationName: applicationName, usageDescription: usageDescription)
+    }
+    let answer = applicationName.withCString { name in
+      usageDescription.withCString { usage in prompt.function(name, usage, prompt.userData) }
+    }
+    switch answer {
+    case 1: return true
+    case 0: return false
+    default: return nil
+    }
+  }
+}
+
+/// The game's callbacks, and the gate that lets `lm_engine_destroy` promise none runs after it.
+final class Callbacks: @unchecked Sendable {
+  private struct Report: @unchecked Sendable {
+    var function: lm_report_fn
+    var userData: UnsafeMutableRawPointer?
+  }
+  private struct DiagnosticCallback: @unchecked Sendable {
+    var function: lm_diagnostic_fn
+    var userData: UnsafeMutableRawPointer?
+  }
+
+  private let report = Mutex<Report?>(nil)
+  private let diagnostic = Mutex<DiagnosticCallback?>(nil)
+  private let open = Atomic<Bool>(true)
+  private let running = Atomic<Int>(0)
+  /// The handle's bits, for `CallbackThread` (set once the handle exists).
+  let engineBits = Atomic<UInt>(0)
+
+  func setReport(_ function: lm_report_fn?, _ userData: UnsafeMutableRawPointer?) {
+    report.withLock { $0 = function.map { Report(function: $0, userData: userData) } }
+  }
+
+  func setDiagnostic(_ function: lm_diagnostic_fn?, _ userData: UnsafeMutableRawPointer?) {
+    diagnostic.withLock { $0 = function.map { DiagnosticCallback(function: $0, userData: userData) } }
+  }
+
+  /// No callback starts after this returns, and none is still running.
+  func close() {
+    open.store(false, ordering: .sequentiallyConsistent)
+    while running.load(ordering: .sequentiallyConsistent) > 0 { usleep(1_000) }
+  }
+
+  /// Runs `body` unless closed, counted so that `close` can wait for it.
+  private func gated(_ body: () -> Void) {
+    running.add(1, ordering: .sequentiallyConsistent)
+    defer { running.subtract(1, ordering: .sequentiallyConsistent) }
+    guard open.load(ordering: .sequentiallyConsistent) else { return }
+    CallbackThread.running(engine: engineBits.load(ordering: .acquiring), body)
+  }
+
+  func deliver(_ diagnostic: Diagnostic) {
+    guard let callback = self.diagnostic.withLock({ $0 }) else { return }
+    let severity: lm_diagnostic_severity
+    switch diagnostic.severity {
+    case .notice: severity = LM_DIAGNOSTIC_NOTICE
+    case .warning: severity = LM_DIAGNOSTIC_WARNING
+    case .error: severity = LM_DIAGNOSTIC_ERROR
+    }
+    gated { diagnostic.message.withCString { callback.function(severity, $0, callback.userData) } }
+  }
+
+  func deliver(_ report: DirectorReport) {
+    guard let callback = self.report.withLock({ $0 }) else { return }
+    let (kind, state) = Self.describe(report.kind)
+    gated {
+      withOptionalCString(report.event?.cue) { cue in
+        withOptionalCString(state) { state in
+          report.description.withCString { text in
+            var value = lm_report(
+              struct_size: MemoryLayout<lm_report>.size, time_seconds: report.time, kind: kind, cue: cue,
+              sequence: report.event?.sequence ?? 0, state: state, text: text)
+            callback.function(&value, callback.userData)
+          }
+        }
+      }
+    }
+  }
+
+  private static func describe(_ kind: DirectorReport.Kind) -> (lm_report_kind, String?) {
+    switch kind {
+    case .fired: return (LM_REPORT_FIRED, nil)
+    case .ignored: return (LM_REPORT_IGNORED, nil)
+    case .stateChanged(_, let to, _, _, _): return (LM_REPORT_STATE_CHANGED, to)
+    case .scheduled: return (LM_REPORT_SCHEDULED, nil)
+    case .fallback(let state, _, _, _): return (LM_REPORT_FALLBACK, state)
+    case .stinger: return (LM_REPORT_STINGER, nil)
+    case .nowPlaying: return (LM_REPORT_NOW_PLAYING, nil)
+    case .dropped: return (LM_REPORT_DROPPED, nil)
+    case .reloaded: return (LM_REPORT_RELOADED, nil)
+    case .reloadFailed: return (LM_REPORT_RELOAD_FAILED, nil)
+    case .problem: return (LM_REPORT_PROBLEM, nil)
+    }
+  }
+}
+
+func withOptionalCString<T>(_ string: String?, _ body: (UnsafePointer<CChar>?) -> T) -> T {
+  guard let string else { return body(nil) }
+  return string.withCString { body($0) }
+}

@@ -1,0 +1,199 @@
+import Foundation
+import LeitmotifFixtures
+import Testing
+
+/// The C API from C: Demo/c-game/game.c compiled with the toolchain's C compiler against
+/// include/leitmotif.h and the libLeitmotifC.so SwiftPM built next to this test bundle, then run:
+/// offline (its WAV checked by ear, its reports against its script) and in `--self-test` mode
+/// (every error path an error code, and no crash).
+///
+/// The library is a product of its own, and `swift test` builds every product first, this one
+/// too (a test cannot run `swift build` itself: it would wait forever for the lock `swift test`
+/// holds). Where it is missing anyway, the suite is skipped and says so.
+@Suite(
+  "The C API, from a C program", .enabled(if: CGame.library != nil, CGame.notBuilt),
+  .disabled(if: CGame.underThreadSanitizer, CGame.sanitized))
+struct CAPITests {
+  @Test("The C game renders its scripted minute offline: sound, and the music follows its cues")
+  func offlineGame() throws {
+    let directory = try TemporaryDirectory(prefix: "leitmotif-c-api")
+    let game = try CGame.build(in: directory)
+    let wav = directory.file("game.wav")
+    let run = try CGame.run(game, ["--offline", wav, "--cues", CGame.repository + "/Assets/cues.json5"], in: directory)
+    #expect(run.status == 0, "\(run.errors)")
+    #expect(run.output.contains("game: rendered 2880000 frames"), "\(run.output)")
+
+    // The sound: a minute of 32-bit float stereo at 48 kHz, never silent, never clipped.
+    let samples = try DemoTests.floatSamples(wav)
+    #expect(samples.count == 60 * 48_000 * 2)
+    let peak = samples.reduce(Float(0)) { max($0, abs($1)) }
+    let rms = sqrt(samples.reduce(0.0) { $0 + Double($1) * Double($1) } / Double(max(1, samples.count)))
+    #expect(peak < 1, "clipped: peak \(peak)")
+    #expect(rms > 0.03, "too quiet: RMS \(rms)")
+    for second in 1..<59 where samples.count == 60 * 48_000 * 2 {
+      let window = samples[(second * 96_000)..<((second + 1) * 96_000)]
+      #expect(window.contains { abs($0) > 0.01 }, "silent at \(second) s")
+    }
+
+    // The reports (from the C callback, on Leitmotif's notification thread): each state change
+    // comes after the cue that asked for it, on the next bar at the latest (the slowest piece,
+    // 90 BPM in 4/4, has bars of 2.67 s).
+    let longestBar = 4 * 60 / 90.0
+    let expected: [(cue: String, at: Double, state: String)] = [
+      ("level.start", 2, "explore"), ("area.dark", 14, "stealth"), ("area.light", 24, "explore"),
+      ("enemy.spotted", 30, "combat"), ("combat.end", 48, "explore"), ("level.complete", 56, "menu"),
+    ]
+    let changes = CGame.stateChanges(run.output)
+    #expect(changes.map(\.state) == ["menu"] + expected.map(\.state), "\(run.output)")
+    for (change, cue) in zip(changes.dropFirst(), expected) {
+      #expect(run.output.contains(String(format: "game %.3f post %@", cue.at, cue.cue)))
+      #expect(
+        change.time >= cue.at && change.time <= cue.at + longestBar + 0.05,
+        "\(change.state) at \(change.time) s, its cue \(cue.cue) at \(cue.at) s")
+    }
+    #expect(run.output.contains("report 36.000 FIRED - "), "player.hit fired its rule at once")
+    #expect(run.output.contains("game: finished 60 s in state menu"))
+  }
+
+  @Test("Every error path is an error code, and the process does not crash")
+  func errorPaths() throws {
+    let directory = try TemporaryDirectory(prefix: "leitmotif-c-api")
+    let game = try CGame.build(in: directory)
+    let run = try CGame.run(
+      game, ["--self-test", "--cues", CGame.repository + "/Assets/cues.json5"], in: directory,
+      extraEnvironment: ["LM_SELF_TEST_LIBRARY": "1"])
+    #expect(run.status == 0, "\(run.output)\(run.errors)")
+    #expect(!run.output.contains("FAIL"), "\(run.output)")
+    let summary = run.output.split(separator: "\n").last { $0.hasPrefix("self-test:") }.map(String.init) ?? ""
+    let counts = summary.split(separator: " ").compactMap { Int($0) }
+    #expect(counts.count == 2 && counts[0] == counts[1] && counts[0] >= 60, "\(summary)")
+    for line in [
+      "ok   post on a NULL handle: LM_ERROR_INVALID_HANDLE",
+      "ok   post on a destroyed engine: LM_ERROR_INVALID_HANDLE",
+      "ok   post a bad UTF-8 cue name: LM_ERROR_INVALID_ARGUMENT",
+      "ok   rate 9 (out of range): LM_ERROR_INVALID_ARGUMENT",
+      "ok   render on a real-time engine: LM_ERROR_WRONG_MODE",
+      "ok   post on a full bus: LM_ERROR_BUS_FULL",
+      "ok   destroy from inside the callback: LM_ERROR_WRONG_MODE",
+      "ok   the game's prompt was asked; yes",
+      "ok   calls racing with lm_engine_destroy complete or see LM_ERROR_INVALID_HANDLE",
+    ] {
+      #expect(run.output.contains(line), "missing: \(line)")
+    }
+  }
+}
+
+/// Building and running the C example.
+enum CGame {
+  /// The repository: three folders above this file.
+  static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent().path
+
+  /// The folder holding libLeitmotifC.so: SwiftPM's build folder, where this test bundle is.
+  static let library: String? = {
+    var candidates: [URL] = []
+    if let path = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
+      candidates.append(URL(fileURLWithPath: path).deletingLastPathComponent())
+    }
+    candidates.append(Bundle.main.bundleURL)
+    candidates.append(Bundle.main.bundleURL.deletingLastPathComponent())
+    return candidates.map(\.path)
+      .first { FileManager.default.fileExists(atPath: $0 + "/libLeitmotifC.so") }
+  }()
+
+  static let notBuilt = Comment(
+    rawValue: "libLeitmotifC.so is not next to the test bundle: build it with `swift build --product LeitmotifC` "
+      + "(with the same options as `swift test`)")
+
+  /// Whether this test process runs under the thread sanitizer (`make test-tsan`): its build of
+  /// libLeitmotifC.so then needs the sanitizer's runtime in the program that loads it.
+  static let underThreadSanitizer = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "__tsan_init") != nil
+
+  /// Why the suite does not run under the thread sanitizer: a C program linking that build needs
+  /// `-fsanitize=thread` plus the toolchain's libdispatch and BlocksRuntime, and the sanitizer
+  /// cannot see `Synchronization.Mutex` on Linux (it locks with a futex), so every lock the
+  /// engine takes for a C call would be reported as a race.
+  static let sanitized = Comment(
+    rawValue: "not under the thread sanitizer: its libLeitmotifC.so needs the sanitizer's runtime in the C program, "
+      + "and the sanitizer does not see Synchronization.Mutex on Linux")
+
+  /// The C compiler: the toolchain's clang, else the clang next to `swift` on PATH, else `cc`.
+  static let compiler: String = {
+    var candidates = ["/opt/swift/usr/bin/clang"]
+    for folder in (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":") {
+      if FileManager.default.isExecutableFile(atPath: "\(folder)/swift") { candidates.append("\(folder)/clang") }
+    }
+    candidates += ["/usr/bin/cc", "/usr/bin/clang", "/usr/bin/gcc"]
+    return candidates.first { FileManager.default.isExecutableFile(atPath: $0) } ?? "cc"
+  }()
+
+  struct Run {
+    var status: Int32
+    var output: String
+    var errors: String
+  }
+
+  struct CompileError: Error, CustomStringConvertible {
+    var description: String
+  }
+
+  /// Compiles Demo/c-game/game.c into `directory` as C99 with warnings, against the header and
+  /// the library, with the library's folder as its run path (as the pkg-config file gives it).
+  static func build(in directory: TemporaryDirectory) throws -> String {
+    let library = try #require(library)
+    let output = directory.file("c-game")
+    let run = try self.run(
+      compiler,
+      [
+        "-std=c99", "-Wall", "-Wextra", "-I", repository + "/include",
+        repository + "/Demo/c-game/game.c", "-L", library, "-lLeitmotifC", "-Wl,-rpath," + library, "-lm", "-o", output,
+      ], in: directory)
+    guard run.status == 0 else { throw CompileError(description: "\(compiler) failed:\n\(run.errors)") }
+    #expect(!run.errors.contains("warning:"), "the example compiles without warnings: \(run.errors)")
+    return output
+  }
+
+  /// Runs `program` with HOME in `directory` (the library's consent and index stay there).
+  static func run(
+    _ program: String, _ arguments: [String], in directory: TemporaryDirectory,
+    extraEnvironment: [String: String] = [:]
+  ) throws -> Run {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: program)
+    process.arguments = arguments
+    process.currentDirectoryURL = URL(fileURLWithPath: directory.path)
+    var environment = ProcessInfo.processInfo.environment.filter {
+      !$0.key.hasPrefix("XDG_") && $0.key != "LEITMOTIF_LIBRARY_ACCESS"
+    }
+    environment["HOME"] = directory.path
+    environment.merge(extraEnvironment) { $1 }
+    process.environment = environment
+    // Standard error goes to a file, so that a full pipe can never stall the program while
+    // standard output is read.
+    let errorsPath = directory.file("stderr-\(UUID().uuidString)")
+    _ = FileManager.default.createFile(atPath: errorsPath, contents: nil)
+    let errors = try FileHandle(forWritingTo: URL(fileURLWithPath: errorsPath))
+    let output = Pipe()
+    process.standardOutput = output
+    process.standardError = errors
+    try process.run()
+    let outputData = output.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    try errors.close()
+    let errorData = FileManager.default.contents(atPath: errorsPath) ?? Data()
+    return Run(
+      status: process.terminationStatus, output: String(decoding: outputData, as: UTF8.self),
+      errors: String(decoding: errorData, as: UTF8.self))
+  }
+
+  /// The `report TIME STATE_CHANGED STATE ...` lines the game printed, in order.
+  static func stateChanges(_ output: String) -> [(time: Double, state: String)] {
+    output.split(separator: "\n").compactMap { line in
+      let words = line.split(separator: " ", maxSplits: 4)
+      guard words.count >= 4, words[0] == "report", words[2] == "STATE_CHANGED", let time = Double(words[1]) else {
+        return nil
+      }
+      return (time, String(words[3]))
+    }
+  }
+}

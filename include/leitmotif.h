@@ -1,0 +1,413 @@
+/*
+ * leitmotif.h: Leitmotif's C API (libLeitmotifC.so), C99, usable from C++.
+ *
+ * Build and find it:  make c-api   (builds .build/debug/libLeitmotifC.so, writes .build/leitmotif.pc)
+ *                     cc game.c $(PKG_CONFIG_PATH=.build pkg-config --cflags --libs leitmotif)
+ *
+ * ## Conventions (they hold for every function below)
+ *
+ * Errors: every function returns an lm_error (LM_OK is 0). A NULL, destroyed or made-up engine
+ * handle is LM_ERROR_INVALID_HANDLE; a NULL pointer where one is required, a string that is not
+ * valid UTF-8, or a number out of its stated range is LM_ERROR_INVALID_ARGUMENT. None of these
+ * crash the process. After an error, lm_engine_last_error(engine) says what failed and why;
+ * lm_last_error() does the same for the calling thread's last failed call on any engine, or on
+ * none (lm_engine_create, an invalid handle).
+ *
+ * Handles: an lm_engine * is an opaque token, never a pointer to memory: do not dereference
+ * it. It encodes a slot and a generation, so a handle used after lm_engine_destroy is detected
+ * (LM_ERROR_INVALID_HANDLE), even when a new engine took its slot.
+ *
+ * Strings in: every const char * argument is NUL-terminated UTF-8, read during the call only
+ * (Leitmotif copies what it keeps). Strings out: owned by Leitmotif, never freed by the caller;
+ * each function says how long they stay valid.
+ *
+ * Threads: each function's comment says from which threads it may be called. "Any thread" means
+ * concurrently with every other function on the same engine, lm_engine_destroy excepted: a
+ * call that races with lm_engine_destroy of the same engine either completes normally or
+ * returns LM_ERROR_INVALID_HANDLE, never crashes. Callbacks say on which thread they run.
+ * Every call finds its engine in the handle table under a short lock (a lookup, no I/O); the
+ * calls that "never block" take no other lock than that one.
+ *
+ * Platforms: 64-bit Linux (a handle's 64 bits carry a tag, a generation and a slot).
+ */
+#ifndef LEITMOTIF_H
+#define LEITMOTIF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The version of this header. lm_version() returns the library's, to compare at run time. */
+#define LM_VERSION_MAJOR 0
+#define LM_VERSION_MINOR 1
+#define LM_VERSION_PATCH 0
+#define LM_VERSION ((LM_VERSION_MAJOR * 10000) + (LM_VERSION_MINOR * 100) + LM_VERSION_PATCH)
+
+/* ---------------------------------------------------------------------------------------------
+ * Errors
+ * ------------------------------------------------------------------------------------------- */
+
+typedef enum lm_error {
+  LM_OK = 0,
+  /* NULL, destroyed (stale) or never-issued engine handle. */
+  LM_ERROR_INVALID_HANDLE = 1,
+  /* A NULL pointer where one is required, bad UTF-8, an out-of-range number, an unknown enum
+     value, a struct_size too small, an unknown parameter name. */
+  LM_ERROR_INVALID_ARGUMENT = 2,
+  /* The cue file is missing or invalid (the message lists every problem with line and column). */
+  LM_ERROR_CUE_FILE = 3,
+  /* No output could be opened (a named device that does not exist, an unsupported format). */
+  LM_ERROR_OUTPUT = 4,
+  /* The music library refused (no usage description to ask with, or an index error). */
+  LM_ERROR_LIBRARY = 5,
+  /* The event bus was full: this event was dropped (and is reported as LM_REPORT_DROPPED). */
+  LM_ERROR_BUS_FULL = 6,
+  /* The call does not fit the engine's mode: lm_render on a real-time engine, lm_update on an
+     offline or own-thread engine, lm_engine_destroy or lm_flush_reports from inside one of the
+     engine's own callbacks. */
+  LM_ERROR_WRONG_MODE = 7,
+  /* The engine table is full (65535 engines alive at once). */
+  LM_ERROR_TOO_MANY_ENGINES = 8
+} lm_error;
+
+/* The enumerator's name ("LM_ERROR_BUS_FULL"), a static string; "LM_ERROR_UNKNOWN" for other
+   values. Any thread. */
+const char *lm_error_name(lm_error error);
+
+/* The library's version as LM_VERSION computes it. Any thread. */
+int lm_version(void);
+
+/* ---------------------------------------------------------------------------------------------
+ * Creating and destroying an engine
+ * ------------------------------------------------------------------------------------------- */
+
+/* An engine: its output, the music director for one cue file, its queue player, and the
+   player's music library. Opaque; see "Handles" above. */
+typedef struct lm_engine lm_engine;
+
+typedef enum lm_output_kind {
+  /* The system's default device; headless (real time, no sound) where there is no sound card. */
+  LM_OUTPUT_DEFAULT_DEVICE = 0,
+  /* An OpenAL playback device by name (lm_config.device_name). */
+  LM_OUTPUT_NAMED_DEVICE = 1,
+  /* No sound, in real time, even where a sound card exists (servers, tests). */
+  LM_OUTPUT_HEADLESS = 2,
+  /* Nothing plays by itself: lm_render mixes on demand, faster than real time, and the same
+     samples every run. */
+  LM_OUTPUT_OFFLINE = 3
+} lm_output_kind;
+
+typedef enum lm_clocking {
+  /* The director runs on a thread of its own ("lm.director"). */
+  LM_CLOCKING_OWN_THREAD = 0,
+  /* The game calls lm_update once per frame; the director's work happens in that call. */
+  LM_CLOCKING_PUMPED = 1
+} lm_clocking;
+
+typedef enum lm_diagnostic_severity {
+  LM_DIAGNOSTIC_NOTICE = 0,
+  LM_DIAGNOSTIC_WARNING = 1,
+  LM_DIAGNOSTIC_ERROR = 2
+} lm_diagnostic_severity;
+
+/* Receives the engine's notices, warnings and errors (the library never prints). `message` is
+   valid during the call only. Runs on any thread: the thread calling lm_engine_create (while it
+   opens the output), the engine's notification thread ("lm.notify"), or, offline, the thread
+   calling lm_render. Must be thread-safe and return quickly; it must not call
+   lm_engine_destroy. */
+typedef void (*lm_diagnostic_fn)(lm_diagnostic_severity severity, const char *message, void *user_data);
+
+/* How to make an engine. Zero it (memset or `= {0}`), set struct_size to sizeof(lm_config), then
+   the fields you need: the zero value of every field is its default. struct_size lets later
+   versions add fields at the end: a library reads only the fields a caller's struct_size covers. */
+typedef struct lm_config {
+  size_t struct_size;
+  /* Required: whose consent to the music library this is (the answer is remembered per id),
+     e.g. "com.example.mygame". Non-empty UTF-8. */
+  const char *application_id;
+  /* The sentence the player reads when asked for their music library; NULL: nobody can be
+     asked (lm_library_request_authorization then fails with LM_ERROR_LIBRARY). */
+  const char *usage_description;
+  /* Required: the cue file (JSON5), e.g. "Assets/cues.json5". */
+  const char *cue_file;
+  lm_output_kind output;
+  /* LM_OUTPUT_NAMED_DEVICE only: the OpenAL device name. */
+  const char *device_name;
+  /* LM_OUTPUT_OFFLINE only: mixing rate, 8000 to 192000 (0: 48000) ... */
+  int sample_rate;
+  /* ... and frames per mix, 16 to 8192 (0: 256): the most a change can lag its event. */
+  int render_frames;
+  /* Real-time engines: who advances the director. Offline engines ignore it (lm_render does). */
+  lm_clocking clocking;
+  /* The player's music folder for `library` sources; NULL: XDG_MUSIC_DIR, else ~/Music. */
+  const char *library_folder;
+  /* Events the bus holds before posts are dropped, 2 to 1048576 (0: 4096). */
+  int bus_capacity;
+  /* Reload the cue file when it changes (real-time engines): nonzero yes. */
+  int watch_cue_file;
+  /* Optional: receives diagnostics from the start (see lm_diagnostic_fn). */
+  lm_diagnostic_fn diagnostic_callback;
+  void *diagnostic_user_data;
+} lm_config;
+
+/* Makes an engine: opens the output, reads the cue file and the bundled music's tags. Does I/O:
+   call it while the game loads, not in its frame loop. The music does not start until lm_start
+   (or the first lm_update / lm_render).
+   On success *out is the new handle; on failure *out is NULL and lm_last_error() says why
+   (LM_ERROR_CUE_FILE lists every problem of the file).
+   Errors: LM_ERROR_INVALID_ARGUMENT, LM_ERROR_CUE_FILE, LM_ERROR_OUTPUT, LM_ERROR_TOO_MANY_ENGINES.
+   Thread safety: any thread. */
+lm_error lm_engine_create(const lm_config *config, lm_engine **out);
+
+/* Stops the director and the music, closes the output and invalidates the handle: every later
+   call with it returns LM_ERROR_INVALID_HANDLE. Waits for a callback of this engine that is
+   running on another thread to return; no callback of this engine starts after it returns.
+   Strings the engine handed out become invalid.
+   Thread safety: any thread, but not from inside one of this engine's callbacks
+   (LM_ERROR_WRONG_MODE). A second destroy of the same handle is LM_ERROR_INVALID_HANDLE. */
+lm_error lm_engine_destroy(lm_engine *engine);
+
+/* The message of the last failed call on `engine` made by the calling thread ("" if none; a
+   fixed sentence for an invalid handle). Never NULL. Owned by the engine: valid until the
+   calling thread's next call on this engine (any lm_* function taking it) or lm_engine_destroy.
+   Thread safety: any thread; each thread sees its own last error. */
+const char *lm_engine_last_error(lm_engine *engine);
+
+/* The message of the calling thread's last failed call of any lm_* function ("" if none). Never
+   NULL. Owned by the library: valid until the calling thread's next lm_* call. Use it when
+   lm_engine_create failed (there is no engine to ask). Thread safety: any thread (per thread). */
+const char *lm_last_error(void);
+
+/* ---------------------------------------------------------------------------------------------
+ * The game's side: events, parameters, the clock
+ * ------------------------------------------------------------------------------------------- */
+
+typedef enum lm_value_type {
+  LM_VALUE_NUMBER = 0,
+  LM_VALUE_STRING = 1,
+  LM_VALUE_BOOL = 2
+} lm_value_type;
+
+/* One named value of an event's payload, e.g. { "threat", LM_VALUE_NUMBER, 2 }. Only the field
+   of `type` is read: `number` (finite), `string` (UTF-8) or `boolean` (nonzero is true). */
+typedef struct lm_value {
+  const char *key;
+  lm_value_type type;
+  double number;
+  const char *string;
+  int boolean;
+} lm_value;
+
+/* Starts the music: enters `state` (NULL: the cue file's start state) and, with own-thread
+   clocking, the director's thread. Idempotent (a second call does nothing). Offline engines
+   start at the current render position. Thread safety: any thread. */
+lm_error lm_start(lm_engine *engine, const char *state);
+
+/* Posts cue `cue` with `count` payload values (`payload` may be NULL when count is 0). Never
+   blocks and never waits for the director: the strings are copied onto a lock-free bus.
+   The director acts on it at its next step: own thread, within 5 ms; pumped, at the next
+   lm_update; offline, at the start of the next lm_render.
+   Errors: LM_ERROR_BUS_FULL (the event was dropped), LM_ERROR_INVALID_ARGUMENT (empty cue, bad
+   UTF-8, a NULL key or string, a non-finite number, an unknown type).
+   Thread safety: any thread, concurrently with everything. */
+lm_error lm_post(lm_engine *engine, const char *cue, const lm_value *payload, size_t count);
+
+/* Sets game parameter `name` (declared in the cue file's `parameters`) to `value` (finite;
+   clamped to the range the file gives it) over `ramp_seconds` (0 or more, finite). Applied at
+   the director's next step. Errors: LM_ERROR_INVALID_ARGUMENT (unknown name, non-finite value,
+   negative ramp). Thread safety: any thread; takes a short lock the director's step also takes. */
+lm_error lm_set_parameter(lm_engine *engine, const char *name, double value, double ramp_seconds);
+
+/* Reads parameter `name`'s current value (mid-ramp values included). Any thread. */
+lm_error lm_get_parameter(lm_engine *engine, const char *name, double *out_value);
+
+/* Pumped clocking: applies the events and parameters posted since the last call and moves ramps
+   along. Call it once per frame from the game loop. No I/O. Errors: LM_ERROR_WRONG_MODE on an
+   own-thread engine (its thread does this) and on an offline engine (lm_render does this).
+   Thread safety: any thread; two threads calling it at once take turns. */
+lm_error lm_update(lm_engine *engine);
+
+/* Offline engines: renders `frames` frames of interleaved stereo float32 (2 * frames floats)
+   into `buffer`, owned by the caller and written during the call only. Before each mix the
+   director is advanced to the audio time of the frame it starts at (events posted before the
+   call take effect at its first frame); the render is split into mixes of the engine's
+   render_frames, and shorter ones where a beat-grid transition must land on its exact frame.
+   Frames are counted from the engine's creation: the audio time is frames rendered / rate.
+   Offline engines open music files inside this call (that keeps runs deterministic): it does
+   file I/O and allocates. From a game's real-time audio callback, render ahead into a ring.
+   Errors: LM_ERROR_WRONG_MODE on a real-time engine; LM_ERROR_INVALID_ARGUMENT for a NULL
+   buffer (frames 0 is fine and does nothing).
+   Thread safety: any thread; calls on one engine are serialized. */
+lm_error lm_render(lm_engine *engine, float *buffer, size_t frames);
+
+/* The engine's mixing rate in Hz. Any thread. */
+lm_error lm_get_sample_rate(lm_engine *engine, int *out_sample_rate);
+
+/* ---------------------------------------------------------------------------------------------
+ * What is playing
+ * ------------------------------------------------------------------------------------------- */
+
+typedef enum lm_playback_state {
+  LM_PLAYBACK_STOPPED = 0,
+  LM_PLAYBACK_PLAYING = 1,
+  LM_PLAYBACK_PAUSED = 2,
+  /* The output device went away; playback resumes by itself when it is back. */
+  LM_PLAYBACK_INTERRUPTED = 3,
+  LM_PLAYBACK_SEEKING_FORWARD = 4,
+  LM_PLAYBACK_SEEKING_BACKWARD = 5
+} lm_playback_state;
+
+/* Set struct_size to sizeof(lm_now_playing_info) before the call; the library writes only the
+   fields it covers. Strings are NULL when absent. */
+typedef struct lm_now_playing_info {
+  size_t struct_size;
+  /* Nonzero when an item is the now-playing one; when zero the strings below are NULL. */
+  int has_item;
+  /* The item's title tag, else its file name. */
+  const char *title;
+  const char *artist;
+  /* The file's path. */
+  const char *path;
+  /* The cue file's source it came from (NULL if the director did not queue it). */
+  const char *source;
+  /* Nonzero for one of the player's own songs (from their library or picks). */
+  int is_user_music;
+  lm_playback_state playback_state;
+  /* The position in the item's file, and its length (negative: unknown). */
+  double position_seconds;
+  double duration_seconds;
+  /* The speed (0 when not playing) and the player's volume (0 to 1). */
+  float rate;
+  float volume;
+  /* The state whose music is heard now (NULL before the music starts). */
+  const char *audible_state;
+} lm_now_playing_info;
+
+/* Fills `out` with what plays now. The strings are owned by the engine and stay valid until the
+   calling thread's next lm_now_playing on this engine, or lm_engine_destroy.
+   Thread safety: any thread. */
+lm_error lm_now_playing(lm_engine *engine, lm_now_playing_info *out);
+
+/* The music state the rules see (*out_current: set when a rule changes it, even while the music
+   waits for the beat grid) and the one heard now (*out_audible). Either pointer may be NULL (not
+   wanted); a state is NULL before the music starts. The strings are owned by the engine and stay
+   valid until the calling thread's next lm_get_state on this engine, or lm_engine_destroy.
+   Thread safety: any thread. */
+lm_error lm_get_state(lm_engine *engine, const char **out_current, const char **out_audible);
+
+/* ---------------------------------------------------------------------------------------------
+ * The player (the director's queue player; the director may change these too, by its rules)
+ * All of these return at once (the engine's threads do the work) and are safe from any thread.
+ * ------------------------------------------------------------------------------------------- */
+
+/* Starts or resumes the queue (an empty queue stays stopped). */
+lm_error lm_player_play(lm_engine *engine);
+/* Pauses with a short fade; lm_player_play resumes from the same frame. */
+lm_error lm_player_pause(lm_engine *engine);
+/* The speed: 0 pauses; (0, 4] plays at that speed. Otherwise LM_ERROR_INVALID_ARGUMENT. */
+lm_error lm_player_set_rate(lm_engine *engine, float rate);
+/* Seeks the now-playing item to `seconds` (finite, 0 or more), sample-accurately. */
+lm_error lm_player_seek(lm_engine *engine, double seconds);
+/* The player's gain, 0 to 1 (anything else: LM_ERROR_INVALID_ARGUMENT). */
+lm_error lm_player_set_volume(lm_engine *engine, float volume);
+
+/* ---------------------------------------------------------------------------------------------
+ * The player's music library: consent
+ * ------------------------------------------------------------------------------------------- */
+
+typedef enum lm_authorization {
+  /* Nobody has asked the player yet (or nobody could). */
+  LM_AUTHORIZATION_NOT_DETERMINED = 0,
+  /* The player said no. */
+  LM_AUTHORIZATION_DENIED = 1,
+  /* A policy (or LEITMOTIF_LIBRARY_ACCESS=restricted) forbids access; the player is not asked. */
+  LM_AUTHORIZATION_RESTRICTED = 2,
+  /* The player said yes. */
+  LM_AUTHORIZATION_AUTHORIZED = 3
+} lm_authorization;
+
+/* Asks the player, in the game's own UI: show `application_name` and `usage_description` and
+   return 1 for yes, 0 for no, -1 when nobody can be asked. Strings valid during the call only.
+   Runs on the thread that called lm_library_request_authorization. */
+typedef int (*lm_prompt_fn)(const char *application_name, const char *usage_description, void *user_data);
+
+/* The current answer for the engine's application id (re-read when it changes on disk).
+   Reads two small files: not in the frame loop. Thread safety: any thread. */
+lm_error lm_library_authorization_status(lm_engine *engine, lm_authorization *out_status);
+
+/* Asks the player when nobody has yet, through `prompt` (NULL: on the controlling terminal,
+   /dev/tty), remembers the answer per application id, and writes the status to *out_status
+   (may be NULL). When the status is already known nobody is asked. Blocks while the prompt
+   waits; then re-reads the cue file's library sources (I/O): not in the frame loop.
+   Errors: LM_ERROR_LIBRARY when the config had no usage_description (nobody is asked).
+   Thread safety: any thread. */
+lm_error lm_library_request_authorization(
+  lm_engine *engine, lm_prompt_fn prompt, void *user_data, lm_authorization *out_status);
+
+/* ---------------------------------------------------------------------------------------------
+ * Notifications
+ * ------------------------------------------------------------------------------------------- */
+
+typedef enum lm_report_kind {
+  /* A rule fired; text lists what it did. */
+  LM_REPORT_FIRED = 0,
+  /* No rule acted on the event; text says why. */
+  LM_REPORT_IGNORED = 1,
+  /* The music moved to `state`. */
+  LM_REPORT_STATE_CHANGED = 2,
+  /* A change waits for the beat grid or the end of the item. */
+  LM_REPORT_SCHEDULED = 3,
+  /* A source gave nothing; the director played another instead. */
+  LM_REPORT_FALLBACK = 4,
+  LM_REPORT_STINGER = 5,
+  /* A new item plays in the current state. */
+  LM_REPORT_NOW_PLAYING = 6,
+  /* The bus was full: events were dropped. */
+  LM_REPORT_DROPPED = 7,
+  /* The cue file changed and its new rules are in force. */
+  LM_REPORT_RELOADED = 8,
+  /* The cue file changed but is invalid: the last good one stays (text lists the problems). */
+  LM_REPORT_RELOAD_FAILED = 9,
+  /* Something went wrong applying an action. */
+  LM_REPORT_PROBLEM = 10
+} lm_report_kind;
+
+/* What the director did, and why. Every string is valid during the callback only. */
+typedef struct lm_report {
+  size_t struct_size;
+  /* Director time in seconds: audio time on an offline engine, else since the engine was made. */
+  double time_seconds;
+  lm_report_kind kind;
+  /* The cue this answers and its bus sequence (NULL and 0 for the director's own doing). */
+  const char *cue;
+  uint64_t sequence;
+  /* LM_REPORT_STATE_CHANGED, LM_REPORT_FALLBACK: the state; else NULL. */
+  const char *state;
+  /* The whole report in a line, as `leitmotif cues simulate` prints it. */
+  const char *text;
+} lm_report;
+
+/* Called with every report, in order, one at a time, on the director's notification queue: a
+   thread of Leitmotif's, never the game's (offline engines too). It must not block for long; it
+   may call any lm_* function except lm_engine_destroy and lm_flush_reports of this engine. */
+typedef void (*lm_report_fn)(const lm_report *report, void *user_data);
+
+/* Sets (or, with NULL, removes) the report callback. Reports made after the call reach it.
+   Thread safety: any thread. */
+lm_error lm_set_report_callback(lm_engine *engine, lm_report_fn callback, void *user_data);
+
+/* Sets (or removes) the diagnostic callback (see lm_config.diagnostic_callback). Any thread. */
+lm_error lm_set_diagnostic_callback(lm_engine *engine, lm_diagnostic_fn callback, void *user_data);
+
+/* Waits until every report made so far has reached the report callback. Any thread but the
+   callback's own (LM_ERROR_WRONG_MODE). */
+lm_error lm_flush_reports(lm_engine *engine);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LEITMOTIF_H */
