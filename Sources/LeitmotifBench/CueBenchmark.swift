@@ -34,6 +34,8 @@ struct CueBenchmark {
     var events = 100_000
     /// The game thread's sleep after each burst in measurement 1 (see `pauseMicroseconds`).
     var pauseMicroseconds = CueBenchmark.pauseMicroseconds
+    /// Seconds of each case of measurement 4 (the director's idle cost), per round.
+    var cpuSeconds = 10.0
 
     init() {}
 
@@ -46,6 +48,11 @@ struct CueBenchmark {
             throw UsageError(description: "\(argument) needs a whole number of 1000 or more")
           }
           if argument == "--posts" { posts = number } else { events = number }
+        case "--cpu-seconds":
+          guard let text = rest.popFirst(), let number = Double(text), number >= 1, number <= 600 else {
+            throw UsageError(description: "--cpu-seconds needs a number of seconds from 1 to 600")
+          }
+          cpuSeconds = number
         case "--pause":
           guard let text = rest.popFirst(), let number = UInt32(text), number > 0 else {
             throw UsageError(description: "--pause needs a positive whole number of microseconds")
@@ -119,6 +126,80 @@ struct CueBenchmark {
     progress(
       "measuring: live reload, \(Self.validReloads) valid and \(Self.invalidReloads) invalid writes of the cue file")
     print(try measureReload(game))
+    print()
+    progress(
+      String(
+        format: "measuring: CPU of the music with and without a director on its own thread, %.0f s per case, 2 rounds",
+        options.cpuSeconds))
+    print(try measureIdleCost(game))
+  }
+
+  // MARK: - 4. What a director costs while music plays and nothing is posted
+
+  /// The director's thread polls the bus every 5 ms while music plays (so that a post never
+  /// wakes it): this measures what that costs, side by side in one run. Three cases on fresh
+  /// real-time headless engines, each playing the same track: a `QueuePlayer` alone; the
+  /// director on its own thread with the cue file not watched; the same with the file watched
+  /// (the watcher stats it ten times a second). Rounds alternate the cases; CPU is the whole
+  /// process's (getrusage), per wall second.
+  private func measureIdleCost(_ game: CueGame) throws -> String {
+    enum Case: CaseIterable {
+      case playerAlone, director, directorWatching
+      var label: String {
+        switch self {
+        case .playerAlone: return "QueuePlayer alone (the track on repeat)"
+        case .director: return "Director, own thread, file not watched"
+        case .directorWatching: return "Director, own thread, file watched"
+        }
+      }
+    }
+    try game.writeCueFile(rules: CueGame.rules)  // the reload measurement left a broken one
+    var cpu: [Case: Double] = [:]
+    var wall: [Case: Double] = [:]
+    for _ in 0..<2 {
+      for kind in Case.allCases {
+        let engine = try AudioEngine(output: .headless)
+        var director: Director?
+        var player: QueuePlayer?
+        switch kind {
+        case .playerAlone:
+          let queue = QueuePlayer(engine: engine)
+          queue.repeatMode = .all
+          try queue.setQueue(with: [MediaItem.load(path: game.directory.file("assets/explore.ogg"))])
+          queue.play()
+          player = queue
+        case .director, .directorWatching:
+          let made = try Director(
+            engine: engine, cueFile: game.cuePath, clocking: .ownThread, watchesFile: kind == .directorWatching)
+          made.start()
+          director = made
+        }
+        usleep(500_000)  // past the start: files open, the first buffers queued
+        let before = CPUUsage.now()
+        let started = Date()
+        usleep(useconds_t(options.cpuSeconds * 1_000_000))
+        cpu[kind, default: 0] += CPUUsage.now().since(before).processSeconds
+        wall[kind, default: 0] += Date().timeIntervalSince(started)
+        director?.player.stop()
+        director?.shutdown()
+        player?.stop()
+        engine.shutdown()
+      }
+    }
+    let perSecond = Case.allCases.map { (cpu[$0] ?? 0) / max(wall[$0] ?? 1, 0.001) }
+    var table = TextTable(["music", "CPU s per audio s", "ratio to the player alone"], rightAligned: [1, 2])
+    for (index, kind) in Case.allCases.enumerated() {
+      table.add([
+        kind.label, String(format: "%.4f", perSecond[index]), String(format: "%.2f", perSecond[index] / perSecond[0]),
+      ])
+    }
+    return """
+      What a director costs while music plays and nothing is posted: real-time headless engines (AudioEngine(output: .headless)),
+      each playing the same 20 s track for \(Int(options.cpuSeconds)) s per round, 2 rounds alternating the cases;
+      CPU is the whole process's (getrusage), per wall second.
+
+      \(table.render())
+      """
   }
 
   // MARK: - 1. post() under load

@@ -7,7 +7,7 @@
 //   leitmotif-bench decode [--minutes N] [--long-minutes M] [--rounds R] [--no-cache] [--skip-memory]
 //   leitmotif-bench queue [--rounds R] [--no-cache] [--sample-rate HZ] [--fade SECONDS]
 //   leitmotif-bench crossfade [--seconds S] [--no-cache]
-//   leitmotif-bench cues [--posts N] [--events N] [--pause MICROSECONDS]
+//   leitmotif-bench cues [--posts N] [--events N] [--pause MICROSECONDS] [--cpu-seconds S]
 //
 // Every file it measures is made on the spot (and cached, see BenchFiles.swift), so the bench
 // needs nothing but the package and the `lame` command. The figures go to stdout as tables;
@@ -46,10 +46,11 @@ let usage = """
     leitmotif-bench crossfade [--seconds S] [--no-cache]
         CPU seconds per audio second of a real-time headless engine: idle, one voice, and two
         voices crossfading back and forth; S seconds each (default 60)
-    leitmotif-bench cues [--posts N] [--events N] [--pause MICROSECONDS]
+    leitmotif-bench cues [--posts N] [--events N] [--pause MICROSECONDS] [--cpu-seconds S]
         the music director: the cost of post() on a game thread while the director and a
         real-time engine are busy (N posts, default 200000, against a locked queue), events per
-        second a pumped director applies (N per case, default 100000), and live-reload latency
+        second a pumped director applies (N per case, default 100000), live-reload latency, and
+        the CPU a director on its own thread adds to playing music (S seconds per case, default 10)
       --pause MICROSECONDS   the game thread's sleep after each burst of 100 posts (default 2000)
   """
 

@@ -632,6 +632,11 @@ public final class QueuePlayer: MediaPlayback {
     }
   }
 
+  /// Which queue entry is now playing (a number that changes whenever the now-playing item
+  /// does, even to another copy of the same file): a cheap way to notice a change without
+  /// comparing items (their equality compares standardized file URLs).
+  var nowPlayingEntryID: Int? { state.withLock { $0.nowID } }
+
   /// A skip with its own crossfade (nil: the usual one), for the director's `skip` action.
   func skip(_ direction: SkipDirection, transition: Transition?) throws(QueueError) {
     state.withLock { $0.pendingFade = transition }

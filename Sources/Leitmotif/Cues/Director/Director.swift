@@ -9,8 +9,9 @@ import Synchronization
 /// ## Threads
 /// - `post(_:_:)` (or `bus.post`) from any thread: it never blocks (see `LevelEventBus`).
 /// - With `.ownThread` clocking the director runs on a thread of its own ("lm.director"): while
-///   music plays it looks at the bus every 5 ms (posts then never make a system call); idle, it
-///   sleeps until a post wakes it or a scheduled change is due. With `.pumped`, the game calls `update()` (from its frame loop): events are
+///   the game is posting (until half a second after the last event) it looks at the bus every
+///   5 ms, so posts never make a system call; otherwise it sleeps until a post wakes it, a
+///   scheduled change is due, or a ramp needs its next step (every 10 ms). With `.pumped`, the game calls `update()` (from its frame loop): events are
 ///   applied there, on the game's thread; no I/O happens in it.
 /// - On an offline engine, `CueSimulation` drives the director by audio time: an event posted
 ///   for time T takes effect at exactly T, and runs repeat sample for sample.
@@ -259,7 +260,9 @@ public final class Director: @unchecked Sendable {
   // MARK: - Stepping
 
   /// One update at director time `time`: events from the bus, parameters, due work, the mix.
-  func step(to time: Double) {
+  /// Returns whether anything came in (events, drops or parameters).
+  @discardableResult
+  func step(to time: Double) -> Bool {
     // One step at a time: the bus has exactly one consumer (a game calling `update()` from two
     // threads waits here instead of breaking that rule).
     stepping.withLock { _ in stepLocked(to: time) }
@@ -267,7 +270,7 @@ public final class Director: @unchecked Sendable {
 
   private let stepping = Mutex<Void>(())
 
-  private func stepLocked(to time: Double) {
+  private func stepLocked(to time: Double) -> Bool {
     var events: [LevelEvent] = []
     _ = bus.drain(into: &events)
     let dropped = bus.takeNewDrops()
@@ -282,6 +285,7 @@ public final class Director: @unchecked Sendable {
       return takeOutbox(&core.outbox)
     }
     deliver(reports)
+    return !events.isEmpty || dropped > 0 || !parameters.isEmpty
   }
 
   /// When the next scheduled thing is due, and whether ramps need steady updates.
@@ -297,15 +301,18 @@ public final class Director: @unchecked Sendable {
     let thread = Thread { [weak self] in
       nameCurrentThread("lm.director")
       // The thread holds the director only while it steps, so releasing the director ends it.
-      while running.value.load(ordering: .acquiring), let (bus, wait, active) = Director.tick(self) {
-        if active {
-          // While music plays the thread looks at the bus every few milliseconds and posts wake
-          // nothing: a post then never makes a system call, nor lets the woken thread take the
-          // game thread's core (the benchmark's slowest posts were all such wake-ups). A cue
-          // waits at most `pollSeconds` more, against the mix periods the audio takes anyway.
+      var lastInput = -Double.infinity
+      while running.value.load(ordering: .acquiring), let (bus, wait, now, tookInput) = Director.tick(self) {
+        if tookInput { lastInput = now }
+        if now - lastInput < Director.pollWindowSeconds {
+          // While the game is posting, the thread looks at the bus every few milliseconds and
+          // posts wake nothing: a post then never makes a system call, nor lets the woken thread
+          // take the game thread's core (the benchmark's slowest posts were all such wake-ups).
+          // A cue waits at most `pollSeconds` more, against the mix periods the audio takes.
           usleep(useconds_t(min(wait, Director.pollSeconds) * 1_000_000))
         } else {
-          // Idle (nothing plays, nothing due): sleep until a post wakes the thread.
+          // Quiet for a while: sleep until a post wakes the thread (only the first post after a
+          // quiet spell pays for the wake-up), a scheduled change is due, or a ramp needs a step.
           bus.waitForPost(timeout: .microseconds(Int64(wait * 1_000_000)))
         }
       }
@@ -318,17 +325,20 @@ public final class Director: @unchecked Sendable {
 
   /// One pass of the director's thread: a step, then how long it may sleep (10 ms while ramps
   /// move, else until the next deadline, at most 100 ms).
-  private static func tick(_ director: Director?) -> (LevelEventBus, Double, Bool)? {
+  private static func tick(_ director: Director?) -> (LevelEventBus, Double, Double, Bool)? {
     guard let director else { return nil }
-    director.step(to: director.clockSeconds)
-    let (deadline, moving, active) = director.core.withLock { ($0.nextDeadline, $0.isMoving, $0.isActive) }
+    let now = director.clockSeconds
+    let tookInput = director.step(to: now)
+    let (deadline, moving) = director.timing()
     var wait = moving ? 0.01 : 0.1
     if let deadline { wait = min(wait, max(0.0005, deadline - director.clockSeconds)) }
-    return (director.bus, wait, active)
+    return (director.bus, wait, now, tookInput)
   }
 
-  /// How often the real-time thread looks at the bus while music plays.
+  /// How often the real-time thread looks at the bus while the game is posting.
   static let pollSeconds = 0.005
+  /// How long after the last event the thread keeps polling before it sleeps until woken.
+  static let pollWindowSeconds = 0.5
 
   // MARK: - Live reload
 

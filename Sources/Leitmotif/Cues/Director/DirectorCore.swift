@@ -35,6 +35,7 @@ final class DirectorCore {
   private var stingerTurns: [String: Int] = [:]
   private var origins: [String: (source: String, isUserMusic: Bool)] = [:]
   private var lastNowPlaying: MediaItem?
+  private var lastNowPlayingEntry: Int?
   /// Reports made since the director last collected them.
   var outbox: [DirectorReport] = []
   /// How long after a crossfade is asked for its incoming music is heard: the one mix of
@@ -79,6 +80,7 @@ final class DirectorCore {
     self.catalog = catalog
     self.resolved = resolved
     resetParameters()
+    isQuiet = false
     if let state = currentState, let spec = sheet.states[state] {
       statePriority = spec.priority
       stateVolume.move(to: Double(spec.volume), over: 0.25, at: now)
@@ -120,6 +122,7 @@ final class DirectorCore {
     }
     parameters[name, default: Ramp(spec.defaultValue)].move(
       to: min(spec.maximum, max(spec.minimum, value)), over: rampSeconds, at: now)
+    isQuiet = false
   }
 
   // MARK: - Time
@@ -128,6 +131,15 @@ final class DirectorCore {
   /// transitions that land, ramps. `time` never goes back.
   func advance(to time: Double, newEvents: [LevelEvent], dropped: UInt64) {
     now = max(now, time)
+    // The common case on the real-time thread, 200 times a second while music plays: nothing
+    // new, nothing due, nothing moving. Only a new item in the queue can need a report.
+    if isQuiet && newEvents.isEmpty && dropped == 0 && waiting.isEmpty
+      && (scheduled.first.map { $0.time > now + 0.5 / Double(engine.sampleRate) } ?? true)
+    {
+      noticeNowPlaying()
+      return
+    }
+    isQuiet = false
     if dropped > 0 { report(.dropped(count: dropped)) }
     // Offline events carry their audio time; the order is time, then posting order. Real-time
     // events have none and come in order, so the sort is skipped when nothing is out of place.
@@ -159,13 +171,12 @@ final class DirectorCore {
     ducks.removeAll { $0.isOver(at: now) }
     noticeNowPlaying()
     applyMix()
+    isQuiet = !isMoving && stingers.isEmpty
   }
 
-  /// Whether music or a stinger plays, or something is due: the real-time thread then polls the
-  /// bus instead of being woken by each post (see `Director.tick`).
-  var isActive: Bool {
-    player.playbackState == .playing || !stingers.isEmpty || !scheduled.isEmpty || isMoving
-  }
+  /// Nothing moves and nothing plays on its own: the next update has nothing to step unless
+  /// something comes in (see `advance`). Anything that changes the mix from outside clears it.
+  private var isQuiet = false
 
   /// The next time something is due (an event's audio time, a scheduled change), if any.
   var nextDeadline: Double? {
@@ -184,6 +195,7 @@ final class DirectorCore {
 
   /// Enters the cue file's `start` state (or `state`), if any.
   func start(state: String?) {
+    isQuiet = false
     guard let name = state ?? sheet.startState, let spec = sheet.states[name] else { return }
     changeState(to: name, spec: spec.transition, cause: nil)
   }
@@ -424,6 +436,7 @@ final class DirectorCore {
     stateRate.set(Double(state.rate))
     let origin = music.origins[first.item.assetURL.path]
     lastNowPlaying = first.item
+    lastNowPlayingEntry = player.nowPlayingEntryID
     // Stamped with the time the new music is heard: a crossfade pre-rolls one mix first.
     report(
       .stateChanged(
@@ -584,8 +597,13 @@ final class DirectorCore {
     lastMix = mix
   }
 
+  /// Reports a new now-playing item. Runs on every update (200 times a second on the director's
+  /// thread while music plays), so it compares the queue's entry number, not items.
   private func noticeNowPlaying() {
-    guard let item = player.nowPlayingItem, player.playbackState == .playing else { return }
+    let entry = player.nowPlayingEntryID
+    guard entry != lastNowPlayingEntry else { return }
+    guard player.playbackState == .playing, let item = player.nowPlayingItem else { return }
+    lastNowPlayingEntry = entry
     guard item != lastNowPlaying else { return }
     lastNowPlaying = item
     let origin = origins[item.assetURL.path]
