@@ -224,8 +224,8 @@ struct LibraryScanTests {
     try library.song("good.ogg", frequency: 440, title: "Good")
     let empty = library.music + "/empty.ogg"
     let damaged = library.music + "/damaged.mp3"
-    FileManager.default.createFile(atPath: empty, contents: Data())
-    FileManager.default.createFile(atPath: damaged, contents: Data(String(repeating: "no audio here ", count: 50).utf8))
+    _ = FileManager.default.createFile(atPath: empty, contents: Data())
+    _ = FileManager.default.createFile(atPath: damaged, contents: Data(String(repeating: "no audio here ", count: 50).utf8))
     let index = try DirectIndex(path: library.indexPath)
 
     let first = try library.scanner.scan(through: index)
@@ -526,7 +526,7 @@ struct LibraryScanCLITests {
   func scanCommand() throws {
     let folder = try LibraryFolder()
     try folder.song("one.ogg", frequency: 440, title: "One")
-    FileManager.default.createFile(atPath: folder.music + "/empty.mp3", contents: Data())
+    _ = FileManager.default.createFile(atPath: folder.music + "/empty.mp3", contents: Data())
     let home = folder.temporary.path
 
     let denied = try run(["scan", "--app", "scan-cli-test", "--library", folder.music], home: home)
