@@ -271,7 +271,7 @@ final class TmuxPick {
     try run(["-f", "/dev/null", "new-session", "-d", "-s", "pick", "-x", "\(columns)", "-y", "\(rows)", shell])
   }
 
-  deinit { try? run(["kill-server"]) }
+  deinit { _ = try? run(["kill-server"]) }
 
   static func quote(_ text: String) -> String { "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'" }
 
