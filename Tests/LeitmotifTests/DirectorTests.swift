@@ -22,6 +22,8 @@ struct DirectorTests {
         rules: [ { name: "fight", on: "combat.start", do: { state: "combat" } } ],
       }
       """)
+    // The check's catalogue of bundled music comes with the sheet: the director reuses it.
+    #expect(sheet.catalog?.items.count == 5)
     let (left, timeline) = try game.simulate(sheet, [.cue(3, "combat.start")], seconds: 6)
     let pitches = [DirectorFixture.explorePitch, DirectorFixture.combatPitch]
     #expect(Listen.loudest(left, 0.5, 2.9, among: pitches) == DirectorFixture.explorePitch, "\(timeline.summary)")
@@ -436,7 +438,8 @@ struct DirectorLibraryTests {
   func playlistAndPicks() throws {
     let game = try DirectorFixture()
     let library = try library(game, status: .authorized)
-    try "#EXTM3U\nsong.ogg\n".write(toFile: game.directory.file("Music/Road Trip.m3u"), atomically: true, encoding: .utf8)
+    try "#EXTM3U\nsong.ogg\n".write(
+      toFile: game.directory.file("Music/Road Trip.m3u"), atomically: true, encoding: .utf8)
     _ = try library.scan()
     let pitches = [DirectorFixture.userPitch, DirectorFixture.explorePitch]
     for source in [#"{ playlist: "road trip", fallback: "calm" }"#, #"{ picks: true, fallback: "calm" }"#] {
@@ -446,7 +449,8 @@ struct DirectorLibraryTests {
       let picked = try library.items(matching: .songs())
       options.picks = MediaItemCollection(items: picked)
       let (left, timeline) = try game.simulate(try game.sheet(text), [], seconds: 1, options: options)
-      #expect(Listen.loudest(left, 0.2, 0.9, among: pitches) == DirectorFixture.userPitch, "\(source)\n\(timeline.summary)")
+      #expect(
+        Listen.loudest(left, 0.2, 0.9, among: pitches) == DirectorFixture.userPitch, "\(source)\n\(timeline.summary)")
       // Without picks (or with the playlist gone) the bundled music plays.
       options.picks = nil
       let empty = text.replacingOccurrences(of: "road trip", with: "no such list")

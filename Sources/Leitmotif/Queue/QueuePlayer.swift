@@ -581,7 +581,7 @@ public final class QueuePlayer: MediaPlayback {
       state.withLock { state in
         guard state.volume != volume else { return }
         state.volume = volume
-        for slot in allSlots(state) { engine.commands.post(.setVolume(slot: slot, volume * state.mixGain)) }
+        postGain(state)
         emitLocked(.volumeChanged(volume), &state)
       }
     }
@@ -613,7 +613,7 @@ public final class QueuePlayer: MediaPlayback {
     state.withLock { state in
       guard state.mixGain != gain else { return }
       state.mixGain = gain
-      for slot in allSlots(state) { engine.commands.post(.setVolume(slot: slot, state.volume * gain)) }
+      postGain(state)
     }
   }
 
@@ -646,6 +646,11 @@ public final class QueuePlayer: MediaPlayback {
     case .previous: try skipToPreviousItem()
     case .beginning: try skipToBeginning()
     }
+  }
+
+  /// Sends every voice its gain: the player's volume times the director's mix gain.
+  private func postGain(_ state: State) {
+    for slot in allSlots(state) { engine.commands.post(.setVolume(slot: slot, state.volume * state.mixGain)) }
   }
 
   /// The director's rate: changes the speed of every voice without starting playback (unlike
@@ -946,7 +951,9 @@ public final class QueuePlayer: MediaPlayback {
   }
 
   /// Starts `id` on a new voice, crossfading from every voice of this player that can be heard.
-  private func crossfade(to id: Int, from previous: MediaItem? = nil, fade override: Transition? = nil, _ state: inout State) {
+  private func crossfade(
+    to id: Int, from previous: MediaItem? = nil, fade override: Transition? = nil, _ state: inout State
+  ) {
     let fade = override ?? state.pendingFade ?? transition(into: id, state)
     state.pendingFade = nil
     emitLocked(.transitionStarted(from: previous, to: state.entries[id]!.item, fade), &state)

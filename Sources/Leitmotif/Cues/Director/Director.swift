@@ -52,7 +52,6 @@ public final class Director: @unchecked Sendable {
   private let started = Atomic<Bool>(false)
   private var thread: Thread?
   private var watcher: Thread?
-  private var batch: [LevelEvent] = []
 
   /// A director for the cue file at `path`, watched for changes while the director runs.
   /// - Parameters:
@@ -103,12 +102,11 @@ public final class Director: @unchecked Sendable {
     cueFilePath = watchedPath ?? sheet.path
     bus = LevelEventBus(capacity: busCapacity)
     player = QueuePlayer(engine: engine, library: library)
-    let catalog = BundledCatalog(directory: sheet.assetsDirectory)
+    let catalog = sheet.catalog ?? BundledCatalog(directory: sheet.assetsDirectory)
     let resolver = MusicResolver(catalog: catalog, library: library, picks: nil)
     core = Mutex(
       DirectorCore(engine: engine, player: player, sheet: sheet, catalog: catalog, resolved: resolver.resolveAll(sheet))
     )
-    batch.reserveCapacity(256)
     if let watchedPath { startWatching(path: watchedPath) }
   }
 
@@ -169,14 +167,12 @@ public final class Director: @unchecked Sendable {
   /// calling thread (no I/O: the items are in memory).
   public func setPicks(_ collection: MediaItemCollection?) {
     picks.withLock { $0 = collection }
-    let items = collection?.items ?? []
     core.withLock { core in
+      // Only the picks sources change; resolving them reads nothing (the items are in memory).
+      let resolver = MusicResolver(catalog: core.catalog, library: library, picks: collection)
       var resolved = core.resolved
       for (name, source) in core.sheet.sources {
-        if case .picks = source.kind {
-          resolved[name] =
-            items.isEmpty ? .unavailable("the player has picked no songs") : SourceResolution(items: items)
-        }
+        if case .picks = source.kind { resolved[name] = resolver.resolve(source) }
       }
       core.replace(resolved: resolved)
     }
@@ -360,7 +356,7 @@ public final class Director: @unchecked Sendable {
       return checked.problems
     }
     // The slow part (tags, library queries) happens before the lock: updates go on meanwhile.
-    let catalog = BundledCatalog(directory: sheet.assetsDirectory)
+    let catalog = sheet.catalog ?? BundledCatalog(directory: sheet.assetsDirectory)
     let resolver = MusicResolver(catalog: catalog, library: library, picks: picks.withLock { $0 })
     let resolved = resolver.resolveAll(sheet)
     let reports = core.withLock { core -> [DirectorReport] in

@@ -26,6 +26,9 @@ public struct CueSheet: Sendable {
   public var states: [String: MusicState]
   /// The rules, in file order (the order breaks ties between rules of the same priority).
   public var rules: [CueRule]
+  /// The bundled music the file was checked against (nil when the check needed none): the
+  /// director plays from it rather than walking and decoding the assets folder a second time.
+  public var catalog: BundledCatalog?
 
   /// An empty sheet (no start state, parameters, sources, states or rules) whose bundled music is
   /// looked up in `assetsDirectory`. Cue files are read with `load(path:)` or `parse(_:path:)`.
@@ -39,6 +42,7 @@ public struct CueSheet: Sendable {
     sources = [:]
     states = [:]
     rules = []
+    catalog = nil
   }
 
   /// The parameter called `name`, or nil when the sheet has none.

@@ -39,7 +39,8 @@ extension CueSheet {
     sheet: CueSheet?, problems: [CueProblem]
   ) {
     var decoder = CueSheetDecoder(file: path, catalog: catalog)
-    let sheet = decoder.decode(text)
+    var sheet = decoder.decode(text)
+    sheet.catalog = decoder.checkedCatalog
     // Stable: problems at one place keep the order they were found in.
     let problems = decoder.problems.enumerated().sorted {
       ($0.element.location, $0.offset) < ($1.element.location, $1.offset)
@@ -138,6 +139,9 @@ struct CueSheetDecoder {
 
   var sourceNames: [String] { sourceDeclarations.map(\.name) }
   var stateNames: [String] { stateDeclarations.map(\.name) }
+
+  /// The catalogue the check used (given or made), if it needed one.
+  var checkedCatalog: BundledCatalog? { bundledCatalog }
 
   /// The assets folder's catalogue, made (by walking the folder) on first use.
   mutating func catalog() -> BundledCatalog {
