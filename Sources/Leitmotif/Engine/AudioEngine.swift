@@ -40,14 +40,14 @@ public final class AudioEngine: @unchecked Sendable {
   private let events = CommandQueue<EngineEvent>()
   private let loop: StreamingLoop
   let statuses: [VoiceStatus]
-  private let freeSlots: Mutex<[Int]>
-  /// Owned slots and their owners' priorities (for stealing).
-  private let priorities = Mutex<[Int: Int]>([:])
-  /// Each slot's stream, for appending segments and releasing loops from game-side threads.
+  /// Who owns which voice (slots, generations, priorities, listeners).
+  let pool: VoicePool
+  /// Each voice's stream, for appending segments and releasing loops from game-side threads.
   private let streams = StreamRegistry()
+  /// The engine's decode threads still running (shutdown waits for them).
+  let decodeThreads = ThreadCensus()
   /// At most this many voices play at once (the pool's cap).
-  public let voiceLimit: Int
-  private let listeners = Mutex<[Int: @Sendable (EngineEvent) -> Void]>([:])
+  public var voiceLimit: Int { pool.limit }
   private let diagnostics = Mutex<DiagnosticsHandler?>(nil)
   private let running = RunFlag()
   private let loader = DispatchQueue(label: "leitmotif.loader")
@@ -96,8 +96,9 @@ public final class AudioEngine: @unchecked Sendable {
     }
     startupNotice = notice
     statuses = (0..<StreamingLoop.maximumVoices).map { _ in VoiceStatus() }
-    self.voiceLimit = max(1, min(voiceLimit, StreamingLoop.maximumVoices))
-    freeSlots = Mutex(Array((0..<self.voiceLimit).reversed()))
+    pool = VoicePool(
+      limit: max(1, min(voiceLimit, StreamingLoop.maximumVoices)), statuses: statuses, commands: commands,
+      events: events)
     let isOffline = self.isOffline
     loop = StreamingLoop(
       device: initialDevice, statuses: statuses, commands: commands, events: events,
@@ -106,18 +107,31 @@ public final class AudioEngine: @unchecked Sendable {
     if !isOffline { startThreads() }
   }
 
-  deinit {
-    running.value.store(false, ordering: .releasing)
-    events.wakeUp()
-  }
+  deinit { shutdown() }
 
-  /// Stops the engine's threads. Called automatically when the engine is released; call it to
-  /// stop sooner (the CLI does on Ctrl-C). Idempotent.
+  /// Stops every thread of the engine: streaming, notifications, the loader and each voice's
+  /// decode thread; returns when they have ended (at most about two seconds: a decode thread
+  /// stuck in a file read is not waited for longer). Called automatically when the engine is
+  /// released; call it to stop sooner (the CLI does on Ctrl-C). Idempotent. Players of the engine
+  /// go silent; nothing more plays on it.
   public func shutdown() {
     guard running.value.exchange(false, ordering: .acquiringAndReleasing) else { return }
     events.wakeUp()
-    while let thread = streamingThread, !thread.isFinished { usleep(1000) }
+    commands.wakeUp()
+    let deadline = DispatchTime.now() + .seconds(2)
+    while let thread = streamingThread, !thread.isFinished, DispatchTime.now() < deadline { usleep(1000) }
+    // The loader: what is queued there sees the engine stopped and opens nothing more.
+    if !isOffline { loader.sync {} }
+    // The voices' decode threads (the streaming thread has ended, or the engine is offline and
+    // renders no more: nobody else touches the loop now).
+    if streamingThread?.isFinished ?? true { renderLock.withLock { _ in loop.stopAllStreams() } }
+    for stream in streams.takeAll() { stream.stop() }
+    while decodeThreads.count > 0, DispatchTime.now() < deadline { usleep(1000) }
+    while let thread = notificationThread, !thread.isFinished, DispatchTime.now() < deadline { usleep(1000) }
   }
+
+  /// Whether `shutdown()` has run (or started).
+  var isShutDown: Bool { !running.value.load(ordering: .acquiring) }
 
   /// The master gain over everything the engine plays, 0 to 1.
   public var masterGain: Float {
@@ -185,8 +199,13 @@ public final class AudioEngine: @unchecked Sendable {
   /// Offline engines: pumps the streaming loop, mixes `frameCount` stereo Float32 frames into
   /// `buffer`, then delivers the events of this step on the calling thread.
   /// Keep `frameCount` equal to the `renderFrames` the engine was made with for exact timing.
+  /// After `shutdown()` it writes silence.
   public func render(into buffer: UnsafeMutablePointer<Float>, frameCount: Int) {
     precondition(isOffline, "render(into:frameCount:) is for offline engines")
+    guard !isShutDown else {
+      buffer.initialize(repeating: 0, count: 2 * max(0, frameCount))
+      return
+    }
     renderLock.withLock { _ in
       loop.pump()
       loop.device.render(into: buffer, frameCount: frameCount)
@@ -203,91 +222,37 @@ public final class AudioEngine: @unchecked Sendable {
 
   // MARK: - Voices (used by players)
 
-  /// Takes a voice for a new owner, or steals one when all `voiceLimit` are in use.
-  ///
-  /// The stealing policy, in order: (1) a voice that is being let go (the outgoing side of a
-  /// crossfade), quietest first; (2) a voice of lower priority than the one asked for, quietest
-  /// first. A voice of the same or higher priority that is still heard is never stolen: the
-  /// request fails instead. A stolen voice fades out over 10 ms (never a cut), and its owner is
-  /// told (`.stolen`).
-  func allocateSlot(priority: Int = 0) -> Int? {
-    if let slot = freeSlots.withLock({ $0.popLast() }) {
-      priorities.withLock { $0[slot] = priority }
-      resetStatus(slot)
-      return slot
-    }
-    let victim = priorities.withLock { priorities -> Int? in
-      var best: (slot: Int, rank: Int, gain: Float)?
-      for slot in 0..<StreamingLoop.maximumVoices where slot < voiceLimit {
-        guard let owned = priorities[slot] else { continue }
-        let status = statuses[slot]
-        let rank: Int
-        if status.isLetGo.load(ordering: .acquiring) {
-          rank = 0
-        } else if owned < priority {
-          rank = 1
-        } else {
-          continue
-        }
-        let gain = status.gain
-        if best == nil || rank < best!.rank || (rank == best!.rank && gain < best!.gain) {
-          best = (slot, rank, gain)
-        }
-      }
-      if let best { priorities[best.slot] = priority }
-      return best?.slot
-    }
-    guard let victim else { return nil }
-    resetStatus(victim)
-    let previous = listeners.withLock { $0.removeValue(forKey: victim) }
-    streams.map.withLock { $0[victim] = nil }
-    commands.post(.release(slot: victim))
-    if let previous {
-      events.post(.stolenFrom(previous, slot: victim))
-      events.wakeUp()
-    }
-    return victim
+  /// Takes a voice for a new owner (see `VoicePool.claim` for the stealing policy); `listener`
+  /// gets the events of this voice (of this claim only) on the notification thread.
+  func claimVoice(
+    priority: Int = 0, stealsHeld: Bool = true, listener: @escaping @Sendable (EngineEvent) -> Void
+  ) -> VoiceLease? {
+    pool.claim(priority: priority, stealsHeld: stealsHeld, listener: listener)
   }
 
-  /// A new owner's slot starts clean (the voice that attaches publishes from then on); in
-  /// particular it is not "let go", which would make it the first to be stolen.
-  private func resetStatus(_ slot: Int) {
-    let status = statuses[slot]
-    status.isLetGo.store(false, ordering: .releasing)
-    status.gainBits.store(Float(1).bitPattern, ordering: .relaxed)
-    status.seekGenerationDone.store(0, ordering: .releasing)
-    status.isPrepared.store(false, ordering: .releasing)
-    status.sampleRate.store(0, ordering: .releasing)
-    status.positionFrames.store(0, ordering: .releasing)
-  }
-
-  func releaseSlot(_ slot: Int) {
-    commands.post(.release(slot: slot))
-    listeners.withLock { $0[slot] = nil }
-    streams.map.withLock { $0[slot] = nil }
-    let wasOwned = priorities.withLock { $0.removeValue(forKey: slot) != nil }
-    if wasOwned { freeSlots.withLock { $0.append(slot) } }
-  }
-
-  func setListener(slot: Int, _ listener: @escaping @Sendable (EngineEvent) -> Void) {
-    listeners.withLock { $0[slot] = listener }
-  }
+  /// The status of `voice` once the streaming thread has taken up its claim, else nil.
+  func status(of voice: VoiceHandle) -> VoiceStatus? { pool.status(of: voice) }
 
   /// Opens `path` (on the loader thread, or right here for an offline engine), seeks to
   /// `startSeconds`, decodes the first buffers, and hands the stream to the streaming thread.
-  func load(path: String, startSeconds: Double, slot: Int) {
-    load(SegmentRequest(token: 0, path: path), startSeconds: startSeconds, slot: slot)
+  func load(path: String, startSeconds: Double, voice: VoiceHandle) {
+    load(SegmentRequest(token: 0, path: path), startSeconds: startSeconds, voice: voice)
   }
 
   /// Opens the segment `request` for `slot`, starting at `startSeconds` of the file (nil: at the
   /// segment's own start), pre-buffers it and attaches it. Later `append`s for the slot run after.
   /// `preRoll`: the voice will fade in as the incoming side of a crossfade (see
   /// `DecodeAheadStream.init`); one mix period of silence goes before the item.
-  func load(_ request: SegmentRequest, startSeconds: Double?, slot: Int, preRoll: Bool = false) {
+  func load(_ request: SegmentRequest, startSeconds: Double?, voice: VoiceHandle, preRoll: Bool = false) {
     let preRollFrames = preRoll ? initialDevice.mixPeriodFrames : 0
     let commands = self.commands
     let streams = self.streams
+    let census = decodeThreads
+    let running = self.running
+    let pool = self.pool
     runOnLoader {
+      // Nothing is opened for an engine that stopped, or for an owner who has moved on.
+      guard running.value.load(ordering: .acquiring), pool.owns(voice) else { return }
       let command: EngineCommand
       do throws(DecodeError) {
         let segment = try request.open()
@@ -297,18 +262,19 @@ public final class AudioEngine: @unchecked Sendable {
           start = max(0, min(Int64((startSeconds * rate).rounded()), segment.endFrame))
           if start != segment.decoder.cursorFrames { try segment.decoder.seek(toFrame: start) }
         }
-        let stream = DecodeAheadStream(first: segment, startFrame: start, preRollFrames: preRollFrames)
-        streams.map.withLock { $0[slot] = stream }
+        let stream = DecodeAheadStream(
+          first: segment, startFrame: start, preRollFrames: preRollFrames, census: census)
+        streams.set(stream, for: voice)
         // Pre-buffer: wait (here, on the loader thread) until the ring holds what the OpenAL
         // buffers will take, so that attaching never waits.
         let deadline = Date().addingTimeInterval(5)
         while stream.availableBlocks < Voice.bufferCount && !stream.initialGenerationEnded && Date() < deadline {
           usleep(500)
         }
-        command = .attach(slot: slot, LoadedStream(stream: stream, startFrame: start))
+        command = .attach(voice: voice, LoadedStream(stream: stream, startFrame: start))
       } catch {
-        streams.map.withLock { $0[slot] = nil }
-        command = .loadFailed(slot: slot, error)
+        streams.remove(voice)
+        command = .loadFailed(voice: voice, error)
       }
       commands.post(command)
     }
@@ -316,11 +282,11 @@ public final class AudioEngine: @unchecked Sendable {
 
   /// Opens `request` and queues it on the slot's stream, to follow what is there gaplessly.
   /// Failures (and a sample rate the stream cannot take) come back as `.appendFailed`.
-  func append(_ request: SegmentRequest, slot: Int) {
+  func append(_ request: SegmentRequest, voice: VoiceHandle) {
     let events = self.events
     let streams = self.streams
     runOnLoader {
-      guard let stream = streams.map.withLock({ $0[slot] }) else { return }
+      guard let stream = streams.stream(for: voice) else { return }
       do throws(DecodeError) {
         let segment = try request.open()
         let rate = segment.decoder.format.sampleRate
@@ -329,24 +295,24 @@ public final class AudioEngine: @unchecked Sendable {
             path: request.path,
             reason: .unsupported(
               "its sample rate \(rate) Hz differs from \(stream.format.sampleRate) Hz of the item before"))
-          events.post(.appendFailed(slot: slot, token: request.token, error, rateMismatch: true))
+          events.post(.appendFailed(voice: voice, token: request.token, error, rateMismatch: true))
           return
         }
         stream.append(segment)
       } catch {
-        events.post(.appendFailed(slot: slot, token: request.token, error, rateMismatch: false))
+        events.post(.appendFailed(voice: voice, token: request.token, error, rateMismatch: false))
       }
     }
   }
 
   /// Replaces what follows segment `token` on the slot's stream with `request` (or nothing).
   /// When the stream had already decoded into the old follower, the voice re-seeks (10 ms dip).
-  func replaceUpcoming(slot: Int, after token: Int, with request: SegmentRequest?) {
+  func replaceUpcoming(voice: VoiceHandle, after token: Int, with request: SegmentRequest?) {
     let events = self.events
     let streams = self.streams
     let commands = self.commands
     runOnLoader {
-      guard let stream = streams.map.withLock({ $0[slot] }) else { return }
+      guard let stream = streams.stream(for: voice) else { return }
       var segments: [StreamSegment] = []
       if let request {
         do throws(DecodeError) {
@@ -355,19 +321,19 @@ public final class AudioEngine: @unchecked Sendable {
             segments.append(segment)
           } else {
             let error = DecodeError(path: request.path, reason: .unsupported("another sample rate"))
-            events.post(.appendFailed(slot: slot, token: request.token, error, rateMismatch: true))
+            events.post(.appendFailed(voice: voice, token: request.token, error, rateMismatch: true))
           }
         } catch {
-          events.post(.appendFailed(slot: slot, token: request.token, error, rateMismatch: false))
+          events.post(.appendFailed(voice: voice, token: request.token, error, rateMismatch: false))
         }
       }
-      if !stream.replaceUpcoming(after: token, with: segments) { commands.post(.resync(slot: slot)) }
+      if !stream.replaceUpcoming(after: token, with: segments) { commands.post(.resync(voice: voice)) }
     }
   }
 
   /// Ends the loops of the slot's segments up to `token`: they play on to their ends.
-  func releaseLoop(slot: Int, through token: Int) {
-    streams.map.withLock { $0[slot] }?.releaseLoop(through: token)
+  func releaseLoop(voice: VoiceHandle, through token: Int) {
+    streams.stream(for: voice)?.releaseLoop(through: token)
   }
 
   /// Loader work runs in order on the loader thread (inline for an offline engine, so that
@@ -391,21 +357,21 @@ public final class AudioEngine: @unchecked Sendable {
       report(Diagnostic(.warning, "audio device \"\(name)\" disconnected; reopening the default device"))
     case .deviceRestored(let kind, let name):
       report(Diagnostic(.notice, "audio resumed on \"\(name)\"" + (kind == .headless ? " (headless)" : "")))
-    case .underrun(let slot):
-      report(Diagnostic(.warning, "stream underrun on voice \(slot): restarted"))
-      notify(slot: slot, event)
-    case .prepared(let slot), .ended(let slot), .failed(let slot, _), .interrupted(let slot, _),
-      .segmentStarted(let slot, _), .segmentFailed(let slot, _, _), .fadedOut(let slot), .handedOff(let slot, _),
-      .appendFailed(let slot, _, _, _):
-      notify(slot: slot, event)
-    case .stolenFrom(let listener, _):
+    case .underrun(let voice):
+      report(Diagnostic(.warning, "stream underrun on \(voice): restarted"))
+      notify(event)
+    case .stolen(_, let listener):
       listener(event)
+    case .prepared, .ended, .failed, .interrupted, .segmentStarted, .segmentFailed, .fadedOut, .handedOff,
+      .appendFailed:
+      notify(event)
     }
   }
 
-  private func notify(slot: Int, _ event: EngineEvent) {
-    let listener = listeners.withLock { $0[slot] }
-    listener?(event)
+  /// Hands a voice's event to its owner, if the voice it names still belongs to that owner.
+  private func notify(_ event: EngineEvent) {
+    guard let voice = event.voice, let listener = pool.listener(for: voice) else { return }
+    listener(event)
   }
 
   /// For tests: behaves as if OpenAL reported the device disconnected (ALC_EXT_disconnect), so
@@ -429,9 +395,39 @@ func nameCurrentThread(_ name: String) {
   close(descriptor)
 }
 
-/// Each slot's stream, shared with the loader's closures.
+/// Each voice's stream, shared with the loader's closures; a stream is found only under the
+/// handle it was opened for.
 final class StreamRegistry: Sendable {
-  let map = Mutex<[Int: DecodeAheadStream]>([:])
+  private let map = Mutex<[Int: (voice: VoiceHandle, stream: DecodeAheadStream)]>([:])
+
+  func set(_ stream: DecodeAheadStream, for voice: VoiceHandle) {
+    map.withLock { $0[voice.slot] = (voice, stream) }
+  }
+
+  func stream(for voice: VoiceHandle) -> DecodeAheadStream? {
+    map.withLock { map in map[voice.slot].flatMap { $0.voice == voice ? $0.stream : nil } }
+  }
+
+  func remove(_ voice: VoiceHandle) {
+    map.withLock { map in if map[voice.slot]?.voice == voice { map[voice.slot] = nil } }
+  }
+
+  /// Empties the registry (at shutdown), returning what it held.
+  func takeAll() -> [DecodeAheadStream] {
+    map.withLock { map in
+      defer { map.removeAll() }
+      return map.values.map(\.stream)
+    }
+  }
+}
+
+/// Counts running threads of one kind (the engine's decode threads), so that shutdown can wait
+/// for the last one to end.
+final class ThreadCensus: Sendable {
+  private let running = Atomic<Int>(0)
+  var count: Int { running.load(ordering: .acquiring) }
+  func enter() { running.add(1, ordering: .relaxed) }
+  func leave() { running.subtract(1, ordering: .releasing) }
 }
 
 /// The engine's threads run while this is true; shared by reference so the threads need not hold

@@ -118,7 +118,8 @@ final class DecodeAheadStream: @unchecked Sendable {
   /// `preRollFrames` of silence go first: a voice that fades in as the incoming side of a
   /// crossfade starts its source one mix before its fade begins (a source's first mix is not
   /// ramped, so it must be silent), and the silence fills that mix instead of the item's start.
-  init(first: StreamSegment, startFrame: Int64, preRollFrames: Int = 0) {
+  /// `census` counts the decode thread while it runs (the engine's shutdown waits for it).
+  init(first: StreamSegment, startFrame: Int64, preRollFrames: Int = 0, census: ThreadCensus? = nil) {
     path = first.decoder.path
     format = first.decoder.format
     firstToken = first.token
@@ -137,9 +138,11 @@ final class DecodeAheadStream: @unchecked Sendable {
     // The decoder moves to the decode thread and is used only there from now on.
     let handover = Handover(first)
     let preRoll = max(0, min(preRollFrames, Self.framesPerBlock))
+    census?.enter()
     let thread = Thread { [self] in
       nameCurrentThread("lm.decode")
       self.produce(first: handover.value, startFrame: startFrame, preRollFrames: preRoll)
+      census?.leave()
     }
     thread.name = "leitmotif.decode"
     thread.start()

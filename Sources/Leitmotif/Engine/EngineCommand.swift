@@ -10,29 +10,35 @@ struct LoadedStream: @unchecked Sendable {
   var handoff: Voice.Handoff? = nil
 }
 
-/// Requests from game threads to the streaming thread.
+/// Requests from game threads to the streaming thread. Every request about a voice names its
+/// handle (slot and generation); the streaming thread drops those whose generation is no longer
+/// the slot's (an earlier owner's, see `VoiceHandle`).
 enum EngineCommand: Sendable {
-  case attach(slot: Int, LoadedStream)
-  case loadFailed(slot: Int, DecodeError)
-  case play(slot: Int)
-  case pause(slot: Int)
-  case stop(slot: Int, generation: Int)
-  case seek(slot: Int, seconds: Double, generation: Int)
-  case setRate(slot: Int, Float)
-  case setVolume(slot: Int, Float)
-  /// The high-frequency gain of the slot's low-pass filter, 0...1 (1: unfiltered).
-  case setLowPass(slot: Int, Float)
-  case scan(slot: Int, direction: Int)  // +1 forward, -1 backward, 0 ends the scan
-  case release(slot: Int)
+  /// A new owner took the slot (or an owner started over on it): whatever the slot played is let
+  /// go, its settings reset, and only this generation's requests count from now on.
+  case claim(VoiceHandle)
+  /// The owner gave the slot back: what it plays is let go (faded out if audible).
+  case release(VoiceHandle)
+  case attach(voice: VoiceHandle, LoadedStream)
+  case loadFailed(voice: VoiceHandle, DecodeError)
+  case play(voice: VoiceHandle)
+  case pause(voice: VoiceHandle)
+  case stop(voice: VoiceHandle, generation: Int)
+  case seek(voice: VoiceHandle, seconds: Double, generation: Int)
+  case setRate(voice: VoiceHandle, Float)
+  case setVolume(voice: VoiceHandle, Float)
+  /// The high-frequency gain of the voice's low-pass filter, 0...1 (1: unfiltered).
+  case setLowPass(voice: VoiceHandle, Float)
+  case scan(voice: VoiceHandle, direction: Int)  // +1 forward, -1 backward, 0 ends the scan
   /// Arms (or, with nil, disarms) the hand-over from a voice to a follower (see `Voice.Handoff`).
-  case arm(slot: Int, Voice.Handoff?)
+  case arm(voice: VoiceHandle, Voice.Handoff?)
   /// Starts `to` with a fade-in, and fades out every voice in `from` from its audible level, all in
   /// the same mix, as soon as `to` has audio queued.
-  case crossfade(to: Int, from: [Int], seconds: Double, curve: FadeCurve)
+  case crossfade(to: VoiceHandle, from: [VoiceHandle], seconds: Double, curve: FadeCurve)
   /// Fades a voice out for good; it reports `.fadedOut` when silent.
-  case fadeOutAndFinish(slot: Int, seconds: Double, curve: FadeCurve)
+  case fadeOutAndFinish(voice: VoiceHandle, seconds: Double, curve: FadeCurve)
   /// Drops what the voice decoded after the segment being heard (see `Voice.resync`).
-  case resync(slot: Int)
+  case resync(voice: VoiceHandle)
   case setMasterGain(Float)
   case simulateDeviceDisconnect
   /// Tests only: the streaming thread sleeps this long, as a descheduled thread on a loaded
@@ -40,31 +46,47 @@ enum EngineCommand: Sendable {
   case stallForTesting(milliseconds: Int)
 }
 
-/// What the streaming thread reports back; delivered on the notification thread.
+/// What the streaming thread reports back; delivered on the notification thread, to the owner of
+/// the voice named (and only while that handle still owns its slot).
 enum EngineEvent: @unchecked Sendable {
-  case prepared(slot: Int)
-  case ended(slot: Int)
+  case prepared(voice: VoiceHandle)
+  case ended(voice: VoiceHandle)
   /// A gapless join became audible: segment `token` is heard now.
-  case segmentStarted(slot: Int, token: Int)
+  case segmentStarted(voice: VoiceHandle, token: Int)
   /// A segment failed mid-stream; the stream went on with the next one.
-  case segmentFailed(slot: Int, token: Int, DecodeError)
+  case segmentFailed(voice: VoiceHandle, token: Int, DecodeError)
   /// A voice that was let go (a crossfade's outgoing side) is silent now.
-  case fadedOut(slot: Int)
+  case fadedOut(voice: VoiceHandle)
   /// An armed hand-over started: `to` fades in, `from` fades out.
-  case handedOff(from: Int, to: Int)
+  case handedOff(from: VoiceHandle, to: VoiceHandle)
   /// A segment to be joined gaplessly could not be opened, or has another sample rate than the
   /// stream (`rateMismatch`: one OpenAL source plays one rate).
-  case appendFailed(slot: Int, token: Int, DecodeError, rateMismatch: Bool)
-  case failed(slot: Int, DecodeError)
-  case underrun(slot: Int)
+  case appendFailed(voice: VoiceHandle, token: Int, DecodeError, rateMismatch: Bool)
+  case failed(voice: VoiceHandle, DecodeError)
+  case underrun(voice: VoiceHandle)
   case deviceLost(String)
   case deviceRestored(OutputDevice.Kind, String)
-  case interrupted(slot: Int, Bool)
+  case interrupted(voice: VoiceHandle, Bool)
   case diagnostic(Diagnostic)
-  /// The voice pool gave this owner's voice to another (see `AudioEngine.allocateSlot`).
-  case stolenFrom(@Sendable (EngineEvent) -> Void, slot: Int)
+  /// The voice pool gave this voice to another owner (see `VoicePool.claim`); delivered to the
+  /// listener it had, which no longer owns the slot.
+  case stolen(VoiceHandle, @Sendable (EngineEvent) -> Void)
   /// Something the streaming thread is done with, to be freed off the streaming thread.
   case reclaim(AnyObject)
+
+  /// The voice the event is about (nil: about the engine).
+  var voice: VoiceHandle? {
+    switch self {
+    case .prepared(let voice), .ended(let voice), .segmentStarted(let voice, _), .segmentFailed(let voice, _, _),
+      .fadedOut(let voice), .appendFailed(let voice, _, _, _), .failed(let voice, _), .underrun(let voice),
+      .interrupted(let voice, _), .stolen(let voice, _):
+      return voice
+    case .handedOff(let from, _):
+      return from
+    case .deviceLost, .deviceRestored, .diagnostic, .reclaim:
+      return nil
+    }
+  }
 }
 
 /// Many producers, one consumer; the consumer never waits.

@@ -33,11 +33,13 @@ final class StreamingLoop: @unchecked Sendable {
   /// copy too, which a new source after a device change inherits (`Voice.move`).
   private var lowPassGains = [Float](repeating: 1, count: maximumVoices)
   /// Crossfades waiting for their incoming voice to have audio (per incoming slot).
-  private var pendingCrossfades = [(from: [Int], seconds: Double, curve: FadeCurve)?](
+  private var pendingCrossfades = [(from: [VoiceHandle], seconds: Double, curve: FadeCurve)?](
     repeating: nil, count: maximumVoices)
   /// Hand-overs armed per slot, kept here too so that one armed before its voice attached (the
   /// loader is still opening the file) applies when it does.
   private var armed = [Voice.Handoff?](repeating: nil, count: maximumVoices)
+  /// The generation that owns each slot (0: nobody); see `owns`.
+  private var generations = [UInt32](repeating: 0, count: maximumVoices)
   /// Voices released while audible: they fade out here (10 ms) before they are reclaimed, so a
   /// release or a steal never cuts sound off. Their slots are already free for new voices.
   private var dying: [Voice] = []
@@ -136,15 +138,21 @@ final class StreamingLoop: @unchecked Sendable {
     for slot in 0..<Self.maximumVoices {
       guard let voice = voices[slot], let handoff = voice.handoff, voice.handoffDue(lookaheadNanoseconds: lookahead)
       else { continue }
-      guard let follower = voices[handoff.follower], follower.hasAudio else { continue }
+      guard owns(handoff.follower) else {
+        // The follower changed hands (stolen): nothing to hand over to.
+        voice.handoff = nil
+        armed[slot] = nil
+        continue
+      }
+      guard let follower = voices[handoff.follower.slot], follower.hasAudio else { continue }
       let seconds = voice.handoffSeconds()
       voice.handoff = nil
       armed[slot] = nil
       let start = clock + lookahead
       follower.fadeIn(seconds: seconds, curve: handoff.curve, clock: clock, start: start)
-      wantsPlaying[handoff.follower] = true
+      wantsPlaying[handoff.follower.slot] = true
       voice.fadeOutAndFinish(seconds: seconds, curve: handoff.curve, start: start)
-      pendingEvents.append(.handedOff(from: slot, to: handoff.follower))
+      pendingEvents.append(.handedOff(from: voice.handle, to: handoff.follower))
     }
     for slot in 0..<Self.maximumVoices {
       guard let crossfade = pendingCrossfades[slot], let incoming = voices[slot], incoming.hasAudio else { continue }
@@ -152,8 +160,8 @@ final class StreamingLoop: @unchecked Sendable {
       let start = clock + lookahead
       incoming.fadeIn(seconds: crossfade.seconds, curve: crossfade.curve, clock: clock, start: start)
       wantsPlaying[slot] = true
-      for outgoing in crossfade.from where outgoing != slot {
-        voices[outgoing]?.fadeOutAndFinish(seconds: crossfade.seconds, curve: crossfade.curve, start: start)
+      for outgoing in crossfade.from where outgoing.slot != slot && owns(outgoing) {
+        voices[outgoing.slot]?.fadeOutAndFinish(seconds: crossfade.seconds, curve: crossfade.curve, start: start)
       }
     }
   }
@@ -217,6 +225,13 @@ final class StreamingLoop: @unchecked Sendable {
     }
   }
 
+  /// At shutdown, once no thread pumps the loop any more: ends every voice's decode thread
+  /// (the voices themselves are freed with the loop).
+  func stopAllStreams() {
+    for voice in voices { voice?.stream.stop() }
+    for voice in dying { voice.stream.stop() }
+  }
+
   /// After an offline render: positions as of the end of the mix just made.
   func publishPositions() {
     device.makeCurrent()
@@ -229,87 +244,136 @@ final class StreamingLoop: @unchecked Sendable {
     if events.tryPost(contentsOf: pendingEvents) { pendingEvents.removeAll(keepingCapacity: true) }
   }
 
+  /// Whether `voice` names the slot's current owner (see `VoiceHandle`): requests of earlier
+  /// owners, and of a released slot, are dropped.
+  private func owns(_ voice: VoiceHandle) -> Bool {
+    voice.slot < Self.maximumVoices && generations[voice.slot] == voice.generation
+  }
+
+  /// The slot's voice is let go and its settings reset; `generation` owns it from now on (0:
+  /// nobody). The status is reset before its generation is published.
+  private func resetSlot(_ slot: Int, generation: UInt32, clock: Int64) {
+    if let voice = voices[slot] { letGo(voice, clock: clock) }
+    voices[slot] = nil
+    generations[slot] = generation
+    wantsPlaying[slot] = false
+    pendingSeek[slot] = nil
+    pendingCrossfades[slot] = nil
+    armed[slot] = nil
+    rates[slot] = 1
+    volumes[slot] = 1
+    lowPassGains[slot] = 1
+    let status = statuses[slot]
+    status.isPrepared.store(false, ordering: .releasing)
+    status.seekGenerationDone.store(0, ordering: .releasing)
+    status.sampleRate.store(0, ordering: .releasing)
+    status.positionFrames.store(0, ordering: .releasing)
+    status.lengthFrames.store(0, ordering: .releasing)
+    status.token.store(0, ordering: .releasing)
+    status.underruns.store(0, ordering: .relaxed)
+    // Not let go and silent until its own voice attaches and says otherwise (a let-go flag left
+    // by the previous owner would make the new owner's voice the first to be stolen).
+    status.isLetGo.store(false, ordering: .releasing)
+    status.gainBits.store(0, ordering: .relaxed)
+    if generation != 0 { status.generation.store(generation, ordering: .releasing) }
+  }
+
   private func apply(_ command: EngineCommand, clock: Int64) {
     switch command {
-    case .attach(let slot, let stream):
+    case .claim(let voice):
+      guard voice.slot < Self.maximumVoices else { return }
+      resetSlot(voice.slot, generation: voice.generation, clock: clock)
+    case .release(let voice):
+      guard owns(voice) else { return }
+      resetSlot(voice.slot, generation: 0, clock: clock)
+    case .attach(let voice, let stream):
+      guard owns(voice) else {
+        // Opened for an owner who has moved on (a new item, a steal, a release): never heard.
+        stream.stream.stop()
+        pendingEvents.append(.reclaim(stream.stream))
+        return
+      }
+      let slot = voice.slot
       if let old = voices[slot] { letGo(old, clock: clock) }
       do {
         let source = try StreamingSource(device: device, bufferCount: Voice.bufferCount)
-        let voice = Voice(
-          slot: slot, status: statuses[slot], source: source, loaded: stream, waitForDecoding: isOffline)
-        voice.setRate(rates[slot])
-        voice.setVolume(volumes[slot])
-        if lowPassGains[slot] != 1 { voice.setLowPass(lowPassGains[slot]) }
-        voice.handoff = armed[slot]
-        voices[slot] = voice
+        let made = Voice(
+          handle: voice, status: statuses[slot], source: source, loaded: stream, waitForDecoding: isOffline)
+        made.setRate(rates[slot])
+        made.setVolume(volumes[slot])
+        if lowPassGains[slot] != 1 { made.setLowPass(lowPassGains[slot]) }
+        made.handoff = armed[slot]
+        voices[slot] = made
         if let seek = pendingSeek[slot] {
-          voice.seek(toSeconds: seek.seconds, clock: clock)
+          made.seek(toSeconds: seek.seconds, clock: clock)
           statuses[slot].seekGenerationDone.store(seek.generation, ordering: .releasing)
           pendingSeek[slot] = nil
         }
         statuses[slot].isPrepared.store(true, ordering: .releasing)
-        pendingEvents.append(.prepared(slot: slot))
-        if wantsPlaying[slot] && pendingCrossfades[slot] == nil { voice.play(clock: clock) }
+        pendingEvents.append(.prepared(voice: voice))
+        if wantsPlaying[slot] && pendingCrossfades[slot] == nil { made.play(clock: clock) }
       } catch {
         pendingEvents.append(.diagnostic(Diagnostic(.error, "cannot create an OpenAL source: \(error)", error: error)))
         stream.stream.stop()
         pendingEvents.append(.reclaim(stream.stream))
       }
-    case .loadFailed(let slot, let error):
-      wantsPlaying[slot] = false
-      pendingEvents.append(.failed(slot: slot, error))
-    case .play(let slot):
-      wantsPlaying[slot] = true
-      voices[slot]?.play(clock: clock)
-    case .pause(let slot):
-      wantsPlaying[slot] = false
-      voices[slot]?.pause(clock: clock)
-    case .stop(let slot, let generation):
-      wantsPlaying[slot] = false
-      pendingSeek[slot] = nil
-      voices[slot]?.stop(clock: clock)
-      statuses[slot].seekGenerationDone.store(generation, ordering: .releasing)
-    case .seek(let slot, let seconds, let generation):
-      if let voice = voices[slot] {
-        voice.seek(toSeconds: seconds, clock: clock)
-        statuses[slot].seekGenerationDone.store(generation, ordering: .releasing)
+    case .loadFailed(let voice, let error):
+      guard owns(voice) else { return }
+      wantsPlaying[voice.slot] = false
+      pendingEvents.append(.failed(voice: voice, error))
+    case .play(let voice):
+      guard owns(voice) else { return }
+      wantsPlaying[voice.slot] = true
+      voices[voice.slot]?.play(clock: clock)
+    case .pause(let voice):
+      guard owns(voice) else { return }
+      wantsPlaying[voice.slot] = false
+      voices[voice.slot]?.pause(clock: clock)
+    case .stop(let voice, let generation):
+      guard owns(voice) else { return }
+      wantsPlaying[voice.slot] = false
+      pendingSeek[voice.slot] = nil
+      voices[voice.slot]?.stop(clock: clock)
+      statuses[voice.slot].seekGenerationDone.store(generation, ordering: .releasing)
+    case .seek(let voice, let seconds, let generation):
+      guard owns(voice) else { return }
+      if let playing = voices[voice.slot] {
+        playing.seek(toSeconds: seconds, clock: clock)
+        statuses[voice.slot].seekGenerationDone.store(generation, ordering: .releasing)
       } else {
-        pendingSeek[slot] = (seconds, generation)
+        pendingSeek[voice.slot] = (seconds, generation)
       }
-    case .setRate(let slot, let rate):
-      rates[slot] = rate
-      voices[slot]?.setRate(rate)
-    case .setVolume(let slot, let volume):
-      volumes[slot] = volume
-      voices[slot]?.setVolume(volume)
-    case .setLowPass(let slot, let gainHF):
-      lowPassGains[slot] = gainHF
-      voices[slot]?.setLowPass(gainHF)
-    case .scan(let slot, let direction):
-      voices[slot]?.scan(direction: direction, clock: clock)
-    case .release(let slot):
-      if let voice = voices[slot] { letGo(voice, clock: clock) }
-      voices[slot] = nil
-      wantsPlaying[slot] = false
-      pendingSeek[slot] = nil
-      pendingCrossfades[slot] = nil
-      armed[slot] = nil
-      rates[slot] = 1
-      volumes[slot] = 1
-      lowPassGains[slot] = 1
-      statuses[slot].isPrepared.store(false, ordering: .releasing)
-    case .arm(let slot, let handoff):
-      armed[slot] = handoff
-      voices[slot]?.handoff = handoff
+    case .setRate(let voice, let rate):
+      guard owns(voice) else { return }
+      rates[voice.slot] = rate
+      voices[voice.slot]?.setRate(rate)
+    case .setVolume(let voice, let volume):
+      guard owns(voice) else { return }
+      volumes[voice.slot] = volume
+      voices[voice.slot]?.setVolume(volume)
+    case .setLowPass(let voice, let gainHF):
+      guard owns(voice) else { return }
+      lowPassGains[voice.slot] = gainHF
+      voices[voice.slot]?.setLowPass(gainHF)
+    case .scan(let voice, let direction):
+      guard owns(voice) else { return }
+      voices[voice.slot]?.scan(direction: direction, clock: clock)
+    case .arm(let voice, let handoff):
+      guard owns(voice) else { return }
+      armed[voice.slot] = handoff
+      voices[voice.slot]?.handoff = handoff
     case .crossfade(let to, let from, let seconds, let curve):
-      pendingCrossfades[to] = (from, seconds, curve)
-      wantsPlaying[to] = true
-    case .fadeOutAndFinish(let slot, let seconds, let curve):
-      wantsPlaying[slot] = false
-      pendingCrossfades[slot] = nil
-      voices[slot]?.fadeOutAndFinish(seconds: seconds, curve: curve, start: clock)
-    case .resync(let slot):
-      voices[slot]?.resync(clock: clock)
+      guard owns(to) else { return }
+      pendingCrossfades[to.slot] = (from, seconds, curve)
+      wantsPlaying[to.slot] = true
+    case .fadeOutAndFinish(let voice, let seconds, let curve):
+      guard owns(voice) else { return }
+      wantsPlaying[voice.slot] = false
+      pendingCrossfades[voice.slot] = nil
+      voices[voice.slot]?.fadeOutAndFinish(seconds: seconds, curve: curve, start: clock)
+    case .resync(let voice):
+      guard owns(voice) else { return }
+      voices[voice.slot]?.resync(clock: clock)
     case .setMasterGain(let gain):
       masterGain = gain
       device.setMasterGain(gain)
@@ -333,7 +397,7 @@ final class StreamingLoop: @unchecked Sendable {
       deviceLost = true
       pendingEvents.append(.deviceLost(device.name))
       for slot in 0..<Self.maximumVoices where voices[slot] != nil {
-        pendingEvents.append(.interrupted(slot: slot, true))
+        pendingEvents.append(.interrupted(voice: voices[slot]!.handle, true))
       }
     }
     guard let newDevice = reopenDevice() else { return }
@@ -349,7 +413,7 @@ final class StreamingLoop: @unchecked Sendable {
         let oldSource = voice.source
         voice.move(to: source, clock: newClock)
         pendingEvents.append(.reclaim(oldSource))
-        pendingEvents.append(.interrupted(slot: slot, false))
+        pendingEvents.append(.interrupted(voice: voice.handle, false))
       } catch {
         pendingEvents.append(.diagnostic(Diagnostic(.error, "after the device came back: \(error)", error: error)))
       }

@@ -20,7 +20,8 @@ final class Voice {
   /// Pause, stop and seek ramp the gain over at least this long (click-free; the issue asks >= 5 ms).
   static let transportFadeSeconds = 0.010
 
-  let slot: Int
+  /// The voice's identity in the pool: its events name it, so a late one reaches no other owner.
+  let handle: VoiceHandle
   /// Where the voice publishes its state; a released voice that fades out among the dying gets
   /// a detached one, so it no longer writes over its slot's next owner.
   var status: VoiceStatus
@@ -67,7 +68,7 @@ final class Voice {
   /// A hand-over to another voice, armed by the queue: when the segment `token` is in its final
   /// pass and `seconds` (of output) from its end, the loop starts `follower` and fades this out.
   struct Handoff {
-    var follower: Int
+    var follower: VoiceHandle
     var token: Int
     var seconds: Double
     var curve: FadeCurve
@@ -117,8 +118,8 @@ final class Voice {
   private var scanStartedNanoseconds: Int64 = 0
   private var lastScanJumpNanoseconds: Int64 = 0
 
-  init(slot: Int, status: VoiceStatus, source: StreamingSource, loaded: LoadedStream, waitForDecoding: Bool) {
-    self.slot = slot
+  init(handle: VoiceHandle, status: VoiceStatus, source: StreamingSource, loaded: LoadedStream, waitForDecoding: Bool) {
+    self.handle = handle
     self.status = status
     self.source = source
     self.stream = loaded.stream
@@ -270,7 +271,7 @@ final class Voice {
       try source.setLowPass(gainHF: lowPassGain)
     } catch {
       // Error path only: the diagnostic's text is the one allocation here.
-      deferredEvents.append(.diagnostic(Diagnostic(.error, "cannot filter voice \(slot): \(error)", error: error)))
+      deferredEvents.append(.diagnostic(Diagnostic(.error, "cannot filter \(handle): \(error)", error: error)))
     }
   }
 
@@ -392,10 +393,10 @@ final class Voice {
           // Underrun: the source ran dry and stopped while we still had buffers to give it.
           source.play()
           status.underruns.add(1, ordering: .relaxed)
-          events.append(.underrun(slot: slot))
+          events.append(.underrun(voice: handle))
         } else if decoderEnded {
           mode = .ended
-          events.append(failure.map { .failed(slot: slot, $0) } ?? .ended(slot: slot))
+          events.append(failure.map { .failed(voice: handle, $0) } ?? .ended(voice: handle))
         }
       }
       if finishWhenSilent && mode == .playing && envelope.isFinished(at: clock) && envelope.to == 0 {
@@ -422,7 +423,7 @@ final class Voice {
       reportedFadedOut = true
       source.pause()
       mode = .ended
-      events.append(.fadedOut(slot: slot))
+      events.append(.fadedOut(voice: handle))
     }
     publishPosition()
   }
@@ -490,7 +491,7 @@ final class Voice {
     audibleToken = token
     status.lengthFrames.store(end, ordering: .releasing)
     status.token.store(token, ordering: .releasing)
-    events.append(.segmentStarted(slot: slot, token: token))
+    events.append(.segmentStarted(voice: handle, token: token))
   }
 
   private func fadeOut(then action: PendingAction, clock: Int64) {
@@ -581,7 +582,7 @@ final class Voice {
       decoderEnded = false
       if block.frames > 0 {
         if let failed = failure, failedToken != block.token {
-          events.append(.segmentFailed(slot: slot, token: failedToken, failed))
+          events.append(.segmentFailed(voice: handle, token: failedToken, failed))
           failure = nil
         }
         enqueue(block)

@@ -2,8 +2,13 @@ import Synchronization
 
 /// What the streaming thread publishes about one voice, for any thread to read without waiting.
 ///
-/// Written only by the streaming thread (release), read by game threads (acquire).
+/// Written only by the streaming thread (release), read by game threads (acquire), except that
+/// the pool clears `isLetGo` and `gainBits` when it hands the slot to a new owner.
 final class VoiceStatus: Sendable {
+  /// The generation of the claim the streaming thread took up last (see `VoiceHandle`): the
+  /// other fields describe that owner's voice. Stored last when a claim resets the fields, so a
+  /// reader that sees its own generation reads no earlier owner's values.
+  let generation = Atomic<UInt32>(0)
   /// The frame being heard now: the first queued buffer's start plus AL_SAMPLE_OFFSET.
   let positionFrames = Atomic<Int64>(0)
   let lengthFrames = Atomic<Int64>(0)

@@ -28,6 +28,9 @@ public enum PlayerEvent: Sendable {
   case itemFailed(DecodeError)
   /// The output ran dry and was restarted.
   case underrun
+  /// The engine gave the player's voice to a sound of higher priority: the player stopped. The
+  /// next `play()` claims a voice again and starts the item from its beginning.
+  case voiceStolen
 }
 
 /// Errors of player requests that cannot be carried out.

@@ -15,11 +15,14 @@ import Synchronization
 public final class Player: MediaPlayback {
   /// The engine the player plays on.
   public let engine: AudioEngine
-  let slot: Int
   private let state: Mutex<State>
   private let notifications = DispatchQueue(label: "leitmotif.player.notifications")
 
   private struct State {
+    /// The player's voice. A new item renews it (a new generation of the same slot), so that
+    /// nothing of the old item's still on its way (the file being opened) can play; a steal
+    /// revokes it, and the next `prepareToPlay` or `play` claims a voice again.
+    var lease: VoiceLease?
     var item: MediaItem?
     var playbackState: PlaybackState = .stopped
     var loadRequested = false
@@ -37,16 +40,52 @@ public final class Player: MediaPlayback {
   /// A player on `engine` for `item`.
   /// - Throws: `PlayerError.noFreeVoice` when the engine has no voice left.
   public init(engine: AudioEngine, item: MediaItem? = nil) throws(PlayerError) {
-    guard let slot = engine.allocateSlot() else { throw PlayerError.noFreeVoice(limit: engine.voiceLimit) }
     self.engine = engine
-    self.slot = slot
     state = Mutex(State(item: item))
-    engine.setListener(slot: slot) { [weak self] event in self?.handle(event) }
+    let lease = state.withLock { state in Self.claim(engine: engine, for: self, &state) }
+    guard lease != nil else { throw PlayerError.noFreeVoice(limit: engine.voiceLimit) }
   }
 
-  deinit { engine.releaseSlot(slot) }
+  /// Claims a voice from the pool for this player (stingers' priority, 0) and keeps its lease.
+  @discardableResult
+  private static func claim(engine: AudioEngine, for player: Player, _ state: inout State) -> VoiceLease? {
+    let lease = engine.claimVoice(priority: 0) { [weak player] event in player?.handle(event) }
+    state.lease = lease
+    return lease
+  }
 
-  private var status: VoiceStatus { engine.statuses[slot] }
+  /// The player's voice, claimed again if it was stolen (nil when the pool has none to give).
+  private func currentVoice(_ state: inout State) -> VoiceHandle? {
+    if let lease = state.lease, lease.isCurrent { return lease.handle }
+    guard Self.claim(engine: engine, for: self, &state) != nil else {
+      engine.report(Diagnostic(.error, PlayerError.noFreeVoice(limit: engine.voiceLimit).description, error: nil))
+      return nil
+    }
+    // A fresh voice: the player's settings and item start over on it.
+    state.loadRequested = false
+    state.prepared = false
+    state.seekGeneration = 0
+    postSettings(state)
+    return state.lease?.handle
+  }
+
+  /// The voice of the player's lease, for commands: a revoked lease's commands are dropped by the
+  /// engine, as they should be.
+  private var voice: VoiceHandle? { state.withLock { $0.lease?.handle } }
+
+  /// The slot of the player's voice (for timelines, which draw a lane per slot).
+  var slot: Int? { voice?.slot }
+
+  /// The player's voice's status, if the voice is still the player's and the engine has taken it up.
+  private var status: VoiceStatus? { voice.flatMap { engine.status(of: $0) } }
+
+  /// Sends the player's rate, volume and filter to its voice (a claim starts them at 1).
+  private func postSettings(_ state: State) {
+    guard let voice = state.lease?.handle else { return }
+    if state.rate != 1 { engine.commands.post(.setRate(voice: voice, state.rate)) }
+    if state.volume != 1 { engine.commands.post(.setVolume(voice: voice, state.volume)) }
+    if state.lowPassGain != 1 { engine.commands.post(.setLowPass(voice: voice, state.lowPassGain)) }
+  }
 
   // MARK: - The item
 
@@ -60,16 +99,15 @@ public final class Player: MediaPlayback {
         state.prepared = false
         state.requestedSeekSeconds = 0
         _ = setState(.stopped, in: &state)
-      }
-      status.isPrepared.store(false, ordering: .releasing)
-      engine.commands.post(.release(slot: slot))
-      // A release resets the slot's rate, volume and filter in the engine; the player's settings
-      // outlive its item. (Read and posted under the lock, as their setters do, so the last value
-      // set is the last posted.)
-      state.withLock { state in
-        if state.rate != 1 { engine.commands.post(.setRate(slot: slot, state.rate)) }
-        if state.volume != 1 { engine.commands.post(.setVolume(slot: slot, state.volume)) }
-        if state.lowPassGain != 1 { engine.commands.post(.setLowPass(slot: slot, state.lowPassGain)) }
+        // A new generation of the voice: the old item's file, if it is still being opened, is
+        // dropped when it arrives, and its settings reset. The player's settings outlive its
+        // item (posted under the lock, as their setters do, so the last value set is the last
+        // posted).
+        if let lease = state.lease, let renewed = engine.pool.renew(lease) {
+          state.lease = renewed
+          state.seekGeneration = 0  // seek generations count per voice (a claim starts at 0)
+          postSettings(state)
+        }
       }
     }
   }
@@ -79,25 +117,28 @@ public final class Player: MediaPlayback {
   /// Opens the item and fills the output buffers so that `play()` starts at once. Returns
   /// immediately; `isPreparedToPlay` turns true (and `.prepared` is reported) when done.
   public func prepareToPlay() {
-    let request = state.withLock { state -> (String, Double)? in
-      guard let item = state.item, !state.loadRequested else { return nil }
+    let request = state.withLock { state -> (String, Double, VoiceHandle)? in
+      guard state.item != nil, let voice = currentVoice(&state), let item = state.item, !state.loadRequested
+      else { return nil }
       state.loadRequested = true
-      return (item.assetURL.path, state.requestedSeekSeconds)
+      return (item.assetURL.path, state.requestedSeekSeconds, voice)
     }
-    if let (path, start) = request { engine.load(path: path, startSeconds: start, slot: slot) }
+    if let (path, start, voice) = request { engine.load(path: path, startSeconds: start, voice: voice) }
   }
 
   /// Whether the item is open and buffered.
-  public var isPreparedToPlay: Bool { status.isPrepared.load(ordering: .acquiring) }
+  public var isPreparedToPlay: Bool { status?.isPrepared.load(ordering: .acquiring) ?? false }
 
   /// Starts or resumes playback (preparing first if needed).
   public func play() {
     prepareToPlay()
-    state.withLock { state in
+    let voice = state.withLock { state -> VoiceHandle? in
+      guard let voice = state.lease?.handle, state.lease?.isCurrent == true else { return nil }
       if state.stateBeforeSeeking != nil { endSeekingLocked(&state, restore: false) }
       _ = setState(.playing, in: &state)
+      return voice
     }
-    engine.commands.post(.play(slot: slot))
+    if let voice { engine.commands.post(.play(voice: voice)) }
   }
 
   /// Pauses with a short fade; `play()` resumes from the same frame.
@@ -106,7 +147,7 @@ public final class Player: MediaPlayback {
       if state.stateBeforeSeeking != nil { endSeekingLocked(&state, restore: false) }
       _ = setState(.paused, in: &state)
     }
-    engine.commands.post(.pause(slot: slot))
+    if let voice { engine.commands.post(.pause(voice: voice)) }
   }
 
   /// Stops with a short fade; the next `play()` starts from the beginning.
@@ -118,7 +159,7 @@ public final class Player: MediaPlayback {
       _ = setState(.stopped, in: &state)
       return state.seekGeneration
     }
-    engine.commands.post(.stop(slot: slot, generation: generation))
+    if let voice { engine.commands.post(.stop(voice: voice, generation: generation)) }
   }
 
   /// The position in the item, in seconds. Setting it seeks sample-accurately (to the frame
@@ -126,6 +167,7 @@ public final class Player: MediaPlayback {
   public var currentPlaybackTime: TimeInterval {
     get {
       let (generation, requested) = state.withLock { ($0.seekGeneration, $0.requestedSeekSeconds) }
+      guard let status else { return requested }
       let rate = status.sampleRate.load(ordering: .acquiring)
       if rate == 0 || status.seekGenerationDone.load(ordering: .acquiring) < generation { return requested }
       return Double(status.positionFrames.load(ordering: .acquiring)) / Double(rate)
@@ -138,12 +180,13 @@ public final class Player: MediaPlayback {
         state.requestedSeekSeconds = seconds
         return state.seekGeneration
       }
-      engine.commands.post(.seek(slot: slot, seconds: seconds, generation: generation))
+      if let voice { engine.commands.post(.seek(voice: voice, seconds: seconds, generation: generation)) }
     }
   }
 
   /// The item's length in seconds, once it is prepared.
   public var playbackDuration: TimeInterval? {
+    guard let status else { return nil }
     let rate = status.sampleRate.load(ordering: .acquiring)
     guard rate > 0, isPreparedToPlay else { return nil }
     return Double(status.lengthFrames.load(ordering: .acquiring)) / Double(rate)
@@ -167,7 +210,7 @@ public final class Player: MediaPlayback {
       return
     }
     state.withLock { $0.rate = rate }
-    engine.commands.post(.setRate(slot: slot, rate))
+    if let voice { engine.commands.post(.setRate(voice: voice, rate)) }
     if playbackState != .playing { play() }
   }
 
@@ -176,8 +219,10 @@ public final class Player: MediaPlayback {
     get { state.withLock { $0.volume } }
     set {
       let volume = newValue.isFinite ? max(0, min(1, newValue)) : 1
-      state.withLock { $0.volume = volume }
-      engine.commands.post(.setVolume(slot: slot, volume))
+      state.withLock { state in
+        state.volume = volume
+        if let voice = state.lease?.handle { engine.commands.post(.setVolume(voice: voice, volume)) }
+      }
     }
   }
 
@@ -195,7 +240,7 @@ public final class Player: MediaPlayback {
       let gain = newValue.isFinite ? max(0, min(1, newValue)) : 1
       state.withLock { state in
         state.lowPassGain = gain
-        engine.commands.post(.setLowPass(slot: slot, gain))
+        if let voice = state.lease?.handle { engine.commands.post(.setLowPass(voice: voice, gain)) }
       }
     }
   }
@@ -214,9 +259,10 @@ public final class Player: MediaPlayback {
       endSeekingLocked(&state, restore: true)
       return before
     }
-    engine.commands.post(.scan(slot: slot, direction: 0))
+    guard let voice else { return }
+    engine.commands.post(.scan(voice: voice, direction: 0))
     switch restore {
-    case .paused?, .stopped?: engine.commands.post(.pause(slot: slot))
+    case .paused?, .stopped?: engine.commands.post(.pause(voice: voice))
     default: break
     }
   }
@@ -227,8 +273,9 @@ public final class Player: MediaPlayback {
       if state.stateBeforeSeeking == nil { state.stateBeforeSeeking = state.playbackState }
       _ = setState(direction > 0 ? .seekingForward : .seekingBackward, in: &state)
     }
-    engine.commands.post(.play(slot: slot))
-    engine.commands.post(.scan(slot: slot, direction: direction))
+    guard let voice else { return }
+    engine.commands.post(.play(voice: voice))
+    engine.commands.post(.scan(voice: voice, direction: direction))
   }
 
   private func endSeekingLocked(_ state: inout State, restore: Bool) {
@@ -241,7 +288,7 @@ public final class Player: MediaPlayback {
   public var playbackState: PlaybackState { state.withLock { $0.playbackState } }
 
   /// Underruns on this player's voice since it was made.
-  public var underrunCount: Int { status.underruns.load(ordering: .relaxed) }
+  public var underrunCount: Int { status?.underruns.load(ordering: .relaxed) ?? 0 }
 
   // MARK: - Notifications
 
@@ -287,6 +334,8 @@ public final class Player: MediaPlayback {
 
   private func handle(_ event: EngineEvent) {
     state.withLock { state in
+      // Only events of the player's current voice (a renewed voice's old generation is stale).
+      guard let voice = event.voice, voice == state.lease?.handle else { return }
       let observers = Array(state.observers.values)
       switch event {
       case .prepared:
@@ -309,6 +358,15 @@ public final class Player: MediaPlayback {
         } else if !interrupted && state.playbackState == .interrupted {
           _ = setState(.playing, in: &state)
         }
+      case .stolen:
+        // The pool gave the voice to a more important sound: this player is silent and stopped
+        // (a later play claims a voice again and starts the item over).
+        emit(.voiceStolen, observers: observers)
+        state.stateBeforeSeeking = nil
+        state.loadRequested = false
+        state.prepared = false
+        state.requestedSeekSeconds = 0
+        _ = setState(.stopped, in: &state)
       default: break
       }
     }

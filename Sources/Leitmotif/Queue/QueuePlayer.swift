@@ -51,20 +51,22 @@ public final class QueuePlayer: MediaPlayback {
   /// Within this many seconds of an item's start, skipping back goes to the previous item.
   public static let previousItemThreshold: TimeInterval = 3
 
+  /// The player's voices, each held by a lease (see `VoiceLease`): dropping a lease gives its
+  /// voice back, and a voice that was stolen in between is left to its new owner.
   private struct Voices {
     /// The voice of the now-playing item and the token of its segment.
-    var currentSlot: Int?
+    var current: VoiceLease?
     var currentToken = 0
     /// The next item, prepared: appended gaplessly to the current voice, or on a follower voice
     /// armed to take over with a crossfade.
     var scheduled: Scheduled?
     /// Voices fading out; released when they report silence.
-    var outgoing: [Int] = []
+    var outgoing: [VoiceLease] = []
   }
 
   private enum Scheduled: Equatable {
     case gapless(token: Int, entry: Int)
-    case follower(slot: Int, token: Int, entry: Int, Transition)
+    case follower(VoiceLease, token: Int, entry: Int, Transition)
 
     var entry: Int {
       switch self {
@@ -145,15 +147,7 @@ public final class QueuePlayer: MediaPlayback {
     }
   }
 
-  deinit {
-    let slots = state.withLock { state -> [Int] in
-      var slots = state.voices.outgoing
-      if let current = state.voices.currentSlot { slots.append(current) }
-      if case .follower(let slot, _, _, _)? = state.voices.scheduled { slots.append(slot) }
-      return slots
-    }
-    for slot in slots { engine.releaseSlot(slot) }
-  }
+  // No deinit: the voices' leases go with the state, and each gives its voice back.
 
   // MARK: - The queue
 
@@ -454,8 +448,8 @@ public final class QueuePlayer: MediaPlayback {
   /// already decoded ahead, under a second, still holds the next pass if it had begun.)
   public func releaseLoop() {
     state.withLock { state in
-      guard let slot = state.voices.currentSlot else { return }
-      engine.releaseLoop(slot: slot, through: state.voices.currentToken)
+      guard let voice = state.voices.current else { return }
+      engine.releaseLoop(voice: voice.handle, through: state.voices.currentToken)
     }
   }
 
@@ -464,7 +458,7 @@ public final class QueuePlayer: MediaPlayback {
   /// Opens the now-playing item (and the next) so that `play()` starts at once.
   public func prepareToPlay() {
     state.withLock { state in
-      guard state.voices.currentSlot == nil, let now = state.nowID else { return }
+      guard state.voices.current == nil, let now = state.nowID else { return }
       start(now, playing: false, fadeFrom: [], &state)
     }
   }
@@ -472,7 +466,7 @@ public final class QueuePlayer: MediaPlayback {
   /// Whether the now-playing item is open and buffered.
   public var isPreparedToPlay: Bool {
     state.withLock { state in
-      state.voices.currentSlot.map { engine.statuses[$0].isPrepared.load(ordering: .acquiring) } ?? false
+      state.voices.current.flatMap { engine.status(of: $0.handle) }?.isPrepared.load(ordering: .acquiring) ?? false
     }
   }
 
@@ -482,8 +476,8 @@ public final class QueuePlayer: MediaPlayback {
       if state.stateBeforeSeeking != nil { state.stateBeforeSeeking = nil }
       if state.nowID == nil { state.nowID = state.playOrder.first }
       guard let now = state.nowID else { return }
-      if let slot = state.voices.currentSlot {
-        engine.commands.post(.play(slot: slot))
+      if let voice = state.voices.current {
+        engine.commands.post(.play(voice: voice.handle))
       } else {
         start(now, playing: true, fadeFrom: [], &state)
       }
@@ -496,7 +490,7 @@ public final class QueuePlayer: MediaPlayback {
   public func pause() {
     state.withLock { state in
       state.stateBeforeSeeking = nil
-      if let slot = state.voices.currentSlot { engine.commands.post(.pause(slot: slot)) }
+      if let voice = state.voices.current { engine.commands.post(.pause(voice: voice.handle)) }
       releaseOutgoing(&state)
       setState(.paused, &state)
     }
@@ -522,10 +516,13 @@ public final class QueuePlayer: MediaPlayback {
     get {
       state.withLock { state in
         if let requested = state.requestedSeekSeconds { return requested }
-        guard let slot = state.voices.currentSlot else {
+        guard let voice = state.voices.current else {
           return state.nowID.flatMap { state.entries[$0]?.startTime } ?? 0
         }
-        let status = engine.statuses[slot]
+        guard let status = engine.status(of: voice.handle) else {
+          // The engine has not taken the voice up yet: where it will start.
+          return state.seekGeneration > 0 ? state.lastSeekSeconds : state.entries[state.nowID ?? -1]?.startTime ?? 0
+        }
         let rate = status.sampleRate.load(ordering: .acquiring)
         if status.seekGenerationDone.load(ordering: .acquiring) < state.seekGeneration {
           return state.lastSeekSeconds  // the seek is on its way to the streaming thread
@@ -537,14 +534,14 @@ public final class QueuePlayer: MediaPlayback {
     set {
       let seconds = newValue.isFinite ? max(0, newValue) : 0
       state.withLock { state in
-        guard let slot = state.voices.currentSlot else {
+        guard let voice = state.voices.current else {
           state.requestedSeekSeconds = seconds
           return
         }
         releaseOutgoing(&state)
         state.seekGeneration += 1
         state.lastSeekSeconds = seconds
-        engine.commands.post(.seek(slot: slot, seconds: seconds, generation: state.seekGeneration))
+        engine.commands.post(.seek(voice: voice.handle, seconds: seconds, generation: state.seekGeneration))
         // A seek can bring back loop passes or move past the hand-over point: prepare anew.
         reschedule(&state, force: true)
       }
@@ -567,7 +564,7 @@ public final class QueuePlayer: MediaPlayback {
     }
     let playing = state.withLock { state -> Bool in
       state.rate = rate
-      for slot in allSlots(state) { engine.commands.post(.setRate(slot: slot, rate)) }
+      for voice in allVoices(state) { engine.commands.post(.setRate(voice: voice, rate)) }
       return state.playbackState == .playing
     }
     if !playing { play() }
@@ -602,7 +599,7 @@ public final class QueuePlayer: MediaPlayback {
       state.withLock { state in
         guard state.lowPassGain != gain else { return }
         state.lowPassGain = gain
-        for slot in allSlots(state) { engine.commands.post(.setLowPass(slot: slot, gain)) }
+        for voice in allVoices(state) { engine.commands.post(.setLowPass(voice: voice, gain)) }
       }
     }
   }
@@ -622,11 +619,11 @@ public final class QueuePlayer: MediaPlayback {
   var voiceItems: [Int: MediaItem] {
     state.withLock { state in
       var items: [Int: MediaItem] = [:]
-      if let slot = state.voices.currentSlot, let now = state.nowID, let entry = state.entries[now] {
-        items[slot] = entry.item
+      if let voice = state.voices.current, let now = state.nowID, let entry = state.entries[now] {
+        items[voice.slot] = entry.item
       }
-      if case .follower(let slot, _, let entry, _)? = state.voices.scheduled, let next = state.entries[entry] {
-        items[slot] = next.item
+      if case .follower(let voice, _, let entry, _)? = state.voices.scheduled, let next = state.entries[entry] {
+        items[voice.slot] = next.item
       }
       return items
     }
@@ -650,7 +647,7 @@ public final class QueuePlayer: MediaPlayback {
 
   /// Sends every voice its gain: the player's volume times the director's mix gain.
   private func postGain(_ state: State) {
-    for slot in allSlots(state) { engine.commands.post(.setVolume(slot: slot, state.volume * state.mixGain)) }
+    for voice in allVoices(state) { engine.commands.post(.setVolume(voice: voice, state.volume * state.mixGain)) }
   }
 
   /// The director's rate: changes the speed of every voice without starting playback (unlike
@@ -660,7 +657,7 @@ public final class QueuePlayer: MediaPlayback {
     state.withLock { state in
       guard state.rate != rate else { return }
       state.rate = rate
-      for slot in allSlots(state) { engine.commands.post(.setRate(slot: slot, rate)) }
+      for voice in allVoices(state) { engine.commands.post(.setRate(voice: voice, rate)) }
     }
   }
 
@@ -672,10 +669,10 @@ public final class QueuePlayer: MediaPlayback {
   /// Ends a scan and restores the state from before it.
   public func endSeeking() {
     state.withLock { state in
-      guard let before = state.stateBeforeSeeking, let slot = state.voices.currentSlot else { return }
+      guard let before = state.stateBeforeSeeking, let voice = state.voices.current?.handle else { return }
       state.stateBeforeSeeking = nil
-      engine.commands.post(.scan(slot: slot, direction: 0))
-      if before != .playing { engine.commands.post(.pause(slot: slot)) }
+      engine.commands.post(.scan(voice: voice, direction: 0))
+      if before != .playing { engine.commands.post(.pause(voice: voice)) }
       setState(before == .stopped ? .paused : before, &state)
       reschedule(&state, force: true)
     }
@@ -684,24 +681,25 @@ public final class QueuePlayer: MediaPlayback {
   private func beginSeeking(direction: Int) {
     state.withLock { state in
       guard let now = state.nowID else { return }
-      if state.voices.currentSlot == nil { start(now, playing: true, fadeFrom: [], &state) }
-      guard let slot = state.voices.currentSlot else { return }
+      if state.voices.current == nil { start(now, playing: true, fadeFrom: [], &state) }
+      guard let voice = state.voices.current?.handle else { return }
       if state.stateBeforeSeeking == nil { state.stateBeforeSeeking = state.playbackState }
       releaseOutgoing(&state)
-      engine.commands.post(.play(slot: slot))
-      engine.commands.post(.scan(slot: slot, direction: direction))
+      engine.commands.post(.play(voice: voice))
+      engine.commands.post(.scan(voice: voice, direction: direction))
       setState(direction > 0 ? .seekingForward : .seekingBackward, &state)
     }
   }
 
   /// Underruns on this player's voices.
   public var underrunCount: Int {
-    state.withLock { state in allSlots(state).reduce(0) { $0 + engine.statuses[$1].underruns.load(ordering: .relaxed) }
+    state.withLock { state in
+      allVoices(state).reduce(0) { $0 + (engine.status(of: $1)?.underruns.load(ordering: .relaxed) ?? 0) }
     }
   }
 
   /// Voices this player holds now (playing, prepared next, fading out).
-  public var voiceCount: Int { state.withLock { allSlots($0).count } }
+  public var voiceCount: Int { state.withLock { allVoices($0).count } }
 
   // MARK: - Notifications
 
@@ -743,11 +741,12 @@ public final class QueuePlayer: MediaPlayback {
 
   private func indexOfNow(_ state: State) -> Int? { state.nowID.flatMap { state.playOrder.firstIndex(of: $0) } }
 
-  private func allSlots(_ state: State) -> [Int] {
-    var slots = state.voices.outgoing
-    if let current = state.voices.currentSlot { slots.append(current) }
-    if case .follower(let slot, _, _, _)? = state.voices.scheduled { slots.append(slot) }
-    return slots
+  /// Every voice the player holds: fading out, current, prepared next.
+  private func allVoices(_ state: State) -> [VoiceHandle] {
+    var voices = state.voices.outgoing.map(\.handle)
+    if let current = state.voices.current { voices.append(current.handle) }
+    if case .follower(let follower, _, _, _)? = state.voices.scheduled { voices.append(follower.handle) }
+    return voices
   }
 
   /// Play order from queue order: shuffled around the now-playing item and the pinned ones.
@@ -828,40 +827,52 @@ public final class QueuePlayer: MediaPlayback {
     return token
   }
 
-  private func takeVoice(_ state: inout State) -> Int? {
-    guard let slot = engine.allocateSlot(priority: Self.voicePriority) else {
-      reportLater(
-        Diagnostic(.error, PlayerError.noFreeVoice(limit: engine.voiceLimit).description, error: nil))
+  /// A voice for the player. `forFollower`: for the next item, prepared ahead of need; it takes
+  /// only a free or fading voice (never another owner's), and finding none is no error: the
+  /// player tries again when one of its fading voices goes, and at worst cuts to the next item.
+  private func takeVoice(_ state: inout State, forFollower: Bool = false) -> VoiceLease? {
+    guard
+      let lease = engine.claimVoice(
+        priority: Self.voicePriority, stealsHeld: !forFollower, listener: { [weak self] in self?.handle($0) })
+    else {
+      if !forFollower {
+        reportLater(
+          Diagnostic(.error, PlayerError.noFreeVoice(limit: engine.voiceLimit).description, error: nil))
+      }
       return nil
     }
-    engine.setListener(slot: slot) { [weak self] event in self?.handle(event, slot: slot) }
-    engine.commands.post(.setRate(slot: slot, state.rate))
-    engine.commands.post(.setVolume(slot: slot, state.volume * state.mixGain))
-    engine.commands.post(.setLowPass(slot: slot, state.lowPassGain))
-    return slot
+    let voice = lease.handle
+    engine.commands.post(.setRate(voice: voice, state.rate))
+    engine.commands.post(.setVolume(voice: voice, state.volume * state.mixGain))
+    engine.commands.post(.setLowPass(voice: voice, state.lowPassGain))
+    return lease
   }
 
   /// Starts entry `id` on a new voice: playing (fading in over the outgoing `fadeFrom` voices
   /// when given) or only prepared. Then prepares what follows it.
-  private func start(_ id: Int, playing: Bool, fadeFrom: [Int], fade: Transition? = nil, _ state: inout State) {
-    guard let slot = takeVoice(&state) else {
+  private func start(
+    _ id: Int, playing: Bool, fadeFrom: [VoiceLease], fade: Transition? = nil, _ state: inout State
+  ) {
+    guard let lease = takeVoice(&state) else {
       setState(.stopped, &state)
       return
     }
+    let voice = lease.handle
     let token = newToken(for: id, &state)
-    state.voices.currentSlot = slot
+    state.voices.current = lease
     state.voices.currentToken = token
     state.seekGeneration = 0  // seek generations count per voice (the slot's status starts at 0)
     let seek = state.requestedSeekSeconds
     state.requestedSeekSeconds = nil
     let fadesIn = playing && fade != nil && !fadeFrom.isEmpty
-    engine.load(request(for: id, token: token, state), startSeconds: seek, slot: slot, preRoll: fadesIn)
+    engine.load(request(for: id, token: token, state), startSeconds: seek, voice: voice, preRoll: fadesIn)
     if playing {
       if let fade, !fadeFrom.isEmpty {
         let seconds = fade.isGapless ? Voice.transportFadeSeconds : fade.duration
-        engine.commands.post(.crossfade(to: slot, from: fadeFrom, seconds: seconds, curve: fade.curve))
+        engine.commands.post(
+          .crossfade(to: voice, from: fadeFrom.map(\.handle), seconds: seconds, curve: fade.curve))
       } else {
-        engine.commands.post(.play(slot: slot))
+        engine.commands.post(.play(voice: voice))
       }
     }
     schedule(&state)
@@ -870,13 +881,13 @@ public final class QueuePlayer: MediaPlayback {
   /// Prepares the item after the now-playing one: appended gaplessly, or on a follower voice
   /// armed to take over with a crossfade.
   private func schedule(_ state: inout State, after failedID: Int? = nil) {
-    guard state.voices.scheduled == nil, let slot = state.voices.currentSlot, let now = state.nowID else { return }
+    guard state.voices.scheduled == nil, let current = state.voices.current, let now = state.nowID else { return }
     let base = failedID ?? now
     guard let next = successor(of: base, state, honoringRepeatOne: failedID == nil) else { return }
     let transition = transition(into: next, state)
     let token = newToken(for: next, &state)
     if transition.isGapless {
-      engine.append(request(for: next, token: token, state), slot: slot)
+      engine.append(request(for: next, token: token, state), voice: current.handle)
       state.voices.scheduled = .gapless(token: token, entry: next)
     } else {
       armFollower(next, token: token, transition: transition, &state)
@@ -884,20 +895,21 @@ public final class QueuePlayer: MediaPlayback {
   }
 
   private func armFollower(_ id: Int, token: Int, transition: Transition, _ state: inout State) {
-    guard let slot = state.voices.currentSlot, let follower = takeVoice(&state) else { return }
-    engine.load(request(for: id, token: token, state), startSeconds: nil, slot: follower, preRoll: true)
+    guard let current = state.voices.current, let follower = takeVoice(&state, forFollower: true) else { return }
+    engine.load(request(for: id, token: token, state), startSeconds: nil, voice: follower.handle, preRoll: true)
     let seconds = max(transition.duration, Voice.transportFadeSeconds)
     engine.commands.post(
       .arm(
-        slot: slot,
-        Voice.Handoff(follower: follower, token: state.voices.currentToken, seconds: seconds, curve: transition.curve)))
-    state.voices.scheduled = .follower(slot: follower, token: token, entry: id, transition)
+        voice: current.handle,
+        Voice.Handoff(
+          follower: follower.handle, token: state.voices.currentToken, seconds: seconds, curve: transition.curve)))
+    state.voices.scheduled = .follower(follower, token: token, entry: id, transition)
   }
 
   /// The order, repeat mode or transition changed: if the prepared next item is no longer the
   /// right one, prepare the right one instead.
   private func reschedule(_ state: inout State, force: Bool = false) {
-    guard let slot = state.voices.currentSlot, let now = state.nowID else { return }
+    guard let current = state.voices.current, let now = state.nowID else { return }
     let wanted = successor(of: now, state, honoringRepeatOne: true)
     let scheduled = state.voices.scheduled
     if !force, scheduled?.entry == wanted, scheduled != nil || wanted == nil {
@@ -909,8 +921,8 @@ public final class QueuePlayer: MediaPlayback {
     }
     switch scheduled {
     case .follower(let follower, _, _, _)?:
-      engine.commands.post(.arm(slot: slot, nil))
-      engine.releaseSlot(follower)
+      engine.commands.post(.arm(voice: current.handle, nil))
+      follower.release()
       state.voices.scheduled = nil
       schedule(&state)
     case .gapless?:
@@ -918,10 +930,10 @@ public final class QueuePlayer: MediaPlayback {
       if let wanted, transition(into: wanted, state).isGapless {
         let token = newToken(for: wanted, &state)
         engine.replaceUpcoming(
-          slot: slot, after: state.voices.currentToken, with: request(for: wanted, token: token, state))
+          voice: current.handle, after: state.voices.currentToken, with: request(for: wanted, token: token, state))
         state.voices.scheduled = .gapless(token: token, entry: wanted)
       } else {
-        engine.replaceUpcoming(slot: slot, after: state.voices.currentToken, with: nil)
+        engine.replaceUpcoming(voice: current.handle, after: state.voices.currentToken, with: nil)
         schedule(&state)
       }
     case nil:
@@ -944,7 +956,7 @@ public final class QueuePlayer: MediaPlayback {
       crossfade(to: id, from: previous, &state)
       setState(.playing, &state)
     } else {
-      let wasPrepared = state.voices.currentSlot != nil
+      let wasPrepared = state.voices.current != nil
       releaseAllVoices(&state)
       if wasPrepared { start(id, playing: false, fadeFrom: [], &state) }
     }
@@ -961,16 +973,17 @@ public final class QueuePlayer: MediaPlayback {
       // The item is already open and buffered on the follower voice (a skip to the next item):
       // crossfade into that voice instead of opening the file again.
       state.voices.scheduled = nil
-      if let current = state.voices.currentSlot {
-        engine.commands.post(.arm(slot: current, nil))
+      if let current = state.voices.current {
+        engine.commands.post(.arm(voice: current.handle, nil))
         state.voices.outgoing.append(current)
       }
-      state.voices.currentSlot = follower
+      state.voices.current = follower
       state.voices.currentToken = token
       state.seekGeneration = 0
       let seconds = fade.isGapless ? Voice.transportFadeSeconds : fade.duration
       engine.commands.post(
-        .crossfade(to: follower, from: state.voices.outgoing, seconds: seconds, curve: fade.curve))
+        .crossfade(
+          to: follower.handle, from: state.voices.outgoing.map(\.handle), seconds: seconds, curve: fade.curve))
       schedule(&state)
       return
     }
@@ -980,38 +993,38 @@ public final class QueuePlayer: MediaPlayback {
 
   /// Moves the current voice (and those already fading) to the outgoing list; the prepared
   /// follower is let go. Returns the voices to fade out.
-  private func takeAudibleVoices(_ state: inout State) -> [Int] {
-    if case .follower(let follower, _, _, _)? = state.voices.scheduled { engine.releaseSlot(follower) }
+  private func takeAudibleVoices(_ state: inout State) -> [VoiceLease] {
+    if case .follower(let follower, _, _, _)? = state.voices.scheduled { follower.release() }
     state.voices.scheduled = nil
-    if let current = state.voices.currentSlot {
-      engine.commands.post(.arm(slot: current, nil))
+    if let current = state.voices.current {
+      engine.commands.post(.arm(voice: current.handle, nil))
       state.voices.outgoing.append(current)
     }
-    state.voices.currentSlot = nil
+    state.voices.current = nil
     return state.voices.outgoing
   }
 
   private func releaseOutgoing(_ state: inout State) {
-    for slot in state.voices.outgoing { engine.releaseSlot(slot) }
+    for voice in state.voices.outgoing { voice.release() }
     state.voices.outgoing = []
   }
 
   private func releaseAllVoices(_ state: inout State) {
     releaseOutgoing(&state)
-    if case .follower(let follower, _, _, _)? = state.voices.scheduled { engine.releaseSlot(follower) }
+    if case .follower(let follower, _, _, _)? = state.voices.scheduled { follower.release() }
     state.voices.scheduled = nil
-    if let current = state.voices.currentSlot { engine.releaseSlot(current) }
-    state.voices.currentSlot = nil
+    state.voices.current?.release()
+    state.voices.current = nil
   }
 
   private func restartCurrent(_ state: inout State) {
     guard let now = state.nowID else { return }
     let start = state.entries[now]?.startTime ?? 0
-    if let slot = state.voices.currentSlot {
+    if let voice = state.voices.current {
       releaseOutgoing(&state)
       state.seekGeneration += 1
       state.lastSeekSeconds = start
-      engine.commands.post(.seek(slot: slot, seconds: start, generation: state.seekGeneration))
+      engine.commands.post(.seek(voice: voice.handle, seconds: start, generation: state.seekGeneration))
       reschedule(&state, force: true)
     } else {
       state.requestedSeekSeconds = nil
@@ -1025,13 +1038,14 @@ public final class QueuePlayer: MediaPlayback {
     } else if reason == .skipForward {
       count(state.nowID.flatMap { state.entries[$0]?.item }, played: false)
     }
-    let playing = state.voices.currentSlot
-    state.voices.currentSlot = nil
-    if case .follower(let follower, _, _, _)? = state.voices.scheduled { engine.releaseSlot(follower) }
+    let playing = state.voices.current
+    state.voices.current = nil
+    if case .follower(let follower, _, _, _)? = state.voices.scheduled { follower.release() }
     state.voices.scheduled = nil
     if let playing {
       // Let it fade (a skip) or finish (it already ended) before its voice goes.
-      engine.commands.post(.fadeOutAndFinish(slot: playing, seconds: Voice.transportFadeSeconds, curve: .linear))
+      engine.commands.post(
+        .fadeOutAndFinish(voice: playing.handle, seconds: Voice.transportFadeSeconds, curve: .linear))
       state.voices.outgoing.append(playing)
     }
     state.nowID = state.playOrder.first
@@ -1042,15 +1056,17 @@ public final class QueuePlayer: MediaPlayback {
 
   // MARK: - Engine events
 
-  private func handle(_ event: EngineEvent, slot: Int) {
+  /// An event of one of the player's voices. Each names its voice by handle: a voice the player
+  /// no longer holds (stolen, released) is not confused with the voice that has its slot now.
+  private func handle(_ event: EngineEvent) {
+    guard let voice = event.voice else { return }
     state.withLock { state in
+      let isCurrent = voice == state.voices.current?.handle
       switch event {
       case .prepared:
         break
       case .segmentStarted(_, let token):
-        guard slot == state.voices.currentSlot, case .gapless(token, let entry)? = state.voices.scheduled else {
-          return
-        }
+        guard isCurrent, case .gapless(token, let entry)? = state.voices.scheduled else { return }
         let from = state.nowID.flatMap { state.entries[$0]?.item }
         state.voices.scheduled = nil
         state.voices.currentToken = token
@@ -1058,14 +1074,15 @@ public final class QueuePlayer: MediaPlayback {
         emitLocked(.transitionStarted(from: from, to: state.entries[entry]!.item, .gapless), &state)
         schedule(&state)
       case .handedOff(_, let to):
-        guard slot == state.voices.currentSlot,
-          case .follower(to, let token, let entry, let used)? = state.voices.scheduled
+        guard isCurrent, let current = state.voices.current,
+          case .follower(let follower, let token, let entry, let used)? = state.voices.scheduled,
+          follower.handle == to
         else {
           return
         }
         let from = state.nowID.flatMap { state.entries[$0]?.item }
-        state.voices.outgoing.append(slot)
-        state.voices.currentSlot = to
+        state.voices.outgoing.append(current)
+        state.voices.current = follower
         state.voices.currentToken = token
         state.seekGeneration = 0
         state.voices.scheduled = nil
@@ -1073,12 +1090,13 @@ public final class QueuePlayer: MediaPlayback {
         emitLocked(.transitionStarted(from: from, to: state.entries[entry]!.item, used), &state)
         schedule(&state)
       case .fadedOut:
-        if let index = state.voices.outgoing.firstIndex(of: slot) {
-          state.voices.outgoing.remove(at: index)
-          engine.releaseSlot(slot)
+        if let index = state.voices.outgoing.firstIndex(where: { $0.handle == voice }) {
+          state.voices.outgoing.remove(at: index).release()
+          // A voice is free again: prepare the next item if no voice was left for it before.
+          schedule(&state)
         }
       case .ended:
-        guard slot == state.voices.currentSlot else { return }
+        guard isCurrent else { return }
         switch state.voices.scheduled {
         case .follower?:
           return  // the armed hand-over starts as soon as the follower has audio
@@ -1089,14 +1107,22 @@ public final class QueuePlayer: MediaPlayback {
           advance(to: entry, &state)
           start(entry, playing: true, fadeFrom: outgoing, fade: .gapless, &state)
         case nil:
-          endOfQueue(&state, reason: .naturalEnd)
+          if let now = state.nowID, let next = successor(of: now, state, honoringRepeatOne: true) {
+            // The next item could not be prepared in time (no voice was free for it): start it
+            // now, after the item that ended, rather than end the queue.
+            let outgoing = takeAudibleVoices(&state)
+            advance(to: next, &state)
+            start(next, playing: true, fadeFrom: outgoing, fade: .gapless, &state)
+          } else {
+            endOfQueue(&state, reason: .naturalEnd)
+          }
         }
       case .failed(_, let error):
-        failed(slot: slot, error: error, token: nil, &state)
+        failed(voice: voice, error: error, token: nil, &state)
       case .segmentFailed(_, let token, let error):
-        failed(slot: slot, error: error, token: token, &state)
+        failed(voice: voice, error: error, token: token, &state)
       case .appendFailed(_, let token, let error, let rateMismatch):
-        guard case .gapless(token, let entry)? = state.voices.scheduled else { return }
+        guard isCurrent, case .gapless(token, let entry)? = state.voices.scheduled else { return }
         state.voices.scheduled = nil
         if rateMismatch {
           // One source plays one rate: join with the shortest click-free crossfade instead.
@@ -1111,20 +1137,22 @@ public final class QueuePlayer: MediaPlayback {
       case .underrun:
         emitLocked(.underrun, &state)
       case .interrupted(_, let interrupted):
-        guard slot == state.voices.currentSlot else { return }
+        guard isCurrent else { return }
         if interrupted && state.playbackState == .playing {
           setState(.interrupted, &state)
         } else if !interrupted && state.playbackState == .interrupted {
           setState(.playing, &state)
         }
-      case .stolenFrom:
-        state.voices.outgoing.removeAll { $0 == slot }
-        if case .follower(slot, _, _, _)? = state.voices.scheduled {
+      case .stolen:
+        // The lease is revoked: the voice is another owner's now (possibly this player's own new
+        // voice on the same slot, under a new generation). Only forget it.
+        state.voices.outgoing.removeAll { $0.handle == voice }
+        if case .follower(let follower, _, _, _)? = state.voices.scheduled, follower.handle == voice {
           state.voices.scheduled = nil
-          engine.commands.post(.arm(slot: state.voices.currentSlot ?? slot, nil))
+          if let current = state.voices.current { engine.commands.post(.arm(voice: current.handle, nil)) }
           schedule(&state)
-        } else if slot == state.voices.currentSlot {
-          state.voices.currentSlot = nil
+        } else if isCurrent {
+          state.voices.current = nil
           reportLater(Diagnostic(.warning, "the queue player's voice was stolen by a higher-priority sound"))
           releaseAllVoices(&state)
           setState(.stopped, &state)
@@ -1136,13 +1164,18 @@ public final class QueuePlayer: MediaPlayback {
   }
 
   /// An item failed: say so, and move on past it (or stop when every item failed).
-  private func failed(slot: Int, error: DecodeError, token: Int?, _ state: inout State) {
+  private func failed(voice: VoiceHandle, error: DecodeError, token: Int?, _ state: inout State) {
+    let isCurrent = voice == state.voices.current?.handle
+    var failedFollower: VoiceLease?
+    if case .follower(let follower, _, _, _)? = state.voices.scheduled, follower.handle == voice {
+      failedFollower = follower
+    }
     let failedEntry: Int?
     if let token {
       failedEntry = state.tokens[token]
-    } else if case .follower(slot, _, let entry, _)? = state.voices.scheduled {
+    } else if failedFollower != nil, let entry = state.voices.scheduled?.entry {
       failedEntry = entry
-    } else if slot == state.voices.currentSlot {
+    } else if isCurrent {
       failedEntry = state.nowID
     } else {
       return  // an outgoing voice failing as it fades: nothing more to do
@@ -1152,11 +1185,11 @@ public final class QueuePlayer: MediaPlayback {
     reportLater(Diagnostic(.error, error.description, error: error))
     state.consecutiveFailures += 1
     let giveUp = state.consecutiveFailures >= max(1, state.playOrder.count)
-    if case .follower(slot, _, _, _)? = state.voices.scheduled {
+    if let failedFollower {
       // The prepared next item failed to open: prepare the one after it.
       state.voices.scheduled = nil
-      engine.releaseSlot(slot)
-      if let current = state.voices.currentSlot { engine.commands.post(.arm(slot: current, nil)) }
+      failedFollower.release()
+      if let current = state.voices.current { engine.commands.post(.arm(voice: current.handle, nil)) }
       if !giveUp { schedule(&state, after: id) }
       return
     }
@@ -1165,14 +1198,15 @@ public final class QueuePlayer: MediaPlayback {
       state.followsFailure = true
       return
     }
-    guard slot == state.voices.currentSlot else { return }
+    guard isCurrent else { return }
     // The playing item failed (or could not open): on to the one after it.
     let next = successor(of: id, state, honoringRepeatOne: false)
     let wasPlaying = state.playbackState == .playing
     if case .follower? = state.voices.scheduled, state.voices.scheduled?.entry == next,
-      engine.statuses[slot].isPrepared.load(ordering: .acquiring)
+      engine.status(of: voice)?.isPrepared.load(ordering: .acquiring) == true
     {
-      // Its follower is ready and the hand-over fires on its own (the voice has ended).
+      // The failed voice had played (it ended early), so its armed hand-over to the prepared
+      // follower fires on its own.
       state.followsFailure = true
       return
     }

@@ -614,7 +614,7 @@ final class DirectorCore {
   var voiceItems: [Int: (item: MediaItem, isStinger: Bool)] {
     var items = player.voiceItems.mapValues { (item: $0, isStinger: false) }
     for stinger in stingers {
-      if let item = stinger.item { items[stinger.slot] = (item, true) }
+      if let item = stinger.item, let slot = stinger.slot { items[slot] = (item, true) }
     }
     return items
   }
