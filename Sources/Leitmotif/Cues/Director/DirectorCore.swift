@@ -425,8 +425,9 @@ final class DirectorCore {
       } else {
         try player.setQueue(with: descriptor, startingAt: entrySeconds, transition: nil)
         stateVolume.set(Double(state.volume))
+        // The first music fades in along the transition's own curve.
         fade.set(spec.seconds > 0 ? 0 : 1)
-        fade.move(to: 1, over: spec.seconds, at: now)
+        fade.move(to: 1, over: spec.seconds, at: now, curve: spec.curve)
         player.play()
       }
     } catch {
