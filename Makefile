@@ -2,9 +2,10 @@
 # Swift: they install the Debian packages the project needs first (as root), or print the exact
 # apt-get line to run (otherwise) and stop.
 
-# C libraries the package links (OpenAL Soft, libvorbis/vorbisfile/vorbisenc, libmpg123),
+# C libraries the package links (OpenAL Soft, libvorbis/vorbisfile/vorbisenc, libmpg123, SQLite,
+# libsamplerate),
 # pkg-config for SwiftPM to find them, and lame for the benchmark's MP3 and the fixture script.
-PACKAGES := pkg-config libopenal-dev libvorbis-dev libmpg123-dev libsqlite3-dev lame tmux
+PACKAGES := pkg-config libopenal-dev libvorbis-dev libmpg123-dev libsqlite3-dev libsamplerate0-dev lame tmux
 
 .PHONY: deps test test-tsan demo bench format fixtures assets c-api c-game docs
 

@@ -1,9 +1,9 @@
 // swift-tools-version:6.0
 // Leitmotif's layers, lowest first:
-//   C libraries (COpenAL, CVorbisFile, CMPG123, CSQLite) one system-library target each
+//   C libraries (COpenAL, CVorbisFile, CMPG123, CSQLite, CSampleRate) one system-library target each
 //   LeitmotifDecoding   streaming decoders (Ogg Vorbis, MP3), tags         -> CVorbisFile, CMPG123
 //   LeitmotifOutput     OpenAL devices, sources, buffers, loopback, WAV    -> COpenAL
-//   Leitmotif           the engine, players, the music library (SQLite)    -> Decoding, Output, CSQLite
+//   Leitmotif           the mixer, players, the music library (SQLite)     -> Decoding, Output, CSQLite, CSampleRate
 //   LeitmotifC          the C API (include/leitmotif.h), libLeitmotifC.so  -> Leitmotif, CLeitmotifHeader
 //   leitmotif (CLI), leitmotif-bench, leitmotif-demo (Demo/)               executables on top
 //   leitmotif-compose   makes the bundled default music in Assets/music    -> Fixtures (libvorbisenc)
@@ -31,10 +31,13 @@ let package = Package(
       name: "CMPG123", pkgConfig: "libmpg123", providers: [.apt(["libmpg123-dev"])]),
     .systemLibrary(
       name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+    // libsamplerate, BSD-2-Clause: the mixer's resampler (file rate and playback rate to mix frames).
+    .systemLibrary(
+      name: "CSampleRate", pkgConfig: "samplerate", providers: [.apt(["libsamplerate0-dev"])]),
 
     .target(name: "LeitmotifDecoding", dependencies: ["CVorbisFile", "CMPG123"]),
     .target(name: "LeitmotifOutput", dependencies: ["COpenAL"]),
-    .target(name: "Leitmotif", dependencies: ["LeitmotifDecoding", "LeitmotifOutput", "CSQLite"]),
+    .target(name: "Leitmotif", dependencies: ["LeitmotifDecoding", "LeitmotifOutput", "CSQLite", "CSampleRate"]),
 
     // The C API: the header's declarations for the Swift side, and the @_cdecl functions.
     .systemLibrary(name: "CLeitmotifHeader"),

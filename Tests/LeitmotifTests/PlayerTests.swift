@@ -159,10 +159,11 @@ struct PlayerTests {
     #expect(player.currentPlaybackTime == Double(target) / 48_000)
     player.play()
     let output = EngineHarness.render(engine, frames: 8 * EngineHarness.renderFrames)
-    // The source starts at the first render after play, at gain 0 (a source's first mix is not
-    // ramped); the fade-in ramps over the next renders, and from the third on the gain is 1.
-    #expect(EngineHarness.peak(output[0..<(2 * EngineHarness.renderFrames)]) == 0)
-    for frame in (3 * EngineHarness.renderFrames)..<(8 * EngineHarness.renderFrames) {
+    // The voice starts on the first frame mixed after play, at gain 0, and fades in over 10 ms
+    // (480 frames); from then on the output is the decode, sample for sample.
+    #expect(output[0] == 0 && output[1] == 0)
+    #expect(EngineHarness.peak(output[0..<(2 * 480)]) > 0, "the target frame is heard at once, fading in")
+    for frame in 480..<(8 * EngineHarness.renderFrames) {
       let sourceFrame = target + frame
       if output[2 * frame] != decoded[2 * sourceFrame] {
         Issue.record("frame \(frame): \(output[2 * frame]) != decode[\(sourceFrame)] \(decoded[2 * sourceFrame])")

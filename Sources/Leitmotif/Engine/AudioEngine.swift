@@ -100,7 +100,7 @@ public final class AudioEngine: @unchecked Sendable {
       limit: max(1, min(voiceLimit, StreamingLoop.maximumVoices)), statuses: statuses, commands: commands,
       events: events)
     let isOffline = self.isOffline
-    loop = StreamingLoop(
+    loop = try StreamingLoop(
       device: initialDevice, statuses: statuses, commands: commands, events: events,
       reopenDevice: { isOffline ? nil : try? AudioEngine.openDefaultOutput() }, isOffline: isOffline)
     if let notice { report(Diagnostic(.notice, notice)) }
@@ -143,6 +143,24 @@ public final class AudioEngine: @unchecked Sendable {
     }
   }
   private let masterGainValue = Mutex<Float>(1)
+
+  /// Muffles everything the engine plays ("under water", a pause menu): the high-frequency gain
+  /// of the music bus's shelf filter, 0 to 1, like a player's `lowPassGain` but over the whole
+  /// mix. 1, the default, leaves the output exactly unfiltered. NaN and infinities mean 1.
+  public var masterLowPassGain: Float {
+    get { masterLowPassValue.withLock { $0 } }
+    set {
+      let gain = newValue.isFinite ? max(0, min(1, newValue)) : 1
+      masterLowPassValue.withLock { value in
+        value = gain
+        commands.post(.setMasterLowPass(gain))
+      }
+    }
+  }
+  private let masterLowPassValue = Mutex<Float>(1)
+
+  /// The mix clock of the last block mixed: frames since the engine started.
+  var mixClock: Int64 { loop.mixClock }
 
   /// Sets or replaces the diagnostics handler.
   public func setDiagnosticsHandler(_ handler: DiagnosticsHandler?) { diagnostics.withLock { $0 = handler } }
@@ -208,8 +226,7 @@ public final class AudioEngine: @unchecked Sendable {
     }
     renderLock.withLock { _ in
       loop.pump()
-      loop.device.render(into: buffer, frameCount: frameCount)
-      loop.publishPositions()
+      loop.render(into: buffer, frameCount: frameCount)
     }
     deliverPendingEvents()
   }
@@ -243,8 +260,7 @@ public final class AudioEngine: @unchecked Sendable {
   /// segment's own start), pre-buffers it and attaches it. Later `append`s for the slot run after.
   /// `preRoll`: the voice will fade in as the incoming side of a crossfade (see
   /// `DecodeAheadStream.init`); one mix period of silence goes before the item.
-  func load(_ request: SegmentRequest, startSeconds: Double?, voice: VoiceHandle, preRoll: Bool = false) {
-    let preRollFrames = preRoll ? initialDevice.mixPeriodFrames : 0
+  func load(_ request: SegmentRequest, startSeconds: Double?, voice: VoiceHandle) {
     let commands = self.commands
     let streams = self.streams
     let census = decodeThreads
@@ -262,13 +278,12 @@ public final class AudioEngine: @unchecked Sendable {
           start = max(0, min(Int64((startSeconds * rate).rounded()), segment.endFrame))
           if start != segment.decoder.cursorFrames { try segment.decoder.seek(toFrame: start) }
         }
-        let stream = DecodeAheadStream(
-          first: segment, startFrame: start, preRollFrames: preRollFrames, census: census)
+        let stream = DecodeAheadStream(first: segment, startFrame: start, census: census)
         streams.set(stream, for: voice)
         // Pre-buffer: wait (here, on the loader thread) until the ring holds what the OpenAL
         // buffers will take, so that attaching never waits.
         let deadline = Date().addingTimeInterval(5)
-        while stream.availableBlocks < Voice.bufferCount && !stream.initialGenerationEnded && Date() < deadline {
+        while stream.availableBlocks < Self.preBufferBlocks && !stream.initialGenerationEnded && Date() < deadline {
           usleep(500)
         }
         command = .attach(voice: voice, LoadedStream(stream: stream, startFrame: start))
@@ -279,6 +294,10 @@ public final class AudioEngine: @unchecked Sendable {
       commands.post(command)
     }
   }
+
+  /// Blocks decoded before a stream is handed to the streaming thread (about a third of a second):
+  /// a voice starts at once, and rides out a slow first read.
+  static let preBufferBlocks = 4
 
   /// Opens `request` and queues it on the slot's stream, to follow what is there gaplessly.
   /// Failures (and a sample rate the stream cannot take) come back as `.appendFailed`.

@@ -114,12 +114,8 @@ final class DecodeAheadStream: @unchecked Sendable {
   }
 
   /// Takes ownership of `first` (its decoder already at `startFrame`) and starts decoding at once.
-  ///
-  /// `preRollFrames` of silence go first: a voice that fades in as the incoming side of a
-  /// crossfade starts its source one mix before its fade begins (a source's first mix is not
-  /// ramped, so it must be silent), and the silence fills that mix instead of the item's start.
   /// `census` counts the decode thread while it runs (the engine's shutdown waits for it).
-  init(first: StreamSegment, startFrame: Int64, preRollFrames: Int = 0, census: ThreadCensus? = nil) {
+  init(first: StreamSegment, startFrame: Int64, census: ThreadCensus? = nil) {
     path = first.decoder.path
     format = first.decoder.format
     firstToken = first.token
@@ -137,11 +133,10 @@ final class DecodeAheadStream: @unchecked Sendable {
     upcoming.withLock { $0.decodingToken = first.token }
     // The decoder moves to the decode thread and is used only there from now on.
     let handover = Handover(first)
-    let preRoll = max(0, min(preRollFrames, Self.framesPerBlock))
     census?.enter()
     let thread = Thread { [self] in
       nameCurrentThread("lm.decode")
-      self.produce(first: handover.value, startFrame: startFrame, preRollFrames: preRoll)
+      self.produce(first: handover.value, startFrame: startFrame)
       census?.leave()
     }
     thread.name = "leitmotif.decode"
@@ -246,14 +241,7 @@ final class DecodeAheadStream: @unchecked Sendable {
     var jumpsDone = 0
   }
 
-  private func produce(first: StreamSegment, startFrame: Int64, preRollFrames: Int) {
-    if preRollFrames > 0 {
-      // Zeros are in every slot already (the ring starts zeroed).
-      publish(
-        frames: preRollFrames, cursor: startFrame - Int64(preRollFrames), token: first.token,
-        segmentStart: first.startFrame, segmentEnd: first.endFrame, finalPass: first.loop == nil, generation: 0,
-        error: nil)
-    }
+  private func produce(first: StreamSegment, startFrame: Int64) {
     var generation = 0
     var current: Current? = Current(segment: first, cursor: startFrame)
     var retained: [StreamSegment] = []

@@ -6,8 +6,6 @@ import Synchronization
 struct LoadedStream: @unchecked Sendable {
   var stream: DecodeAheadStream
   var startFrame: Int64
-  /// A hand-over armed before the voice existed.
-  var handoff: Voice.Handoff? = nil
 }
 
 /// Requests from game threads to the streaming thread. Every request about a voice names its
@@ -40,6 +38,8 @@ enum EngineCommand: Sendable {
   /// Drops what the voice decoded after the segment being heard (see `Voice.resync`).
   case resync(voice: VoiceHandle)
   case setMasterGain(Float)
+  /// The high-frequency gain of the music bus's shelf filter, 0...1 (1: unfiltered).
+  case setMasterLowPass(Float)
   case simulateDeviceDisconnect
   /// Tests only: the streaming thread sleeps this long, as a descheduled thread on a loaded
   /// machine would, so the sources run dry.

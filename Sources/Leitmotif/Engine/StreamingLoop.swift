@@ -1,15 +1,22 @@
 import Foundation
 
-/// The streaming thread's state: the voices and the device they play on.
+/// The streaming thread's state: the mixer (every voice, on one sample clock), the music bus that
+/// carries the mix to OpenAL, and the device it plays on.
+///
+/// The mix clock: frames mixed since the engine started. Every command takes effect on the first
+/// frame of the next block mixed, every start, fade and hand-over happens on a frame of that
+/// clock, and a voice's position is a frame of its file at a frame of the mix, so what a voice
+/// does is the same live as offline, to the frame (only how far ahead of the ear the mix runs
+/// differs: `MusicBus.targetQueuedFrames`).
 ///
 /// The rules of the streaming thread, in one place:
-/// - It may call: OpenAL (source and buffer calls), the decode-ahead rings (take a block, ask for a
-///   seek: both lock-free), and `try` the command queue's lock.
+/// - It may call: OpenAL (the bus source's calls), the decode-ahead rings (take a block, ask for
+///   a seek: both lock-free), and `try` the command queue's lock.
 /// - It must never: wait on a lock a game thread can hold (it only tries), call back into game
 ///   code (events go to the notification thread), open or read files (the loader opens them, each
-///   voice's decode thread reads them), allocate once voices are attached (buffers and rings are
-///   sized when a voice is made; the command and event batches keep their capacity), or free
-///   voices and devices (they go back to the notification thread to be released).
+///   voice's decode thread reads them), allocate once voices are attached (the bus, its ring,
+///   every voice's scratch and resampler are made before; the command and event batches keep
+///   their capacity), or free voices and devices (they go back to the notification thread).
 /// - A real-time engine pumps it every few milliseconds from its own thread; an offline engine
 ///   pumps it once before every render call, on the rendering thread, so runs are deterministic.
 // @unchecked Sendable: handed to the streaming thread at start and used only there (or, offline,
@@ -23,14 +30,19 @@ final class StreamingLoop: @unchecked Sendable {
   private let commands: CommandQueue<EngineCommand>
   private let events: CommandQueue<EngineEvent>
   private var commandBatch: [EngineCommand] = []
+  /// The mix clock: the frame the next block mixed starts at.
+  private(set) var mixClock: Int64 = 0
+  private var bus: MusicBus
+  /// Where each block is mixed before it goes to the bus (stereo).
+  private let mixScratch: UnsafeMutablePointer<Float>
+  private static let maximumMixFrames = 4096
   // Commands for a slot whose stream is still loading wait here (per slot): play/pause intent,
   // a seek, rate, volume and low-pass are applied when it attaches.
   private var wantsPlaying = [Bool](repeating: false, count: maximumVoices)
   private var pendingSeek = [(seconds: Double, generation: Int)?](repeating: nil, count: maximumVoices)
   private var rates = [Float](repeating: 1, count: maximumVoices)
   private var volumes = [Float](repeating: 1, count: maximumVoices)
-  /// High-frequency gains of each slot's low-pass filter (1: unfiltered). The voice keeps its own
-  /// copy too, which a new source after a device change inherits (`Voice.move`).
+  /// High-frequency gains of each slot's shelf filter (1: unfiltered).
   private var lowPassGains = [Float](repeating: 1, count: maximumVoices)
   /// Crossfades waiting for their incoming voice to have audio (per incoming slot).
   private var pendingCrossfades = [(from: [VoiceHandle], seconds: Double, curve: FadeCurve)?](
@@ -46,14 +58,18 @@ final class StreamingLoop: @unchecked Sendable {
   private var dyingEvents: [EngineEvent] = []
   /// What dying voices publish into: nobody reads it.
   private let detachedStatus = VoiceStatus()
+  /// The master gain over the bus, glided per frame towards its target.
   private var masterGain: Float = 1
+  private var masterGainTarget: Float = 1
+  /// The bus's own shelf filter (`AudioEngine.masterLowPassGain`).
+  private var busFilter: ShelfFilter
   private var pendingEvents: [EngineEvent] = []
   private var lastConnectionCheckNanoseconds: Int64 = 0
   private var deviceLost = false
   private var simulatedDisconnect = false
   private let reopenDevice: () -> OutputDevice?
   private let isOffline: Bool
-  // The clocked headless fallback: the loop renders and discards what the wall clock says is due.
+  // The clocked headless fallback: the loop mixes and renders what the wall clock says is due.
   private var headlessScratch: [Float] = []
   private var headlessStartNanoseconds: UInt64 = 0
   private var headlessFramesRendered: Int64 = 0
@@ -61,13 +77,17 @@ final class StreamingLoop: @unchecked Sendable {
   init(
     device: OutputDevice, statuses: [VoiceStatus], commands: CommandQueue<EngineCommand>,
     events: CommandQueue<EngineEvent>, reopenDevice: @escaping () -> OutputDevice?, isOffline: Bool
-  ) {
+  ) throws(OutputError) {
     self.isOffline = isOffline
     self.device = device
     self.statuses = statuses
     self.commands = commands
     self.events = events
     self.reopenDevice = reopenDevice
+    bus = try MusicBus(device: device)
+    busFilter = ShelfFilter(sampleRate: device.sampleRate)
+    mixScratch = .allocate(capacity: 2 * Self.maximumMixFrames)
+    mixScratch.initialize(repeating: 0, count: 2 * Self.maximumMixFrames)
     voices = [Voice?](repeating: nil, count: Self.maximumVoices)
     commandBatch.reserveCapacity(64)
     pendingEvents.reserveCapacity(64)
@@ -78,49 +98,100 @@ final class StreamingLoop: @unchecked Sendable {
     }
   }
 
-  /// How far ahead of the device clock the next mix reaches, and how long a gain of 0 must stand
-  /// before the source can be paused or flushed without cutting audible sound.
-  private var mixPeriodNanoseconds: Int64 { Int64(device.mixPeriodFrames) * 1_000_000_000 / Int64(device.sampleRate) }
+  deinit { mixScratch.deallocate() }
 
-  /// One pass: take commands, feed every voice, start due crossfades, watch the device, hand
-  /// events out. Both sides of a crossfade start their envelopes at the same device-clock time
-  /// (the end of the coming mix), so they stay in step whatever mix the gains land in.
-  /// (Deferred updates are not used: in 1.19 they would also defer the stop that must precede
-  /// unqueuing a flushed source's buffers.)
+  /// One pass: take commands, keep the bus topped up with freshly mixed blocks (a device that
+  /// renders on demand mixes in `render` instead), watch the device, hand events out.
   /// Returns whether anything is playing or fading (the thread then pumps again soon; if not,
   /// it sleeps until a command comes).
   @discardableResult
   func pump() -> Bool {
     device.makeCurrent()
-    let clock = device.clockNanoseconds
-    if commands.takeAll(into: &commandBatch) {
-      for command in commandBatch { apply(command, clock: clock) }
-      commandBatch.removeAll(keepingCapacity: true)
+    takeCommands()
+    if !isOffline { watchConnection() }
+    let busy = isBusy
+    if !deviceLost && !device.rendersOnDemand {
+      if busy { refillBus() } else { bus.idle() }
     }
-    if !isOffline { watchConnection(clock: clock) }
-    let period = mixPeriodNanoseconds
-    // A device that renders on demand mixes right after this pump; a real device may be midway
-    // through a mix when a gain is set, so a change is certain to be heard only after two periods.
-    let settle = device.rendersOnDemand ? period : 2 * period
-    if !deviceLost {
-      for slot in 0..<Self.maximumVoices {
-        guard let voice = voices[slot] else { continue }
-        let first = pendingEvents.count
-        voice.pump(clock: clock, lookaheadNanoseconds: period, settleNanoseconds: settle, events: &pendingEvents)
-        for index in first..<pendingEvents.count {
-          switch pendingEvents[index] {
-          case .ended, .failed: wantsPlaying[slot] = false
-          default: break
-          }
+    if device.rendersOnDemand && !isOffline { renderHeadlessDue(busy: busy) }
+    flushEvents()
+    return busy
+  }
+
+  private func takeCommands() {
+    guard commands.takeAll(into: &commandBatch) else { return }
+    for command in commandBatch { apply(command, clock: mixClock) }
+    commandBatch.removeAll(keepingCapacity: true)
+  }
+
+  /// Mixes blocks until the bus holds its target, restarting the source after a real underrun.
+  private func refillBus() {
+    bus.collectPlayed()
+    while bus.queuedFrames < bus.targetQueuedFrames, let block = bus.nextBlock(frames: MusicBus.blockFrames) {
+      mix(into: block, frames: MusicBus.blockFrames)
+      bus.commit(frames: MusicBus.blockFrames)
+    }
+    if bus.stoppedEarly {
+      // The device stopped the source with audio still queued: a device going away does that
+      // before it says so. Nothing is restarted until the connection check has had its say.
+      return
+    }
+    if bus.keepPlaying() {
+      // The streaming thread was late and OpenAL played all it had: every voice heard was cut
+      // short for a moment. Each counts it, and its owner is told.
+      for voice in voices where voice?.isAudible == true {
+        voice!.status.underruns.add(1, ordering: .relaxed)
+        pendingEvents.append(.underrun(voice: voice!.handle))
+      }
+    }
+  }
+
+  /// Offline engines (and the headless device): mixes `frameCount` frames and has OpenAL render
+  /// them into `output` at once.
+  func render(into output: UnsafeMutablePointer<Float>, frameCount: Int) {
+    device.makeCurrent()
+    var done = 0
+    while done < frameCount {
+      let frames = min(frameCount - done, Self.maximumMixFrames)
+      guard let block = bus.nextBlock(frames: frames) else { break }
+      mix(into: block, frames: frames)
+      bus.renderNow(block, frames: frames, into: output + 2 * done)
+      done += frames
+    }
+    if done < frameCount { (output + 2 * done).initialize(repeating: 0, count: 2 * (frameCount - done)) }
+    flushEvents()
+  }
+
+  /// Mixes the next `frames` frames of every voice into `output` (the mix clock moves on by
+  /// `frames`): hand-overs and crossfades due in this block start on their exact frames first.
+  private func mix(into output: UnsafeMutablePointer<Float>, frames: Int) {
+    output.initialize(repeating: 0, count: 2 * frames)
+    let clock = mixClock
+    startDueCrossfades(clock: clock, frames: frames)
+    for slot in 0..<Self.maximumVoices {
+      guard let voice = voices[slot] else { continue }
+      let first = pendingEvents.count
+      voice.mix(into: output, frames: frames, clock: clock, events: &pendingEvents)
+      for index in first..<pendingEvents.count {
+        switch pendingEvents[index] {
+        case .ended, .failed: wantsPlaying[slot] = false
+        default: break
         }
       }
-      startDueCrossfades(clock: clock, lookahead: period)
-      pumpDying(clock: clock, lookahead: period, settle: settle)
     }
-    flushEvents()
-    let busy = isBusy
-    if device.rendersOnDemand && !isOffline { renderHeadlessDue(busy: busy) }
-    return busy
+    mixDying(into: output, frames: frames, clock: clock)
+    busFilter.process(output, frames: frames)
+    if masterGain != 1 || masterGainTarget != 1 {
+      let step = (masterGainTarget - masterGain) / Float(Voice.volumeGlideFrames)
+      for frame in 0..<frames {
+        if masterGain != masterGainTarget {
+          masterGain = abs(masterGainTarget - masterGain) <= abs(step) ? masterGainTarget : masterGain + step
+        }
+        output[2 * frame] *= masterGain
+        output[2 * frame + 1] *= masterGain
+      }
+    }
+    mixClock += Int64(frames)
   }
 
   /// Something is audible, starting, fading or waiting to start a crossfade.
@@ -128,15 +199,17 @@ final class StreamingLoop: @unchecked Sendable {
     if !dying.isEmpty { return true }
     for slot in 0..<Self.maximumVoices {
       if pendingCrossfades[slot] != nil { return true }
-      if let voice = voices[slot], voice.isAudible || voice.isStarting { return true }
+      if let voice = voices[slot], voice.isAudible || voice.isStarting || voice.awaitsFadedOutReport { return true }
     }
     return false
   }
 
-  /// Armed hand-overs whose moment has come, and crossfades whose incoming voice is ready.
-  private func startDueCrossfades(clock: Int64, lookahead: Int64) {
+  /// Armed hand-overs whose moment falls in the block `clock ..< clock + frames`, and crossfades
+  /// whose incoming voice is ready: each starts on its own frame, both sides on the same one.
+  private func startDueCrossfades(clock: Int64, frames: Int) {
     for slot in 0..<Self.maximumVoices {
-      guard let voice = voices[slot], let handoff = voice.handoff, voice.handoffDue(lookaheadNanoseconds: lookahead)
+      guard let voice = voices[slot], let handoff = voice.handoff, let due = voice.framesUntilHandoff(),
+        due < Int64(frames)
       else { continue }
       guard owns(handoff.follower) else {
         // The follower changed hands (stolen): nothing to hand over to.
@@ -148,8 +221,8 @@ final class StreamingLoop: @unchecked Sendable {
       let seconds = voice.handoffSeconds()
       voice.handoff = nil
       armed[slot] = nil
-      let start = clock + lookahead
-      follower.fadeIn(seconds: seconds, curve: handoff.curve, clock: clock, start: start)
+      let start = clock + due
+      follower.fadeIn(seconds: seconds, curve: handoff.curve, start: start)
       wantsPlaying[handoff.follower.slot] = true
       voice.fadeOutAndFinish(seconds: seconds, curve: handoff.curve, start: start)
       pendingEvents.append(.handedOff(from: voice.handle, to: handoff.follower))
@@ -157,28 +230,26 @@ final class StreamingLoop: @unchecked Sendable {
     for slot in 0..<Self.maximumVoices {
       guard let crossfade = pendingCrossfades[slot], let incoming = voices[slot], incoming.hasAudio else { continue }
       pendingCrossfades[slot] = nil
-      let start = clock + lookahead
-      incoming.fadeIn(seconds: crossfade.seconds, curve: crossfade.curve, clock: clock, start: start)
+      incoming.fadeIn(seconds: crossfade.seconds, curve: crossfade.curve, start: clock)
       wantsPlaying[slot] = true
       for outgoing in crossfade.from where outgoing.slot != slot && owns(outgoing) {
-        voices[outgoing.slot]?.fadeOutAndFinish(seconds: crossfade.seconds, curve: crossfade.curve, start: start)
+        voices[outgoing.slot]?.fadeOutAndFinish(seconds: crossfade.seconds, curve: crossfade.curve, start: clock)
       }
     }
   }
 
   /// Released voices fading out; reclaimed (off this thread) once silent.
-  private func pumpDying(clock: Int64, lookahead: Int64, settle: Int64) {
+  private func mixDying(into output: UnsafeMutablePointer<Float>, frames: Int, clock: Int64) {
     var index = 0
     while index < dying.count {
       let voice = dying[index]
-      voice.pump(clock: clock, lookaheadNanoseconds: lookahead, settleNanoseconds: settle, events: &dyingEvents)
+      voice.mix(into: output, frames: frames, clock: clock, events: &dyingEvents)
       var silent = false
       for event in dyingEvents {
         if case .fadedOut = event { silent = true }
       }
       dyingEvents.removeAll(keepingCapacity: true)
-      if silent {
-        voice.source.stop()
+      if silent || !voice.isAudible {
         pendingEvents.append(.reclaim(voice))
         dying.swapAt(index, dying.count - 1)
         dying.removeLast()
@@ -195,14 +266,13 @@ final class StreamingLoop: @unchecked Sendable {
       voice.fadeOutAndFinish(seconds: Voice.transportFadeSeconds, curve: .linear, start: clock)
       dying.append(voice)
     } else {
-      voice.source.stop()
       pendingEvents.append(.reclaim(voice))
     }
   }
 
-  /// Renders, and throws away, the frames the wall clock says a real device would have played.
-  /// While nothing plays it renders nothing: the clock waits (it is rebased), so an idle headless
-  /// engine costs no mixing.
+  /// Mixes and renders (and throws away) the frames the wall clock says a real device would have
+  /// played. While nothing plays it renders nothing: the clock waits (it is rebased), so an idle
+  /// headless engine costs no mixing.
   private func renderHeadlessDue(busy: Bool) {
     let period = device.mixPeriodFrames
     let now = DispatchTime.now().uptimeNanoseconds
@@ -215,7 +285,7 @@ final class StreamingLoop: @unchecked Sendable {
     let due = Int64(elapsed / 1000) * Int64(device.sampleRate) / 1_000_000
     var mixes = 0
     while due - headlessFramesRendered >= Int64(period) && mixes < 4 {
-      headlessScratch.withUnsafeMutableBufferPointer { device.render(into: $0.baseAddress!, frameCount: period) }
+      headlessScratch.withUnsafeMutableBufferPointer { render(into: $0.baseAddress!, frameCount: period) }
       headlessFramesRendered += Int64(period)
       mixes += 1
     }
@@ -230,12 +300,6 @@ final class StreamingLoop: @unchecked Sendable {
   func stopAllStreams() {
     for voice in voices { voice?.stream.stop() }
     for voice in dying { voice.stream.stop() }
-  }
-
-  /// After an offline render: positions as of the end of the mix just made.
-  func publishPositions() {
-    device.makeCurrent()
-    for voice in voices { voice?.publishPosition() }
   }
 
   private func flushEvents() {
@@ -295,28 +359,21 @@ final class StreamingLoop: @unchecked Sendable {
       }
       let slot = voice.slot
       if let old = voices[slot] { letGo(old, clock: clock) }
-      do {
-        let source = try StreamingSource(device: device, bufferCount: Voice.bufferCount)
-        let made = Voice(
-          handle: voice, status: statuses[slot], source: source, loaded: stream, waitForDecoding: isOffline)
-        made.setRate(rates[slot])
-        made.setVolume(volumes[slot])
-        if lowPassGains[slot] != 1 { made.setLowPass(lowPassGains[slot]) }
-        made.handoff = armed[slot]
-        voices[slot] = made
-        if let seek = pendingSeek[slot] {
-          made.seek(toSeconds: seek.seconds, clock: clock)
-          statuses[slot].seekGenerationDone.store(seek.generation, ordering: .releasing)
-          pendingSeek[slot] = nil
-        }
-        statuses[slot].isPrepared.store(true, ordering: .releasing)
-        pendingEvents.append(.prepared(voice: voice))
-        if wantsPlaying[slot] && pendingCrossfades[slot] == nil { made.play(clock: clock) }
-      } catch {
-        pendingEvents.append(.diagnostic(Diagnostic(.error, "cannot create an OpenAL source: \(error)", error: error)))
-        stream.stream.stop()
-        pendingEvents.append(.reclaim(stream.stream))
+      let made = Voice(
+        handle: voice, status: statuses[slot], loaded: stream, mixRate: device.sampleRate, waitForDecoding: isOffline)
+      made.setRate(rates[slot])
+      made.setVolume(volumes[slot])
+      if lowPassGains[slot] != 1 { made.setLowPass(lowPassGains[slot]) }
+      made.handoff = armed[slot]
+      voices[slot] = made
+      if let seek = pendingSeek[slot] {
+        made.seek(toSeconds: seek.seconds, clock: clock)
+        statuses[slot].seekGenerationDone.store(seek.generation, ordering: .releasing)
+        pendingSeek[slot] = nil
       }
+      statuses[slot].isPrepared.store(true, ordering: .releasing)
+      pendingEvents.append(.prepared(voice: voice))
+      if wantsPlaying[slot] && pendingCrossfades[slot] == nil { made.play(clock: clock) }
     case .loadFailed(let voice, let error):
       guard owns(voice) else { return }
       wantsPlaying[voice.slot] = false
@@ -375,8 +432,9 @@ final class StreamingLoop: @unchecked Sendable {
       guard owns(voice) else { return }
       voices[voice.slot]?.resync(clock: clock)
     case .setMasterGain(let gain):
-      masterGain = gain
-      device.setMasterGain(gain)
+      masterGainTarget = gain
+    case .setMasterLowPass(let gainHF):
+      busFilter.set(gainHF: gainHF)
     case .simulateDeviceDisconnect:
       simulatedDisconnect = true
     case .stallForTesting(let milliseconds):
@@ -384,44 +442,68 @@ final class StreamingLoop: @unchecked Sendable {
     }
   }
 
-  /// ALC_EXT_disconnect: in OpenAL 1.19 a lost device stops every source, and recovery means a new
-  /// device, context, sources and buffers. Checked five times a second; reopening is retried
-  /// once a second until it works, then every voice resumes where it was heard.
-  private func watchConnection(clock: Int64) {
-    let now = DispatchTime.now().uptimeNanoseconds
-    guard Int64(now) - lastConnectionCheckNanoseconds >= (deviceLost ? 1_000_000_000 : 200_000_000) else { return }
-    lastConnectionCheckNanoseconds = Int64(now)
+  /// ALC_EXT_disconnect. In OpenAL 1.19 a lost device stops every source, and recovery means a
+  /// new device, context and source. Checked five times a second; reopening is retried four
+  /// times a second until it works, then the bus resumes on the first frame not heard (the
+  /// voices never stopped: they only wait while the bus is full).
+  ///
+  /// A source that stopped with audio still queued is a sign of a device going away before it
+  /// says so (a sound server being killed stops sources first): then the connection is checked
+  /// at once, and if the device is still there after half a second, the unheard audio goes back
+  /// on a fresh source of the same device.
+  private func watchConnection() {
+    let now = Int64(DispatchTime.now().uptimeNanoseconds)
+    let stoppedEarly = !deviceLost && !device.rendersOnDemand && bus.stoppedEarly
+    let interval: Int64 = deviceLost ? 250_000_000 : (stoppedEarly ? 20_000_000 : 200_000_000)
+    guard now - lastConnectionCheckNanoseconds >= interval else { return }
+    lastConnectionCheckNanoseconds = now
     if !deviceLost {
-      guard simulatedDisconnect || !device.isConnected else { return }
-      simulatedDisconnect = false
-      deviceLost = true
-      pendingEvents.append(.deviceLost(device.name))
-      for slot in 0..<Self.maximumVoices where voices[slot] != nil {
-        pendingEvents.append(.interrupted(voice: voices[slot]!.handle, true))
+      if simulatedDisconnect || !device.isConnected {
+        simulatedDisconnect = false
+        deviceLost = true
+        stoppedSince = nil
+        pendingEvents.append(.deviceLost(device.name))
+        for slot in 0..<Self.maximumVoices {
+          if let voice = voices[slot] { pendingEvents.append(.interrupted(voice: voice.handle, true)) }
+        }
+      } else if stoppedEarly {
+        let since = stoppedSince ?? now
+        stoppedSince = since
+        if now - since >= 500_000_000 {
+          // Still connected: the device had stalled. Put back what it did not play.
+          stoppedSince = nil
+          do throws(OutputError) {
+            try bus.requeueUnheard(on: device)
+          } catch {
+            pendingEvents.append(
+              .diagnostic(Diagnostic(.error, "cannot restart the music bus: \(error)", error: error)))
+          }
+        }
+        return
+      } else {
+        stoppedSince = nil
+        return
       }
     }
     guard let newDevice = reopenDevice() else { return }
     let oldDevice = device
-    device = newDevice
     newDevice.makeCurrent()
-    newDevice.setMasterGain(masterGain)
-    let newClock = newDevice.clockNanoseconds
-    for slot in 0..<Self.maximumVoices {
-      guard let voice = voices[slot] else { continue }
-      do {
-        let source = try StreamingSource(device: newDevice, bufferCount: Voice.bufferCount)
-        let oldSource = voice.source
-        voice.move(to: source, clock: newClock)
-        pendingEvents.append(.reclaim(oldSource))
-        pendingEvents.append(.interrupted(voice: voice.handle, false))
-      } catch {
-        pendingEvents.append(.diagnostic(Diagnostic(.error, "after the device came back: \(error)", error: error)))
-      }
+    do throws(OutputError) {
+      try bus.requeueUnheard(on: newDevice)
+    } catch {
+      pendingEvents.append(.diagnostic(Diagnostic(.error, "after the device came back: \(error)", error: error)))
+      pendingEvents.append(.reclaim(newDevice))
+      oldDevice.makeCurrent()
+      return
     }
-    for voice in dying { pendingEvents.append(.reclaim(voice)) }
-    dying.removeAll(keepingCapacity: true)
+    device = newDevice
     pendingEvents.append(.reclaim(oldDevice))
     deviceLost = false
+    for slot in 0..<Self.maximumVoices {
+      if let voice = voices[slot] { pendingEvents.append(.interrupted(voice: voice.handle, false)) }
+    }
     pendingEvents.append(.deviceRestored(newDevice.kind, newDevice.name))
   }
+
+  private var stoppedSince: Int64?
 }

@@ -864,8 +864,7 @@ public final class QueuePlayer: MediaPlayback {
     state.seekGeneration = 0  // seek generations count per voice (the slot's status starts at 0)
     let seek = state.requestedSeekSeconds
     state.requestedSeekSeconds = nil
-    let fadesIn = playing && fade != nil && !fadeFrom.isEmpty
-    engine.load(request(for: id, token: token, state), startSeconds: seek, voice: voice, preRoll: fadesIn)
+    engine.load(request(for: id, token: token, state), startSeconds: seek, voice: voice)
     if playing {
       if let fade, !fadeFrom.isEmpty {
         let seconds = fade.isGapless ? Voice.transportFadeSeconds : fade.duration
@@ -896,7 +895,7 @@ public final class QueuePlayer: MediaPlayback {
 
   private func armFollower(_ id: Int, token: Int, transition: Transition, _ state: inout State) {
     guard let current = state.voices.current, let follower = takeVoice(&state, forFollower: true) else { return }
-    engine.load(request(for: id, token: token, state), startSeconds: nil, voice: follower.handle, preRoll: true)
+    engine.load(request(for: id, token: token, state), startSeconds: nil, voice: follower.handle)
     let seconds = max(transition.duration, Voice.transportFadeSeconds)
     engine.commands.post(
       .arm(

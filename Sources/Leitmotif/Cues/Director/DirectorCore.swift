@@ -38,9 +38,6 @@ final class DirectorCore {
   private var lastNowPlayingEntry: Int?
   /// Reports made since the director last collected them.
   var outbox: [DirectorReport] = []
-  /// How long after a crossfade is asked for its incoming music is heard: the one mix of
-  /// silence an incoming voice pre-rolls (see `AudioEngine.load(preRoll:)`).
-  let startLatency: Double
   private var lastMix: (gain: Float, rate: Float, lowPass: Float)?
 
   private struct Scheduled {
@@ -67,7 +64,6 @@ final class DirectorCore {
     self.catalog = catalog
     self.resolved = resolved
     generator = SeededGenerator(seed: sheet.seed)
-    startLatency = Double(engine.initialDevice.mixPeriodFrames) / Double(engine.sampleRate)
     resetParameters()
   }
 
@@ -334,12 +330,11 @@ final class DirectorCore {
     currentState = name
     statePriority = sheet.states[name]?.priority ?? 0
     let landsAt = landingTime(spec, playing: playing)
-    let lead = playing ? startLatency : 0
     let description =
       "\(spec.seconds > 0 ? "crossfade" : "cut") to \"\(name)\""
       + (spec.seconds > 0 ? " (\(Self.format(spec.seconds)) s \(spec.curve.rawValue))" : "")
-    if landsAt - lead > now + 0.5 / Double(engine.sampleRate) {
-      schedule(.changeState(name: name, spec: spec, landsAt: landsAt), at: landsAt - lead, cause: cause)
+    if landsAt > now + 0.5 / Double(engine.sampleRate) {
+      schedule(.changeState(name: name, spec: spec, landsAt: landsAt), at: landsAt, cause: cause)
       report(
         .scheduled(
           what: description + " on the \(spec.moment == .end ? "item's end" : spec.moment.rawValue)", at: landsAt),
@@ -359,7 +354,8 @@ final class DirectorCore {
   /// ends with the item.
   private func landingTime(_ spec: TransitionSpec, playing: Bool) -> Double {
     guard playing, let item = player.nowPlayingItem else { return now }
-    let earliest = now + startLatency
+    // The mixer starts incoming music on the first frame it mixes after the change.
+    let earliest = now
     let rate = max(0.01, Double(player.currentPlaybackRate))
     let position = player.currentPlaybackTime
     switch spec.moment {
@@ -438,11 +434,11 @@ final class DirectorCore {
     let origin = music.origins[first.item.assetURL.path]
     lastNowPlaying = first.item
     lastNowPlayingEntry = player.nowPlayingEntryID
-    // Stamped with the time the new music is heard: a crossfade pre-rolls one mix first.
+    // Stamped with the time the new music is heard: the first frame mixed after the change.
     report(
       .stateChanged(
         from: lastReportedState, to: name, item: first.item, source: origin?.source,
-        isUserMusic: origin?.isUserMusic ?? false), cause: cause, at: now + (wasPlaying ? startLatency : 0))
+        isUserMusic: origin?.isUserMusic ?? false), cause: cause, at: now)
     lastReportedState = name
   }
 
@@ -459,8 +455,8 @@ final class DirectorCore {
       return Double(frame) / Double(rate)
     case .samePosition:
       guard outgoing != nil else { return nil }
-      // Where the outgoing item will be when the incoming one is heard (one pre-roll later).
-      var position = player.currentPlaybackTime + startLatency * Double(max(0.01, player.currentPlaybackRate))
+      // Where the outgoing item is when the incoming one is heard: on the same mix frame.
+      var position = player.currentPlaybackTime
       if let duration = item.playbackDuration, duration > 0 {
         position = position.truncatingRemainder(dividingBy: duration)
       }

@@ -6,10 +6,9 @@ import Synchronization
 /// What `leitmotif cues simulate` does, and what the tests and the demo use.
 ///
 /// Timing is exact: the render is split so that an event at time T is applied at the frame of T,
-/// and a transition quantized to the beat grid is started so that its incoming music's first
-/// sample falls on the grid line (it starts one pre-roll of silence before, see
-/// `DirectorCore.startLatency`). Immediate changes are heard one short mix (`renderFrames`,
-/// 5.3 ms by default) after their event.
+/// and a transition quantized to the beat grid starts so that its incoming music's first sample
+/// falls on the grid line. Immediate changes are heard on the first frame mixed after their
+/// event.
 public struct CueSimulation {
   /// How to run a simulation: the output's rate, mix size and format, how long, and what the player has.
   public struct Options: Sendable {
