@@ -174,13 +174,14 @@ public final class AudioEngine: @unchecked Sendable {
     let loop = self.loop
     let running = self.running
     let commands = self.commands
-    // While something plays, pump once per mix period (21 ms at 1024 frames and 48 kHz; 43 ms on
-    // the headless device): each mix gets its gain step, and the third of a second queued in
-    // OpenAL is topped up long before it runs dry. Every wake-up costs (tens of microseconds on
-    // a virtual machine), so no more often than that. With nothing playing, sleep until a command
-    // comes (or 100 ms pass, for the device watch): an idle engine costs next to nothing.
-    let interval = useconds_t(
-      max(2_000, min(50_000, initialDevice.mixPeriodFrames * 1_000_000 / max(1, initialDevice.sampleRate))))
+    // While something plays, pump four times per device period (5.3 ms at 1024 frames and
+    // 48 kHz): the mixer tops the music bus up in blocks of 256 frames, so a command reaches the
+    // ear soon, and a late wake-up still finds a device period and more queued (see `MusicBus`).
+    // Every wake-up costs (tens of microseconds on a virtual machine), so no more often than
+    // that. With nothing playing, sleep until a command comes (or 100 ms pass, for the device
+    // watch): an idle engine costs next to nothing.
+    let periodMicroseconds = initialDevice.mixPeriodFrames * 1_000_000 / max(1, initialDevice.sampleRate)
+    let interval = useconds_t(max(2_000, min(12_000, periodMicroseconds / 4)))
     let streaming = Thread {
       nameCurrentThread("lm.streaming")
       while running.value.load(ordering: .acquiring) {

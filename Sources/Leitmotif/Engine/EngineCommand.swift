@@ -30,9 +30,10 @@ enum EngineCommand: Sendable {
   case scan(voice: VoiceHandle, direction: Int)  // +1 forward, -1 backward, 0 ends the scan
   /// Arms (or, with nil, disarms) the hand-over from a voice to a follower (see `Voice.Handoff`).
   case arm(voice: VoiceHandle, Voice.Handoff?)
-  /// Starts `to` with a fade-in, and fades out every voice in `from` from its audible level, all in
-  /// the same mix, as soon as `to` has audio queued.
-  case crossfade(to: VoiceHandle, from: [VoiceHandle], seconds: Double, curve: FadeCurve)
+  /// Starts `to` with a fade-in, and fades out every voice in `from` from its audible level, both
+  /// on the same mix frame: as soon as `to` has audio, or, with a `trigger`, on the frame where
+  /// the trigger's voice reaches the trigger's position in its file.
+  case crossfade(to: VoiceHandle, from: [VoiceHandle], seconds: Double, curve: FadeCurve, trigger: StartTrigger?)
   /// Fades a voice out for good; it reports `.fadedOut` when silent.
   case fadeOutAndFinish(voice: VoiceHandle, seconds: Double, curve: FadeCurve)
   /// Drops what the voice decoded after the segment being heard (see `Voice.resync`).
@@ -44,6 +45,21 @@ enum EngineCommand: Sendable {
   /// Tests only: the streaming thread sleeps this long, as a descheduled thread on a loaded
   /// machine would, so the sources run dry.
   case stallForTesting(milliseconds: Int)
+}
+
+/// A start on the beat: the moment a voice's playback reaches a position in its file (a grid
+/// line of the music it plays), found by the mixer from that voice's own stream position, so it
+/// lands on the frame whatever the rate did meanwhile, live as offline.
+struct StartTrigger: Sendable, Equatable {
+  /// The voice whose position counts, and the segment (queue item) it must be playing.
+  var voice: VoiceHandle
+  var token: Int
+  /// The position in that voice's file, in seconds (turned into its file's frames by the mixer).
+  var fileSeconds: Double
+  /// The grid's spacing in seconds of the file (a beat or a bar): when the incoming voice is not
+  /// ready in time, the start moves on to the next line, and the next, instead of landing off
+  /// the grid. Nil: start as soon as it is ready.
+  var everySeconds: Double?
 }
 
 /// What the streaming thread reports back; delivered on the notification thread, to the owner of

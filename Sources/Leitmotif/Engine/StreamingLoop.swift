@@ -45,8 +45,9 @@ final class StreamingLoop: @unchecked Sendable {
   /// High-frequency gains of each slot's shelf filter (1: unfiltered).
   private var lowPassGains = [Float](repeating: 1, count: maximumVoices)
   /// Crossfades waiting for their incoming voice to have audio (per incoming slot).
-  private var pendingCrossfades = [(from: [VoiceHandle], seconds: Double, curve: FadeCurve)?](
-    repeating: nil, count: maximumVoices)
+  private var pendingCrossfades = [
+    (from: [VoiceHandle], seconds: Double, curve: FadeCurve, trigger: StartTrigger?)?
+  ](repeating: nil, count: maximumVoices)
   /// Hand-overs armed per slot, kept here too so that one armed before its voice attached (the
   /// loader is still opening the file) applies when it does.
   private var armed = [Voice.Handoff?](repeating: nil, count: maximumVoices)
@@ -228,12 +229,39 @@ final class StreamingLoop: @unchecked Sendable {
       pendingEvents.append(.handedOff(from: voice.handle, to: handoff.follower))
     }
     for slot in 0..<Self.maximumVoices {
-      guard let crossfade = pendingCrossfades[slot], let incoming = voices[slot], incoming.hasAudio else { continue }
+      guard var crossfade = pendingCrossfades[slot] else { continue }
+      var start = clock
+      if let trigger = crossfade.trigger, owns(trigger.voice), let outgoing = voices[trigger.voice.slot] {
+        // On the grid line of the outgoing music, found from its own position.
+        guard
+          let due = outgoing.framesUntil(
+            fileFrame: outgoing.fileFrames(seconds: trigger.fileSeconds), token: trigger.token)
+        else { continue }
+        guard due < Int64(frames) else { continue }
+        if voices[slot]?.hasAudio != true {
+          // The line came before the incoming music was ready: the next line, then.
+          if let every = trigger.everySeconds, every > 0 {
+            crossfade.trigger?.fileSeconds += every
+            pendingCrossfades[slot] = crossfade
+            pendingEvents.append(
+              .diagnostic(
+                Diagnostic(
+                  .notice,
+                  "\(voices[slot].map { "\"\(($0.stream.path as NSString).lastPathComponent)\"" } ?? "the incoming music") was not ready for its grid line at \(trigger.fileSeconds) s of the playing music: it starts on the next one, at \(trigger.fileSeconds + every) s"
+                )))
+          }
+          continue
+        }
+        start = clock + due
+      }
+      guard let incoming = voices[slot], incoming.hasAudio else { continue }
       pendingCrossfades[slot] = nil
-      incoming.fadeIn(seconds: crossfade.seconds, curve: crossfade.curve, start: clock)
+      incoming.fadeIn(seconds: crossfade.seconds, curve: crossfade.curve, start: start)
       wantsPlaying[slot] = true
       for outgoing in crossfade.from where outgoing.slot != slot && owns(outgoing) {
-        voices[outgoing.slot]?.fadeOutAndFinish(seconds: crossfade.seconds, curve: crossfade.curve, start: clock)
+        // An incoming voice still waiting for its own line is given up: it was never heard.
+        pendingCrossfades[outgoing.slot] = nil
+        voices[outgoing.slot]?.fadeOutAndFinish(seconds: crossfade.seconds, curve: crossfade.curve, start: start)
       }
     }
   }
@@ -419,9 +447,9 @@ final class StreamingLoop: @unchecked Sendable {
       guard owns(voice) else { return }
       armed[voice.slot] = handoff
       voices[voice.slot]?.handoff = handoff
-    case .crossfade(let to, let from, let seconds, let curve):
+    case .crossfade(let to, let from, let seconds, let curve, let trigger):
       guard owns(to) else { return }
-      pendingCrossfades[to.slot] = (from, seconds, curve)
+      pendingCrossfades[to.slot] = (from, seconds, curve, trigger)
       wantsPlaying[to.slot] = true
     case .fadeOutAndFinish(let voice, let seconds, let curve):
       guard owns(voice) else { return }

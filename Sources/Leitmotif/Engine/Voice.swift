@@ -357,6 +357,19 @@ final class Voice: VoiceInput {
     return max(0, Int64((remainingOutput - fade).rounded(.down)))
   }
 
+  /// In how many mix frames from now this voice plays frame `fileFrame` of segment `token` (0:
+  /// it is there or past it; also 0 when it plays another segment now, or has ended: the moment
+  /// is gone). Nil while it waits for its first audio.
+  func framesUntil(fileFrame: Int64, token: Int) -> Int64? {
+    guard !awaitingData else { return nil }
+    guard mode == .playing || mode == .fadingOut, inputToken == token else { return 0 }
+    let remaining = Double(fileFrame - positionFrames) / ratio
+    return max(0, Int64(remaining.rounded(.up)))
+  }
+
+  /// Frames of this voice's file in `seconds`.
+  func fileFrames(seconds: Double) -> Int64 { Int64((seconds * Double(fileRate)).rounded()) }
+
   /// The armed crossfade's length in seconds, at most half the outgoing item (a 3 s crossfade out
   /// of a 1 s item would otherwise begin before it is heard).
   func handoffSeconds() -> Double {

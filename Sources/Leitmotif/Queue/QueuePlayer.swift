@@ -179,6 +179,25 @@ public final class QueuePlayer: MediaPlayback {
   public func setQueue(
     with descriptor: QueueDescriptor, startingAt startSeconds: TimeInterval?, transition: Transition?
   ) throws(QueueError) {
+    try setQueue(with: descriptor, startingAt: startSeconds, transition: transition, landing: nil)
+  }
+
+  /// Where a new queue takes over from the music that plays: on a grid line of the playing item.
+  struct Landing {
+    /// The position in the playing item's file where the new music starts, in seconds.
+    var fileSeconds: Double
+    /// The grid's spacing (a beat or a bar) in seconds of that file, for when the new music is
+    /// not ready in time: it then lands on the next line (nil: as soon as it is ready).
+    var everySeconds: Double?
+  }
+
+  /// `setQueue(with:startingAt:transition:)`, but while playing the new music is opened at once
+  /// and starts when the playing item reaches `landing` (the director's beat and bar
+  /// transitions): the mixer finds that frame from the playing voice's own position.
+  func setQueue(
+    with descriptor: QueueDescriptor, startingAt startSeconds: TimeInterval?, transition: Transition?,
+    landing: Landing?
+  ) throws(QueueError) {
     try descriptor.validate()
     try state.withLock { (state) throws(QueueError) -> Void in
       var ids: [Int] = []
@@ -203,7 +222,14 @@ public final class QueuePlayer: MediaPlayback {
       emitNowPlaying(reason: .queueChange, &state)
       if state.playbackState == .playing, let now = state.nowID {
         state.requestedSeekSeconds = startSeconds.map { max(0, $0) }
-        crossfade(to: now, fade: transition, &state)
+        let trigger = landing.flatMap { landing in
+          state.voices.current.map {
+            StartTrigger(
+              voice: $0.handle, token: state.voices.currentToken, fileSeconds: landing.fileSeconds,
+              everySeconds: landing.everySeconds)
+          }
+        }
+        crossfade(to: now, fade: transition, trigger: trigger, &state)
       } else {
         releaseAllVoices(&state)
         state.requestedSeekSeconds = startSeconds.map { max(0, $0) }
@@ -851,7 +877,8 @@ public final class QueuePlayer: MediaPlayback {
   /// Starts entry `id` on a new voice: playing (fading in over the outgoing `fadeFrom` voices
   /// when given) or only prepared. Then prepares what follows it.
   private func start(
-    _ id: Int, playing: Bool, fadeFrom: [VoiceLease], fade: Transition? = nil, _ state: inout State
+    _ id: Int, playing: Bool, fadeFrom: [VoiceLease], fade: Transition? = nil, trigger: StartTrigger? = nil,
+    _ state: inout State
   ) {
     guard let lease = takeVoice(&state) else {
       setState(.stopped, &state)
@@ -869,7 +896,8 @@ public final class QueuePlayer: MediaPlayback {
       if let fade, !fadeFrom.isEmpty {
         let seconds = fade.isGapless ? Voice.transportFadeSeconds : fade.duration
         engine.commands.post(
-          .crossfade(to: voice, from: fadeFrom.map(\.handle), seconds: seconds, curve: fade.curve))
+          .crossfade(
+            to: voice, from: fadeFrom.map(\.handle), seconds: seconds, curve: fade.curve, trigger: trigger))
       } else {
         engine.commands.post(.play(voice: voice))
       }
@@ -963,12 +991,15 @@ public final class QueuePlayer: MediaPlayback {
 
   /// Starts `id` on a new voice, crossfading from every voice of this player that can be heard.
   private func crossfade(
-    to id: Int, from previous: MediaItem? = nil, fade override: Transition? = nil, _ state: inout State
+    to id: Int, from previous: MediaItem? = nil, fade override: Transition? = nil, trigger: StartTrigger? = nil,
+    _ state: inout State
   ) {
     let fade = override ?? state.pendingFade ?? transition(into: id, state)
     state.pendingFade = nil
     emitLocked(.transitionStarted(from: previous, to: state.entries[id]!.item, fade), &state)
-    if case .follower(let follower, let token, id, _)? = state.voices.scheduled, state.requestedSeekSeconds == nil {
+    if case .follower(let follower, let token, id, _)? = state.voices.scheduled, state.requestedSeekSeconds == nil,
+      trigger == nil
+    {
       // The item is already open and buffered on the follower voice (a skip to the next item):
       // crossfade into that voice instead of opening the file again.
       state.voices.scheduled = nil
@@ -982,12 +1013,13 @@ public final class QueuePlayer: MediaPlayback {
       let seconds = fade.isGapless ? Voice.transportFadeSeconds : fade.duration
       engine.commands.post(
         .crossfade(
-          to: follower.handle, from: state.voices.outgoing.map(\.handle), seconds: seconds, curve: fade.curve))
+          to: follower.handle, from: state.voices.outgoing.map(\.handle), seconds: seconds, curve: fade.curve,
+          trigger: nil))
       schedule(&state)
       return
     }
     let from = takeAudibleVoices(&state)
-    start(id, playing: true, fadeFrom: from, fade: fade, &state)
+    start(id, playing: true, fadeFrom: from, fade: fade, trigger: trigger, &state)
   }
 
   /// Moves the current voice (and those already fading) to the outgoing list; the prepared

@@ -329,16 +329,23 @@ final class DirectorCore {
     cancelScheduled { if case .stop = $0 { return true } else { return false } }
     currentState = name
     statePriority = sheet.states[name]?.priority ?? 0
-    let landsAt = landingTime(spec, playing: playing)
+    let (landsAt, landing) = landingTime(spec, playing: playing)
     let description =
       "\(spec.seconds > 0 ? "crossfade" : "cut") to \"\(name)\""
       + (spec.seconds > 0 ? " (\(Self.format(spec.seconds)) s \(spec.curve.rawValue))" : "")
     if landsAt > now + 0.5 / Double(engine.sampleRate) {
-      schedule(.changeState(name: name, spec: spec, landsAt: landsAt), at: landsAt, cause: cause)
       report(
         .scheduled(
           what: description + " on the \(spec.moment == .end ? "item's end" : spec.moment.rawValue)", at: landsAt),
         cause: cause)
+      if let landing {
+        // The new music is opened now and starts when the playing item reaches the line: the
+        // mixer finds that frame from the playing voice's own position, so the landing is exact
+        // live too, whenever this thread runs.
+        applyStateChange(name, spec: spec, cause: cause, landing: (landing, landsAt))
+      } else {
+        schedule(.changeState(name: name, spec: spec, landsAt: landsAt), at: landsAt, cause: cause)
+      }
       return description + " at \(spec.moment.rawValue) (\(Self.format(landsAt)) s)"
     }
     applyStateChange(name, spec: spec, cause: cause)
@@ -352,15 +359,16 @@ final class DirectorCore {
   /// When incoming music should be heard: now (plus the pre-roll when something plays), on the
   /// next beat or bar of the playing item that can still be reached, or so that the crossfade
   /// ends with the item.
-  private func landingTime(_ spec: TransitionSpec, playing: Bool) -> Double {
-    guard playing, let item = player.nowPlayingItem else { return now }
+  /// Also where, in the playing item's file, the incoming music should start (nil: now).
+  private func landingTime(_ spec: TransitionSpec, playing: Bool) -> (Double, QueuePlayer.Landing?) {
+    guard playing, let item = player.nowPlayingItem else { return (now, nil) }
     // The mixer starts incoming music on the first frame it mixes after the change.
     let earliest = now
     let rate = max(0.01, Double(player.currentPlaybackRate))
     let position = player.currentPlaybackTime
     switch spec.moment {
     case .now:
-      return earliest
+      return (earliest, nil)
     case .beat, .bar:
       let grid = self.grid(for: item)
       let unit = spec.moment == .beat ? grid.secondsPerBeat : grid.secondsPerBar
@@ -368,12 +376,14 @@ final class DirectorCore {
       let reachable = position + (earliest - now) * rate
       let index = ((reachable - grid.offsetSeconds) / unit - 1e-9).rounded(.up)
       let line = grid.offsetSeconds + max(0, index) * unit
-      return now + (line - position) / rate
+      return (now + (line - position) / rate, QueuePlayer.Landing(fileSeconds: line, everySeconds: unit))
     case .end:
       var end = item.playbackDuration ?? position
       if let loopEnd = loopEnd(of: item), position < loopEnd, player.loopRepeat != .off { end = loopEnd }
       let crossfade = spec.seconds
-      return max(earliest, now + (end - position) / rate - crossfade)
+      let landsAt = max(earliest, now + (end - position) / rate - crossfade)
+      let fileSeconds = end - crossfade * rate
+      return (landsAt, fileSeconds > position ? QueuePlayer.Landing(fileSeconds: fileSeconds, everySeconds: nil) : nil)
     }
   }
 
@@ -396,7 +406,12 @@ final class DirectorCore {
     return grid
   }
 
-  private func applyStateChange(_ name: String, spec: TransitionSpec, cause: LevelEvent?) {
+  /// `landing`: the new music starts on that line of the playing item, heard at `at` (the
+  /// director's clock), rather than now.
+  private func applyStateChange(
+    _ name: String, spec: TransitionSpec, cause: LevelEvent?,
+    landing: (QueuePlayer.Landing, at: Double)? = nil
+  ) {
     guard let state = sheet.states[name] else { return }
     let music = StateMusic.build(state, sheet: sheet, resolved: resolved, generator: &generator)
     for fallback in music.fallbacks { report(fallback, cause: cause) }
@@ -407,7 +422,9 @@ final class DirectorCore {
     origins.merge(music.origins) { _, new in new }
     let from = player.nowPlayingItem
     let wasPlaying = player.playbackState == .playing && from != nil
-    let entrySeconds = entryPosition(spec.entry, for: first.item, outgoing: wasPlaying ? from : nil)
+    let entrySeconds = entryPosition(
+      spec.entry, for: first.item, outgoing: wasPlaying ? from : nil, at: landing?.0.fileSeconds)
+    let heardAt = landing?.at ?? now
     player.repeatMode = state.repeatMode
     player.loopRepeat = state.loop
     player.transition = state.itemTransition
@@ -416,8 +433,8 @@ final class DirectorCore {
       if wasPlaying {
         try player.setQueue(
           with: descriptor, startingAt: entrySeconds,
-          transition: Transition(validDuration: spec.seconds, curve: spec.curve))
-        stateVolume.move(to: Double(state.volume), over: spec.seconds, at: now)
+          transition: Transition(validDuration: spec.seconds, curve: spec.curve), landing: landing?.0)
+        stateVolume.move(to: Double(state.volume), over: spec.seconds, at: heardAt)
       } else {
         try player.setQueue(with: descriptor, startingAt: entrySeconds, transition: nil)
         stateVolume.set(Double(state.volume))
@@ -438,7 +455,7 @@ final class DirectorCore {
     report(
       .stateChanged(
         from: lastReportedState, to: name, item: first.item, source: origin?.source,
-        isUserMusic: origin?.isUserMusic ?? false), cause: cause, at: now)
+        isUserMusic: origin?.isUserMusic ?? false), cause: cause, at: heardAt)
     lastReportedState = name
   }
 
@@ -446,7 +463,10 @@ final class DirectorCore {
   private var lastReportedState: String?
 
   /// Where incoming music starts, in seconds of its file (nil: its start).
-  private func entryPosition(_ entry: TransitionSpec.Entry, for item: MediaItem, outgoing: MediaItem?) -> Double? {
+  /// `at`: the outgoing item's position when the incoming one is heard (nil: now).
+  private func entryPosition(
+    _ entry: TransitionSpec.Entry, for item: MediaItem, outgoing: MediaItem?, at: Double? = nil
+  ) -> Double? {
     switch entry {
     case .start:
       return nil
@@ -456,7 +476,7 @@ final class DirectorCore {
     case .samePosition:
       guard outgoing != nil else { return nil }
       // Where the outgoing item is when the incoming one is heard: on the same mix frame.
-      var position = player.currentPlaybackTime
+      var position = at ?? player.currentPlaybackTime
       if let duration = item.playbackDuration, duration > 0 {
         position = position.truncatingRemainder(dividingBy: duration)
       }

@@ -11,7 +11,7 @@ import Foundation
 ///
 /// Buffers, live: blocks of `blockFrames` (256 frames, 5.3 ms at 48 kHz) in a ring of
 /// `bufferCount` (16, 85 ms at most). The loop keeps `targetQueuedFrames` queued: one device
-/// period (what OpenAL takes per mix, 1024 frames by default) plus three blocks of slack for a
+/// period (what OpenAL takes per mix, 1024 frames by default) plus six blocks (32 ms) of slack for a
 /// late wake-up of the streaming thread. Small blocks keep a command's way to the ear short:
 /// a change lands in the next block mixed, at most `targetQueuedFrames` plus one device period
 /// before it is heard. On a device that renders on demand (loopback: offline, headless) there is
@@ -49,7 +49,7 @@ final class MusicBus {
     queued.reserveCapacity(Self.bufferCount)
     targetQueuedFrames =
       device.rendersOnDemand
-      ? 0 : min(device.mixPeriodFrames + 3 * Self.blockFrames, (Self.bufferCount - 1) * Self.blockFrames)
+      ? 0 : min(device.mixPeriodFrames + 6 * Self.blockFrames, (Self.bufferCount - 1) * Self.blockFrames)
   }
 
   deinit { ring.deallocate() }
