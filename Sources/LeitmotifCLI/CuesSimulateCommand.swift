@@ -4,15 +4,19 @@ import Leitmotif
 /// `leitmotif cues simulate CUES --events SCRIPT --out OUT.wav [--library DIR] [--timeline OUT.json]
 /// [--duration S] [--state NAME]`: renders a scripted level offline through the director,
 /// deterministically, and prints the timeline (one line per thing the director did).
+/// With `--live` instead of `--out`, plays the same script in real time on the sound device
+/// (the director on its own thread, each event posted at its time), printing the director's
+/// reports as they come: what a game does, to hear or capture.
 ///
 /// Exit status: 0 rendered; 2 a usage error, or an invalid cue file or script (every problem
 /// printed as `FILE:LINE:COLUMN: error: ...`); 1 the render failed (the output could not be written).
 enum CuesSimulateCommand {
   static let usage = """
-    usage: leitmotif cues simulate CUES --events SCRIPT --out OUT.wav [--library DIR] [--timeline OUT.json]
-                                   [--duration SECONDS] [--state NAME]
+    usage: leitmotif cues simulate CUES --events SCRIPT (--out OUT.wav | --live) [--library DIR]
+                                   [--timeline OUT.json] [--duration SECONDS] [--state NAME]
       --events SCRIPT     a JSON5 list of timed events: [{ at: 12.5, cue: "enemy.spotted", payload: { threat: 2 } }]
       --out OUT.wav       where the render goes (32-bit float, 48 kHz stereo)
+      --live              play in real time on the sound device instead (headless without one)
       --library DIR       the player's music for library sources (asks for consent on a terminal)
       --timeline OUT.json the timeline as JSON: events and what they did, states, items, voice gains
       --duration SECONDS  how long to render (default: 8 s after the last event)
@@ -25,6 +29,7 @@ enum CuesSimulateCommand {
     var outputPath: String?
     var timelinePath: String?
     var libraryFolder: String?
+    var live = false
     var options = CueSimulation.Options()
     var rest = arguments[...]
     while let argument = rest.popFirst() {
@@ -32,6 +37,8 @@ enum CuesSimulateCommand {
       case "--help", "-h":
         say(usage)
         return 0
+      case "--live":
+        live = true
       case "--events", "--out", "--timeline", "--library", "--duration", "--state":
         guard let value = rest.popFirst(), !value.isEmpty else {
           fail("cues simulate: \(argument) needs a value\n\(usage)")
@@ -56,7 +63,8 @@ enum CuesSimulateCommand {
     }
     guard let cuesPath else { fail("cues simulate needs a cue file\n\(usage)") }
     guard let eventsPath else { fail("cues simulate needs --events SCRIPT\n\(usage)") }
-    guard let outputPath else { fail("cues simulate needs --out OUT.wav\n\(usage)") }
+    guard live || outputPath != nil else { fail("cues simulate needs --out OUT.wav or --live\n\(usage)") }
+    guard !(live && outputPath != nil) else { fail("cues simulate: --live plays; it takes no --out\n\(usage)") }
 
     let sheet: CueSheet
     let script: CueScript
@@ -76,6 +84,8 @@ enum CuesSimulateCommand {
         "cues simulate: --state: no state \"\(state)\" in \(cuesPath) (it has: \(sheet.states.keys.sorted().joined(separator: ", ")))"
       )
     }
+    if live { return playLive(sheet: sheet, script: script, options: options) }
+    guard let outputPath else { return 2 }
     let started = Date()
     let result: CueSimulation.Result
     do {
@@ -102,6 +112,38 @@ enum CuesSimulateCommand {
         return 1
       }
     }
+    return 0
+  }
+
+  /// `--live`: the script in real time, as a game would post it.
+  private static func playLive(sheet: CueSheet, script: CueScript, options: CueSimulation.Options) -> Int32 {
+    let engine: AudioEngine
+    do {
+      engine = try AudioEngine(output: .defaultDevice, diagnostics: printDiagnostic)
+    } catch {
+      FileHandle.standardError.write(Data("cues simulate: \(error)\n".utf8))
+      return 1
+    }
+    let director = Director(engine: engine, sheet: sheet, library: options.library)
+    director.addObserver { report in say(report.description) }
+    let duration = options.durationSeconds ?? (script.lastTime + 8)
+    let started = DispatchTime.now().uptimeNanoseconds
+    func elapsed() -> Double { Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9 }
+    director.start(state: options.startState)
+    for step in script.steps {
+      let wait = step.time - elapsed()
+      if wait > 0 { usleep(useconds_t(wait * 1e6)) }
+      switch step.kind {
+      case .cue(let cue, let payload): _ = director.post(cue, payload)
+      case .parameter(let name, let value, let ramp): director.setParameter(name, value, rampSeconds: ramp)
+      }
+    }
+    let rest = duration - elapsed()
+    if rest > 0 { usleep(useconds_t(rest * 1e6)) }
+    director.waitForReports()
+    director.shutdown()
+    engine.shutdown()
+    say(String(format: "played %.1f s live on \"%@\"", duration, engine.initialDevice.name))
     return 0
   }
 
