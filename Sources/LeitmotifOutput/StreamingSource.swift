@@ -14,12 +14,6 @@ public final class StreamingSource {
   /// Buffers not queued on the source, ready to be filled.
   private var freeBuffers: [ALuint]
   private var allBuffers: [ALuint]
-  /// The source's own EFX low-pass filter, made with the source so that muffling it later does
-  /// not allocate on the streaming thread; the failure instead when OpenAL could not make one
-  /// (`setLowPass` then throws it, and playback stays unfiltered).
-  private let lowPass: Result<LowPassFilter, OutputError>
-  /// The high-frequency gain attached now; 1 means no filter at all (`AL_FILTER_NULL`).
-  public private(set) var lowPassGainHF: Float = 1
 
   /// Creates a source with `bufferCount` buffers. Sources play stereo with direct channels (no
   /// virtual-speaker panning, so the output equals the input bit for bit) and no attenuation.
@@ -45,11 +39,6 @@ public final class StreamingSource {
     alSourcef(source, AL_ROLLOFF_FACTOR, 0)
     alSource3f(source, AL_POSITION, 0, 0, 0)
     try OpenAL.check("alSourcei(AL_DIRECT_CHANNELS_SOFT)", device: device.name)
-    do throws(OutputError) {
-      lowPass = .success(try LowPassFilter(device: device))
-    } catch {
-      lowPass = .failure(error)
-    }
   }
 
   deinit {
@@ -140,34 +129,6 @@ public final class StreamingSource {
 
   /// Linear gain; OpenAL 1.19 ramps a change over the next mix period.
   public func setGain(_ gain: Float) { alSourcef(source, AL_GAIN, max(0, min(1, gain))) }
-
-  /// Muffles the source: scales what lies above 5 kHz by `gainHF` (0...1, clamped; NaN counts
-  /// as 1) through the source's EFX low-pass filter (`AL_DIRECT_FILTER`), leaving the bass as it
-  /// is. Exactly 1 detaches the filter (`AL_FILTER_NULL`), so unfiltered output stays bit-exact.
-  ///
-  /// OpenAL copies a filter's parameters when it is attached, so every change attaches it again.
-  /// The filter applies to direct-channel sources (ours) too: measured on OpenAL Soft 1.19.1, an
-  /// 8 kHz tone at `gainHF` 0.1 keeps 3.6% of its RMS with `AL_DIRECT_CHANNELS_SOFT` on and off
-  /// alike, a 200 Hz tone 99.98%. (Its mixer sets the direct path's filter after the
-  /// direct-channels branch, for every kind of source: Alc/ALu.c, CalcPanningAndFilters.)
-  /// The change is not ramped by OpenAL: it lands at the next mix.
-  /// - Throws: `OutputError.callFailed` naming the call OpenAL refused, or the failure from
-  ///   when the filter could not be made.
-  public func setLowPass(gainHF: Float) throws(OutputError) {
-    let gainHF = gainHF.isNaN ? 1 : max(0, min(1, gainHF))
-    guard gainHF != lowPassGainHF else { return }
-    _ = OpenAL.takeError()
-    if gainHF == 1 {
-      alSourcei(source, AL_DIRECT_FILTER, AL_FILTER_NULL)
-      try OpenAL.check("alSourcei(AL_DIRECT_FILTER, AL_FILTER_NULL)", device: device.name)
-    } else {
-      let filter = try lowPass.get()
-      try filter.set(gain: 1, gainHF: gainHF)
-      alSourcei(source, AL_DIRECT_FILTER, ALint(bitPattern: filter.name))
-      try OpenAL.check("alSourcei(AL_DIRECT_FILTER)", device: device.name)
-    }
-    lowPassGainHF = gainHF
-  }
 
   /// Playback speed; resamples (speed and pitch change together). Must be finite and > 0.
   public func setPitch(_ pitch: Float) { alSourcef(source, AL_PITCH, pitch) }

@@ -76,7 +76,7 @@ enum EngineEvent: @unchecked Sendable {
   /// An armed hand-over started: `to` fades in, `from` fades out.
   case handedOff(from: VoiceHandle, to: VoiceHandle)
   /// A segment to be joined gaplessly could not be opened, or has another sample rate than the
-  /// stream (`rateMismatch`: one OpenAL source plays one rate).
+  /// stream (`rateMismatch`: one stream has one rate).
   case appendFailed(voice: VoiceHandle, token: Int, DecodeError, rateMismatch: Bool)
   case failed(voice: VoiceHandle, DecodeError)
   case underrun(voice: VoiceHandle)

@@ -1,6 +1,6 @@
 /// One stretch of one file that a voice plays: the unit of gapless playback and of loops.
 ///
-/// A voice's stream is a sequence of segments decoded back to back into the same OpenAL source,
+/// A voice's stream is a sequence of segments decoded back to back into the same ring,
 /// so consecutive segments join with no gap and no overlap. A segment is an asset reference plus
 /// how to play it (trim points, a loop); the decoder in it is opened by the loader and from then
 /// on used only by the stream's decode thread.

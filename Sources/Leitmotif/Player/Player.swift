@@ -200,7 +200,7 @@ public final class Player: MediaPlayback {
     set { setRateReportingErrors(newValue) }
   }
 
-  /// Sets the playback speed: 0 pauses, (0, 4] plays at that speed (pitch follows: OpenAL
+  /// Sets the playback speed: 0 pauses, (0, 4] plays at that speed (pitch follows: the mixer
   /// resamples).
   /// - Throws: `PlayerError.rateOutOfRange` for NaN, negatives and values above 4.
   public func setCurrentPlaybackRate(_ rate: Float) throws(PlayerError) {
@@ -226,14 +226,15 @@ public final class Player: MediaPlayback {
     }
   }
 
-  /// Muffles the music ("under water", a pause menu): the high-frequency gain of an OpenAL EFX
-  /// low-pass filter on the player's voice. 0 to 1: what lies above about 5 kHz is scaled by it
+  /// Muffles the music ("under water", a pause menu): the high-frequency gain of the shelf filter
+  /// on the player's voice (a biquad high shelf at 5 kHz, the filter OpenAL Soft calls its EFX
+  /// low-pass, run in Leitmotif's own mix). 0 to 1: what lies above about 5 kHz is scaled by it
   /// (0 acts as -60 dB) and the bass is left as it is; 1, the default, removes the filter, so the
   /// output is exactly unfiltered. Values outside 0...1 are clamped; NaN and infinities mean 1.
   /// It stays set when `item` changes.
   ///
-  /// Returns at once: the engine's streaming thread applies it on its next pump (offline: before
-  /// the next `render`). OpenAL does not ramp the change. Safe to set from any thread.
+  /// Returns at once: it lands on the first frame the mixer mixes after the engine's streaming
+  /// thread takes it (offline: at the next `render`). Safe to set from any thread.
   public var lowPassGain: Float {
     get { state.withLock { $0.lowPassGain } }
     set {

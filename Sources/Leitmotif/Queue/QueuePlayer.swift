@@ -24,10 +24,10 @@ import Synchronization
 /// ## Transitions
 /// Each entry's `transition` (else the player's `transition`, an equal-power crossfade of 3 s by
 /// default) says how it takes over from the item before it. Gapless joins decode the next file
-/// into the same OpenAL source right after the last sample of the previous one (items of one
-/// sample rate; an item of another rate joins with a 10 ms crossfade instead). A crossfade
-/// starts the next item on a second voice as the outgoing one comes within the crossfade's
-/// length of its end (in its final loop pass); the outgoing voice is released when silent.
+/// into the same voice right after the last sample of the previous one (items of one sample
+/// rate; an item of another rate joins with a 10 ms crossfade instead). A crossfade starts the
+/// next item on a second voice on the frame where the outgoing one is the crossfade's length from
+/// its end (in its final loop pass); the outgoing voice is released when silent.
 ///
 /// ## Loops
 /// An item with loop points (LOOPSTART/LOOPLENGTH tags, or `LoopPoints` in its entry) loops
@@ -610,14 +610,14 @@ public final class QueuePlayer: MediaPlayback {
     }
   }
 
-  /// Muffles the music ("under water", a pause menu): the high-frequency gain of an OpenAL EFX
-  /// low-pass filter on every voice this player owns, now and later (a crossfade's incoming voice
-  /// too). 0 to 1: what lies above about 5 kHz is scaled by it (0 acts as -60 dB) and the bass
-  /// is left as it is; 1, the default, removes the filter, so the output is exactly unfiltered.
-  /// Values outside 0...1 are clamped; NaN and infinities mean 1.
+  /// Muffles the music ("under water", a pause menu): the high-frequency gain of the shelf filter
+  /// (see `Player.lowPassGain`) on every voice this player owns, now and later (a crossfade's
+  /// incoming voice too). 0 to 1: what lies above about 5 kHz is scaled by it (0 acts as -60 dB)
+  /// and the bass is left as it is; 1, the default, removes the filter, so the output is exactly
+  /// unfiltered. Values outside 0...1 are clamped; NaN and infinities mean 1.
   ///
-  /// Returns at once: the engine's streaming thread applies it on its next pump (offline: before
-  /// the next `render`). OpenAL does not ramp the change. Safe to set from any thread.
+  /// Returns at once: it lands on the first frame the mixer mixes after the engine's streaming
+  /// thread takes it (offline: at the next `render`). Safe to set from any thread.
   public var lowPassGain: Float {
     get { state.withLock { $0.lowPassGain } }
     set {
