@@ -363,8 +363,11 @@ final class Voice: VoiceInput {
   func framesUntil(fileFrame: Int64, token: Int) -> Int64? {
     guard !awaitingData else { return nil }
     guard mode == .playing || mode == .fadingOut, inputToken == token else { return 0 }
-    let remaining = Double(fileFrame - positionFrames) / ratio
-    return max(0, Int64(remaining.rounded(.up)))
+    // From the exact (fractional, when resampled) position: the first output frame at or after
+    // the one that shows file frame `fileFrame`.
+    let position = resampling ? resampledPosition : Double(inputFrame)
+    let remaining = (Double(fileFrame) - position) / ratio
+    return max(0, Int64((remaining - 1e-6).rounded(.up)))
   }
 
   /// Frames of this voice's file in `seconds`.
