@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Leitmotif
 
 /// `leitmotif cues simulate CUES --events SCRIPT --out OUT.wav [--library DIR] [--timeline OUT.json]
@@ -17,6 +18,9 @@ enum CuesSimulateCommand {
       --events SCRIPT     a JSON5 list of timed events: [{ at: 12.5, cue: "enemy.spotted", payload: { threat: 2 } }]
       --out OUT.wav       where the render goes (32-bit float, 48 kHz stereo)
       --live              play in real time on the sound device instead (headless without one)
+      --record SCRIPT     with --live: write the events as the director applied them, each at
+                          the exact time (mix frame) it took effect: rendering that script
+                          offline gives what was heard, sample for sample
       --library DIR       the player's music for library sources (asks for consent on a terminal)
       --timeline OUT.json the timeline as JSON: events and what they did, states, items, voice gains
       --duration SECONDS  how long to render (default: 8 s after the last event)
@@ -30,6 +34,7 @@ enum CuesSimulateCommand {
     var timelinePath: String?
     var libraryFolder: String?
     var live = false
+    var recordPath: String?
     var options = CueSimulation.Options()
     var rest = arguments[...]
     while let argument = rest.popFirst() {
@@ -39,7 +44,7 @@ enum CuesSimulateCommand {
         return 0
       case "--live":
         live = true
-      case "--events", "--out", "--timeline", "--library", "--duration", "--state":
+      case "--events", "--out", "--timeline", "--library", "--duration", "--state", "--record":
         guard let value = rest.popFirst(), !value.isEmpty else {
           fail("cues simulate: \(argument) needs a value\n\(usage)")
         }
@@ -48,6 +53,7 @@ enum CuesSimulateCommand {
         case "--out": outputPath = value
         case "--timeline": timelinePath = value
         case "--library": libraryFolder = value
+        case "--record": recordPath = value
         case "--state": options.startState = value
         default:
           guard let seconds = Double(value), seconds.isFinite, seconds >= 0 else {
@@ -65,6 +71,7 @@ enum CuesSimulateCommand {
     guard let eventsPath else { fail("cues simulate needs --events SCRIPT\n\(usage)") }
     guard live || outputPath != nil else { fail("cues simulate needs --out OUT.wav or --live\n\(usage)") }
     guard !(live && outputPath != nil) else { fail("cues simulate: --live plays; it takes no --out\n\(usage)") }
+    guard live || recordPath == nil else { fail("cues simulate: --record goes with --live\n\(usage)") }
 
     let sheet: CueSheet
     let script: CueScript
@@ -84,7 +91,7 @@ enum CuesSimulateCommand {
         "cues simulate: --state: no state \"\(state)\" in \(cuesPath) (it has: \(sheet.states.keys.sorted().joined(separator: ", ")))"
       )
     }
-    if live { return playLive(sheet: sheet, script: script, options: options) }
+    if live { return playLive(sheet: sheet, script: script, options: options, recordPath: recordPath) }
     guard let outputPath else { return 2 }
     let started = Date()
     let result: CueSimulation.Result
@@ -116,7 +123,9 @@ enum CuesSimulateCommand {
   }
 
   /// `--live`: the script in real time, as a game would post it.
-  private static func playLive(sheet: CueSheet, script: CueScript, options: CueSimulation.Options) -> Int32 {
+  private static func playLive(
+    sheet: CueSheet, script: CueScript, options: CueSimulation.Options, recordPath: String?
+  ) -> Int32 {
     let engine: AudioEngine
     do {
       engine = try AudioEngine(output: .defaultDevice, diagnostics: printDiagnostic)
@@ -125,7 +134,14 @@ enum CuesSimulateCommand {
       return 1
     }
     let director = Director(engine: engine, sheet: sheet, library: options.library)
-    director.addObserver { report in say(report.description) }
+    // Each event once, at the director time it took effect (a frame of the mix clock).
+    let applied = Mutex<[UInt64: (time: Double, event: LevelEvent)]>([:])
+    director.addObserver { report in
+      say(report.description)
+      if let event = report.event {
+        applied.withLock { if $0[event.sequence] == nil { $0[event.sequence] = (report.time, event) } }
+      }
+    }
     let duration = options.durationSeconds ?? (script.lastTime + 8)
     let started = DispatchTime.now().uptimeNanoseconds
     func elapsed() -> Double { Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9 }
@@ -144,7 +160,37 @@ enum CuesSimulateCommand {
     director.shutdown()
     engine.shutdown()
     say(String(format: "played %.1f s live on \"%@\"", duration, engine.initialDevice.name))
+    if let recordPath {
+      let events = applied.withLock { $0.sorted { $0.key < $1.key }.map(\.value) }
+      let lines = events.map { entry in
+        let payload = entry.event.payload.sorted { $0.key < $1.key }.map { key, value in
+          "\(jsonString(key)): \(json(value))"
+        }
+        return "  { at: \(String(format: "%.9f", entry.time)), cue: \(jsonString(entry.event.cue))"
+          + (payload.isEmpty ? "" : ", payload: { \(payload.joined(separator: ", ")) }") + " },"
+      }
+      do {
+        try ("[\n" + lines.joined(separator: "\n") + "\n]\n").write(toFile: recordPath, atomically: true, encoding: .utf8)
+        say("recorded \(events.count) events to \(recordPath)")
+      } catch {
+        FileHandle.standardError.write(Data("cues simulate: \(recordPath): cannot write: \(error)\n".utf8))
+        return 1
+      }
+    }
     return 0
+  }
+
+  private static func jsonString(_ text: String) -> String {
+    let data = (try? JSONSerialization.data(withJSONObject: [text], options: [])) ?? Data("[\"\"]".utf8)
+    return String(String(decoding: data, as: UTF8.self).dropFirst().dropLast())
+  }
+
+  private static func json(_ value: CueValue) -> String {
+    switch value {
+    case .number(let number): return String(format: "%.17g", number)
+    case .string(let text): return jsonString(text)
+    case .bool(let flag): return flag ? "true" : "false"
+    }
   }
 
   /// The player's library in `folder`, scanned; consent is asked on a terminal when nobody has

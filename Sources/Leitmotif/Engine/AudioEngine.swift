@@ -36,7 +36,11 @@ public final class AudioEngine: @unchecked Sendable {
   /// The mixing rate of the output.
   public var sampleRate: Int { initialDevice.sampleRate }
 
-  let commands = CommandQueue<EngineCommand>()
+  let commands = CommandQueue<EngineCommand>(prepare: { command in
+    CommandTime.current.map { .timed(frame: $0, command) } ?? command
+  })
+  /// The mix clock, for scheduling on exact frames from other threads.
+  let mixClock: MixClock
   private let events = CommandQueue<EngineEvent>()
   private let loop: StreamingLoop
   let statuses: [VoiceStatus]
@@ -100,8 +104,10 @@ public final class AudioEngine: @unchecked Sendable {
       limit: max(1, min(voiceLimit, StreamingLoop.maximumVoices)), statuses: statuses, commands: commands,
       events: events)
     let isOffline = self.isOffline
+    mixClock = MixClock(sampleRate: initialDevice.sampleRate)
+    if !isOffline { mixClock.idleSinceNanoseconds.store(DispatchTime.now().uptimeNanoseconds, ordering: .releasing) }
     loop = try StreamingLoop(
-      device: initialDevice, statuses: statuses, commands: commands, events: events,
+      device: initialDevice, statuses: statuses, commands: commands, events: events, clock: mixClock,
       reopenDevice: { isOffline ? nil : try? AudioEngine.openDefaultOutput() }, isOffline: isOffline)
     if let notice { report(Diagnostic(.notice, notice)) }
     if !isOffline { startThreads() }
@@ -159,8 +165,13 @@ public final class AudioEngine: @unchecked Sendable {
   }
   private let masterLowPassValue = Mutex<Float>(1)
 
-  /// The mix clock of the last block mixed: frames since the engine started.
-  var mixClock: Int64 { loop.mixClock }
+  /// Runs `body` with every command it makes the engine's players send (play, crossfade, gain,
+  /// seek, ...) taking effect on mix frame `frame` exactly, if that frame is not mixed yet when
+  /// they arrive (else at once). The director does its steps this way, so what it does lands on
+  /// the same frames live as offline. Thread safety: any thread; applies to this thread only.
+  func performing<Result>(atMixFrame frame: Int64, _ body: () throws -> Result) rethrows -> Result {
+    try CommandTime.with(frame, body)
+  }
 
   /// Sets or replaces the diagnostics handler.
   public func setDiagnosticsHandler(_ handler: DiagnosticsHandler?) { diagnostics.withLock { $0 = handler } }

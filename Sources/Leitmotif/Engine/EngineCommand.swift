@@ -20,6 +20,9 @@ enum EngineCommand: Sendable {
   case attach(voice: VoiceHandle, LoadedStream)
   case loadFailed(voice: VoiceHandle, DecodeError)
   case play(voice: VoiceHandle)
+  /// Starts the voice on the frame where the trigger's voice reaches the trigger's position (a
+  /// stinger on the beat), or on the next line if it is not ready by then.
+  case playOnTrigger(voice: VoiceHandle, StartTrigger)
   case pause(voice: VoiceHandle)
   case stop(voice: VoiceHandle, generation: Int)
   case seek(voice: VoiceHandle, seconds: Double, generation: Int)
@@ -39,6 +42,10 @@ enum EngineCommand: Sendable {
   /// Drops what the voice decoded after the segment being heard (see `Voice.resync`).
   case resync(voice: VoiceHandle)
   case setMasterGain(Float)
+  /// `command`, to take effect on mix frame `frame` (posted inside
+  /// `AudioEngine.performing(atMixFrame:)`); on arrival if that frame is already mixed. Claims,
+  /// releases and loads never wait (the pool's order must hold).
+  indirect case timed(frame: Int64, EngineCommand)
   /// The high-frequency gain of the music bus's shelf filter, 0...1 (1: unfiltered).
   case setMasterLowPass(Float)
   case simulateDeviceDisconnect
@@ -117,8 +124,13 @@ final class CommandQueue<Element: Sendable>: Sendable {
   private let pending = Mutex<[Element]>([])
   private let wake = DispatchSemaphore(value: 0)
   private let wakePending = Atomic<Bool>(false)
+  /// What `post` does to an element first (the engine's commands: stamp the poster's mix frame).
+  private let prepare: (@Sendable (Element) -> Element)?
+
+  init(prepare: (@Sendable (Element) -> Element)? = nil) { self.prepare = prepare }
 
   func post(_ element: Element) {
+    let element = prepare?(element) ?? element
     pending.withLock { $0.append(element) }
     wakeUp()
   }

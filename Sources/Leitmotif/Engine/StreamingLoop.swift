@@ -51,6 +51,8 @@ final class StreamingLoop: @unchecked Sendable {
   /// Hand-overs armed per slot, kept here too so that one armed before its voice attached (the
   /// loader is still opening the file) applies when it does.
   private var armed = [Voice.Handoff?](repeating: nil, count: maximumVoices)
+  /// Starts waiting for another voice's position (`EngineCommand.playOnTrigger`), per slot.
+  private var triggeredPlays = [StartTrigger?](repeating: nil, count: maximumVoices)
   /// The generation that owns each slot (0: nobody); see `owns`.
   private var generations = [UInt32](repeating: 0, count: maximumVoices)
   /// Voices released while audible: they fade out here (10 ms) before they are reclaimed, so a
@@ -75,11 +77,21 @@ final class StreamingLoop: @unchecked Sendable {
   private var headlessStartNanoseconds: UInt64 = 0
   private var headlessFramesRendered: Int64 = 0
 
+  /// Commands waiting for their mix frame (`EngineCommand.timed`), in frame order; its capacity
+  /// is reserved, and a command that finds it full takes effect at once.
+  private var timedCommands: [(frame: Int64, command: EngineCommand)] = []
+  private let published: MixClock
+  /// While nothing plays, when mixing stopped (the clock keeps pace with the wall clock then).
+  private var idleSinceNanoseconds: UInt64 = 0
+
   init(
     device: OutputDevice, statuses: [VoiceStatus], commands: CommandQueue<EngineCommand>,
-    events: CommandQueue<EngineEvent>, reopenDevice: @escaping () -> OutputDevice?, isOffline: Bool
+    events: CommandQueue<EngineEvent>, clock: MixClock, reopenDevice: @escaping () -> OutputDevice?, isOffline: Bool
   ) throws(OutputError) {
     self.isOffline = isOffline
+    published = clock
+    idleSinceNanoseconds = isOffline ? 0 : clock.idleSinceNanoseconds.load(ordering: .acquiring)
+    timedCommands.reserveCapacity(512)
     self.device = device
     self.statuses = statuses
     self.commands = commands
@@ -111,12 +123,28 @@ final class StreamingLoop: @unchecked Sendable {
     takeCommands()
     if !isOffline { watchConnection() }
     let busy = isBusy
+    if !isOffline { keepClockPace(busy: busy) }
     if !deviceLost && !device.rendersOnDemand {
       if busy { refillBus() } else { bus.idle() }
     }
     if device.rendersOnDemand && !isOffline { renderHeadlessDue(busy: busy) }
     flushEvents()
     return busy
+  }
+
+  /// Live: while nothing plays the mix clock runs on with the wall clock (published as idle);
+  /// when something plays again, it moves on by the time that passed.
+  private func keepClockPace(busy: Bool) {
+    if busy && idleSinceNanoseconds != 0 {
+      let elapsed = DispatchTime.now().uptimeNanoseconds &- idleSinceNanoseconds
+      mixClock += MixClock.frames(nanoseconds: elapsed, rate: device.sampleRate)
+      idleSinceNanoseconds = 0
+      published.mixedFrames.store(mixClock, ordering: .releasing)
+      published.idleSinceNanoseconds.store(0, ordering: .releasing)
+    } else if !busy && idleSinceNanoseconds == 0 {
+      idleSinceNanoseconds = DispatchTime.now().uptimeNanoseconds
+      published.idleSinceNanoseconds.store(idleSinceNanoseconds, ordering: .releasing)
+    }
   }
 
   private func takeCommands() {
@@ -163,9 +191,28 @@ final class StreamingLoop: @unchecked Sendable {
     flushEvents()
   }
 
-  /// Mixes the next `frames` frames of every voice into `output` (the mix clock moves on by
-  /// `frames`): hand-overs and crossfades due in this block start on their exact frames first.
+  /// Mixes the next `frames` frames into `output` (the mix clock moves on by `frames`), split
+  /// where timed commands are due, so each takes effect on its frame.
   private func mix(into output: UnsafeMutablePointer<Float>, frames: Int) {
+    var done = 0
+    while done < frames {
+      var index = 0
+      while index < timedCommands.count && timedCommands[index].frame <= mixClock { index += 1 }
+      if index > 0 {
+        for due in 0..<index { apply(timedCommands[due].command, clock: mixClock) }
+        timedCommands.removeFirst(index)
+      }
+      var span = frames - done
+      if let next = timedCommands.first { span = min(span, Int(next.frame - mixClock)) }
+      mixSpan(into: output + 2 * done, frames: span)
+      done += span
+    }
+    published.mixedFrames.store(mixClock, ordering: .releasing)
+  }
+
+  /// Mixes the next `frames` frames of every voice into `output`: hand-overs and crossfades due
+  /// in this block start on their exact frames first.
+  private func mixSpan(into output: UnsafeMutablePointer<Float>, frames: Int) {
     output.initialize(repeating: 0, count: 2 * frames)
     let clock = mixClock
     startDueCrossfades(clock: clock, frames: frames)
@@ -197,9 +244,9 @@ final class StreamingLoop: @unchecked Sendable {
 
   /// Something is audible, starting, fading or waiting to start a crossfade.
   private var isBusy: Bool {
-    if !dying.isEmpty { return true }
+    if !dying.isEmpty || !timedCommands.isEmpty { return true }
     for slot in 0..<Self.maximumVoices {
-      if pendingCrossfades[slot] != nil { return true }
+      if pendingCrossfades[slot] != nil || triggeredPlays[slot] != nil { return true }
       if let voice = voices[slot], voice.isAudible || voice.isStarting || voice.awaitsFadedOutReport { return true }
     }
     return false
@@ -227,6 +274,30 @@ final class StreamingLoop: @unchecked Sendable {
       wantsPlaying[handoff.follower.slot] = true
       voice.fadeOutAndFinish(seconds: seconds, curve: handoff.curve, start: start)
       pendingEvents.append(.handedOff(from: voice.handle, to: handoff.follower))
+    }
+    for slot in 0..<Self.maximumVoices {
+      guard var trigger = triggeredPlays[slot] else { continue }
+      guard owns(trigger.voice), let music = voices[trigger.voice.slot] else {
+        // The music it waited for is gone: start now.
+        triggeredPlays[slot] = nil
+        wantsPlaying[slot] = true
+        voices[slot]?.play(clock: clock)
+        continue
+      }
+      guard let due = music.framesUntil(fileFrame: music.fileFrames(seconds: trigger.fileSeconds), token: trigger.token),
+        due < Int64(frames)
+      else { continue }
+      guard let voice = voices[slot] else {
+        if let every = trigger.everySeconds, every > 0 {
+          // Not open yet when its line came: the next line.
+          trigger.fileSeconds += every
+          triggeredPlays[slot] = trigger
+        }
+        continue
+      }
+      triggeredPlays[slot] = nil
+      wantsPlaying[slot] = true
+      voice.play(clock: clock + due)
     }
     for slot in 0..<Self.maximumVoices {
       guard var crossfade = pendingCrossfades[slot] else { continue }
@@ -351,6 +422,7 @@ final class StreamingLoop: @unchecked Sendable {
     wantsPlaying[slot] = false
     pendingSeek[slot] = nil
     pendingCrossfades[slot] = nil
+    triggeredPlays[slot] = nil
     armed[slot] = nil
     rates[slot] = 1
     volumes[slot] = 1
@@ -372,6 +444,19 @@ final class StreamingLoop: @unchecked Sendable {
 
   private func apply(_ command: EngineCommand, clock: Int64) {
     switch command {
+    case .timed(let frame, let timed):
+      switch timed {
+      case .claim, .release, .attach, .loadFailed, .timed, .simulateDeviceDisconnect, .stallForTesting:
+        apply(timed, clock: clock)
+      default:
+        guard frame > clock, timedCommands.count < timedCommands.capacity else {
+          apply(timed, clock: clock)
+          return
+        }
+        // After every command already waiting for the same frame: the order of posting holds.
+        let index = timedCommands.firstIndex { $0.frame > frame } ?? timedCommands.count
+        timedCommands.insert((frame, timed), at: index)
+      }
     case .claim(let voice):
       guard voice.slot < Self.maximumVoices else { return }
       resetSlot(voice.slot, generation: voice.generation, clock: clock)
@@ -410,8 +495,12 @@ final class StreamingLoop: @unchecked Sendable {
       guard owns(voice) else { return }
       wantsPlaying[voice.slot] = true
       voices[voice.slot]?.play(clock: clock)
+    case .playOnTrigger(let voice, let trigger):
+      guard owns(voice) else { return }
+      triggeredPlays[voice.slot] = trigger
     case .pause(let voice):
       guard owns(voice) else { return }
+      triggeredPlays[voice.slot] = nil
       wantsPlaying[voice.slot] = false
       voices[voice.slot]?.pause(clock: clock)
     case .stop(let voice, let generation):

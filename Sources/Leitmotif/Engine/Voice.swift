@@ -295,7 +295,12 @@ final class Voice: VoiceInput {
     }
   }
 
-  func setVolume(_ newVolume: Float) { volumeTarget = newVolume.isFinite ? max(0, min(1, newVolume)) : 1 }
+  /// Glides to the new volume over `volumeGlideFrames` while heard; a voice not heard yet (or
+  /// paused) takes it at once, so a start at a low volume does not begin with a blip at full.
+  func setVolume(_ newVolume: Float) {
+    volumeTarget = newVolume.isFinite ? max(0, min(1, newVolume)) : 1
+    if !isAudible { volumeNow = volumeTarget }
+  }
 
   /// The high-frequency gain of the voice's shelf filter (1: unfiltered).
   var lowPassGain: Float { filter.gainHF }

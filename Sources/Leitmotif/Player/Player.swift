@@ -141,6 +141,18 @@ public final class Player: MediaPlayback {
     if let voice { engine.commands.post(.play(voice: voice)) }
   }
 
+  /// Starts playing on the frame where `trigger`'s voice reaches its position (the director's
+  /// stingers on the beat): opened now, started by the mixer on that frame.
+  func play(when trigger: StartTrigger) {
+    prepareToPlay()
+    let voice = state.withLock { state -> VoiceHandle? in
+      guard let voice = state.lease?.handle, state.lease?.isCurrent == true else { return nil }
+      _ = setState(.playing, in: &state)
+      return voice
+    }
+    if let voice { engine.commands.post(.playOnTrigger(voice: voice, trigger)) }
+  }
+
   /// Pauses with a short fade; `play()` resumes from the same frame.
   public func pause() {
     state.withLock { state in

@@ -191,6 +191,17 @@ public final class QueuePlayer: MediaPlayback {
     var everySeconds: Double?
   }
 
+  /// A start on `landing` of the playing item (its voice, its segment): nil when nothing plays.
+  func startTrigger(at landing: Landing) -> StartTrigger? {
+    state.withLock { state in
+      state.voices.current.map {
+        StartTrigger(
+          voice: $0.handle, token: state.voices.currentToken, fileSeconds: landing.fileSeconds,
+          everySeconds: landing.everySeconds)
+      }
+    }
+  }
+
   /// `setQueue(with:startingAt:transition:)`, but while playing the new music is opened at once
   /// and starts when the playing item reaches `landing` (the director's beat and bar
   /// transitions): the mixer finds that frame from the playing voice's own position.

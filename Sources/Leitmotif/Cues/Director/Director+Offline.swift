@@ -16,8 +16,11 @@ extension Director {
   /// Thread safety: any thread; calls take turns with each other (one step at a time).
   @discardableResult
   public func advance(toAudioTime seconds: Double, startState: String? = nil) -> Double? {
+    let frame = Int64((seconds * Double(engine.sampleRate)).rounded())
     start(at: seconds, state: startState)
-    step(to: seconds)
+    // As in real time: the director steps `leadFrames` ahead of the mix, on its grid of frames,
+    // and what it does waits in the engine for its frame.
+    stepOnGrid(upTo: frame + Self.leadFrames)
     return timing().deadline
   }
 }

@@ -47,7 +47,6 @@ public final class Director: @unchecked Sendable {
   private let pendingParameters = Mutex<[(name: String, value: Double, ramp: Double)]>([])
   private let observers = Mutex<(next: UInt64, handlers: [UInt64: @Sendable (DirectorReport) -> Void])>((1, [:]))
   private let notifications = DispatchQueue(label: "leitmotif.director.notifications")
-  private let startNanoseconds = DispatchTime.now().uptimeNanoseconds
   private let running = RunFlag()
   private let started = Atomic<Bool>(false)
   private var thread: Thread?
@@ -117,16 +116,33 @@ public final class Director: @unchecked Sendable {
 
   /// Starts the music: enters the cue file's `start` state (or `state`), and, with `.ownThread`
   /// clocking, the director's thread. Idempotent.
-  public func start(state: String? = nil) { start(at: clockSeconds, state: state) }
+  public func start(state: String? = nil) {
+    // Director time 0 is the mix frame the start lands on, a quarter of a second ahead of what
+    // is mixed now, time enough to open the first music (a cold start takes tens of
+    // milliseconds): it starts on that frame, and the director's steps fall on frames counted
+    // from there, as an offline render's do from 0.
+    if !engine.isOffline && !started.load(ordering: .acquiring) {
+      originFrame = engine.mixClock.now + Int64(engine.sampleRate / 4)
+      core.withLock { core in core.mixFrameOrigin = originFrame }
+    }
+    start(at: 0, state: state)
+  }
+
+  /// The mix frame of director time 0 (0 offline; see `start(state:)`).
+  nonisolated(unsafe) private var originFrame: Int64 = 0
 
   /// Starts at director time `time` (the offline renderer's audio time).
   func start(at time: Double, state: String?) {
     guard !started.exchange(true, ordering: .acquiringAndReleasing) else { return }
-    let reports = core.withLock { core -> [DirectorReport] in
-      core.advance(to: time, newEvents: [], dropped: 0)
-      core.start(state: state)
-      core.advance(to: time, newEvents: [], dropped: 0)
-      return takeOutbox(&core.outbox)
+    let frame = Int64((time * Double(engine.sampleRate)).rounded())
+    lastStepFrame = frame
+    let reports = engine.performing(atMixFrame: originFrame + frame) {
+      core.withLock { core -> [DirectorReport] in
+        core.advance(to: time, newEvents: [], dropped: 0)
+        core.start(state: state)
+        core.advance(to: time, newEvents: [], dropped: 0)
+        return takeOutbox(&core.outbox)
+      }
     }
     deliver(reports)
     if clocking == .ownThread { startThread() }
@@ -209,11 +225,49 @@ public final class Director: @unchecked Sendable {
     // not allowed (see `LevelEventBus`), so this does nothing then.
     guard clocking == .pumped else { return }
     if !started.load(ordering: .acquiring) { start() }
-    step(to: clockSeconds)
+    stepOnGrid()
   }
 
-  /// Seconds since the director was made, on the monotonic clock.
-  private var clockSeconds: Double { Double(DispatchTime.now().uptimeNanoseconds - startNanoseconds) / 1e9 }
+  /// The director's clock in real time: the mix clock, `leadFrames` ahead of what is being
+  /// mixed, so that what a step does reaches the streaming thread before its frame is mixed.
+  private var clockSeconds: Double { Double(clockFrame) / Double(engine.sampleRate) }
+  private var clockFrame: Int64 { engine.mixClock.now + Self.leadFrames - originFrame }
+
+  /// How far ahead of the mix a real-time step lands (1024 frames: 21 ms at 48 kHz), so that its
+  /// commands arrive before their frame is mixed: then it lands on that exact frame, the same
+  /// one an offline render of the same events uses.
+  static let leadFrames: Int64 = 1024
+  /// Real-time steps fall on multiples of this many mix frames (what `CueSimulation` renders at
+  /// a time), every one of them while something moves, so the same steps happen live as offline.
+  static let gridFrames: Int64 = 256
+  /// The last grid frame stepped (only the stepping thread touches it, under `stepping`).
+  nonisolated(unsafe) private var lastStepFrame: Int64 = 0
+
+  /// A real-time step: at every grid frame since the last step while ramps move (each on its
+  /// frame), else at the latest one; each step's commands stamped with its frame.
+  @discardableResult
+  func stepOnGrid(upTo frame: Int64? = nil) -> Bool {
+    stepping.withLock { _ in
+      // (A second step on the same grid frame takes what was posted since, at that frame.)
+      let target = max(lastStepFrame, (frame ?? clockFrame) / Self.gridFrames * Self.gridFrames)
+      var frame = lastStepFrame + Self.gridFrames
+      var tookInput = false
+      if core.withLock({ $0.isMoving }) {
+        while frame < target {
+          let at = frame
+          tookInput =
+            engine.performing(atMixFrame: originFrame + at) { stepLocked(to: Double(at) / Double(engine.sampleRate)) }
+            || tookInput
+          frame += Self.gridFrames
+        }
+      }
+      lastStepFrame = target
+      return engine.performing(atMixFrame: originFrame + target) {
+        stepLocked(to: Double(target) / Double(engine.sampleRate))
+      }
+        || tookInput
+    }
+  }
 
   // MARK: - Observing
 
@@ -269,6 +323,12 @@ public final class Director: @unchecked Sendable {
   private func stepLocked(to time: Double) -> Bool {
     var events: [LevelEvent] = []
     _ = bus.drain(into: &events)
+    if engine.isOffline {
+      // Offline, nothing is mixed until the next render: an event posted without a time of its
+      // own (the C API's lm_post between two lm_render calls) takes effect on the next frame.
+      let next = Double(engine.mixClock.now) / Double(engine.sampleRate)
+      for index in events.indices where events[index].audioTime == nil { events[index].audioTime = next }
+    }
     let dropped = bus.takeNewDrops()
     let parameters = pendingParameters.withLock { pending -> [(name: String, value: Double, ramp: Double)] in
       defer { pending.removeAll(keepingCapacity: true) }
@@ -324,7 +384,7 @@ public final class Director: @unchecked Sendable {
   private static func tick(_ director: Director?) -> (LevelEventBus, Double, Double, Bool)? {
     guard let director else { return nil }
     let now = director.clockSeconds
-    let tookInput = director.step(to: now)
+    let tookInput = director.stepOnGrid()
     let (deadline, moving) = director.timing()
     var wait = moving ? 0.01 : 0.1
     if let deadline { wait = min(wait, max(0.0005, deadline - director.clockSeconds)) }

@@ -39,6 +39,15 @@ final class DirectorCore {
   /// Reports made since the director last collected them.
   var outbox: [DirectorReport] = []
   private var lastMix: (gain: Float, rate: Float, lowPass: Float)?
+  /// The mix frame of director time 0 (set by `Director.start` in real time; 0 offline).
+  var mixFrameOrigin: Int64 = 0
+
+  /// Where the playing item will be at director time `now`, in seconds of its file: its
+  /// published position is where the mix is, the director's clock runs ahead of that.
+  private var playingPosition: Double {
+    let mixedSeconds = Double(engine.mixClock.now - mixFrameOrigin) / Double(engine.sampleRate)
+    return player.currentPlaybackTime + max(0, now - mixedSeconds) * max(0.01, Double(player.currentPlaybackRate))
+  }
 
   private struct Scheduled {
     var time: Double
@@ -49,7 +58,8 @@ final class DirectorCore {
 
   private enum Work {
     case changeState(name: String, spec: TransitionSpec, landsAt: Double)
-    case stinger(name: String, item: MediaItem, volume: Float, duck: DuckAction?)
+    /// `prepared`: already playing, or about to start on its own frame (a stinger on the grid).
+    case stinger(name: String, item: MediaItem, volume: Float, duck: DuckAction?, prepared: Player?)
     case pause, stop
     case seek(seconds: Double, fadeBackSeconds: Double)
   }
@@ -154,10 +164,28 @@ final class DirectorCore {
       let nextWork = scheduled.first.flatMap { $0.time <= now + tolerance ? $0 : nil }
       if let event = nextEvent, nextWork == nil || (event.audioTime ?? -.infinity) <= nextWork!.time {
         taken += 1
-        handle(event)
+        if let time = event.audioTime, time < now {
+          // An event with its own time (offline, or a recorded run) happens then, on its frame,
+          // even when the step that takes it comes a little later.
+          let stepTime = now
+          now = time
+          engine.performing(atMixFrame: mixFrameOrigin + Int64((time * Double(engine.sampleRate)).rounded())) {
+            handle(event)
+          }
+          now = stepTime
+        } else {
+          handle(event)
+        }
       } else if let work = nextWork {
         scheduled.removeFirst()
-        run(work)
+        // Scheduled work happens at its own time, on its own mix frame, even when this step
+        // comes a little later (a real-time step lands on the director's grid of frames).
+        let stepTime = now
+        now = min(stepTime, work.time)
+        engine.performing(atMixFrame: mixFrameOrigin + Int64((work.time * Double(engine.sampleRate)).rounded())) {
+          run(work)
+        }
+        now = stepTime
       } else {
         break
       }
@@ -365,7 +393,7 @@ final class DirectorCore {
     // The mixer starts incoming music on the first frame it mixes after the change.
     let earliest = now
     let rate = max(0.01, Double(player.currentPlaybackRate))
-    let position = player.currentPlaybackTime
+    let position = playingPosition
     switch spec.moment {
     case .now:
       return (earliest, nil)
@@ -476,7 +504,7 @@ final class DirectorCore {
     case .samePosition:
       guard outgoing != nil else { return nil }
       // Where the outgoing item is when the incoming one is heard: on the same mix frame.
-      var position = at ?? player.currentPlaybackTime
+      var position = at ?? playingPosition
       if let duration = item.playbackDuration, duration > 0 {
         position = position.truncatingRemainder(dividingBy: duration)
       }
@@ -510,21 +538,39 @@ final class DirectorCore {
       item = file
     }
     var at = now
+    var trigger: QueuePlayer.Landing?
     if stinger.moment == .beat || stinger.moment == .bar, player.playbackState == .playing,
       let playing = player.nowPlayingItem
     {
       let grid = self.grid(for: playing)
       let unit = stinger.moment == .beat ? grid.secondsPerBeat : grid.secondsPerBar
       let rate = max(0.01, Double(player.currentPlaybackRate))
-      let position = player.currentPlaybackTime
+      let position = playingPosition
       let index = ((position - grid.offsetSeconds) / unit - 1e-9).rounded(.up)
-      at = now + (grid.offsetSeconds + max(0, index) * unit - position) / rate
+      let line = grid.offsetSeconds + max(0, index) * unit
+      at = now + (line - position) / rate
+      trigger = QueuePlayer.Landing(fileSeconds: line, everySeconds: unit)
     }
-    let work = Work.stinger(name: stinger.sound, item: item, volume: stinger.volume, duck: stinger.duck)
     if at > now + 0.5 / Double(engine.sampleRate) {
+      // Opened now, and started by the mixer on the frame where the music reaches the line (its
+      // duck and its report wait for that time here).
+      var prepared: Player?
+      if let trigger, let start = player.startTrigger(at: trigger) {
+        do {
+          let early = try Player(engine: engine, item: item)
+          early.volume = stinger.volume
+          early.play(when: start)
+          prepared = early
+        } catch {
+          return "stinger \"\(stinger.sound)\": \(error)"
+        }
+      }
+      let work = Work.stinger(
+        name: stinger.sound, item: item, volume: stinger.volume, duck: stinger.duck, prepared: prepared)
       schedule(work, at: at, cause: cause)
       return "stinger \"\(stinger.sound)\" on the \(stinger.moment.rawValue) (\(Self.format(at)) s)"
     }
+    let work = Work.stinger(name: stinger.sound, item: item, volume: stinger.volume, duck: stinger.duck, prepared: nil)
     run(Scheduled(time: now, order: 0, work: work, cause: cause))
     return "stinger \"\(stinger.sound)\""
   }
@@ -564,11 +610,13 @@ final class DirectorCore {
     switch item.work {
     case .changeState(let name, let spec, _):
       applyStateChange(name, spec: spec, cause: item.cause)
-    case .stinger(let name, let file, let volume, let duck):
+    case .stinger(let name, let file, let volume, let duck, let prepared):
       do {
-        let stinger = try Player(engine: engine, item: file)
-        stinger.volume = volume
-        stinger.play()
+        let stinger = try prepared ?? Player(engine: engine, item: file)
+        if prepared == nil {
+          stinger.volume = volume
+          stinger.play()
+        }
         stingers.append(stinger)
         if let duck { ducks.append(DuckEnvelope(duck, at: now)) }
         report(.stinger(name: name, item: file), cause: item.cause)

@@ -101,8 +101,10 @@ public struct CueSimulation {
     director.start(at: 0, state: options.startState)
     while frame < endFrame {
       let time = Double(frame) / rate
-      // Script steps due at this frame go in first, so that the update below applies them here.
-      while nextStep < script.steps.count, Self.frame(of: script.steps[nextStep].time, rate: rate) <= frame {
+      // The director steps `Director.leadFrames` ahead of the mix, as it does in real time;
+      // script steps due by then go in first, and each takes effect on its own frame.
+      let ahead = frame + Director.leadFrames
+      while nextStep < script.steps.count, Self.frame(of: script.steps[nextStep].time, rate: rate) <= ahead {
         let step = script.steps[nextStep]
         switch step.kind {
         case .cue(let cue, let payload):
@@ -112,16 +114,13 @@ public struct CueSimulation {
         }
         nextStep += 1
       }
-      director.step(to: time)
+      director.stepOnGrid(upTo: ahead)
       if frame >= nextGainSample {
         timeline.sampleVoices(at: time, engine: session.engine, director: director)
         nextGainSample += sampleEvery
       }
-      // The next render ends at the next thing due: a script step, a scheduled change, a full mix.
-      var next = min(endFrame, frame + Int64(options.renderFrames))
-      if nextStep < script.steps.count { next = min(next, Self.frame(of: script.steps[nextStep].time, rate: rate)) }
-      if let deadline = director.timing().deadline { next = min(next, Self.frame(of: deadline, rate: rate)) }
-      next = max(next, frame + 1)
+      // Renders of `renderFrames`: what the director does lands inside them on its own frame.
+      let next = min(endFrame, frame + Int64(options.renderFrames))
       let count = Int(next - frame)
       session.mix(frameCount: count)
       if let onMix {
