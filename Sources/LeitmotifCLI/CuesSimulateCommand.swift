@@ -1,6 +1,6 @@
 import Foundation
-import Synchronization
 import Leitmotif
+import Synchronization
 
 /// `leitmotif cues simulate CUES --events SCRIPT --out OUT.wav [--library DIR] [--timeline OUT.json]
 /// [--duration S] [--state NAME]`: renders a scripted level offline through the director,
@@ -159,7 +159,10 @@ enum CuesSimulateCommand {
     director.waitForReports()
     director.shutdown()
     engine.shutdown()
-    say(String(format: "played %.1f s live on \"%@\"", duration, engine.initialDevice.name))
+    say(
+      String(
+        format: "played %.1f s live on \"%@\"; %d scheduled changes came late", duration, engine.initialDevice.name,
+        engine.lateCommandCount))
     if let recordPath {
       let events = applied.withLock { $0.sorted { $0.key < $1.key }.map(\.value) }
       let lines = events.map { entry in
@@ -170,7 +173,8 @@ enum CuesSimulateCommand {
           + (payload.isEmpty ? "" : ", payload: { \(payload.joined(separator: ", ")) }") + " },"
       }
       do {
-        try ("[\n" + lines.joined(separator: "\n") + "\n]\n").write(toFile: recordPath, atomically: true, encoding: .utf8)
+        try ("[\n" + lines.joined(separator: "\n") + "\n]\n").write(
+          toFile: recordPath, atomically: true, encoding: .utf8)
         say("recorded \(events.count) events to \(recordPath)")
       } catch {
         FileHandle.standardError.write(Data("cues simulate: \(recordPath): cannot write: \(error)\n".utf8))

@@ -165,6 +165,10 @@ public final class AudioEngine: @unchecked Sendable {
   }
   private let masterLowPassValue = Mutex<Float>(1)
 
+  /// Scheduled changes (the director's, on exact mix frames) that reached the streaming thread
+  /// after their frame was mixed, and so took effect late: 0 on a machine that keeps up.
+  public var lateCommandCount: Int { mixClock.lateCommands.load(ordering: .relaxed) }
+
   /// Runs `body` with every command it makes the engine's players send (play, crossfade, gain,
   /// seek, ...) taking effect on mix frame `frame` exactly, if that frame is not mixed yet when
   /// they arrive (else at once). The director does its steps this way, so what it does lands on

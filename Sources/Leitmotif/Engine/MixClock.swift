@@ -14,6 +14,9 @@ final class MixClock: Sendable {
   let mixedFrames = Atomic<Int64>(0)
   /// When the streaming thread stopped mixing (uptime nanoseconds), or 0 while it mixes.
   let idleSinceNanoseconds = Atomic<UInt64>(0)
+  /// Timed commands that arrived after their frame was mixed (they took effect late, on the
+  /// first frame mixed after they came): 0 means every scheduled change landed on its frame.
+  let lateCommands = Atomic<Int>(0)
 
   init(sampleRate: Int) { self.sampleRate = sampleRate }
 

@@ -64,6 +64,7 @@ final class StreamingLoop: @unchecked Sendable {
   /// The master gain over the bus, glided per frame towards its target.
   private var masterGain: Float = 1
   private var masterGainTarget: Float = 1
+  private var masterGainStep: Float = 0
   /// The bus's own shelf filter (`AudioEngine.masterLowPassGain`).
   private var busFilter: ShelfFilter
   private var pendingEvents: [EngineEvent] = []
@@ -230,10 +231,10 @@ final class StreamingLoop: @unchecked Sendable {
     mixDying(into: output, frames: frames, clock: clock)
     busFilter.process(output, frames: frames)
     if masterGain != 1 || masterGainTarget != 1 {
-      let step = (masterGainTarget - masterGain) / Float(Voice.volumeGlideFrames)
       for frame in 0..<frames {
         if masterGain != masterGainTarget {
-          masterGain = abs(masterGainTarget - masterGain) <= abs(step) ? masterGainTarget : masterGain + step
+          masterGain =
+            abs(masterGainTarget - masterGain) <= abs(masterGainStep) ? masterGainTarget : masterGain + masterGainStep
         }
         output[2 * frame] *= masterGain
         output[2 * frame + 1] *= masterGain
@@ -284,7 +285,8 @@ final class StreamingLoop: @unchecked Sendable {
         voices[slot]?.play(clock: clock)
         continue
       }
-      guard let due = music.framesUntil(fileFrame: music.fileFrames(seconds: trigger.fileSeconds), token: trigger.token),
+      guard
+        let due = music.framesUntil(fileFrame: music.fileFrames(seconds: trigger.fileSeconds), token: trigger.token),
         due < Int64(frames)
       else { continue }
       guard let voice = voices[slot] else {
@@ -450,6 +452,7 @@ final class StreamingLoop: @unchecked Sendable {
         apply(timed, clock: clock)
       default:
         guard frame > clock, timedCommands.count < timedCommands.capacity else {
+          if frame < clock { published.lateCommands.add(1, ordering: .relaxed) }
           apply(timed, clock: clock)
           return
         }
@@ -550,6 +553,7 @@ final class StreamingLoop: @unchecked Sendable {
       voices[voice.slot]?.resync(clock: clock)
     case .setMasterGain(let gain):
       masterGainTarget = gain
+      masterGainStep = (gain - masterGain) / Float(Voice.volumeGlideFrames)
     case .setMasterLowPass(let gainHF):
       busFilter.set(gainHF: gainHF)
     case .simulateDeviceDisconnect:

@@ -80,6 +80,14 @@ final class Voice: VoiceInput {
   private(set) var rate: Float = 1
   private var volumeTarget: Float = 1
   private var volumeNow: Float = 1
+  /// The glide's step per frame, fixed when the volume is set: the glide is the same whatever
+  /// blocks the mix comes in (live and offline cut their blocks differently).
+  private var volumeStep: Float = 0
+  /// Frames the resampler has produced since its last reset: its calls end on multiples of
+  /// `resamplerChunkFrames` of this count, so a ratio that ramps across a call ramps the same way
+  /// whatever blocks the mix comes in.
+  private var resampledFrames: Int64 = 0
+  static let resamplerChunkFrames = 64
 
   // MARK: Transport
 
@@ -161,6 +169,8 @@ final class Voice: VoiceInput {
     audibleToken = loaded.stream.firstToken
     scratch = .allocate(capacity: 2 * Voice.framesPerBuffer)
     scratch.initialize(repeating: 0, count: 2 * Voice.framesPerBuffer)
+    chunk = .allocate(capacity: 2 * Voice.resamplerChunkFrames)
+    chunk.initialize(repeating: 0, count: 2 * Voice.resamplerChunkFrames)
     resampler = VoiceResampler(maximumFrames: Voice.framesPerBuffer)
     ratio = Double(loaded.stream.format.sampleRate) / Double(mixRate)
     resampling = loaded.stream.format.sampleRate != mixRate
@@ -180,6 +190,7 @@ final class Voice: VoiceInput {
   deinit {
     stream.stop()
     scratch.deallocate()
+    chunk.deallocate()
   }
 
   // MARK: - Transport (called by the loop for commands, at the mix frame `clock`)
@@ -291,6 +302,7 @@ final class Voice: VoiceInput {
       resampling = true
       resampledPosition = Double(inputFrame)
       lastResamplerRatio = nil
+      resampledFrames = 0
       resampler?.reset()
     }
   }
@@ -300,6 +312,7 @@ final class Voice: VoiceInput {
   func setVolume(_ newVolume: Float) {
     volumeTarget = newVolume.isFinite ? max(0, min(1, newVolume)) : 1
     if !isAudible { volumeNow = volumeTarget }
+    volumeStep = (volumeTarget - volumeNow) / Float(Voice.volumeGlideFrames)
   }
 
   /// The high-frequency gain of the voice's shelf filter (1: unfiltered).
@@ -370,10 +383,14 @@ final class Voice: VoiceInput {
     guard mode == .playing || mode == .fadingOut, inputToken == token else { return 0 }
     // From the exact (fractional, when resampled) position: the first output frame at or after
     // the one that shows file frame `fileFrame`.
-    let position = resampling ? resampledPosition : Double(inputFrame)
+    let position = resampling ? exactPosition : Double(inputFrame)
     let remaining = (Double(fileFrame) - position) / ratio
     return max(0, Int64((remaining - 1e-6).rounded(.up)))
   }
+
+  /// Resampled: the (fractional) file frame of the next frame mixed: the end of what the
+  /// resampler made, less what of its last chunk is not mixed yet.
+  private var exactPosition: Double { resampledPosition - Double(chunkFrames - chunkOffset) * ratio }
 
   /// Frames of this voice's file in `seconds`.
   func fileFrames(seconds: Double) -> Int64 { Int64((seconds * Double(fileRate)).rounded()) }
@@ -495,10 +512,9 @@ final class Voice: VoiceInput {
       }
       return
     }
-    let step = (volumeTarget - volumeNow) / Float(Voice.volumeGlideFrames)
     for offset in 0..<frames {
       if volumeNow != volumeTarget {
-        volumeNow = abs(volumeTarget - volumeNow) <= abs(step) ? volumeTarget : volumeNow + step
+        volumeNow = abs(volumeTarget - volumeNow) <= abs(volumeStep) ? volumeTarget : volumeNow + volumeStep
       }
       let at = frame + Int64(offset)
       let gain = volumeNow * ramp.gain(at: at) * envelope.gain(at: at)
@@ -511,7 +527,35 @@ final class Voice: VoiceInput {
   /// more now (ended, or the decode thread is behind).
   private func produce(count: Int, events: inout [EngineEvent]) -> Int {
     guard resampling, let resampler else { return readInput(into: scratch, count: count, events: &events) }
-    let produced = resampler.render(into: scratch, frames: count, inputPerOutput: ratio, input: self)
+    // Resampled in whole chunks of `resamplerChunkFrames`, each made when its first frame is
+    // needed, with the ratio in force then: the output is the same whatever blocks the mix
+    // comes in, live or offline.
+    var produced = 0
+    while produced < count {
+      if chunkFrames == chunkOffset {
+        chunkOffset = 0
+        chunkFrames = resampleChunk(resampler, into: chunk, frames: Voice.resamplerChunkFrames)
+        resampledFrames += Int64(chunkFrames)
+        if chunkFrames == 0 { break }
+      }
+      let frames = min(count - produced, chunkFrames - chunkOffset)
+      (scratch + 2 * produced).update(from: chunk + 2 * chunkOffset, count: 2 * frames)
+      chunkOffset += frames
+      produced += frames
+    }
+    return produced
+  }
+
+  /// The chunk of resampled output being mixed, and how far.
+  private let chunk: UnsafeMutablePointer<Float>
+  private var chunkFrames = 0
+  private var chunkOffset = 0
+
+  /// One call of the resampler, and where the output stands in the file after it.
+  private func resampleChunk(_ resampler: VoiceResampler, into output: UnsafeMutablePointer<Float>, frames count: Int)
+    -> Int
+  {
+    let produced = resampler.render(into: output, frames: count, inputPerOutput: ratio, input: self)
     // Where the output now stands in the file: libsamplerate ramps its output/input ratio
     // linearly from the last call's to this one's across the call.
     let target = 1 / ratio
@@ -624,7 +668,7 @@ final class Voice: VoiceInput {
 
   /// The file frame mixed next.
   var positionFrames: Int64 {
-    let position = resampling ? Int64(resampledPosition.rounded(.down)) : inputFrame
+    let position = resampling ? Int64(exactPosition.rounded(.down)) : inputFrame
     return max(inputSegmentStart, min(position, inputSegmentEnd))
   }
 
@@ -705,6 +749,9 @@ final class Voice: VoiceInput {
     inputToken = target.token
     resampledPosition = Double(target.frame)
     lastResamplerRatio = nil
+    resampledFrames = 0
+    chunkFrames = 0
+    chunkOffset = 0
     resampler?.reset()
     _ = ensureBlock(events: &deferredEvents)
     publishPosition()

@@ -233,10 +233,11 @@ public final class Director: @unchecked Sendable {
   private var clockSeconds: Double { Double(clockFrame) / Double(engine.sampleRate) }
   private var clockFrame: Int64 { engine.mixClock.now + Self.leadFrames - originFrame }
 
-  /// How far ahead of the mix a real-time step lands (1024 frames: 21 ms at 48 kHz), so that its
-  /// commands arrive before their frame is mixed: then it lands on that exact frame, the same
-  /// one an offline render of the same events uses.
-  static let leadFrames: Int64 = 1024
+  /// How far ahead of the mix a real-time step lands (2048 frames: 43 ms at 48 kHz), so that its
+  /// commands arrive before their frame is mixed, even when the director's thread wakes late on
+  /// a busy machine: then it lands on that exact frame, the same one an offline render of the
+  /// same events uses (`AudioEngine.lateCommandCount` counts those that did not).
+  static let leadFrames: Int64 = 2048
   /// Real-time steps fall on multiples of this many mix frames (what `CueSimulation` renders at
   /// a time), every one of them while something moves, so the same steps happen live as offline.
   static let gridFrames: Int64 = 256
