@@ -44,6 +44,8 @@ let package = Package(
     .target(name: "LeitmotifC", dependencies: ["Leitmotif", "CLeitmotifHeader"]),
 
     .executableTarget(name: "LeitmotifCLI", dependencies: ["Leitmotif"]),
+    // Tests only: counts allocations, lock waits and file I/O on the engine's streaming thread.
+    .target(name: "LeitmotifRealtimeAudit"),
     .target(name: "LeitmotifFixtures", dependencies: ["CVorbisEnc", "LeitmotifDecoding", "LeitmotifOutput"]),
     .executableTarget(
       name: "LeitmotifBench",
@@ -56,7 +58,7 @@ let package = Package(
 
     .testTarget(
       name: "LeitmotifTests",
-      dependencies: ["Leitmotif", "LeitmotifFixtures", "CVorbisFile", "CMPG123"],
+      dependencies: ["Leitmotif", "LeitmotifFixtures", "LeitmotifRealtimeAudit", "CVorbisFile", "CMPG123"],
       resources: [.copy("Fixtures")]),
   ]
 )

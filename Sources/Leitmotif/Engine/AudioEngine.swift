@@ -41,7 +41,7 @@ public final class AudioEngine: @unchecked Sendable {
   })
   /// The mix clock, for scheduling on exact frames from other threads.
   let mixClock: MixClock
-  private let events = CommandQueue<EngineEvent>()
+  private let events = CommandQueue<EngineEvent>(reserving: 256)
   private let loop: StreamingLoop
   let statuses: [VoiceStatus]
   /// Who owns which voice (slots, generations, priorities, listeners).
@@ -71,9 +71,24 @@ public final class AudioEngine: @unchecked Sendable {
   /// - Throws: `OutputError` when no output at all can be opened (a named device that does not
   ///   exist, or a loopback format OpenAL cannot render). The default device never throws for
   ///   lack of a sound card: it falls back to the headless null output and says so.
-  public init(
+  public convenience init(
     output: OutputChoice = .defaultDevice, voiceLimit: Int = 16, diagnostics: DiagnosticsHandler? = nil
   ) throws(OutputError) {
+    try self.init(output: output, voiceLimit: voiceLimit, diagnostics: diagnostics, streamingThreadHooks: nil)
+  }
+
+  /// Functions the streaming thread calls when it starts and before it ends (tests: the
+  /// real-time audit that counts allocations, lock waits and file I/O on that thread).
+  struct ThreadHooks: Sendable {
+    var enter: @convention(c) () -> Void
+    var leave: @convention(c) () -> Void
+  }
+  private let streamingThreadHooks: ThreadHooks?
+
+  init(
+    output: OutputChoice, voiceLimit: Int, diagnostics: DiagnosticsHandler?, streamingThreadHooks: ThreadHooks?
+  ) throws(OutputError) {
+    self.streamingThreadHooks = streamingThreadHooks
     self.diagnostics.withLock { $0 = diagnostics }
     var notice: String?
     switch output {
@@ -197,8 +212,10 @@ public final class AudioEngine: @unchecked Sendable {
     // watch): an idle engine costs next to nothing.
     let periodMicroseconds = initialDevice.mixPeriodFrames * 1_000_000 / max(1, initialDevice.sampleRate)
     let interval = useconds_t(max(2_000, min(12_000, periodMicroseconds / 4)))
+    let hooks = streamingThreadHooks
     let streaming = Thread {
       nameCurrentThread("lm.streaming")
+      hooks?.enter()
       while running.value.load(ordering: .acquiring) {
         if loop.pump() {
           usleep(interval)
@@ -206,6 +223,7 @@ public final class AudioEngine: @unchecked Sendable {
           commands.waitForPost(timeout: .milliseconds(100))
         }
       }
+      hooks?.leave()
     }
     streaming.name = "leitmotif.streaming"
     streaming.qualityOfService = .userInteractive
@@ -214,6 +232,7 @@ public final class AudioEngine: @unchecked Sendable {
     let notifications = Thread { [weak self] in
       nameCurrentThread("lm.notify")
       var batch: [EngineEvent] = []
+      batch.reserveCapacity(256)
       while running.value.load(ordering: .acquiring) {
         events.waitForPost(timeout: .seconds(1))
         events.takeAllWaiting(into: &batch)
@@ -281,6 +300,8 @@ public final class AudioEngine: @unchecked Sendable {
     let streams = self.streams
     let census = decodeThreads
     let running = self.running
+    let mixRate = sampleRate
+    let isOffline = self.isOffline
     let pool = self.pool
     runOnLoader {
       // Nothing is opened for an engine that stopped, or for an owner who has moved on.
@@ -302,7 +323,9 @@ public final class AudioEngine: @unchecked Sendable {
         while stream.availableBlocks < Self.preBufferBlocks && !stream.initialGenerationEnded && Date() < deadline {
           usleep(500)
         }
-        command = .attach(voice: voice, LoadedStream(stream: stream, startFrame: start))
+        let made = Voice(
+          handle: voice, stream: stream, startFrame: start, mixRate: mixRate, waitForDecoding: isOffline)
+        command = .attach(voice: voice, LoadedStream(stream: stream, voice: made))
       } catch {
         streams.remove(voice)
         command = .loadFailed(voice: voice, error)

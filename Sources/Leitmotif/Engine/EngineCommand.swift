@@ -1,11 +1,11 @@
 import Foundation
 import Synchronization
 
-/// A file opened by the loader, its decode thread already running and its ring filled, handed
-/// to the streaming thread. The loader never touches it again after sending.
+/// A file opened by the loader, its decode thread already running, its ring filled and its
+/// voice made, handed to the streaming thread. The loader never touches it again after sending.
 struct LoadedStream: @unchecked Sendable {
   var stream: DecodeAheadStream
-  var startFrame: Int64
+  var voice: Voice
 }
 
 /// Requests from game threads to the streaming thread. Every request about a voice names its
@@ -127,7 +127,12 @@ final class CommandQueue<Element: Sendable>: Sendable {
   /// What `post` does to an element first (the engine's commands: stamp the poster's mix frame).
   private let prepare: (@Sendable (Element) -> Element)?
 
-  init(prepare: (@Sendable (Element) -> Element)? = nil) { self.prepare = prepare }
+  /// `reserving`: the capacity the queue starts with (the consumer swaps its own batch in, so
+  /// the capacities last; a producer that must not allocate, the streaming thread, finds room).
+  init(reserving capacity: Int = 0, prepare: (@Sendable (Element) -> Element)? = nil) {
+    self.prepare = prepare
+    pending.withLock { $0.reserveCapacity(capacity) }
+  }
 
   func post(_ element: Element) {
     let element = prepare?(element) ?? element

@@ -80,7 +80,7 @@ final class StreamingLoop: @unchecked Sendable {
 
   /// Commands waiting for their mix frame (`EngineCommand.timed`), in frame order; its capacity
   /// is reserved, and a command that finds it full takes effect at once.
-  private var timedCommands: [(frame: Int64, command: EngineCommand)] = []
+  private var timedCommands = TimedCommands(capacity: 512)
   private let published: MixClock
   /// While nothing plays, when mixing stopped (the clock keeps pace with the wall clock then).
   private var idleSinceNanoseconds: UInt64 = 0
@@ -92,7 +92,6 @@ final class StreamingLoop: @unchecked Sendable {
     self.isOffline = isOffline
     published = clock
     idleSinceNanoseconds = isOffline ? 0 : clock.idleSinceNanoseconds.load(ordering: .acquiring)
-    timedCommands.reserveCapacity(512)
     self.device = device
     self.statuses = statuses
     self.commands = commands
@@ -112,7 +111,10 @@ final class StreamingLoop: @unchecked Sendable {
     }
   }
 
-  deinit { mixScratch.deallocate() }
+  deinit {
+    mixScratch.deallocate()
+    timedCommands.deallocate()
+  }
 
   /// One pass: take commands, keep the bus topped up with freshly mixed blocks (a device that
   /// renders on demand mixes in `render` instead), watch the device, hand events out.
@@ -150,7 +152,13 @@ final class StreamingLoop: @unchecked Sendable {
 
   private func takeCommands() {
     guard commands.takeAll(into: &commandBatch) else { return }
-    for command in commandBatch { apply(command, clock: mixClock) }
+    // (Index loops here and below: a `for in` over an array runs generic code that allocates in a
+    // debug build, and the real-time audit counts every allocation on this thread.)
+    var index = 0
+    while index < commandBatch.count {
+      apply(commandBatch[index], clock: mixClock)
+      index += 1
+    }
     commandBatch.removeAll(keepingCapacity: true)
   }
 
@@ -169,9 +177,10 @@ final class StreamingLoop: @unchecked Sendable {
     if bus.keepPlaying() {
       // The streaming thread was late and OpenAL played all it had: every voice heard was cut
       // short for a moment. Each counts it, and its owner is told.
-      for voice in voices where voice?.isAudible == true {
-        voice!.status.underruns.add(1, ordering: .relaxed)
-        pendingEvents.append(.underrun(voice: voice!.handle))
+      for slot in 0..<Self.maximumVoices {
+        guard let voice = voices[slot], voice.isAudible else { continue }
+        voice.status.underruns.add(1, ordering: .relaxed)
+        pendingEvents.append(.underrun(voice: voice.handle))
       }
     }
   }
@@ -197,14 +206,9 @@ final class StreamingLoop: @unchecked Sendable {
   private func mix(into output: UnsafeMutablePointer<Float>, frames: Int) {
     var done = 0
     while done < frames {
-      var index = 0
-      while index < timedCommands.count && timedCommands[index].frame <= mixClock { index += 1 }
-      if index > 0 {
-        for due in 0..<index { apply(timedCommands[due].command, clock: mixClock) }
-        timedCommands.removeFirst(index)
-      }
+      while let command = timedCommands.takeFirst(dueBy: mixClock) { apply(command, clock: mixClock) }
       var span = frames - done
-      if let next = timedCommands.first { span = min(span, Int(next.frame - mixClock)) }
+      if let next = timedCommands.nextFrame { span = min(span, Int(next - mixClock)) }
       mixSpan(into: output + 2 * done, frames: span)
       done += span
     }
@@ -245,7 +249,7 @@ final class StreamingLoop: @unchecked Sendable {
 
   /// Something is audible, starting, fading or waiting to start a crossfade.
   private var isBusy: Bool {
-    if !dying.isEmpty || !timedCommands.isEmpty { return true }
+    if !dying.isEmpty || timedCommands.count > 0 { return true }
     for slot in 0..<Self.maximumVoices {
       if pendingCrossfades[slot] != nil || triggeredPlays[slot] != nil { return true }
       if let voice = voices[slot], voice.isAudible || voice.isStarting || voice.awaitsFadedOutReport { return true }
@@ -331,7 +335,11 @@ final class StreamingLoop: @unchecked Sendable {
       pendingCrossfades[slot] = nil
       incoming.fadeIn(seconds: crossfade.seconds, curve: crossfade.curve, start: start)
       wantsPlaying[slot] = true
-      for outgoing in crossfade.from where outgoing.slot != slot && owns(outgoing) {
+      var index = 0
+      while index < crossfade.from.count {
+        let outgoing = crossfade.from[index]
+        index += 1
+        guard outgoing.slot != slot && owns(outgoing) else { continue }
         // An incoming voice still waiting for its own line is given up: it was never heard.
         pendingCrossfades[outgoing.slot] = nil
         voices[outgoing.slot]?.fadeOutAndFinish(seconds: crossfade.seconds, curve: crossfade.curve, start: start)
@@ -346,8 +354,10 @@ final class StreamingLoop: @unchecked Sendable {
       let voice = dying[index]
       voice.mix(into: output, frames: frames, clock: clock, events: &dyingEvents)
       var silent = false
-      for event in dyingEvents {
-        if case .fadedOut = event { silent = true }
+      var event = 0
+      while event < dyingEvents.count {
+        if case .fadedOut = dyingEvents[event] { silent = true }
+        event += 1
       }
       dyingEvents.removeAll(keepingCapacity: true)
       if silent || !voice.isAudible {
@@ -451,14 +461,11 @@ final class StreamingLoop: @unchecked Sendable {
       case .claim, .release, .attach, .loadFailed, .timed, .simulateDeviceDisconnect, .stallForTesting:
         apply(timed, clock: clock)
       default:
-        guard frame > clock, timedCommands.count < timedCommands.capacity else {
+        guard frame > clock, timedCommands.insert(timed, at: frame) else {
           if frame < clock { published.lateCommands.add(1, ordering: .relaxed) }
           apply(timed, clock: clock)
           return
         }
-        // After every command already waiting for the same frame: the order of posting holds.
-        let index = timedCommands.firstIndex { $0.frame > frame } ?? timedCommands.count
-        timedCommands.insert((frame, timed), at: index)
       }
     case .claim(let voice):
       guard voice.slot < Self.maximumVoices else { return }
@@ -470,13 +477,13 @@ final class StreamingLoop: @unchecked Sendable {
       guard owns(voice) else {
         // Opened for an owner who has moved on (a new item, a steal, a release): never heard.
         stream.stream.stop()
-        pendingEvents.append(.reclaim(stream.stream))
+        pendingEvents.append(.reclaim(stream.voice))
         return
       }
       let slot = voice.slot
       if let old = voices[slot] { letGo(old, clock: clock) }
-      let made = Voice(
-        handle: voice, status: statuses[slot], loaded: stream, mixRate: device.sampleRate, waitForDecoding: isOffline)
+      let made = stream.voice
+      made.install(status: statuses[slot])
       made.setRate(rates[slot])
       made.setVolume(volumes[slot])
       if lowPassGains[slot] != 1 { made.setLowPass(lowPassGains[slot]) }
@@ -627,4 +634,48 @@ final class StreamingLoop: @unchecked Sendable {
   }
 
   private var stoppedSince: Int64?
+}
+
+/// Commands waiting for their mix frame, in frame order (commands for the same frame in the order
+/// they came), in a fixed block of memory: inserting, taking and looking call no generic code.
+private struct TimedCommands {
+  private struct Entry {
+    var frame: Int64
+    var command: EngineCommand
+  }
+  private let entries: UnsafeMutablePointer<Entry>
+  let capacity: Int
+  private(set) var count = 0
+
+  init(capacity: Int) {
+    self.capacity = capacity
+    entries = .allocate(capacity: capacity)
+  }
+
+  func deallocate() {
+    entries.deinitialize(count: count)
+    entries.deallocate()
+  }
+
+  var nextFrame: Int64? { count > 0 ? entries[0].frame : nil }
+
+  /// Inserts after every entry due at or before `frame`; false when full.
+  mutating func insert(_ command: EngineCommand, at frame: Int64) -> Bool {
+    guard count < capacity else { return false }
+    var index = count
+    while index > 0 && entries[index - 1].frame > frame { index -= 1 }
+    if index < count { (entries + index + 1).moveInitialize(from: entries + index, count: count - index) }
+    (entries + index).initialize(to: Entry(frame: frame, command: command))
+    count += 1
+    return true
+  }
+
+  /// The first command due at or before `frame`, removed.
+  mutating func takeFirst(dueBy frame: Int64) -> EngineCommand? {
+    guard count > 0, entries[0].frame <= frame else { return nil }
+    let entry = entries.move()
+    count -= 1
+    if count > 0 { entries.moveInitialize(from: entries + 1, count: count) }
+    return entry.command
+  }
 }

@@ -156,10 +156,13 @@ final class Voice: VoiceInput {
   /// reserved when the voice is made, so the streaming thread never allocates for it.
   private var deferredEvents: [EngineEvent] = []
 
-  init(handle: VoiceHandle, status: VoiceStatus, loaded: LoadedStream, mixRate: Int, waitForDecoding: Bool) {
+  /// Made by the loader (so that starting a voice allocates nothing on the streaming thread);
+  /// the streaming thread `install`s it in its slot.
+  init(handle: VoiceHandle, stream: DecodeAheadStream, startFrame: Int64, mixRate: Int, waitForDecoding: Bool) {
     self.handle = handle
-    self.status = status
-    self.stream = loaded.stream
+    self.status = VoiceStatus()
+    self.stream = stream
+    let loaded = (stream: stream, startFrame: startFrame)
     self.mixRate = mixRate
     transportFadeFrames = Int64((Voice.transportFadeSeconds * Double(mixRate)).rounded())
     decodeWaitSeconds = waitForDecoding ? 10 : 0
@@ -178,10 +181,15 @@ final class Voice: VoiceInput {
     filter = ShelfFilter(sampleRate: mixRate)
     // Starting mid-file fades in, like a resume: the first sample may be far from zero.
     mode = .ready(resumeFades: loaded.startFrame > 0)
-    status.sampleRate.store(stream.format.sampleRate, ordering: .releasing)
-    status.isLetGo.store(false, ordering: .releasing)
     deferredEvents.reserveCapacity(8)
     _ = ensureBlock(events: &deferredEvents)
+  }
+
+  /// Takes the slot's status (streaming thread, when the voice attaches) and publishes to it.
+  func install(status slotStatus: VoiceStatus) {
+    status = slotStatus
+    status.sampleRate.store(stream.format.sampleRate, ordering: .releasing)
+    status.isLetGo.store(false, ordering: .releasing)
     status.lengthFrames.store(inputSegmentEnd, ordering: .releasing)
     status.token.store(audibleToken, ordering: .releasing)
     publishPosition()

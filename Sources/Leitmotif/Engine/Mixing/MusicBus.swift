@@ -27,8 +27,8 @@ final class MusicBus {
   /// The PCM of each ring slot, kept until OpenAL has played it.
   private let ring: UnsafeMutablePointer<Float>
   private let ringFrames: Int
-  /// Ring slots queued on the source, oldest first: (slot, frames).
-  private var queued: [(slot: Int, frames: Int)]
+  /// Ring slots queued on the source, oldest first.
+  private var queued: QueuedBlocks
   private var nextSlot = 0
   /// Frames into the oldest queued block that OpenAL had played when last looked at.
   private var heardOffset = 0
@@ -38,32 +38,42 @@ final class MusicBus {
   private var queuedFramesWhenSeen = 0
   private(set) var underruns = 0
   let targetQueuedFrames: Int
+  /// The rate the mix is made at (the first device's): a device opened later at another rate
+  /// resamples the bus in OpenAL; the mix clock stays the same.
+  let mixRate: Int
 
   init(device: OutputDevice) throws(OutputError) {
     self.device = device
+    mixRate = device.sampleRate
     source = try StreamingSource(device: device, bufferCount: Self.bufferCount)
     ringFrames = max(Self.blockFrames, 4096)
     ring = .allocate(capacity: Self.bufferCount * ringFrames * 2)
     ring.initialize(repeating: 0, count: Self.bufferCount * ringFrames * 2)
-    queued = []
-    queued.reserveCapacity(Self.bufferCount)
+    queued = QueuedBlocks(capacity: Self.bufferCount)
     targetQueuedFrames =
       device.rendersOnDemand
       ? 0 : min(device.mixPeriodFrames + 6 * Self.blockFrames, (Self.bufferCount - 1) * Self.blockFrames)
   }
 
-  deinit { ring.deallocate() }
+  deinit {
+    ring.deallocate()
+    queued.deallocate()
+  }
 
   /// Frames queued on the source and not yet played (as far as OpenAL says).
-  var queuedFrames: Int { queued.reduce(0) { $0 + $1.frames } - heardOffset }
+  var queuedFrames: Int { queued.totalFrames - heardOffset }
 
   /// Hands back what OpenAL has played and notes how far into the next block it is.
   func collectPlayed() {
     let played = source.unqueueProcessed()
-    for _ in 0..<min(played, queued.count) { queued.removeFirst() }
+    var removed = 0
+    while removed < played && queued.count > 0 {
+      queued.removeFirst()
+      removed += 1
+    }
     if played > 0 { heardOffset = 0 }
-    if !queued.isEmpty && source.state == .playing {
-      heardOffset = min(queued[0].frames, source.sampleOffset)
+    if queued.count > 0 && source.state == .playing {
+      heardOffset = min(queued.frames(at: 0), source.sampleOffset)
       lastSeenPlayingNanoseconds = DispatchTime.now().uptimeNanoseconds
       queuedFramesWhenSeen = queuedFrames
     }
@@ -78,10 +88,10 @@ final class MusicBus {
   /// Queues the block from `nextBlock` (now holding `frames` mixed frames).
   func commit(frames: Int) {
     let slot = nextSlot
-    guard source.queue(stereo: ring + slot * ringFrames * 2, frameCount: frames, sampleRate: device.sampleRate) else {
+    guard source.queue(stereo: ring + slot * ringFrames * 2, frameCount: frames, sampleRate: mixRate) else {
       return
     }
-    queued.append((slot, frames))
+    queued.append(start: slot * ringFrames, frames: frames)
     nextSlot = (nextSlot + 1) % Self.bufferCount
   }
 
@@ -93,7 +103,7 @@ final class MusicBus {
   @discardableResult
   func keepPlaying() -> Bool {
     defer { wasFed = true }
-    guard !queued.isEmpty, source.state != .playing else { return false }
+    guard queued.count > 0, source.state != .playing else { return false }
     let ranDry = wasFed && lastSeenPlayingNanoseconds != 0
     source.play()
     if ranDry { underruns += 1 }
@@ -103,7 +113,7 @@ final class MusicBus {
   /// Nothing plays: the bus is no longer fed and may run out; that is no underrun.
   func idle() {
     wasFed = false
-    if queued.isEmpty || source.state != .playing { lastSeenPlayingNanoseconds = 0 }
+    if queued.count == 0 || source.state != .playing { lastSeenPlayingNanoseconds = 0 }
   }
 
   /// Whether the bus was being kept topped up at the last pump.
@@ -111,9 +121,9 @@ final class MusicBus {
 
   /// Whether the source stopped although, by the wall clock, it cannot have played all it had.
   var stoppedEarly: Bool {
-    guard wasFed, source.state != .playing, lastSeenPlayingNanoseconds != 0, !queued.isEmpty else { return false }
+    guard wasFed, source.state != .playing, lastSeenPlayingNanoseconds != 0, queued.count > 0 else { return false }
     let elapsed = DispatchTime.now().uptimeNanoseconds - lastSeenPlayingNanoseconds
-    let playable = UInt64(queuedFramesWhenSeen) * 1_000_000_000 / UInt64(device.sampleRate)
+    let playable = UInt64(queuedFramesWhenSeen) * 1_000_000_000 / UInt64(mixRate)
     return elapsed + 20_000_000 < playable
   }
 
@@ -121,22 +131,22 @@ final class MusicBus {
   /// or a new one after a loss), starting at the first frame not heard.
   func requeueUnheard(on newDevice: OutputDevice) throws(OutputError) {
     let fresh = try StreamingSource(device: newDevice, bufferCount: Self.bufferCount)
-    let blocks = queued
+    // (Runs after a loss, off the steady path: it may take its time.)
+    var blocks: [(start: Int, frames: Int)] = []
+    for index in 0..<queued.count { blocks.append((queued.start(at: index), queued.frames(at: index))) }
     let skip = heardOffset
     source = fresh
     device = newDevice
     newDevice.makeCurrent()  // the old source made its device current as it went
-    queued.removeAll(keepingCapacity: true)
+    queued.removeAll()
     heardOffset = 0
     lastSeenPlayingNanoseconds = 0
     for (index, block) in blocks.enumerated() {
       let offset = index == 0 ? min(skip, block.frames) : 0
       guard block.frames - offset > 0 else { continue }
-      if fresh.queue(
-        stereo: ring + block.slot * ringFrames * 2 + 2 * offset, frameCount: block.frames - offset,
-        sampleRate: newDevice.sampleRate)
+      if fresh.queue(stereo: ring + 2 * (block.start + offset), frameCount: block.frames - offset, sampleRate: mixRate)
       {
-        queued.append((block.slot, block.frames - offset))
+        queued.append(start: block.start + offset, frames: block.frames - offset)
       }
     }
   }
@@ -149,5 +159,61 @@ final class MusicBus {
     if source.state != .playing { source.play() }
     device.render(into: output, frameCount: frames)
     collectPlayed()
+  }
+}
+
+/// The blocks queued on the bus source, oldest first, in a fixed ring: where each starts in the
+/// bus's PCM ring (in frames) and how long it is. Plain integers and pointers, so the streaming
+/// thread's bookkeeping calls no generic code that could allocate (it would in a debug build).
+private struct QueuedBlocks {
+  private let starts: UnsafeMutablePointer<Int>
+  private let lengths: UnsafeMutablePointer<Int>
+  private let capacity: Int
+  private var head = 0
+  private(set) var count = 0
+
+  init(capacity: Int) {
+    self.capacity = capacity
+    starts = .allocate(capacity: capacity)
+    starts.initialize(repeating: 0, count: capacity)
+    lengths = .allocate(capacity: capacity)
+    lengths.initialize(repeating: 0, count: capacity)
+  }
+
+  func deallocate() {
+    starts.deallocate()
+    lengths.deallocate()
+  }
+
+  func start(at index: Int) -> Int { starts[(head + index) % capacity] }
+  func frames(at index: Int) -> Int { lengths[(head + index) % capacity] }
+
+  var totalFrames: Int {
+    var total = 0
+    var index = 0
+    while index < count {
+      total += lengths[(head + index) % capacity]
+      index += 1
+    }
+    return total
+  }
+
+  mutating func append(start: Int, frames: Int) {
+    guard count < capacity else { return }
+    let slot = (head + count) % capacity
+    starts[slot] = start
+    lengths[slot] = frames
+    count += 1
+  }
+
+  mutating func removeFirst() {
+    guard count > 0 else { return }
+    head = (head + 1) % capacity
+    count -= 1
+  }
+
+  mutating func removeAll() {
+    head = 0
+    count = 0
   }
 }
