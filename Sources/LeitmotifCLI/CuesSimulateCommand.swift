@@ -18,6 +18,8 @@ enum CuesSimulateCommand {
       --events SCRIPT     a JSON5 list of timed events: [{ at: 12.5, cue: "enemy.spotted", payload: { threat: 2 } }]
       --out OUT.wav       where the render goes (32-bit float, 48 kHz stereo)
       --live              play in real time on the sound device instead (headless without one)
+      --lead SECONDS      with --live: how far ahead of the mix the director schedules (default
+                          0.021; longer keeps every change on its frame on a busy machine)
       --record SCRIPT     with --live: write the events as the director applied them, each at
                           the exact time (mix frame) it took effect: rendering that script
                           offline gives what was heard, sample for sample
@@ -35,6 +37,7 @@ enum CuesSimulateCommand {
     var libraryFolder: String?
     var live = false
     var recordPath: String?
+    var lead: Double?
     var options = CueSimulation.Options()
     var rest = arguments[...]
     while let argument = rest.popFirst() {
@@ -44,7 +47,7 @@ enum CuesSimulateCommand {
         return 0
       case "--live":
         live = true
-      case "--events", "--out", "--timeline", "--library", "--duration", "--state", "--record":
+      case "--events", "--out", "--timeline", "--library", "--duration", "--state", "--record", "--lead":
         guard let value = rest.popFirst(), !value.isEmpty else {
           fail("cues simulate: \(argument) needs a value\n\(usage)")
         }
@@ -54,6 +57,11 @@ enum CuesSimulateCommand {
         case "--timeline": timelinePath = value
         case "--library": libraryFolder = value
         case "--record": recordPath = value
+        case "--lead":
+          guard let seconds = Double(value), seconds.isFinite, seconds >= 0, seconds <= 1 else {
+            fail("cues simulate: --lead: expected 0 to 1 seconds, got \"\(value)\"")
+          }
+          lead = seconds
         case "--state": options.startState = value
         default:
           guard let seconds = Double(value), seconds.isFinite, seconds >= 0 else {
@@ -91,7 +99,7 @@ enum CuesSimulateCommand {
         "cues simulate: --state: no state \"\(state)\" in \(cuesPath) (it has: \(sheet.states.keys.sorted().joined(separator: ", ")))"
       )
     }
-    if live { return playLive(sheet: sheet, script: script, options: options, recordPath: recordPath) }
+    if live { return playLive(sheet: sheet, script: script, options: options, recordPath: recordPath, lead: lead) }
     guard let outputPath else { return 2 }
     let started = Date()
     let result: CueSimulation.Result
@@ -124,7 +132,7 @@ enum CuesSimulateCommand {
 
   /// `--live`: the script in real time, as a game would post it.
   private static func playLive(
-    sheet: CueSheet, script: CueScript, options: CueSimulation.Options, recordPath: String?
+    sheet: CueSheet, script: CueScript, options: CueSimulation.Options, recordPath: String?, lead: Double?
   ) -> Int32 {
     let engine: AudioEngine
     do {
@@ -134,6 +142,7 @@ enum CuesSimulateCommand {
       return 1
     }
     let director = Director(engine: engine, sheet: sheet, library: options.library)
+    if let lead { director.schedulingLead = lead }
     // Each event once, at the director time it took effect (a frame of the mix clock).
     let applied = Mutex<[UInt64: (time: Double, event: LevelEvent)]>([:])
     director.addObserver { report in

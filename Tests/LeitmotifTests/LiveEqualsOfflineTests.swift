@@ -88,7 +88,11 @@ struct LiveEqualsOfflineTests {
     environment["ALSOFT_CONF"] = configuration
 
     let live = try LeitmotifCommand.run(
-      ["cues", "simulate", cues, "--events", events, "--live", "--duration", "20", "--record", recorded],
+      // A lead of 60 ms: time enough for the director's thread while the rest of the tests run.
+      [
+        "cues", "simulate", cues, "--events", events, "--live", "--duration", "20", "--record", recorded, "--lead",
+        "0.06",
+      ],
       environment: environment)
     #expect(live.status == 0, "\(live.errors)")
     let rendered = try LeitmotifCommand.run(

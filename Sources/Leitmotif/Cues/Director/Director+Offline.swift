@@ -20,7 +20,7 @@ extension Director {
     start(at: seconds, state: startState)
     // As in real time: the director steps `leadFrames` ahead of the mix, on its grid of frames,
     // and what it does waits in the engine for its frame.
-    stepOnGrid(upTo: frame + Self.leadFrames)
+    stepOnGrid(upTo: frame + leadFrames)
     return timing().deadline
   }
 }

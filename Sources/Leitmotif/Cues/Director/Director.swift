@@ -106,6 +106,7 @@ public final class Director: @unchecked Sendable {
     core = Mutex(
       DirectorCore(engine: engine, player: player, sheet: sheet, catalog: catalog, resolved: resolver.resolveAll(sheet))
     )
+    leadFrames = Int64((Self.defaultLeadSeconds * Double(engine.sampleRate)).rounded())
     if let watchedPath { startWatching(path: watchedPath) }
   }
 
@@ -231,13 +232,26 @@ public final class Director: @unchecked Sendable {
   /// The director's clock in real time: the mix clock, `leadFrames` ahead of what is being
   /// mixed, so that what a step does reaches the streaming thread before its frame is mixed.
   private var clockSeconds: Double { Double(clockFrame) / Double(engine.sampleRate) }
-  private var clockFrame: Int64 { engine.mixClock.now + Self.leadFrames - originFrame }
+  private var clockFrame: Int64 { engine.mixClock.now + leadFrames - originFrame }
 
-  /// How far ahead of the mix a real-time step lands (2048 frames: 43 ms at 48 kHz), so that its
-  /// commands arrive before their frame is mixed, even when the director's thread wakes late on
-  /// a busy machine: then it lands on that exact frame, the same one an offline render of the
-  /// same events uses (`AudioEngine.lateCommandCount` counts those that did not).
-  static let leadFrames: Int64 = 2048
+  /// How far ahead of the mix a step lands, in seconds (default 21 ms: 1024 frames at 48 kHz).
+  /// What a step does is stamped with its frame and waits in the engine for it, so it lands on
+  /// that exact frame, the one an offline render of the same events uses, as long as the
+  /// director's thread wakes within this lead (`AudioEngine.lateCommandCount` counts the
+  /// changes that came late and took effect on the next frame mixed instead). A longer lead
+  /// keeps that promise on a busier machine; an immediate change is heard that much later.
+  /// Beat and bar transitions land exactly whatever the lead (the mixer finds their frames).
+  /// Set it before `start()`; 0 to 1 s.
+  public var schedulingLead: TimeInterval {
+    get { Double(leadFrames) / Double(engine.sampleRate) }
+    set {
+      let seconds = newValue.isFinite ? max(0, min(1, newValue)) : Self.defaultLeadSeconds
+      leadFrames = Int64((seconds * Double(engine.sampleRate)).rounded())
+    }
+  }
+  static let defaultLeadSeconds = 1024.0 / 48_000
+  /// `schedulingLead` in mix frames.
+  nonisolated(unsafe) private(set) var leadFrames: Int64 = 1024
   /// Real-time steps fall on multiples of this many mix frames (what `CueSimulation` renders at
   /// a time), every one of them while something moves, so the same steps happen live as offline.
   static let gridFrames: Int64 = 256

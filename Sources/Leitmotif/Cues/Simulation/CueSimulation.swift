@@ -101,9 +101,9 @@ public struct CueSimulation {
     director.start(at: 0, state: options.startState)
     while frame < endFrame {
       let time = Double(frame) / rate
-      // The director steps `Director.leadFrames` ahead of the mix, as it does in real time;
+      // The director steps its `schedulingLead` ahead of the mix, as it does in real time;
       // script steps due by then go in first, and each takes effect on its own frame.
-      let ahead = frame + Director.leadFrames
+      let ahead = frame + director.leadFrames
       while nextStep < script.steps.count, Self.frame(of: script.steps[nextStep].time, rate: rate) <= ahead {
         let step = script.steps[nextStep]
         switch step.kind {
