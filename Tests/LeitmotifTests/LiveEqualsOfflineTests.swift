@@ -57,18 +57,6 @@ struct LiveEqualsOfflineTests {
     ]
     """
 
-  /// Stereo Float32 frames of a WAV file (the wave backend leaves its sizes at 0xFFFFFFFF until
-  /// the device closes: everything after the `data` tag is read).
-  static func frames(_ path: String) throws -> [Float] {
-    let data = try Data(contentsOf: URL(fileURLWithPath: path))
-    guard let range = data.range(of: Data("data".utf8)) else { return [] }
-    let start = range.upperBound + 4
-    let count = (data.count - start) / 4
-    return data[start...].withUnsafeBytes { raw in
-      (0..<count).map { raw.loadUnaligned(fromByteOffset: $0 * 4, as: Float.self) }
-    }
-  }
-
   @Test(
     "20 s of a level live (transitions, stingers, ducks, ramps): the capture is the offline render of what it recorded")
   func liveEqualsOffline() throws {
@@ -109,8 +97,10 @@ struct LiveEqualsOfflineTests {
     #expect(changes(live.output).count == 4, "\(live.output)")
     #expect(changes(live.output) == changes(rendered.output))
 
-    let heard = try Self.frames(capture)
-    let expected = try Self.frames(offline)
+    // (The wave backend leaves its sizes at 0xFFFFFFFF until the device closes: everything after
+    // the `data` tag is read.)
+    let heard = try DemoTests.floatSamples(capture)
+    let expected = try DemoTests.floatSamples(offline)
     // The capture starts when the device opened; the music starts on the first frame it mixed.
     let lead = try #require((0..<(heard.count / 2)).first { heard[2 * $0] != 0 || heard[2 * $0 + 1] != 0 })
     let first = try #require((0..<(expected.count / 2)).first { expected[2 * $0] != 0 || expected[2 * $0 + 1] != 0 })

@@ -45,6 +45,31 @@ extension EngineHarness {
   }
 
   /// Power (mean square over both channels) of a window of stereo frames.
+  /// Two 6 s items of uncorrelated noise crossfading over 3 s with `curve` (offline, 10 s), and
+  /// the largest deviation of the summed power from its level before the fade, in dB, over 4096-frame
+  /// windows from 2.5 s to 8.5 s (the fade runs from about 3 s to 6 s).
+  static func noiseCrossfadeDeviation(curve: FadeCurve) throws -> (decibels: Double, rendered: [Float]) {
+    let directory = try TemporaryDirectory()
+    let a = try vorbis(noise(seed: 1, seconds: 6), in: directory, name: "a.ogg")
+    let b = try vorbis(noise(seed: 2, seconds: 6), in: directory, name: "b.ogg")
+    let engine = try offlineEngine()
+    let player = QueuePlayer(engine: engine)
+    player.transition = try Transition(duration: 3, curve: curve)
+    try player.setQueue(with: [MediaItem(path: a), MediaItem(path: b)])
+    player.play()
+    let rendered = render(engine, seconds: 10)
+    player.waitForNotifications()
+    let window = 4096
+    let reference = power(rendered, frames: 0..<(2 * 48_000))
+    var worst = 0.0
+    var frame = 120_000
+    while frame + window <= 408_000 {
+      worst = max(worst, abs(10 * log10(power(rendered, frames: frame..<(frame + window)) / reference)))
+      frame += window
+    }
+    return (worst, rendered)
+  }
+
   static func power(_ stereo: [Float], frames: Range<Int>) -> Double {
     var sum = 0.0
     for frame in frames {

@@ -78,30 +78,3 @@ public struct Transition: Sendable, Equatable, Codable, CustomStringConvertible 
   /// "gapless", or the curve and length, e.g. "s-curve crossfade of 2.0 s".
   public var description: String { isGapless ? "gapless" : "\(curve.rawValue) crossfade of \(duration) s" }
 }
-
-/// A gain that moves from one level to another over a stretch of device-clock time, along a
-/// curve: the streaming thread's crossfades. Rising, it follows the curve's fade-in from
-/// `from`; falling, the curve's fade-out towards `to`, so a fade can start at whatever level
-/// is audible now (a skip in the middle of a crossfade) without a jump.
-struct GainEnvelope {
-  var from: Float = 1
-  var to: Float = 1
-  var startNanoseconds: Int64 = 0
-  var durationNanoseconds: Int64 = 0
-  var curve: FadeCurve = .linear
-
-  static let unity = GainEnvelope()
-
-  func gain(at time: Int64) -> Float {
-    guard durationNanoseconds > 0 else { return to }
-    let progress = max(0, min(1, Double(time - startNanoseconds) / Double(durationNanoseconds)))
-    if progress >= 1 { return to }
-    if to >= from {
-      return from + (to - from) * Float(curve.fadeInGain(progress))
-    } else {
-      return to + (from - to) * Float(curve.fadeOutGain(progress))
-    }
-  }
-
-  func isFinished(at time: Int64) -> Bool { durationNanoseconds == 0 || time >= startNanoseconds + durationNanoseconds }
-}
