@@ -291,10 +291,9 @@ public final class AudioEngine: @unchecked Sendable {
     load(SegmentRequest(token: 0, path: path), startSeconds: startSeconds, voice: voice)
   }
 
-  /// Opens the segment `request` for `slot`, starting at `startSeconds` of the file (nil: at the
-  /// segment's own start), pre-buffers it and attaches it. Later `append`s for the slot run after.
-  /// `preRoll`: the voice will fade in as the incoming side of a crossfade (see
-  /// `DecodeAheadStream.init`); one mix period of silence goes before the item.
+  /// Opens the segment `request` for `voice`, starting at `startSeconds` of the file (nil: at the
+  /// segment's own start), pre-buffers it, makes its `Voice` (here, so the streaming thread
+  /// allocates nothing) and attaches it. Later `append`s for the voice run after.
   func load(_ request: SegmentRequest, startSeconds: Double?, voice: VoiceHandle) {
     let commands = self.commands
     let streams = self.streams

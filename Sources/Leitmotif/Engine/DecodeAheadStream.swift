@@ -8,13 +8,13 @@ import Synchronization
 /// Why a thread of its own: decoding reads files, and a file read can stall (a busy disk, a
 /// network home folder). On the streaming thread that stall would starve every voice; here it
 /// only empties this voice's ring. Offline renders gain too: decoding runs on one core while
-/// OpenAL mixes on the other.
+/// the mixer mixes on the other.
 ///
 /// Gapless joins and loops happen here, in the decoder, because only a decoder can make them
-/// sample-exact: OpenAL's own loop points work only for static buffers, and two sources cannot
-/// be started on an exact sample. At a loop's end the decode thread seeks back to the loop's
-/// start; at a segment's end it continues with the next segment. A block never spans either
-/// seam, so every block (and every OpenAL buffer) belongs to one segment and one run of frames.
+/// sample-exact, and cheaply: one voice plays the whole run (OpenAL's own loop points work only
+/// for static buffers). At a loop's end the decode thread seeks back to the loop's start; at a
+/// segment's end it continues with the next segment. A block never spans either seam, so every
+/// block the mixer reads belongs to one segment and one run of frames.
 ///
 /// The ring is single-producer (the decode thread) and single-consumer (the streaming thread):
 /// `produced` and `consumed` count blocks; a slot is written only by the producer before it
@@ -28,12 +28,12 @@ import Synchronization
 ///
 /// The ring is allocated in `init`; nothing on the streaming side allocates while playing.
 final class DecodeAheadStream: @unchecked Sendable {
-  /// Blocks in the ring: 8 x 4096 frames is 0.68 s at 48 kHz decoded ahead of the buffers
-  /// OpenAL holds, enough to ride out a slow read; 256 KB per voice.
+  /// Blocks in the ring: 8 x 4096 frames is 0.68 s at 48 kHz decoded ahead of what the mixer
+  /// reads, enough to ride out a slow read; 256 KB per voice.
   static let blockCount = 8
   static let framesPerBlock = Voice.framesPerBuffer
   /// The producer refills in bursts: once the ring is full it sleeps until only this many blocks
-  /// are left (with OpenAL's four buffers still over half a second ahead), then decodes until it
+  /// are left (0.17 s still ahead of the mixer), then decodes until it
   /// is full again. Decoding six blocks at a time instead of one keeps libvorbis's tables in
   /// cache and wakes the thread a sixth as often: on a virtual machine that halves what decoding
   /// costs (measured with `leitmotif-bench crossfade`).
@@ -108,7 +108,7 @@ final class DecodeAheadStream: @unchecked Sendable {
 
   /// The stream has played out: the producer ran out of segments in `generation` and every block
   /// it made has been taken. Not final: a segment appended later revives it (a gapless join that
-  /// arrives before the audio queued in OpenAL runs out still joins without a gap).
+  /// arrives before the mixer has read everything decoded still joins without a gap).
   func isDrained(generation: Int) -> Bool {
     counters.drainedGeneration.load(ordering: .acquiring) == generation && availableBlocks == 0
   }

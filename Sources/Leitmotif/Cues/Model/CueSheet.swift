@@ -321,7 +321,7 @@ public struct MusicState: Sendable {
 public struct TransitionSpec: Sendable, Equatable {
   /// When the change happens.
   public enum Moment: String, Sendable, CaseIterable {
-    /// At once (audible within one mix).
+    /// At once (on the frame the director's step lands on).
     case now
     /// On the next beat of the playing music.
     case beat
