@@ -347,12 +347,9 @@ final class Voice: VoiceInput {
       from: level, to: 1, startFrame: start, durationFrames: frames(seconds: max(seconds, Voice.transportFadeSeconds)),
       curve: curve)
     finishWhenSilent = false
-    if case .ready = mode {
-      mode = .ready(resumeFades: false)
-      play(clock: start)
-    } else {
-      play(clock: start)
-    }
+    // The envelope does the fading: no transport fade on top of it.
+    if case .ready = mode { mode = .ready(resumeFades: false) }
+    play(clock: start)
   }
 
   /// Fades out from the level heard at `start` along `curve`, starting at mix frame `start`; at
