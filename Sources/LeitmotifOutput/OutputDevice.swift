@@ -65,7 +65,12 @@ public final class OutputDevice: @unchecked Sendable {
     guard let device = alcOpenDevice(name) else {
       throw OutputError(.deviceUnavailable, operation: "alcOpenDevice", device: name ?? "default", code: nil)
     }
-    guard let context = alcCreateContext(device, nil) else {
+    // 48 kHz, the rate of the bundled music (and most game audio): the mixer resamples nothing
+    // at that rate, and the device converts the one mixed stream if it must. (OpenAL Soft's
+    // own choice is the backend's default, 44.1 kHz on its null and wave backends.) A user's
+    // alsoft.conf `frequency` still wins.
+    let attributes: [ALCint] = [ALC_FREQUENCY, 48_000, 0]
+    guard let context = alcCreateContext(device, attributes) else {
       let code = alcGetError(device)
       alcCloseDevice(device)
       throw OutputError(.contextFailed, operation: "alcCreateContext", device: name ?? "default", code: code)
