@@ -11,7 +11,12 @@ import Testing
 /// the two are the same, sample for sample, up to float rounding where two voices are summed
 /// in another order (a stinger's slot can differ: slots are freed when the notification
 /// thread gets to it): at most 1e-7.
-@Suite("Live equals offline: the wave backend's capture against the offline render")
+@Suite(
+  "Live equals offline: the wave backend's capture against the offline render",
+  // Under the thread sanitizer the `leitmotif` it runs is instrumented too: its threads run
+  // several times slower (the director misses its lead), and the sanitizer's report of Swift's
+  // Linux Mutex (the known false positive, see the Makefile's test-tsan) ends it with status 66.
+  .disabled(if: CGame.underThreadSanitizer, "the live run is timing-bound; see make test-tsan"))
 struct LiveEqualsOfflineTests {
   static let assets = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
     .deletingLastPathComponent().appendingPathComponent("Assets/music").path
