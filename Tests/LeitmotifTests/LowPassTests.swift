@@ -4,7 +4,7 @@ import Testing
 
 @testable import Leitmotif
 
-@Suite("The low-pass filter (OpenAL EFX) on music voices, rendered offline")
+@Suite("The low-pass (shelf) filter on music voices and on the bus, rendered offline")
 struct LowPassTests {
   /// Renders `seconds` of a stereo tone of `frequency` through a `Player`, with `lowPassGain` set
   /// before play (or never touched, for nil).
@@ -21,7 +21,7 @@ struct LowPassTests {
   /// Root mean square over `frames` of a stereo render.
   func rms(_ stereo: [Float], frames: Range<Int>) -> Double { EngineHarness.power(stereo, frames: frames).squareRoot() }
 
-  /// After the 10 ms fade-in and OpenAL's first (silent) mix, to just before the render ends.
+  /// After the 10 ms fade-in, to just before the render ends.
   let steadyFrames = 4096..<45_056
 
   @Test("At 0.1 an 8 kHz tone loses most of its energy and a 200 Hz tone keeps nearly all")
@@ -33,6 +33,23 @@ struct LowPassTests {
     #expect(trebleOpen > 0.3 && bassOpen > 0.3, "the tones are heard: \(trebleOpen), \(bassOpen)")
     #expect(trebleMuffled / trebleOpen < 0.4, "8 kHz keeps \(trebleMuffled / trebleOpen) of its RMS")
     #expect(bassMuffled / bassOpen > 0.9, "200 Hz keeps \(bassMuffled / bassOpen) of its RMS")
+  }
+
+  @Test("The engine's master low-pass muffles the whole bus, and 1 gives the output back bit for bit")
+  func masterLowPass() throws {
+    let directory = try TemporaryDirectory()
+    let path = try EngineHarness.vorbisTone(in: directory, seconds: 2, frequency: 8000)
+    func render(_ gain: Float?) throws -> [Float] {
+      let engine = try EngineHarness.offlineEngine()
+      let player = try Player(engine: engine, item: MediaItem(path: path))
+      if let gain { engine.masterLowPassGain = gain }
+      player.play()
+      return EngineHarness.render(engine, seconds: 1)
+    }
+    let open = try render(nil)
+    let muffled = try render(0.1)
+    #expect(rms(muffled, frames: steadyFrames) / rms(open, frames: steadyFrames) < 0.4)
+    #expect(try render(1) == open)
   }
 
   @Test("A gain of 1 is bit-identical to a render that never set the filter, also after a change back")

@@ -324,7 +324,7 @@ public final class AudioEngine: @unchecked Sendable {
         }
         let made = Voice(
           handle: voice, stream: stream, startFrame: start, mixRate: mixRate, waitForDecoding: isOffline)
-        command = .attach(voice: voice, LoadedStream(stream: stream, voice: made))
+        command = .attach(voice: voice, LoadedStream(voice: made))
       } catch {
         streams.remove(voice)
         command = .loadFailed(voice: voice, error)

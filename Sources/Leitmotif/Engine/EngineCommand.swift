@@ -4,7 +4,6 @@ import Synchronization
 /// A file opened by the loader, its decode thread already running, its ring filled and its
 /// voice made, handed to the streaming thread. The loader never touches it again after sending.
 struct LoadedStream: @unchecked Sendable {
-  var stream: DecodeAheadStream
   var voice: Voice
 }
 

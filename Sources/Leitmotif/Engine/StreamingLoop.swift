@@ -476,7 +476,7 @@ final class StreamingLoop: @unchecked Sendable {
     case .attach(let voice, let stream):
       guard owns(voice) else {
         // Opened for an owner who has moved on (a new item, a steal, a release): never heard.
-        stream.stream.stop()
+        stream.voice.stream.stop()
         pendingEvents.append(.reclaim(stream.voice))
         return
       }

@@ -83,10 +83,7 @@ final class Voice: VoiceInput {
   /// The glide's step per frame, fixed when the volume is set: the glide is the same whatever
   /// blocks the mix comes in (live and offline cut their blocks differently).
   private var volumeStep: Float = 0
-  /// Frames the resampler has produced since its last reset: its calls end on multiples of
-  /// `resamplerChunkFrames` of this count, so a ratio that ramps across a call ramps the same way
-  /// whatever blocks the mix comes in.
-  private var resampledFrames: Int64 = 0
+  /// Resampled output is made in chunks of this many frames (see `produce`).
   static let resamplerChunkFrames = 64
 
   // MARK: Transport
@@ -310,7 +307,6 @@ final class Voice: VoiceInput {
       resampling = true
       resampledPosition = Double(inputFrame)
       lastResamplerRatio = nil
-      resampledFrames = 0
       resampler?.reset()
     }
   }
@@ -540,7 +536,6 @@ final class Voice: VoiceInput {
       if chunkFrames == chunkOffset {
         chunkOffset = 0
         chunkFrames = resampleChunk(resampler, into: chunk, frames: Voice.resamplerChunkFrames)
-        resampledFrames += Int64(chunkFrames)
         if chunkFrames == 0 { break }
       }
       let frames = min(count - produced, chunkFrames - chunkOffset)
@@ -754,7 +749,6 @@ final class Voice: VoiceInput {
     inputToken = target.token
     resampledPosition = Double(target.frame)
     lastResamplerRatio = nil
-    resampledFrames = 0
     chunkFrames = 0
     chunkOffset = 0
     resampler?.reset()

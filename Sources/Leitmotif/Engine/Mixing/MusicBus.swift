@@ -36,7 +36,6 @@ final class MusicBus {
   /// ours, where OpenAL played everything, from a device that stopped the source).
   private var lastSeenPlayingNanoseconds: UInt64 = 0
   private var queuedFramesWhenSeen = 0
-  private(set) var underruns = 0
   let targetQueuedFrames: Int
   /// The rate the mix is made at (the first device's): a device opened later at another rate
   /// resamples the bus in OpenAL; the mix clock stays the same.
@@ -106,7 +105,6 @@ final class MusicBus {
     guard queued.count > 0, source.state != .playing else { return false }
     let ranDry = wasFed && lastSeenPlayingNanoseconds != 0
     source.play()
-    if ranDry { underruns += 1 }
     return ranDry
   }
 
