@@ -4,8 +4,10 @@
 
 # C libraries the package links (OpenAL Soft, libvorbis/vorbisfile/vorbisenc, libmpg123, SQLite,
 # libsamplerate),
-# pkg-config for SwiftPM to find them, and lame for the benchmark's MP3 and the fixture script.
-PACKAGES := pkg-config libopenal-dev libvorbis-dev libmpg123-dev libsqlite3-dev libsamplerate0-dev lame tmux
+# pkg-config for SwiftPM to find them, lame for the benchmark's MP3 and the fixture script, and a
+# real sound server for the device-loss test (PulseAudio with a null sink, recorded with parec).
+PACKAGES := pkg-config libopenal-dev libvorbis-dev libmpg123-dev libsqlite3-dev libsamplerate0-dev lame tmux \
+  pulseaudio pulseaudio-utils
 
 .PHONY: deps test test-tsan demo bench format fixtures assets c-api c-game docs
 

@@ -169,6 +169,15 @@ public final class OutputDevice: @unchecked Sendable {
     return value
   }
 
+  /// How far the device's output runs behind what OpenAL has mixed, in nanoseconds
+  /// (ALC_SOFT_device_clock's ALC_DEVICE_LATENCY_SOFT): what the backend and the sound server
+  /// still hold. 0 on loopback. Takes the backend's lock: ask now and then, not every mix.
+  public var latencyNanoseconds: Int64 {
+    var value: ALCint64SOFT = 0
+    alcGetInteger64vSOFT(device, ALC_DEVICE_LATENCY_SOFT, 1, &value)
+    return max(0, value)
+  }
+
   /// Mixes `frameCount` stereo Float32 frames into `buffer` (loopback devices only).
   public func render(into buffer: UnsafeMutablePointer<Float>, frameCount: Int) {
     precondition(rendersOnDemand, "render(into:frameCount:) needs a loopback device")

@@ -573,7 +573,8 @@ final class StreamingLoop: @unchecked Sendable {
   /// ALC_EXT_disconnect. In OpenAL 1.19 a lost device stops every source, and recovery means a
   /// new device, context and source. Checked five times a second; reopening is retried four
   /// times a second until it works, then the bus resumes on the first frame not heard (the
-  /// voices never stopped: they only wait while the bus is full).
+  /// voices never stopped: they only wait while the bus is full): the first frame OpenAL had
+  /// not played, less the device's latency (what a sound server still held when it went).
   ///
   /// A source that stopped with audio still queued is a sign of a device going away before it
   /// says so (a sound server being killed stops sources first): then the connection is checked
@@ -610,6 +611,12 @@ final class StreamingLoop: @unchecked Sendable {
         return
       } else {
         stoppedSince = nil
+        // What the device holds beyond what OpenAL has mixed: lost with it, so played again
+        // after a loss. Looked at while all is well (a dying device reports anything), and
+        // averaged: it rises and falls by up to a device period as the backend writes, and the
+        // moment of a loss is anybody's.
+        let latency = Double(device.latencyNanoseconds) * Double(bus.mixRate) / 1e9
+        averageLatencyFrames = averageLatencyFrames.map { $0 + (latency - $0) / 8 } ?? latency
         return
       }
     }
@@ -617,7 +624,7 @@ final class StreamingLoop: @unchecked Sendable {
     let oldDevice = device
     newDevice.makeCurrent()
     do throws(OutputError) {
-      try bus.requeueUnheard(on: newDevice)
+      try bus.requeueUnheard(on: newDevice, rewindFrames: Int(averageLatencyFrames ?? 0))
     } catch {
       pendingEvents.append(.diagnostic(Diagnostic(.error, "after the device came back: \(error)", error: error)))
       pendingEvents.append(.reclaim(newDevice))
@@ -627,6 +634,7 @@ final class StreamingLoop: @unchecked Sendable {
     device = newDevice
     pendingEvents.append(.reclaim(oldDevice))
     deviceLost = false
+    averageLatencyFrames = nil
     for slot in 0..<Self.maximumVoices {
       if let voice = voices[slot] { pendingEvents.append(.interrupted(voice: voice.handle, false)) }
     }
@@ -634,6 +642,9 @@ final class StreamingLoop: @unchecked Sendable {
   }
 
   private var stoppedSince: Int64?
+  /// The device's latency in mix frames, averaged over the checks while it was connected and
+  /// playing; nil before the first.
+  private var averageLatencyFrames: Double?
 }
 
 /// Commands waiting for their mix frame, in frame order (commands for the same frame in the order

@@ -17,6 +17,12 @@ import Foundation
 /// before it is heard. On a device that renders on demand (loopback: offline, headless) there is
 /// no slack: each render mixes exactly the frames asked for and OpenAL renders them at once.
 ///
+/// The ring has twice as many slots as the source has buffers: the blocks OpenAL has played stay
+/// in it (up to `bufferCount` of them) until their slot comes round again. After a device loss
+/// they let playback resume where the ear was, not where OpenAL was: what OpenAL had mixed but
+/// the device (a sound server's buffer, say) had not yet played is lost with the device, and is
+/// played again.
+///
 /// Streaming-thread only (offline: under the engine's render lock).
 final class MusicBus {
   static let blockFrames = 256
@@ -29,6 +35,13 @@ final class MusicBus {
   private let ringFrames: Int
   /// Ring slots queued on the source, oldest first.
   private var queued: QueuedBlocks
+  /// Ring slots OpenAL has played, oldest first, kept until their slot is reused: queued and
+  /// played together never fill the ring, so the next slot mixed into is always free.
+  private var played: QueuedBlocks
+  private static let ringSlots = 2 * bufferCount
+  /// Where a requeue gathers the unheard audio before it goes back into the ring.
+  private let gathered: UnsafeMutablePointer<Float>
+  private let gatheredFrames: Int
   private var nextSlot = 0
   /// Frames into the oldest queued block that OpenAL had played when last looked at.
   private var heardOffset = 0
@@ -46,9 +59,13 @@ final class MusicBus {
     mixRate = device.sampleRate
     source = try StreamingSource(device: device, bufferCount: Self.bufferCount)
     ringFrames = max(Self.blockFrames, 4096)
-    ring = .allocate(capacity: Self.bufferCount * ringFrames * 2)
-    ring.initialize(repeating: 0, count: Self.bufferCount * ringFrames * 2)
+    ring = .allocate(capacity: Self.ringSlots * ringFrames * 2)
+    ring.initialize(repeating: 0, count: Self.ringSlots * ringFrames * 2)
     queued = QueuedBlocks(capacity: Self.bufferCount)
+    played = QueuedBlocks(capacity: Self.ringSlots - Self.bufferCount)
+    gatheredFrames = Self.ringSlots * Self.blockFrames
+    gathered = .allocate(capacity: gatheredFrames * 2)
+    gathered.initialize(repeating: 0, count: gatheredFrames * 2)
     targetQueuedFrames =
       device.rendersOnDemand
       ? 0 : min(device.mixPeriodFrames + 6 * Self.blockFrames, (Self.bufferCount - 1) * Self.blockFrames)
@@ -56,7 +73,9 @@ final class MusicBus {
 
   deinit {
     ring.deallocate()
+    gathered.deallocate()
     queued.deallocate()
+    played.deallocate()
   }
 
   /// Frames queued on the source and not yet played (as far as OpenAL says).
@@ -67,6 +86,7 @@ final class MusicBus {
     let played = source.unqueueProcessed()
     var removed = 0
     while removed < played && queued.count > 0 {
+      self.played.keep(start: queued.start(at: 0), frames: queued.frames(at: 0))
       queued.removeFirst()
       removed += 1
     }
@@ -91,7 +111,7 @@ final class MusicBus {
       return
     }
     queued.append(start: slot * ringFrames, frames: frames)
-    nextSlot = (nextSlot + 1) % Self.bufferCount
+    nextSlot = (nextSlot + 1) % Self.ringSlots
   }
 
   /// Starts the source if it is not playing. A real underrun (the source played everything it
@@ -126,26 +146,52 @@ final class MusicBus {
   }
 
   /// Puts the unheard audio back on a fresh source of `device` (the same device after a stop,
-  /// or a new one after a loss), starting at the first frame not heard.
-  func requeueUnheard(on newDevice: OutputDevice) throws(OutputError) {
+  /// or a new one after a loss), starting at the first frame not heard: `rewindFrames` before
+  /// the first frame OpenAL had not played (after a loss, what the lost device still held: its
+  /// latency), as far as the played blocks kept in the ring reach.
+  func requeueUnheard(on newDevice: OutputDevice, rewindFrames: Int = 0) throws(OutputError) {
     let fresh = try StreamingSource(device: newDevice, bufferCount: Self.bufferCount)
-    // (Runs after a loss, off the steady path: it may take its time.)
-    var blocks: [(start: Int, frames: Int)] = []
-    for index in 0..<queued.count { blocks.append((queued.start(at: index), queued.frames(at: index))) }
-    let skip = heardOffset
+    // (Runs after a loss, off the steady path: it may take its time.) Gather the unheard audio
+    // in order: the end of the played blocks, the heard part of the first queued block, the rest.
+    var spans: [(start: Int, frames: Int)] = []
+    var rewind = max(0, rewindFrames)
+    if queued.count > 0 {
+      let heard = min(heardOffset, queued.frames(at: 0))
+      let back = min(heard, rewind)
+      rewind -= back
+      spans.append((queued.start(at: 0) + heard - back, queued.frames(at: 0) - heard + back))
+      for index in 1..<max(1, queued.count) { spans.append((queued.start(at: index), queued.frames(at: index))) }
+    }
+    var index = played.count - 1
+    while rewind > 0 && index >= 0 {
+      let back = min(rewind, played.frames(at: index))
+      spans.insert((played.start(at: index) + played.frames(at: index) - back, back), at: 0)
+      rewind -= back
+      index -= 1
+    }
+    var total = 0
+    for span in spans {
+      let frames = min(span.frames, gatheredFrames - total)
+      (gathered + 2 * total).update(from: ring + 2 * span.start, count: 2 * frames)
+      total += frames
+    }
     source = fresh
     device = newDevice
     newDevice.makeCurrent()  // the old source made its device current as it went
     queued.removeAll()
+    played.removeAll()
     heardOffset = 0
     lastSeenPlayingNanoseconds = 0
-    for (index, block) in blocks.enumerated() {
-      let offset = index == 0 ? min(skip, block.frames) : 0
-      guard block.frames - offset > 0 else { continue }
-      if fresh.queue(stereo: ring + 2 * (block.start + offset), frameCount: block.frames - offset, sampleRate: mixRate)
-      {
-        queued.append(start: block.start + offset, frames: block.frames - offset)
-      }
+    // Back into the ring, a slot's worth at a time, and onto the fresh source.
+    var written = 0
+    while written < total && queued.count < Self.bufferCount - 1 {
+      let frames = min(ringFrames, total - written)
+      let start = nextSlot * ringFrames
+      (ring + 2 * start).update(from: gathered + 2 * written, count: 2 * frames)
+      guard fresh.queue(stereo: ring + 2 * start, frameCount: frames, sampleRate: mixRate) else { break }
+      queued.append(start: start, frames: frames)
+      nextSlot = (nextSlot + 1) % Self.ringSlots
+      written += frames
     }
   }
 
@@ -202,6 +248,12 @@ private struct QueuedBlocks {
     starts[slot] = start
     lengths[slot] = frames
     count += 1
+  }
+
+  /// Appends, dropping the oldest when full.
+  mutating func keep(start: Int, frames: Int) {
+    if count == capacity { removeFirst() }
+    append(start: start, frames: frames)
   }
 
   mutating func removeFirst() {
