@@ -67,6 +67,24 @@ final class BenchFiles {
     return path
   }
 
+  /// An Ogg Vorbis file of `minutes` at 48 kHz (the mix rate, so no player resamples it), its own
+  /// arpeggio chosen by `seed`, made if missing.
+  func vorbis48k(minutes: Double, quality: Float, seed: UInt64) throws -> String {
+    let path =
+      "\(directory)/music48k-\(Self.minutesLabel(minutes))-q\(String(format: "%.1f", quality))-seed\(seed).ogg"
+    if FileManager.default.fileExists(atPath: path) { return path }
+    let partial = path + ".partial"
+    let encoder = try VorbisEncoder(path: partial, format: .stereo48000, quality: quality)
+    try Self.generate(
+      minutes: minutes, label: (path as NSString).lastPathComponent, format: .stereo48000, seed: seed
+    ) { block in
+      try encoder.write(frames: block)
+    }
+    try encoder.finish()
+    try Self.commit(partial, to: path)
+    return path
+  }
+
   // MARK: - MP3
 
   /// An MP3 being made: `lame` runs in its own process while the bench goes on (it uses the second
@@ -124,7 +142,8 @@ final class BenchFiles {
   /// Generates `minutes` of the signal block by block, handing each block to `consume`, with a
   /// progress line on stderr every tenth of the way for files long enough to make one wait.
   private static func generate(
-    minutes: Double, label: String, _ consume: (UnsafeBufferPointer<Float>) throws -> Void
+    minutes: Double, label: String, format: PCMFormat = BenchFiles.format, seed: UInt64 = BenchFiles.seed,
+    _ consume: (UnsafeBufferPointer<Float>) throws -> Void
   ) throws {
     let totalFrames = format.frames(seconds: minutes * 60)
     let started = Stopwatch()

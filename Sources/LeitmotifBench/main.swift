@@ -7,6 +7,7 @@
 //   leitmotif-bench decode [--minutes N] [--long-minutes M] [--rounds R] [--no-cache] [--skip-memory]
 //   leitmotif-bench queue [--rounds R] [--no-cache] [--sample-rate HZ] [--fade SECONDS]
 //   leitmotif-bench crossfade [--seconds S] [--no-cache]
+//   leitmotif-bench voices [--seconds S] [--counts 1,2,4,8,16] [--rounds R] [--no-cache]
 //   leitmotif-bench cues [--posts N] [--events N] [--pause MICROSECONDS] [--cpu-seconds S]
 //
 // Every file it measures is made on the spot (and cached, see BenchFiles.swift), so the bench
@@ -15,8 +16,8 @@
 // whether they are met or not (it is a measurement, not a test), and non-zero only when the
 // bench itself could not run.
 //
-// Hidden subcommands: `render-child FILE OUT` (one render in its own process, for the memory
-// figure) and `decode-once raw|engine|render FILE` (one path, for running under perf or callgrind).
+// Hidden subcommands: `voices-child` (Leitmotif's side of `voices`, in its own process),
+// `render-child FILE OUT` (one render in its own process, for the memory figure) and `decode-once raw|engine|render FILE` (one path, for running under perf or callgrind).
 
 import Foundation
 import Leitmotif
@@ -29,7 +30,7 @@ import LeitmotifFixtures
 let usage = """
   usage:
     leitmotif-bench [all] [options]
-        decode, then queue, then crossfade, then cues; takes each one's options (--rounds goes
+        decode, queue, crossfade, voices, then cues; takes each one's options (--rounds goes
         to decode and queue; cues runs with its defaults)
     leitmotif-bench decode [--minutes N] [--long-minutes M] [--rounds R] [--no-cache] [--skip-memory]
         decode and render speed of an N-minute Ogg Vorbis and MP3 (default 10) against the raw
@@ -46,6 +47,12 @@ let usage = """
     leitmotif-bench crossfade [--seconds S] [--no-cache]
         CPU seconds per audio second of a real-time headless engine: idle, one voice, and two
         voices crossfading back and forth; S seconds each (default 60)
+    leitmotif-bench voices [--seconds S] [--counts 1,2,4,8,16] [--rounds R] [--no-cache]
+        live CPU per audio second of 0 to 16 streamed voices, each contender in its own process:
+        Leitmotif against SFML's sf::Music on OpenAL's null device, Leitmotif's headless device
+        against SDL_mixer 2 on SDL's dummy driver (peers built from Sources/LeitmotifBench/Peers
+        when libsfml-dev and libsdl2-mixer-dev are installed), and each added voice against the
+        raw decoder (S seconds per case, default 10; median of R rounds, default 1)
     leitmotif-bench cues [--posts N] [--events N] [--pause MICROSECONDS] [--cpu-seconds S]
         the music director: the cost of post() on a game thread while the director and a
         real-time engine are busy (N posts, default 200000, against a locked queue), events per
@@ -125,6 +132,8 @@ case "all":
     print()
     try CrossfadeBenchmark(options: crossfade).run()
     print()
+    try VoicesBenchmark(options: VoicesBenchmark.Options()).run()
+    print()
     try CueBenchmark(options: CueBenchmark.Options()).run()
   } catch {
     fail("\(error)")
@@ -156,6 +165,18 @@ case "crossfade":
   } catch {
     fail("\(error)")
   }
+  exit(0)
+case "voices":
+  let options: VoicesBenchmark.Options
+  do { options = try VoicesBenchmark.Options(parsing: Array(arguments)) } catch { fail("\(error)\n\(usage)") }
+  do {
+    try VoicesBenchmark(options: options).run()
+  } catch {
+    fail("\(error)")
+  }
+  exit(0)
+case "voices-child":
+  do { try VoicesBenchmark.child(Array(arguments)) } catch { fail("\(error)") }
   exit(0)
 case "cues":
   let options: CueBenchmark.Options
