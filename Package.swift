@@ -1,12 +1,18 @@
 // swift-tools-version:6.0
-// Leitmotif's layers, lowest first:
+// Leitmotif's layers, lowest first; no layer names a type of one above it:
 //   C libraries (COpenAL, CVorbisFile, CMPG123, CSQLite, CSampleRate) one system-library target each
-//   LeitmotifDecoding   streaming decoders (Ogg Vorbis, MP3), tags         -> CVorbisFile, CMPG123
-//   LeitmotifOutput     OpenAL devices, sources, buffers, loopback, WAV    -> COpenAL
-//   Leitmotif           the mixer, players, the music library (SQLite)     -> Decoding, Output, CSQLite, CSampleRate
-//   LeitmotifC          the C API (include/leitmotif.h), libLeitmotifC.so  -> Leitmotif, CLeitmotifHeader
-//   leitmotif (CLI), leitmotif-bench, leitmotif-demo (Demo/)               executables on top
-//   leitmotif-compose   makes the bundled default music in Assets/music    -> Fixtures (libvorbisenc)
+//   LeitmotifDecoding   streaming decoders (Ogg Vorbis, MP3), tags             -> CVorbisFile, CMPG123
+//   LeitmotifOutput     OpenAL devices, sources, buffers, loopback, WAV        -> COpenAL
+//   LeitmotifEngine     the mixer and voices: mix clock, voice handles, music bus, resampling
+//                                                                              -> Decoding, Output, CSampleRate
+//   LeitmotifLibrary    the player's music library: index (SQLite), queries, consent, picker
+//                                                                              -> Engine (diagnostics), CSQLite
+//   LeitmotifPlayers    Player, QueuePlayer, transitions, offline rendering    -> Engine, Library
+//   LeitmotifCues       cue files (JSON5), the level-event bus, the music director -> Players
+//   Leitmotif           re-exports them all: a game writes `import Leitmotif`
+//   LeitmotifC          the C API (include/leitmotif.h), libLeitmotifC.so      -> Leitmotif, CLeitmotifHeader
+//   leitmotif (CLI), leitmotif-bench, leitmotif-demo (Demo/)                   executables on top
+//   leitmotif-compose   makes the bundled default music in Assets/music        -> Fixtures (libvorbisenc)
 // LeitmotifFixtures (test and benchmark material: tones, libvorbisenc) is not a product.
 import PackageDescription
 
@@ -37,7 +43,16 @@ let package = Package(
 
     .target(name: "LeitmotifDecoding", dependencies: ["CVorbisFile", "CMPG123"]),
     .target(name: "LeitmotifOutput", dependencies: ["COpenAL"]),
-    .target(name: "Leitmotif", dependencies: ["LeitmotifDecoding", "LeitmotifOutput", "CSQLite", "CSampleRate"]),
+    .target(name: "LeitmotifEngine", dependencies: ["LeitmotifDecoding", "LeitmotifOutput", "CSampleRate"]),
+    .target(name: "LeitmotifLibrary", dependencies: ["LeitmotifEngine", "CSQLite"]),
+    .target(name: "LeitmotifPlayers", dependencies: ["LeitmotifEngine", "LeitmotifLibrary"]),
+    .target(name: "LeitmotifCues", dependencies: ["LeitmotifPlayers"]),
+    .target(
+      name: "Leitmotif",
+      dependencies: [
+        "LeitmotifDecoding", "LeitmotifOutput", "LeitmotifEngine", "LeitmotifLibrary", "LeitmotifPlayers",
+        "LeitmotifCues",
+      ]),
 
     // The C API: the header's declarations for the Swift side, and the @_cdecl functions.
     .systemLibrary(name: "CLeitmotifHeader"),
@@ -49,7 +64,9 @@ let package = Package(
     .target(name: "LeitmotifFixtures", dependencies: ["CVorbisEnc", "LeitmotifDecoding", "LeitmotifOutput"]),
     .executableTarget(
       name: "LeitmotifBench",
-      dependencies: ["Leitmotif", "LeitmotifFixtures", "CVorbisFile", "CMPG123"]),
+      dependencies: ["Leitmotif", "LeitmotifFixtures", "CVorbisFile", "CMPG123"],
+      // The peers (SFML, SDL_mixer) are C and C++ programs the bench builds itself when run.
+      exclude: ["Peers"]),
 
     .executableTarget(
       name: "LeitmotifDemo", dependencies: ["Leitmotif"], path: "Demo",
@@ -58,7 +75,10 @@ let package = Package(
 
     .testTarget(
       name: "LeitmotifTests",
-      dependencies: ["Leitmotif", "LeitmotifFixtures", "LeitmotifRealtimeAudit", "CVorbisFile", "CMPG123"],
+      dependencies: [
+        "Leitmotif", "LeitmotifEngine", "LeitmotifLibrary", "LeitmotifPlayers", "LeitmotifCues", "LeitmotifFixtures",
+        "LeitmotifRealtimeAudit", "CVorbisFile", "CMPG123",
+      ],
       resources: [.copy("Fixtures")]),
   ]
 )

@@ -1,4 +1,13 @@
-// Leitmotif's public surface: the engine, the player, and the layers below re-exported so a game
-// needs only `import Leitmotif`.
+// Leitmotif's public surface: every layer re-exported, so a game needs only `import Leitmotif`.
+// The layers, lowest first (Package.swift says what each depends on):
+//   LeitmotifDecoding, LeitmotifOutput   decoders and tags; OpenAL devices, sources, WAV
+//   LeitmotifEngine                      the mixer, voices and their handles, the mix clock
+//   LeitmotifLibrary                     the player's music library: index, queries, consent, picker
+//   LeitmotifPlayers                     Player, QueuePlayer, transitions, offline rendering
+//   LeitmotifCues                        cue files, the level-event bus, the music director
+@_exported import LeitmotifCues
 @_exported import LeitmotifDecoding
+@_exported import LeitmotifEngine
+@_exported import LeitmotifLibrary
 @_exported import LeitmotifOutput
+@_exported import LeitmotifPlayers

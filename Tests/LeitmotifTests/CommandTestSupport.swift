@@ -1,6 +1,10 @@
 import Foundation
 
 @testable import Leitmotif
+@testable import LeitmotifCues
+@testable import LeitmotifEngine
+@testable import LeitmotifLibrary
+@testable import LeitmotifPlayers
 
 /// Runs the `leitmotif` executable SwiftPM built next to this test bundle (`swift test` rebuilds
 /// it, so it is never stale) and collects what it printed.

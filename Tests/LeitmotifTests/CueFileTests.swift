@@ -3,6 +3,10 @@ import LeitmotifFixtures
 import Testing
 
 @testable import Leitmotif
+@testable import LeitmotifCues
+@testable import LeitmotifEngine
+@testable import LeitmotifLibrary
+@testable import LeitmotifPlayers
 
 /// A cue file's folder: `music/` holds tiny real Ogg Vorbis files with tags (a sine each) and one
 /// text file named like audio, so bundled references can be checked against the disk.

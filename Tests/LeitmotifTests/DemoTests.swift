@@ -3,6 +3,10 @@ import LeitmotifFixtures
 import Testing
 
 @testable import Leitmotif
+@testable import LeitmotifCues
+@testable import LeitmotifEngine
+@testable import LeitmotifLibrary
+@testable import LeitmotifPlayers
 
 /// `make demo` without a sound card: the demo level rendered offline, checked by ear (the WAV's
 /// level and peaks) and by its timeline against the level's script.

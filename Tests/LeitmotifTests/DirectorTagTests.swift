@@ -3,6 +3,10 @@ import LeitmotifFixtures
 import Testing
 
 @testable import Leitmotif
+@testable import LeitmotifCues
+@testable import LeitmotifEngine
+@testable import LeitmotifLibrary
+@testable import LeitmotifPlayers
 
 @Suite("Tags a music director needs: mood, meter, tempo, ReplayGain and loop points on MediaItem")
 struct DirectorTagTests {

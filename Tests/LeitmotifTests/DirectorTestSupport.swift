@@ -2,6 +2,10 @@ import Foundation
 import LeitmotifFixtures
 
 @testable import Leitmotif
+@testable import LeitmotifCues
+@testable import LeitmotifEngine
+@testable import LeitmotifLibrary
+@testable import LeitmotifPlayers
 
 /// A small game for the director's tests: bundled music made in code (tones a test can tell
 /// apart by pitch), a cue file around it, and a run of the simulation that keeps the left channel.

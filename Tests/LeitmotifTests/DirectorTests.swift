@@ -4,6 +4,10 @@ import Synchronization
 import Testing
 
 @testable import Leitmotif
+@testable import LeitmotifCues
+@testable import LeitmotifEngine
+@testable import LeitmotifLibrary
+@testable import LeitmotifPlayers
 
 @Suite("The director: cues change the music")
 struct DirectorTests {

@@ -3,6 +3,10 @@ import LeitmotifFixtures
 import Synchronization
 
 @testable import Leitmotif
+@testable import LeitmotifCues
+@testable import LeitmotifEngine
+@testable import LeitmotifLibrary
+@testable import LeitmotifPlayers
 
 /// Small helpers for driving an offline engine by hand, the way Godot's dummy driver lets tests
 /// pump audio: every render call has the same size, so every run is the same.

@@ -4,6 +4,10 @@ import Synchronization
 import Testing
 
 @testable import Leitmotif
+@testable import LeitmotifCues
+@testable import LeitmotifEngine
+@testable import LeitmotifLibrary
+@testable import LeitmotifPlayers
 
 /// The level-event bus: game threads post, one consumer takes, in order, never blocking a poster.
 /// Producers are real threads (not tasks), because that is how a game posts.

@@ -1,6 +1,10 @@
 import Testing
 
 @testable import Leitmotif
+@testable import LeitmotifCues
+@testable import LeitmotifEngine
+@testable import LeitmotifLibrary
+@testable import LeitmotifPlayers
 
 /// Renders a value compactly (`{a:1,b:[true,null,"x"]}`) so a whole parse can be compared with
 /// one exact string.

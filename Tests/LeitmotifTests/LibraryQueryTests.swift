@@ -3,6 +3,10 @@ import LeitmotifFixtures
 import Testing
 
 @testable import Leitmotif
+@testable import LeitmotifCues
+@testable import LeitmotifEngine
+@testable import LeitmotifLibrary
+@testable import LeitmotifPlayers
 
 /// A small library, written straight into an index with `LibraryIndex.upsert` (no scan): the
 /// files exist (empty, except where a test makes real Vorbis) so playlists can resolve them.

@@ -4,6 +4,10 @@ import Synchronization
 import Testing
 
 @testable import Leitmotif
+@testable import LeitmotifCues
+@testable import LeitmotifEngine
+@testable import LeitmotifLibrary
+@testable import LeitmotifPlayers
 
 #if canImport(Glibc)
   import Glibc
@@ -225,7 +229,8 @@ struct LibraryScanTests {
     let empty = library.music + "/empty.ogg"
     let damaged = library.music + "/damaged.mp3"
     _ = FileManager.default.createFile(atPath: empty, contents: Data())
-    _ = FileManager.default.createFile(atPath: damaged, contents: Data(String(repeating: "no audio here ", count: 50).utf8))
+    _ = FileManager.default.createFile(
+      atPath: damaged, contents: Data(String(repeating: "no audio here ", count: 50).utf8))
     let index = try DirectIndex(path: library.indexPath)
 
     let first = try library.scanner.scan(through: index)

@@ -3,6 +3,10 @@ import LeitmotifFixtures
 import Testing
 
 @testable import Leitmotif
+@testable import LeitmotifCues
+@testable import LeitmotifEngine
+@testable import LeitmotifLibrary
+@testable import LeitmotifPlayers
 
 /// What the real-time engine really plays, captured from OpenAL Soft's wave backend, against the
 /// offline render of the same level with the events at the mix frames the live run applied

@@ -3,6 +3,10 @@ import LeitmotifFixtures
 import Testing
 
 @testable import Leitmotif
+@testable import LeitmotifCues
+@testable import LeitmotifEngine
+@testable import LeitmotifLibrary
+@testable import LeitmotifPlayers
 
 /// The mixer's clock, to the frame: files of other rates, transitions under a rate change, pause
 /// and resume, and the summed power of a crossfade measured per frame.

@@ -3,6 +3,10 @@ import LeitmotifFixtures
 import Testing
 
 @testable import Leitmotif
+@testable import LeitmotifCues
+@testable import LeitmotifEngine
+@testable import LeitmotifLibrary
+@testable import LeitmotifPlayers
 
 @Suite("The queue: MediaPlayer's rules, shuffle, notifications, failures and bad input")
 struct QueueBehaviorTests {

@@ -3,6 +3,10 @@ import LeitmotifFixtures
 import Synchronization
 
 @testable import Leitmotif
+@testable import LeitmotifCues
+@testable import LeitmotifEngine
+@testable import LeitmotifLibrary
+@testable import LeitmotifPlayers
 
 /// Collects a queue player's events for assertions.
 final class QueueLog: Sendable {

@@ -3,6 +3,10 @@ import LeitmotifFixtures
 import Testing
 
 @testable import Leitmotif
+@testable import LeitmotifCues
+@testable import LeitmotifEngine
+@testable import LeitmotifLibrary
+@testable import LeitmotifPlayers
 
 @Suite("The queue player: gapless joins, crossfades, loops, shuffle, notifications")
 struct QueueTests {

@@ -4,6 +4,10 @@ import LeitmotifRealtimeAudit
 import Testing
 
 @testable import Leitmotif
+@testable import LeitmotifCues
+@testable import LeitmotifEngine
+@testable import LeitmotifLibrary
+@testable import LeitmotifPlayers
 
 /// The streaming thread's rules (see `StreamingLoop`), checked: while music plays and
 /// crossfades, the thread that mixes allocates nothing, waits on no lock and does no file I/O.

@@ -3,6 +3,10 @@ import LeitmotifFixtures
 import Testing
 
 @testable import Leitmotif
+@testable import LeitmotifCues
+@testable import LeitmotifEngine
+@testable import LeitmotifLibrary
+@testable import LeitmotifPlayers
 
 /// The real-time path: the default device (headless on a machine without a sound card), the
 /// streaming thread, underruns and device loss. These run in real time, so they are short.

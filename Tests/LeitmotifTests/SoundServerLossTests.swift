@@ -3,6 +3,10 @@ import LeitmotifFixtures
 import Testing
 
 @testable import Leitmotif
+@testable import LeitmotifCues
+@testable import LeitmotifEngine
+@testable import LeitmotifLibrary
+@testable import LeitmotifPlayers
 
 #if canImport(Glibc)
   import Glibc
@@ -60,7 +64,8 @@ struct SoundServerLossTests {
     let heardAfter = try Capture(path: after.path, reference: reference)
     let rate = 48_000
     // Before: the file from its first frame, unbroken until the kill.
-    let first = try #require(heardBefore.firstSound, "nothing reached the sink before the kill; the player said: \(errors)")
+    let first = try #require(
+      heardBefore.firstSound, "nothing reached the sink before the kill; the player said: \(errors)")
     #expect(first.fileFrame == 0)
     #expect(heardBefore.trailingOther == 0, "\(heardBefore.trailingOther) frames of something else after the music")
     #expect(first.matchedFrames > rate, "only \(first.matchedFrames) frames heard before the kill")
@@ -78,7 +83,9 @@ struct SoundServerLossTests {
     let wait = Double(resumed.captureFrame - after.openedAtFrame) / Double(rate)
     #expect(wait >= 0 && wait <= 0.5, "the music came back \(wait) s after the server")
     #expect(errors.contains("disconnected") && errors.contains("audio resumed"), "\(errors)")
-    print("sound server loss: heard to file frame \(lostAt), resumed at \(resumed.fileFrame) (\(skipped) frames), \(wait) s after the server came back")
+    print(
+      "sound server loss: heard to file frame \(lostAt), resumed at \(resumed.fileFrame) (\(skipped) frames), \(wait) s after the server came back"
+    )
   }
 
   /// How far the resumed frame may lie from the first frame not heard: one device period (OpenAL's

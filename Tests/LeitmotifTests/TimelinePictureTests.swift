@@ -2,6 +2,10 @@ import Foundation
 import Testing
 
 @testable import Leitmotif
+@testable import LeitmotifCues
+@testable import LeitmotifEngine
+@testable import LeitmotifLibrary
+@testable import LeitmotifPlayers
 
 #if canImport(FoundationXML)
   import FoundationXML

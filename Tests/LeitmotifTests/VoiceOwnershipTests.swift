@@ -4,6 +4,10 @@ import Synchronization
 import Testing
 
 @testable import Leitmotif
+@testable import LeitmotifCues
+@testable import LeitmotifEngine
+@testable import LeitmotifLibrary
+@testable import LeitmotifPlayers
 
 /// Voices are handles with generations, held by leases: whatever an earlier owner still sends
 /// (a release, a seek, a disarm, a file it was opening) never reaches the voice's next owner.

@@ -1,0 +1,512 @@
+import Foundation
+import LeitmotifDecoding
+import LeitmotifEngine
+import LeitmotifLibrary
+import LeitmotifOutput
+import LeitmotifPlayers
+import Synchronization
+
+/// The music director: takes the game's cues from the level-event bus and, by the rules of the
+/// cue file, changes the music: states, crossfades on the beat grid, stingers, ducks, rate,
+/// volume, the low-pass filter, seeks. It plays the player's own songs and the game's bundled
+/// music through one `QueuePlayer` (plus a `Player` per stinger) on the engine.
+///
+/// ## Threads
+/// - `post(_:_:)` (or `bus.post`) from any thread: it never blocks (see `LevelEventBus`).
+/// - With `.ownThread` clocking the director runs on a thread of its own ("lm.director"): while
+///   the game is posting (until half a second after the last event) it looks at the bus every
+///   5 ms, so posts never make a system call; otherwise it sleeps until a post wakes it, a
+///   scheduled change is due, or a ramp needs its next step (every 10 ms). With `.pumped`, the game calls `update()` (from its frame loop): events are
+///   applied there, on the game's thread; no I/O happens in it.
+/// - On an offline engine, `CueSimulation` drives the director by audio time: an event posted
+///   for time T takes effect at exactly T, and runs repeat sample for sample.
+/// - Cue-file reloads, source resolution (library queries) and tag reading happen on a watcher
+///   thread ("lm.cuewatch"), never on the game's thread; the result is swapped in between two
+///   updates.
+/// - Observers run in order on the director's notification queue.
+public final class Director: @unchecked Sendable {
+  /// Who advances the director's clock in real time.
+  public enum Clocking: Sendable {
+    /// The director's own thread.
+    case ownThread
+    /// The game, by calling `update()`.
+    case pumped
+  }
+
+  /// The engine the music plays on.
+  public let engine: AudioEngine
+  /// The music: the state's queue plays here.
+  public let player: QueuePlayer
+  /// The level-event bus the game's cues arrive on (`post(_:_:)` posts to it).
+  public let bus: LevelEventBus
+  /// The player's music library, for `library` and `playlist` sources (nil: they fall back).
+  public let library: MediaLibrary?
+  /// The cue file being watched (nil when the director was made from a `CueSheet`).
+  public let cueFilePath: String?
+  /// Who advances the director: its own thread, or the game's `update()` calls (always pumped on
+  /// an offline engine).
+  public let clocking: Clocking
+
+  private let core: Mutex<DirectorCore>
+  private let picks = Mutex<MediaItemCollection?>(nil)
+  private let pendingParameters = Mutex<[(name: String, value: Double, ramp: Double)]>([])
+  private let observers = Mutex<(next: UInt64, handlers: [UInt64: @Sendable (DirectorReport) -> Void])>((1, [:]))
+  private let notifications = DispatchQueue(label: "leitmotif.director.notifications")
+  private let running = RunFlag()
+  private let started = Atomic<Bool>(false)
+  private var thread: Thread?
+  private var watcher: Thread?
+
+  /// A director for the cue file at `path`, watched for changes while the director runs.
+  /// - Parameters:
+  ///   - engine: the engine the music plays on (one director per engine).
+  ///   - path: the cue file (JSON5).
+  ///   - library: the player's music library, for `library` and `playlist` sources (nil: those
+  ///     sources fall back to bundled music).
+  ///   - clocking: `.ownThread` (the `lm.director` thread) or `.pumped` (the game calls
+  ///     `update()`); an offline engine is always pumped.
+  ///   - busCapacity: how many events the bus holds before posts are dropped.
+  ///   - watchesFile: reload the file when it changes (real-time engines only).
+  /// - Throws: `CueFileError` with every problem of the file. Reads the file, the bundled music's
+  ///   tags and the library: call it while the game loads, not in its frame loop.
+  public convenience init(
+    engine: AudioEngine, cueFile path: String, library: MediaLibrary? = nil, clocking: Clocking = .ownThread,
+    busCapacity: Int = LevelEventBus.defaultCapacity, watchesFile: Bool = true
+  ) throws(CueFileError) {
+    let sheet = try CueSheet.load(path: path)
+    self.init(
+      engine: engine, sheet: sheet, library: library, clocking: clocking, busCapacity: busCapacity,
+      watchedPath: watchesFile && !engine.isOffline ? path : nil)
+  }
+
+  /// A director for a cue sheet already loaded (not watched). Reads the bundled music's tags and
+  /// queries the library: call it while the game loads.
+  /// - Parameters:
+  ///   - engine: the engine the music plays on.
+  ///   - sheet: the cue sheet (from `CueSheet.load(path:)` or `parse(_:path:)`).
+  ///   - library: the player's music library, for `library` and `playlist` sources (nil: those
+  ///     sources fall back to bundled music).
+  ///   - clocking: `.ownThread` or `.pumped`; an offline engine is always pumped.
+  ///   - busCapacity: how many events the bus holds before posts are dropped.
+  public convenience init(
+    engine: AudioEngine, sheet: CueSheet, library: MediaLibrary? = nil, clocking: Clocking = .ownThread,
+    busCapacity: Int = LevelEventBus.defaultCapacity
+  ) {
+    self.init(
+      engine: engine, sheet: sheet, library: library, clocking: clocking, busCapacity: busCapacity, watchedPath: nil)
+  }
+
+  private init(
+    engine: AudioEngine, sheet: CueSheet, library: MediaLibrary?, clocking: Clocking, busCapacity: Int,
+    watchedPath: String?
+  ) {
+    self.engine = engine
+    self.library = library
+    self.clocking = engine.isOffline ? .pumped : clocking
+    cueFilePath = watchedPath ?? sheet.path
+    bus = LevelEventBus(capacity: busCapacity)
+    player = QueuePlayer(engine: engine, library: library)
+    let catalog = sheet.catalog ?? BundledCatalog(directory: sheet.assetsDirectory)
+    let resolver = MusicResolver(catalog: catalog, library: library, picks: nil)
+    core = Mutex(
+      DirectorCore(engine: engine, player: player, sheet: sheet, catalog: catalog, resolved: resolver.resolveAll(sheet))
+    )
+    leadFrames = Int64((Self.defaultLeadSeconds * Double(engine.sampleRate)).rounded())
+    if let watchedPath { startWatching(path: watchedPath) }
+  }
+
+  deinit {
+    running.value.store(false, ordering: .releasing)
+    bus.wakeConsumer()
+  }
+
+  /// Starts the music: enters the cue file's `start` state (or `state`), and, with `.ownThread`
+  /// clocking, the director's thread. Idempotent.
+  public func start(state: String? = nil) {
+    // Director time 0 is the mix frame the start lands on, a quarter of a second ahead of what
+    // is mixed now, time enough to open the first music (a cold start takes tens of
+    // milliseconds): it starts on that frame, and the director's steps fall on frames counted
+    // from there, as an offline render's do from 0.
+    if !engine.isOffline && !started.load(ordering: .acquiring) {
+      originFrame = engine.mixClock.now + Int64(engine.sampleRate / 4)
+      core.withLock { core in core.mixFrameOrigin = originFrame }
+    }
+    start(at: 0, state: state)
+  }
+
+  /// The mix frame of director time 0 (0 offline; see `start(state:)`).
+  nonisolated(unsafe) private var originFrame: Int64 = 0
+
+  /// Starts at director time `time` (the offline renderer's audio time).
+  func start(at time: Double, state: String?) {
+    guard !started.exchange(true, ordering: .acquiringAndReleasing) else { return }
+    let frame = Int64((time * Double(engine.sampleRate)).rounded())
+    lastStepFrame = frame
+    let reports = engine.performing(atMixFrame: originFrame + frame) {
+      core.withLock { core -> [DirectorReport] in
+        core.advance(to: time, newEvents: [], dropped: 0)
+        core.start(state: state)
+        core.advance(to: time, newEvents: [], dropped: 0)
+        return takeOutbox(&core.outbox)
+      }
+    }
+    deliver(reports)
+    if clocking == .ownThread { startThread() }
+  }
+
+  /// Stops the director's threads (the music plays on; stop it with `player.stop()`).
+  public func shutdown() {
+    running.value.store(false, ordering: .releasing)
+    bus.wakeConsumer()
+    while let thread, !thread.isFinished { usleep(1000) }
+    while let watcher, !watcher.isFinished { usleep(1000) }
+  }
+
+  // MARK: - The game's side
+
+  /// Posts a cue with its payload. Never blocks; false when the bus was full and the event was
+  /// dropped (counted, and reported as `.dropped`).
+  /// Thread safety: any thread.
+  @discardableResult
+  public func post(_ cue: String, _ payload: CuePayload = [:]) -> Bool {
+    let posted = bus.post(cue, payload)
+    return posted
+  }
+
+  /// Sets a game parameter (clamped to the range the cue file gives it), optionally over
+  /// `rampSeconds`. Applied at the director's next update; never blocks for long (a short lock
+  /// that only the director's update also takes).
+  /// Thread safety: any thread.
+  public func setParameter(_ name: String, _ value: Double, rampSeconds: Double = 0) {
+    pendingParameters.withLock { $0.append((name, value, rampSeconds)) }
+    bus.wakeConsumer()
+  }
+
+  /// A parameter's current value (nil for a name the cue file does not have).
+  public func parameter(_ name: String) -> Double? { core.withLock { $0.parameterValue(name) } }
+
+  /// The player's picks from the media picker: the music of `picks` sources. Resolved on the
+  /// calling thread (no I/O: the items are in memory).
+  public func setPicks(_ collection: MediaItemCollection?) {
+    picks.withLock { $0 = collection }
+    core.withLock { core in
+      // Only the picks sources change; resolving them reads nothing (the items are in memory).
+      let resolver = MusicResolver(catalog: core.catalog, library: library, picks: collection)
+      var resolved = core.resolved
+      for (name, source) in core.sheet.sources {
+        if case .picks = source.kind { resolved[name] = resolver.resolve(source) }
+      }
+      core.replace(resolved: resolved)
+    }
+  }
+
+  /// The music state the rules see (set when a rule changes it, even while the music waits for
+  /// the beat grid).
+  public var currentState: String? { core.withLock { $0.currentState } }
+
+  /// The state whose music is heard now.
+  public var audibleState: String? { core.withLock { $0.audibleState } }
+
+  /// What plays: the item, its source, and whether it is one of the player's own songs.
+  public var nowPlaying: (item: MediaItem, source: String?, isUserMusic: Bool)? {
+    guard let item = player.nowPlayingItem else { return nil }
+    let origin = core.withLock { $0.origin(of: item) }
+    return (item, origin?.source, origin?.isUserMusic ?? false)
+  }
+
+  /// The name of the source `item` came from (nil if the director did not queue it).
+  public func nowPlayingOrigin(_ item: MediaItem) -> String? { core.withLock { $0.origin(of: item)?.source } }
+
+  /// What each of the director's voices plays now (slot → item; stingers flagged).
+  var voiceItems: [Int: (item: MediaItem, isStinger: Bool)] { core.withLock { $0.voiceItems } }
+
+  /// The cue sheet in force (the last good one).
+  public var sheet: CueSheet { core.withLock { $0.sheet } }
+
+  /// Pumped clocking: applies the events posted since the last call and moves ramps along. Call
+  /// it once per frame from the game loop (with `.ownThread` clocking it does nothing). No I/O; it takes the director's lock for as long as
+  /// the events take (microseconds each).
+  public func update() {
+    // With its own thread the director is already stepping; a second consumer of the bus is
+    // not allowed (see `LevelEventBus`), so this does nothing then.
+    guard clocking == .pumped else { return }
+    if !started.load(ordering: .acquiring) { start() }
+    stepOnGrid()
+  }
+
+  /// The director's clock in real time: the mix clock, `leadFrames` ahead of what is being
+  /// mixed, so that what a step does reaches the streaming thread before its frame is mixed.
+  private var clockSeconds: Double { Double(clockFrame) / Double(engine.sampleRate) }
+  private var clockFrame: Int64 { engine.mixClock.now + leadFrames - originFrame }
+
+  /// How far ahead of the mix a step lands, in seconds (default 21 ms: 1024 frames at 48 kHz).
+  /// What a step does is stamped with its frame and waits in the engine for it, so it lands on
+  /// that exact frame, the one an offline render of the same events uses, as long as the
+  /// director's thread wakes within this lead (`AudioEngine.lateCommandCount` counts the
+  /// changes that came late and took effect on the next frame mixed instead). A longer lead
+  /// keeps that promise on a busier machine; an immediate change is heard that much later.
+  /// Beat and bar transitions land exactly whatever the lead (the mixer finds their frames).
+  /// Set it before `start()`; 0 to 1 s.
+  public var schedulingLead: TimeInterval {
+    get { Double(leadFrames) / Double(engine.sampleRate) }
+    set {
+      let seconds = newValue.isFinite ? max(0, min(1, newValue)) : Self.defaultLeadSeconds
+      leadFrames = Int64((seconds * Double(engine.sampleRate)).rounded())
+    }
+  }
+  static let defaultLeadSeconds = 1024.0 / 48_000
+  /// `schedulingLead` in mix frames.
+  nonisolated(unsafe) private(set) var leadFrames: Int64 = 1024
+  /// Real-time steps fall on multiples of this many mix frames (what `CueSimulation` renders at
+  /// a time), every one of them while something moves, so the same steps happen live as offline.
+  static let gridFrames: Int64 = 256
+  /// The last grid frame stepped (only the stepping thread touches it, under `stepping`).
+  nonisolated(unsafe) private var lastStepFrame: Int64 = 0
+
+  /// A real-time step: at every grid frame since the last step while ramps move (each on its
+  /// frame), else at the latest one; each step's commands stamped with its frame.
+  @discardableResult
+  func stepOnGrid(upTo frame: Int64? = nil) -> Bool {
+    stepping.withLock { _ in
+      // (A second step on the same grid frame takes what was posted since, at that frame.)
+      let target = max(lastStepFrame, (frame ?? clockFrame) / Self.gridFrames * Self.gridFrames)
+      var frame = lastStepFrame + Self.gridFrames
+      var tookInput = false
+      if core.withLock({ $0.isMoving }) {
+        while frame < target {
+          let at = frame
+          tookInput =
+            engine.performing(atMixFrame: originFrame + at) { stepLocked(to: Double(at) / Double(engine.sampleRate)) }
+            || tookInput
+          frame += Self.gridFrames
+        }
+      }
+      lastStepFrame = target
+      return engine.performing(atMixFrame: originFrame + target) {
+        stepLocked(to: Double(target) / Double(engine.sampleRate))
+      }
+        || tookInput
+    }
+  }
+
+  // MARK: - Observing
+
+  /// Calls `handler` with every report, in order, on the director's notification queue.
+  @discardableResult
+  public func addObserver(_ handler: @escaping @Sendable (DirectorReport) -> Void) -> UInt64 {
+    observers.withLock { state in
+      let token = state.next
+      state.next += 1
+      state.handlers[token] = handler
+      return token
+    }
+  }
+
+  /// Stops calling the observer registered under `token`.
+  public func removeObserver(_ token: UInt64) { _ = observers.withLock { $0.handlers.removeValue(forKey: token) } }
+
+  /// The reports as an async sequence (from now on).
+  public var reports: AsyncStream<DirectorReport> {
+    AsyncStream { continuation in
+      let token = addObserver { continuation.yield($0) }
+      continuation.onTermination = { [weak self] _ in self?.removeObserver(token) }
+    }
+  }
+
+  /// Waits until every report made so far has reached the observers.
+  public func waitForReports() { notifications.sync {} }
+
+  private func deliver(_ reports: [DirectorReport]) {
+    guard !reports.isEmpty else { return }
+    let handlers = observers.withLock { Array($0.handlers.sorted { $0.key < $1.key }.map(\.value)) }
+    guard !handlers.isEmpty else { return }
+    notifications.async {
+      for report in reports {
+        for handler in handlers { handler(report) }
+      }
+    }
+  }
+
+  // MARK: - Stepping
+
+  /// One update at director time `time`: events from the bus, parameters, due work, the mix.
+  /// Returns whether anything came in (events, drops or parameters).
+  @discardableResult
+  func step(to time: Double) -> Bool {
+    // One step at a time: the bus has exactly one consumer (a game calling `update()` from two
+    // threads waits here instead of breaking that rule).
+    stepping.withLock { _ in stepLocked(to: time) }
+  }
+
+  private let stepping = Mutex<Void>(())
+
+  private func stepLocked(to time: Double) -> Bool {
+    var events: [LevelEvent] = []
+    _ = bus.drain(into: &events)
+    if engine.isOffline {
+      // Offline, nothing is mixed until the next render: an event posted without a time of its
+      // own (the C API's lm_post between two lm_render calls) takes effect on the next frame.
+      let next = Double(engine.mixClock.now) / Double(engine.sampleRate)
+      for index in events.indices where events[index].audioTime == nil { events[index].audioTime = next }
+    }
+    let dropped = bus.takeNewDrops()
+    let parameters = pendingParameters.withLock { pending -> [(name: String, value: Double, ramp: Double)] in
+      defer { pending.removeAll(keepingCapacity: true) }
+      return pending
+    }
+    let reports = core.withLock { core -> [DirectorReport] in
+      core.advance(to: time, newEvents: [], dropped: 0)
+      for parameter in parameters { core.setParameter(parameter.name, parameter.value, rampSeconds: parameter.ramp) }
+      core.advance(to: time, newEvents: events, dropped: dropped)
+      return takeOutbox(&core.outbox)
+    }
+    deliver(reports)
+    return !events.isEmpty || dropped > 0 || !parameters.isEmpty
+  }
+
+  /// When the next scheduled thing is due, and whether ramps need steady updates.
+  func timing() -> (deadline: Double?, moving: Bool) { core.withLock { ($0.nextDeadline, $0.isMoving) } }
+
+  private func takeOutbox(_ outbox: inout [DirectorReport]) -> [DirectorReport] {
+    defer { outbox.removeAll(keepingCapacity: true) }
+    return outbox
+  }
+
+  private func startThread() {
+    let running = self.running
+    let thread = Thread { [weak self] in
+      nameCurrentThread("lm.director")
+      // The thread holds the director only while it steps, so releasing the director ends it.
+      var lastInput = -Double.infinity
+      while running.value.load(ordering: .acquiring), let (bus, wait, now, tookInput) = Director.tick(self) {
+        if tookInput { lastInput = now }
+        if now - lastInput < Director.pollWindowSeconds {
+          // While the game is posting, the thread looks at the bus every few milliseconds and
+          // posts wake nothing: a post then never makes a system call, nor lets the woken thread
+          // take the game thread's core (the benchmark's slowest posts were all such wake-ups).
+          // A cue waits at most `pollSeconds` more, against the mix periods the audio takes.
+          usleep(useconds_t(min(wait, Director.pollSeconds) * 1_000_000))
+        } else {
+          // Quiet for a while: sleep until a post wakes the thread (only the first post after a
+          // quiet spell pays for the wake-up), a scheduled change is due, or a ramp needs a step.
+          bus.waitForPost(timeout: .microseconds(Int64(wait * 1_000_000)))
+        }
+      }
+    }
+    thread.name = "leitmotif.director"
+    thread.qualityOfService = .userInteractive
+    self.thread = thread
+    thread.start()
+  }
+
+  /// One pass of the director's thread: a step, then how long it may sleep (10 ms while ramps
+  /// move, else until the next deadline, at most 100 ms).
+  private static func tick(_ director: Director?) -> (LevelEventBus, Double, Double, Bool)? {
+    guard let director else { return nil }
+    let now = director.clockSeconds
+    let tookInput = director.stepOnGrid()
+    let (deadline, moving) = director.timing()
+    var wait = moving ? 0.01 : 0.1
+    if let deadline { wait = min(wait, max(0.0005, deadline - director.clockSeconds)) }
+    return (director.bus, wait, now, tookInput)
+  }
+
+  /// How often the real-time thread looks at the bus while the game is posting.
+  static let pollSeconds = 0.005
+  /// How long after the last event the thread keeps polling before it sleeps until woken.
+  static let pollWindowSeconds = 0.5
+
+  // MARK: - Live reload
+
+  /// Reads the cue file again now. A valid file takes over (music keeps playing; its rules apply
+  /// to the next cues); an invalid one is reported and the last good file stays in force.
+  /// Does I/O (the file, bundled tags, library queries): not on the game's frame thread.
+  /// - Returns: the problems of the file (errors, if it was refused; else its warnings).
+  @discardableResult
+  public func reload() -> [CueProblem] {
+    guard let path = cueFilePath else { return [] }
+    let checked = CueSheet.check(path: path)
+    guard let sheet = checked.sheet else {
+      let failure = CueFileError(problems: checked.problems)
+      let reports = core.withLock { core -> [DirectorReport] in
+        core.report(.reloadFailed(failure))
+        return takeOutbox(&core.outbox)
+      }
+      deliver(reports)
+      return checked.problems
+    }
+    // The slow part (tags, library queries) happens before the lock: updates go on meanwhile.
+    let catalog = sheet.catalog ?? BundledCatalog(directory: sheet.assetsDirectory)
+    let resolver = MusicResolver(catalog: catalog, library: library, picks: picks.withLock { $0 })
+    let resolved = resolver.resolveAll(sheet)
+    let reports = core.withLock { core -> [DirectorReport] in
+      core.replace(sheet: sheet, catalog: catalog, resolved: resolved)
+      core.report(.reloaded(path: path, warnings: checked.problems))
+      return takeOutbox(&core.outbox)
+    }
+    deliver(reports)
+    return checked.problems
+  }
+
+  /// Re-reads the sources (library queries, playlists) without reloading the cue file: after a
+  /// library scan or a change of the player's consent. Does I/O.
+  public func refreshSources() {
+    let (sheet, catalog) = core.withLock { ($0.sheet, $0.catalog) }
+    let resolver = MusicResolver(catalog: catalog, library: library, picks: picks.withLock { $0 })
+    let resolved = resolver.resolveAll(sheet)
+    core.withLock { $0.replace(resolved: resolved) }
+  }
+
+  /// Polls the file's identity (modification time, size, inode) every 100 ms: editors that save
+  /// by writing in place and those that replace the file are both seen, and a reload lands
+  /// within a second. The library's consent is polled too (a change re-resolves the sources).
+  private func startWatching(path: String) {
+    let running = self.running
+    let watcher = Thread { [weak self] in
+      nameCurrentThread("lm.cuewatch")
+      var identity = FileIdentity(path: path)
+      var consent = self?.library?.authorizationStatus
+      var ticks = 0
+      while running.value.load(ordering: .acquiring) {
+        usleep(100_000)
+        guard let director = self else { return }
+        let current = FileIdentity(path: path)
+        if current != identity {
+          identity = current
+          director.reload()
+        }
+        ticks += 1
+        if ticks % 5 == 0, let library = director.library {
+          let status = library.authorizationStatus
+          if status != consent {
+            consent = status
+            director.refreshSources()
+          }
+        }
+      }
+    }
+    watcher.name = "leitmotif.cuewatch"
+    self.watcher = watcher
+    watcher.start()
+  }
+}
+
+/// What identifies one version of a file on disk, cheaply (a stat).
+struct FileIdentity: Equatable {
+  var modified: timespec?
+  var size: Int64 = -1
+  var inode: UInt64 = 0
+
+  init(path: String) {
+    var info = stat()
+    guard stat(path, &info) == 0 else { return }
+    modified = info.st_mtim
+    size = Int64(info.st_size)
+    inode = UInt64(info.st_ino)
+  }
+
+  static func == (a: FileIdentity, b: FileIdentity) -> Bool {
+    a.modified?.tv_sec == b.modified?.tv_sec && a.modified?.tv_nsec == b.modified?.tv_nsec && a.size == b.size
+      && a.inode == b.inode
+  }
+}

@@ -1,0 +1,714 @@
+import Foundation
+import LeitmotifDecoding
+import LeitmotifEngine
+import LeitmotifLibrary
+import LeitmotifOutput
+import LeitmotifPlayers
+
+/// The director's interpreter: the rules of the cue file applied to events, and the music
+/// controls they move. It owns the music's state (which music state plays, ramps, ducks,
+/// cooldowns, transitions waiting for the grid) and acts on the queue player and stinger players.
+///
+/// Not thread-safe: `Director` keeps it behind its lock and calls it from one thread at a time
+/// (its own thread, the game's `update()`, or the offline renderer). Nothing here does I/O: the
+/// sources were resolved beforehand (`MusicResolver`), and players only post commands.
+final class DirectorCore {
+  let engine: AudioEngine
+  let player: QueuePlayer
+  private(set) var sheet: CueSheet
+  private(set) var catalog: BundledCatalog
+  private(set) var resolved: [String: SourceResolution]
+  /// The director's clock, in seconds (see `DirectorReport.time`).
+  private(set) var now: Double = 0
+  private(set) var currentState: String?
+  private var statePriority = 0
+  private var generator: SeededGenerator
+  private var lastFired: [String: Double] = [:]
+  private var parameters: [String: Ramp] = [:]
+  // The music's gain and rate are products of these (see `applyMix`).
+  private var stateVolume = Ramp(1)
+  private var stateRate = Ramp(1)
+  private var volumeLevel = Ramp(1)
+  private var rateLevel = Ramp(1)
+  private var fade = Ramp(1)
+  private var ducks: [DuckEnvelope] = []
+  private var scheduled: [Scheduled] = []
+  private var scheduleCounter = 0
+  /// Events taken from the bus, waiting for their audio time (offline) or the next update.
+  private var waiting: [LevelEvent] = []
+  private var stingers: [Player] = []
+  private var stingerTurns: [String: Int] = [:]
+  private var origins: [String: (source: String, isUserMusic: Bool)] = [:]
+  private var lastNowPlaying: MediaItem?
+  private var lastNowPlayingEntry: Int?
+  /// Reports made since the director last collected them.
+  var outbox: [DirectorReport] = []
+  private var lastMix: (gain: Float, rate: Float, lowPass: Float)?
+  /// The mix frame of director time 0 (set by `Director.start` in real time; 0 offline).
+  var mixFrameOrigin: Int64 = 0
+
+  /// Where the playing item will be at director time `now`, in seconds of its file: its
+  /// published position is where the mix is, the director's clock runs ahead of that.
+  private var playingPosition: Double {
+    let mixedSeconds = Double(engine.mixClock.now - mixFrameOrigin) / Double(engine.sampleRate)
+    return player.currentPlaybackTime + max(0, now - mixedSeconds) * max(0.01, Double(player.currentPlaybackRate))
+  }
+
+  private struct Scheduled {
+    var time: Double
+    var order: Int
+    var work: Work
+    var cause: LevelEvent?
+  }
+
+  private enum Work {
+    case changeState(name: String, spec: TransitionSpec, landsAt: Double)
+    /// `prepared`: already playing, or about to start on its own frame (a stinger on the grid).
+    case stinger(name: String, item: MediaItem, volume: Float, duck: DuckAction?, prepared: Player?)
+    case pause, stop
+    case seek(seconds: Double, fadeBackSeconds: Double)
+  }
+
+  init(
+    engine: AudioEngine, player: QueuePlayer, sheet: CueSheet, catalog: BundledCatalog,
+    resolved: [String: SourceResolution]
+  ) {
+    self.engine = engine
+    self.player = player
+    self.sheet = sheet
+    self.catalog = catalog
+    self.resolved = resolved
+    generator = SeededGenerator(seed: sheet.seed)
+    resetParameters()
+  }
+
+  // MARK: - Cue file and sources
+
+  /// A new cue file: new rules for the next cues; the music that plays keeps playing. Parameters
+  /// keep their values where they still exist.
+  func replace(sheet: CueSheet, catalog: BundledCatalog, resolved: [String: SourceResolution]) {
+    self.sheet = sheet
+    self.catalog = catalog
+    self.resolved = resolved
+    resetParameters()
+    isQuiet = false
+    if let state = currentState, let spec = sheet.states[state] {
+      statePriority = spec.priority
+      stateVolume.move(to: Double(spec.volume), over: 0.25, at: now)
+      stateRate.move(to: Double(spec.rate), over: 0.25, at: now)
+      player.repeatMode = spec.repeatMode
+      player.transition = spec.itemTransition
+    } else if let state = currentState {
+      report(.problem("state \"\(state)\" is gone from the cue file: its music plays on until a rule changes state"))
+      statePriority = 0
+    }
+    lastFired = lastFired.filter { name, _ in sheet.rules.contains { $0.name == name } }
+  }
+
+  func replace(resolved: [String: SourceResolution]) { self.resolved = resolved }
+
+  private func resetParameters() {
+    var kept: [String: Ramp] = [:]
+    for spec in sheet.parameters {
+      let value = parameters[spec.name].map { min(spec.maximum, max(spec.minimum, $0.value(at: now))) }
+      kept[spec.name] = Ramp(value ?? spec.defaultValue)
+    }
+    parameters = kept
+  }
+
+  func parameterValue(_ name: String) -> Double? { parameters[name]?.value(at: now) }
+
+  /// The game sets a parameter (clamped to its range); unknown names are reported.
+  func setParameter(_ name: String, _ value: Double, rampSeconds: Double = 0) {
+    guard let spec = sheet.parameter(named: name) else {
+      report(
+        .problem(
+          "parameter \"\(name)\" is not in the cue file (it has: \(sheet.parameters.map(\.name).joined(separator: ", ")))"
+        ))
+      return
+    }
+    guard value.isFinite else {
+      report(.problem("parameter \"\(name)\": \(value) is not a number"))
+      return
+    }
+    parameters[name, default: Ramp(spec.defaultValue)].move(
+      to: min(spec.maximum, max(spec.minimum, value)), over: rampSeconds, at: now)
+    isQuiet = false
+  }
+
+  // MARK: - Time
+
+  /// Takes events (in bus order), then runs everything due at `time`: events whose time has come,
+  /// transitions that land, ramps. `time` never goes back.
+  func advance(to time: Double, newEvents: [LevelEvent], dropped: UInt64) {
+    now = max(now, time)
+    // The common case on the real-time thread, 200 times a second while music plays: nothing
+    // new, nothing due, nothing moving. Only a new item in the queue can need a report.
+    if isQuiet && newEvents.isEmpty && dropped == 0 && waiting.isEmpty
+      && (scheduled.first.map { $0.time > now + 0.5 / Double(engine.sampleRate) } ?? true)
+    {
+      noticeNowPlaying()
+      return
+    }
+    isQuiet = false
+    if dropped > 0 { report(.dropped(count: dropped)) }
+    // Offline events carry their audio time; the order is time, then posting order. Real-time
+    // events have none and come in order, so the sort is skipped when nothing is out of place.
+    func key(_ event: LevelEvent) -> (Double, UInt64) { (event.audioTime ?? -.infinity, event.sequence) }
+    var sorted = true
+    for event in newEvents {
+      if let last = waiting.last, key(event) < key(last) { sorted = false }
+      waiting.append(event)
+    }
+    if !sorted { waiting.sort { key($0) < key($1) } }
+    let tolerance = 0.5 / Double(engine.sampleRate)
+    var taken = 0  // events handled, removed from the front in one go (not one by one)
+    while true {
+      let nextEvent =
+        taken < waiting.count && (waiting[taken].audioTime ?? -.infinity) <= now + tolerance ? waiting[taken] : nil
+      let nextWork = scheduled.first.flatMap { $0.time <= now + tolerance ? $0 : nil }
+      if let event = nextEvent, nextWork == nil || (event.audioTime ?? -.infinity) <= nextWork!.time {
+        taken += 1
+        if let time = event.audioTime, time < now {
+          // An event with its own time (offline, or a recorded run) happens then, on its frame,
+          // even when the step that takes it comes a little later.
+          let stepTime = now
+          now = time
+          engine.performing(atMixFrame: mixFrameOrigin + Int64((time * Double(engine.sampleRate)).rounded())) {
+            handle(event)
+          }
+          now = stepTime
+        } else {
+          handle(event)
+        }
+      } else if let work = nextWork {
+        scheduled.removeFirst()
+        // Scheduled work happens at its own time, on its own mix frame, even when this step
+        // comes a little later (a real-time step lands on the director's grid of frames).
+        let stepTime = now
+        now = min(stepTime, work.time)
+        engine.performing(atMixFrame: mixFrameOrigin + Int64((work.time * Double(engine.sampleRate)).rounded())) {
+          run(work)
+        }
+        now = stepTime
+      } else {
+        break
+      }
+    }
+    waiting.removeFirst(taken)
+    stingers.removeAll { $0.playbackState == .stopped }
+    ducks.removeAll { $0.isOver(at: now) }
+    noticeNowPlaying()
+    applyMix()
+    isQuiet = !isMoving && stingers.isEmpty
+  }
+
+  /// Nothing moves and nothing plays on its own: the next update has nothing to step unless
+  /// something comes in (see `advance`). Anything that changes the mix from outside clears it.
+  private var isQuiet = false
+
+  /// The next time something is due (an event's audio time, a scheduled change), if any.
+  var nextDeadline: Double? {
+    let times = [waiting.first?.audioTime, scheduled.first?.time].compactMap { $0 }
+    return times.min()
+  }
+
+  /// Whether ramps or ducks are moving (the real-time thread then updates every few ms).
+  var isMoving: Bool {
+    fade.isMoving(at: now) || volumeLevel.isMoving(at: now) || rateLevel.isMoving(at: now)
+      || stateVolume.isMoving(at: now) || stateRate.isMoving(at: now) || !ducks.isEmpty
+      || parameters.values.contains { $0.isMoving(at: now) }
+  }
+
+  // MARK: - Starting
+
+  /// Enters the cue file's `start` state (or `state`), if any.
+  func start(state: String?) {
+    isQuiet = false
+    guard let name = state ?? sheet.startState, let spec = sheet.states[name] else { return }
+    changeState(to: name, spec: spec.transition, cause: nil)
+  }
+
+  // MARK: - Events and rules
+
+  private func handle(_ event: LevelEvent) {
+    let candidates = sheet.rules.enumerated()
+      .filter { $0.element.answers(event.cue) }
+      .sorted { ($0.element.priority, -$0.offset) > ($1.element.priority, -$1.offset) }
+      .map(\.element)
+    guard !candidates.isEmpty else {
+      report(.ignored(reason: "no rule answers cue \"\(event.cue)\""), cause: event)
+      return
+    }
+    var reasons: [String] = []
+    for rule in candidates {
+      if let reason = whyNot(rule, event) {
+        reasons.append("rule \"\(rule.name)\": \(reason)")
+        continue
+      }
+      lastFired[rule.name] = now
+      var done: [String] = []
+      for action in rule.actions { done.append(perform(action, cause: event)) }
+      report(.fired(rule: rule.name, actions: done), cause: event)
+      return
+    }
+    report(.ignored(reason: reasons.joined(separator: "; ")), cause: event)
+  }
+
+  /// Why `rule` cannot fire for `event` now (nil: it can).
+  private func whyNot(_ rule: CueRule, _ event: LevelEvent) -> String? {
+    let conditions = rule.conditions
+    if let states = conditions.states, !states.contains(currentState ?? "") {
+      return
+        "the state is \(currentState.map { "\"\($0)\"" } ?? "none"), not \(states.map { "\"\($0)\"" }.joined(separator: " or "))"
+    }
+    if let state = currentState, conditions.notStates.contains(state) { return "not in state \"\(state)\"" }
+    for (key, test) in conditions.payload where !test.passes(event.payload[key]) {
+      return "payload \(key) = \(event.payload[key].map { "\($0)" } ?? "absent") fails its test"
+    }
+    for (name, test) in conditions.parameters {
+      let value = parameterValue(name)
+      if !test.passes(value.map { .number($0) }) {
+        return "parameter \(name) = \(value.map { Self.format($0) } ?? "unknown") fails its test"
+      }
+    }
+    if rule.priority < statePriority, let state = currentState {
+      return "state \"\(state)\" (priority \(statePriority)) outranks the rule (priority \(rule.priority))"
+    }
+    if rule.cooldownSeconds > 0, let last = lastFired[rule.name], now - last < rule.cooldownSeconds {
+      return "cooling down (fired \(Self.format(now - last)) s ago; cooldown \(Self.format(rule.cooldownSeconds)) s)"
+    }
+    return nil
+  }
+
+  // MARK: - Actions
+
+  /// Carries out one action; returns what it did, for the report.
+  private func perform(_ action: CueAction, cause: LevelEvent?) -> String {
+    switch action {
+    case .changeState(let name, let override):
+      guard let state = sheet.states[name] else { return "no state \"\(name)\"" }
+      return changeState(to: name, spec: override ?? state.transition, cause: cause)
+    case .stinger(let stinger):
+      return playStinger(stinger, cause: cause)
+    case .duck(let duck):
+      ducks.append(DuckEnvelope(duck, at: now))
+      return
+        "duck \(Self.format(duck.decibels)) dB (attack \(Self.format(duck.attackSeconds)) s, hold \(Self.format(duck.holdSeconds)) s, release \(Self.format(duck.releaseSeconds)) s)"
+    case .rate(let value, let ramp):
+      rateLevel.move(to: Double(value), over: ramp, at: now)
+      return "rate \(Self.format(Double(value)))" + (ramp > 0 ? " over \(Self.format(ramp)) s" : "")
+    case .volume(let value, let ramp):
+      volumeLevel.move(to: Double(value), over: ramp, at: now)
+      return "volume \(Self.format(Double(value)))" + (ramp > 0 ? " over \(Self.format(ramp)) s" : "")
+    case .seek(let target, let fadeSeconds):
+      return seek(target, fadeSeconds: fadeSeconds, cause: cause)
+    case .pause(let fadeSeconds):
+      guard player.playbackState == .playing else { return "pause: nothing is playing" }
+      fade.move(to: 0, over: fadeSeconds, at: now)
+      schedule(.pause, at: now + fadeSeconds, cause: cause)
+      return "pause (fade \(Self.format(fadeSeconds)) s)"
+    case .resume(let fadeSeconds):
+      cancelScheduled {
+        if case .pause = $0 { return true } else if case .stop = $0 { return true } else { return false }
+      }
+      if player.playbackState == .paused {
+        player.play()
+        if fade.value(at: now) < 1 || fadeSeconds > 0 {
+          fade.set(0)
+          fade.move(to: 1, over: fadeSeconds, at: now)
+        }
+        return "resume (fade \(Self.format(fadeSeconds)) s)"
+      }
+      if player.playbackState == .stopped, let state = currentState, let spec = sheet.states[state] {
+        var entry = spec.transition
+        entry.seconds = fadeSeconds
+        entry.moment = .now
+        currentState = nil
+        return "resume: " + changeState(to: state, spec: entry, cause: cause)
+      }
+      fade.move(to: 1, over: fadeSeconds, at: now)
+      return "resume: already playing"
+    case .stop(let fadeSeconds):
+      cancelScheduled { if case .changeState = $0 { return true } else { return false } }
+      fade.move(to: 0, over: fadeSeconds, at: now)
+      schedule(.stop, at: now + fadeSeconds, cause: cause)
+      return "stop (fade \(Self.format(fadeSeconds)) s)"
+    case .skip(let direction, let spec):
+      let transition = spec.map { Transition(validDuration: $0.seconds, curve: $0.curve) }
+      do {
+        try player.skip(direction, transition: transition)
+        return "skip \(direction.rawValue)"
+      } catch {
+        return "skip \(direction.rawValue): \(error)"
+      }
+    case .setParameter(let name, let value, let ramp):
+      setParameter(name, value, rampSeconds: ramp)
+      return "set \(name) = \(Self.format(value))" + (ramp > 0 ? " over \(Self.format(ramp)) s" : "")
+    case .releaseLoop:
+      player.releaseLoop()
+      return "release the loop"
+    }
+  }
+
+  /// Moves to state `name` with `spec`: at once, or scheduled on the grid or at the item's end.
+  @discardableResult
+  private func changeState(to name: String, spec: TransitionSpec, cause: LevelEvent?) -> String {
+    let playing = player.playbackState == .playing && player.nowPlayingItem != nil
+    if name == currentState && playing && !hasScheduledStateChange {
+      return "stay in \"\(name)\" (already playing)"
+    }
+    cancelScheduled { if case .changeState = $0 { return true } else { return false } }
+    cancelScheduled { if case .stop = $0 { return true } else { return false } }
+    currentState = name
+    statePriority = sheet.states[name]?.priority ?? 0
+    let (landsAt, landing) = landingTime(spec, playing: playing)
+    let description =
+      "\(spec.seconds > 0 ? "crossfade" : "cut") to \"\(name)\""
+      + (spec.seconds > 0 ? " (\(Self.format(spec.seconds)) s \(spec.curve.rawValue))" : "")
+    if landsAt > now + 0.5 / Double(engine.sampleRate) {
+      report(
+        .scheduled(
+          what: description + " on the \(spec.moment == .end ? "item's end" : spec.moment.rawValue)", at: landsAt),
+        cause: cause)
+      if let landing {
+        // The new music is opened now and starts when the playing item reaches the line: the
+        // mixer finds that frame from the playing voice's own position, so the landing is exact
+        // live too, whenever this thread runs.
+        applyStateChange(name, spec: spec, cause: cause, landing: (landing, landsAt))
+      } else {
+        schedule(.changeState(name: name, spec: spec, landsAt: landsAt), at: landsAt, cause: cause)
+      }
+      return description + " at \(spec.moment.rawValue) (\(Self.format(landsAt)) s)"
+    }
+    applyStateChange(name, spec: spec, cause: cause)
+    return description
+  }
+
+  private var hasScheduledStateChange: Bool {
+    scheduled.contains { if case .changeState = $0.work { return true } else { return false } }
+  }
+
+  /// When incoming music should be heard: now (plus the pre-roll when something plays), on the
+  /// next beat or bar of the playing item that can still be reached, or so that the crossfade
+  /// ends with the item.
+  /// Also where, in the playing item's file, the incoming music should start (nil: now).
+  private func landingTime(_ spec: TransitionSpec, playing: Bool) -> (Double, QueuePlayer.Landing?) {
+    guard playing, let item = player.nowPlayingItem else { return (now, nil) }
+    // The mixer starts incoming music on the first frame it mixes after the change.
+    let earliest = now
+    let rate = max(0.01, Double(player.currentPlaybackRate))
+    let position = playingPosition
+    switch spec.moment {
+    case .now:
+      return (earliest, nil)
+    case .beat, .bar:
+      let grid = self.grid(for: item)
+      let unit = spec.moment == .beat ? grid.secondsPerBeat : grid.secondsPerBar
+      // The position when the incoming music could first start, then the grid line at or after it.
+      let reachable = position + (earliest - now) * rate
+      let index = ((reachable - grid.offsetSeconds) / unit - 1e-9).rounded(.up)
+      let line = grid.offsetSeconds + max(0, index) * unit
+      return (now + (line - position) / rate, QueuePlayer.Landing(fileSeconds: line, everySeconds: unit))
+    case .end:
+      var end = item.playbackDuration ?? position
+      if let loopEnd = loopEnd(of: item), position < loopEnd, player.loopRepeat != .off { end = loopEnd }
+      let crossfade = spec.seconds
+      let landsAt = max(earliest, now + (end - position) / rate - crossfade)
+      let fileSeconds = end - crossfade * rate
+      return (landsAt, fileSeconds > position ? QueuePlayer.Landing(fileSeconds: fileSeconds, everySeconds: nil) : nil)
+    }
+  }
+
+  private func loopEnd(of item: MediaItem) -> Double? {
+    guard let rate = item.sampleRate, item.loopStartFrame != nil else { return nil }
+    return item.loopEndFrame.map { Double($0) / Double(rate) } ?? item.playbackDuration
+  }
+
+  /// The beat grid of `item`: its BPM tag (and meter tag), else its source's, its state's or the
+  /// file's `tempo`: a user song with no tempo known follows that time grid.
+  func grid(for item: MediaItem) -> BeatGrid {
+    let source = origins[item.assetURL.path].flatMap { sheet.sources[$0.source] }
+    let state = currentState.flatMap { sheet.states[$0] }
+    var grid = source?.grid ?? state?.grid ?? sheet.grid
+    if let bpm = item.beatsPerMinute, bpm > 0 {
+      grid.beatsPerMinute = bpm
+      grid.offsetSeconds = source?.grid?.offsetSeconds ?? 0
+      if let meter = item.beatsPerBar, meter > 0 { grid.beatsPerBar = meter }
+    }
+    return grid
+  }
+
+  /// `landing`: the new music starts on that line of the playing item, heard at `at` (the
+  /// director's clock), rather than now.
+  private func applyStateChange(
+    _ name: String, spec: TransitionSpec, cause: LevelEvent?,
+    landing: (QueuePlayer.Landing, at: Double)? = nil
+  ) {
+    guard let state = sheet.states[name] else { return }
+    let music = StateMusic.build(state, sheet: sheet, resolved: resolved, generator: &generator)
+    for fallback in music.fallbacks { report(fallback, cause: cause) }
+    guard let first = music.entries.first else {
+      report(.problem("state \"\(name)\" has no music to play: what played goes on"), cause: cause)
+      return
+    }
+    origins.merge(music.origins) { _, new in new }
+    let from = player.nowPlayingItem
+    let wasPlaying = player.playbackState == .playing && from != nil
+    let entrySeconds = entryPosition(
+      spec.entry, for: first.item, outgoing: wasPlaying ? from : nil, at: landing?.0.fileSeconds)
+    let heardAt = landing?.at ?? now
+    player.repeatMode = state.repeatMode
+    player.loopRepeat = state.loop
+    player.transition = state.itemTransition
+    let descriptor = QueueDescriptor(entries: music.entries)
+    do {
+      if wasPlaying {
+        try player.setQueue(
+          with: descriptor, startingAt: entrySeconds,
+          transition: Transition(validDuration: spec.seconds, curve: spec.curve), landing: landing?.0)
+        stateVolume.move(to: Double(state.volume), over: spec.seconds, at: heardAt)
+      } else {
+        try player.setQueue(with: descriptor, startingAt: entrySeconds, transition: nil)
+        stateVolume.set(Double(state.volume))
+        // The first music fades in along the transition's own curve.
+        fade.set(spec.seconds > 0 ? 0 : 1)
+        fade.move(to: 1, over: spec.seconds, at: now, curve: spec.curve)
+        player.play()
+      }
+    } catch {
+      report(.problem("state \"\(name)\": the queue was refused: \(error)"), cause: cause)
+      return
+    }
+    stateRate.set(Double(state.rate))
+    let origin = music.origins[first.item.assetURL.path]
+    lastNowPlaying = first.item
+    lastNowPlayingEntry = player.nowPlayingEntryID
+    // Stamped with the time the new music is heard: the first frame mixed after the change.
+    report(
+      .stateChanged(
+        from: lastReportedState, to: name, item: first.item, source: origin?.source,
+        isUserMusic: origin?.isUserMusic ?? false), cause: cause, at: heardAt)
+    lastReportedState = name
+  }
+
+  /// The state whose music the last `stateChanged` report announced.
+  private var lastReportedState: String?
+
+  /// Where incoming music starts, in seconds of its file (nil: its start).
+  /// `at`: the outgoing item's position when the incoming one is heard (nil: now).
+  private func entryPosition(
+    _ entry: TransitionSpec.Entry, for item: MediaItem, outgoing: MediaItem?, at: Double? = nil
+  ) -> Double? {
+    switch entry {
+    case .start:
+      return nil
+    case .loopStart:
+      guard let frame = item.loopStartFrame, let rate = item.sampleRate, rate > 0 else { return nil }
+      return Double(frame) / Double(rate)
+    case .samePosition:
+      guard outgoing != nil else { return nil }
+      // Where the outgoing item is when the incoming one is heard: on the same mix frame.
+      var position = at ?? playingPosition
+      if let duration = item.playbackDuration, duration > 0 {
+        position = position.truncatingRemainder(dividingBy: duration)
+      }
+      return position
+    case .cuePoint:
+      let source = origins[item.assetURL.path].flatMap { sheet.sources[$0.source] }
+      let duration = item.playbackDuration ?? .infinity
+      let points = (source?.cuePointsSeconds ?? []).filter { $0 < duration }
+      if !points.isEmpty { return points.randomElement(using: &generator) }
+      let grid = self.grid(for: item)
+      let bars = Int(((duration.isFinite ? duration : grid.secondsPerBar) - grid.offsetSeconds) / grid.secondsPerBar)
+      guard bars > 1 else { return nil }
+      return grid.offsetSeconds + Double(Int.random(in: 0..<bars, using: &generator)) * grid.secondsPerBar
+    }
+  }
+
+  private func playStinger(_ stinger: StingerAction, cause: LevelEvent?) -> String {
+    let item: MediaItem
+    if stinger.isSource {
+      guard let items = resolved[stinger.sound]?.items, !items.isEmpty else {
+        return
+          "stinger \"\(stinger.sound)\": the source gives nothing (\(resolved[stinger.sound]?.unavailableReason ?? "unknown"))"
+      }
+      let turn = stingerTurns[stinger.sound, default: 0]
+      stingerTurns[stinger.sound] = turn + 1
+      item = items[turn % items.count]
+    } else {
+      guard let file = catalog.item(relativePath: stinger.sound) else {
+        return "stinger \"\(stinger.sound)\": no such bundled file"
+      }
+      item = file
+    }
+    var at = now
+    var trigger: QueuePlayer.Landing?
+    if stinger.moment == .beat || stinger.moment == .bar, player.playbackState == .playing,
+      let playing = player.nowPlayingItem
+    {
+      let grid = self.grid(for: playing)
+      let unit = stinger.moment == .beat ? grid.secondsPerBeat : grid.secondsPerBar
+      let rate = max(0.01, Double(player.currentPlaybackRate))
+      let position = playingPosition
+      let index = ((position - grid.offsetSeconds) / unit - 1e-9).rounded(.up)
+      let line = grid.offsetSeconds + max(0, index) * unit
+      at = now + (line - position) / rate
+      trigger = QueuePlayer.Landing(fileSeconds: line, everySeconds: unit)
+    }
+    if at > now + 0.5 / Double(engine.sampleRate) {
+      // Opened now, and started by the mixer on the frame where the music reaches the line (its
+      // duck and its report wait for that time here).
+      var prepared: Player?
+      if let trigger, let start = player.startTrigger(at: trigger) {
+        do {
+          let early = try Player(engine: engine, item: item)
+          early.volume = stinger.volume
+          early.play(when: start)
+          prepared = early
+        } catch {
+          return "stinger \"\(stinger.sound)\": \(error)"
+        }
+      }
+      let work = Work.stinger(
+        name: stinger.sound, item: item, volume: stinger.volume, duck: stinger.duck, prepared: prepared)
+      schedule(work, at: at, cause: cause)
+      return "stinger \"\(stinger.sound)\" on the \(stinger.moment.rawValue) (\(Self.format(at)) s)"
+    }
+    let work = Work.stinger(name: stinger.sound, item: item, volume: stinger.volume, duck: stinger.duck, prepared: nil)
+    run(Scheduled(time: now, order: 0, work: work, cause: cause))
+    return "stinger \"\(stinger.sound)\""
+  }
+
+  private func seek(_ target: SeekTarget, fadeSeconds: Double, cause: LevelEvent?) -> String {
+    guard let item = player.nowPlayingItem else { return "seek: nothing is playing" }
+    let seconds: Double
+    switch target {
+    case .seconds(let value): seconds = value
+    case .start: seconds = 0
+    case .loopStart:
+      seconds = item.loopStartFrame.flatMap { frame in item.sampleRate.map { Double(frame) / Double($0) } } ?? 0
+    }
+    if fadeSeconds <= Voice.transportFadeSeconds {
+      player.currentPlaybackTime = seconds
+    } else {
+      // Down, jump, back up: the dip is the fade, split either side of the jump.
+      fade.move(to: 0, over: fadeSeconds / 2, at: now)
+      schedule(.seek(seconds: seconds, fadeBackSeconds: fadeSeconds / 2), at: now + fadeSeconds / 2, cause: cause)
+    }
+    return "seek to \(Self.format(seconds)) s"
+  }
+
+  // MARK: - Scheduled work
+
+  private func schedule(_ work: Work, at time: Double, cause: LevelEvent?) {
+    scheduleCounter += 1
+    scheduled.append(Scheduled(time: time, order: scheduleCounter, work: work, cause: cause))
+    scheduled.sort { ($0.time, $0.order) < ($1.time, $1.order) }
+  }
+
+  private func cancelScheduled(where matches: (Work) -> Bool) {
+    scheduled.removeAll { matches($0.work) }
+  }
+
+  private func run(_ item: Scheduled) {
+    switch item.work {
+    case .changeState(let name, let spec, _):
+      applyStateChange(name, spec: spec, cause: item.cause)
+    case .stinger(let name, let file, let volume, let duck, let prepared):
+      do {
+        let stinger = try prepared ?? Player(engine: engine, item: file)
+        if prepared == nil {
+          stinger.volume = volume
+          stinger.play()
+        }
+        stingers.append(stinger)
+        if let duck { ducks.append(DuckEnvelope(duck, at: now)) }
+        report(.stinger(name: name, item: file), cause: item.cause)
+      } catch {
+        report(.problem("stinger \"\(name)\": \(error)"), cause: item.cause)
+      }
+    case .pause:
+      player.pause()
+    case .stop:
+      player.stop()
+      lastReportedState = nil
+    case .seek(let seconds, let fadeBack):
+      player.currentPlaybackTime = seconds
+      fade.move(to: 1, over: fadeBack, at: now)
+    }
+  }
+
+  // MARK: - The mix
+
+  /// Steps the music's gain, rate and low-pass filter to where the ramps, ducks and parameter
+  /// curves put them now. Posted only when they change.
+  private func applyMix() {
+    var gain = stateVolume.value(at: now) * volumeLevel.value(at: now) * fade.value(at: now)
+    gain *= ducks.reduce(1) { min($0, $1.gain(at: now)) }
+    var rate = stateRate.value(at: now) * rateLevel.value(at: now)
+    var lowPass = 1.0
+    for spec in sheet.parameters {
+      guard let value = parameters[spec.name]?.value(at: now) else { continue }
+      for drive in spec.drives {
+        let level = drive.curve.value(at: value)
+        switch drive.target {
+        case .volume: gain *= max(0, min(1, level))
+        case .rate: rate *= level
+        case .lowpass: lowPass *= max(0, min(1, level))
+        }
+      }
+    }
+    let mix = (gain: Float(max(0, min(1, gain))), rate: Float(max(0.01, min(4, rate))), lowPass: Float(lowPass))
+    if let last = lastMix, last == mix { return }
+    if lastMix?.gain != mix.gain { player.setMixGain(mix.gain) }
+    if lastMix?.rate != mix.rate { player.setMixRate(mix.rate) }
+    if lastMix?.lowPass != mix.lowPass { player.lowPassGain = mix.lowPass }
+    lastMix = mix
+  }
+
+  /// Reports a new now-playing item. Runs on every update (200 times a second on the director's
+  /// thread while music plays), so it compares the queue's entry number, not items.
+  private func noticeNowPlaying() {
+    let entry = player.nowPlayingEntryID
+    guard entry != lastNowPlayingEntry else { return }
+    guard player.playbackState == .playing, let item = player.nowPlayingItem else { return }
+    lastNowPlayingEntry = entry
+    guard item != lastNowPlaying else { return }
+    lastNowPlaying = item
+    let origin = origins[item.assetURL.path]
+    report(.nowPlaying(item: item, source: origin?.source, isUserMusic: origin?.isUserMusic ?? false))
+  }
+
+  /// What each voice of the director plays (music and stingers), for the timeline's lanes.
+  var voiceItems: [Int: (item: MediaItem, isStinger: Bool)] {
+    var items = player.voiceItems.mapValues { (item: $0, isStinger: false) }
+    for stinger in stingers {
+      if let item = stinger.item, let slot = stinger.slot { items[slot] = (item, true) }
+    }
+    return items
+  }
+
+  // MARK: - Reports
+
+  func report(_ kind: DirectorReport.Kind, cause: LevelEvent? = nil, at time: Double? = nil) {
+    outbox.append(DirectorReport(time: time ?? now, event: cause, kind: kind))
+  }
+
+  /// Where each item came from (the timeline and the demo say "user song" or "bundled").
+  func origin(of item: MediaItem) -> (source: String, isUserMusic: Bool)? { origins[item.assetURL.path] }
+
+  /// The music state whose music plays (it can lag `currentState` while a transition waits for
+  /// the grid).
+  var audibleState: String? { lastReportedState }
+
+  /// A number for a report: whole numbers without a point, others to three decimals at most
+  /// ("0.9", "1.25"). Cheap: it runs for every action of every event (no `String(format:)`, no
+  /// regular expression: those cost most of an event's time in the benchmark).
+  static func format(_ value: Double) -> String {
+    guard value.isFinite else { return "\(value)" }
+    let rounded = (value * 1000).rounded() / 1000
+    if rounded == rounded.rounded() && abs(rounded) < 1e15 { return String(Int64(rounded)) }
+    return "\(rounded)"
+  }
+}

@@ -1,0 +1,92 @@
+import Foundation
+import LeitmotifDecoding
+import LeitmotifEngine
+import LeitmotifLibrary
+import LeitmotifOutput
+import LeitmotifPlayers
+
+/// What the director did, and why: one report per event it took (which rule fired and which
+/// actions ran, or why nothing happened), and one for each change it made on its own time (a
+/// quantized transition landing, a fallback to bundled music, a reload).
+///
+/// Subscribe with `Director.addObserver(_:)` or `Director.reports`.
+public struct DirectorReport: Sendable, CustomStringConvertible {
+  /// The director's time, in seconds: audio time in an offline run, seconds since the director
+  /// started otherwise.
+  public var time: Double
+  /// The event this answers (nil for reports of the director's own doing).
+  public var event: LevelEvent?
+  /// What happened.
+  public var kind: Kind
+
+  /// What the director did.
+  public enum Kind: Sendable {
+    /// Rule `rule` fired; `actions` describe what it did, in order.
+    case fired(rule: String, actions: [String])
+    /// No rule acted on the event; `reason` says why (no rule for the cue, a condition, a
+    /// cooldown, a state of higher priority).
+    case ignored(reason: String)
+    /// The music moved to `state` (`from` the one before) and plays `item` of `source`.
+    case stateChanged(from: String?, to: String, item: MediaItem?, source: String?, isUserMusic: Bool)
+    /// A change waits for the beat grid or the end of the item: it lands at `at`.
+    case scheduled(what: String, at: Double)
+    /// A source gave nothing; the director played `replacement` instead (nil: nothing at all).
+    case fallback(state: String, source: String, replacement: String?, reason: String)
+    /// A stinger started.
+    case stinger(name: String, item: MediaItem)
+    /// A new item is playing in the current state.
+    case nowPlaying(item: MediaItem, source: String?, isUserMusic: Bool)
+    /// The bus was full: this many events were dropped (never processed) since the last report.
+    case dropped(count: UInt64)
+    /// The cue file changed and the new rules are in force (`warnings` from the check).
+    case reloaded(path: String, warnings: [CueProblem])
+    /// The cue file changed but is invalid: the last good one stays in force.
+    case reloadFailed(CueFileError)
+    /// Something went wrong applying an action (a file that failed, no free voice).
+    case problem(String)
+  }
+
+  /// "TIME s [CUE] WHAT", one line as `leitmotif cues simulate` prints it.
+  public var description: String {
+    let clock = String(format: "%8.3f s", time)
+    let cause = event.map { " [\($0.cue)]" } ?? ""
+    return "\(clock)\(cause) \(kind)"
+  }
+}
+
+extension DirectorReport.Kind: CustomStringConvertible {
+  /// What happened, in a line.
+  public var description: String {
+    switch self {
+    case .fired(let rule, let actions): return "rule \"\(rule)\": " + actions.joined(separator: "; ")
+    case .ignored(let reason): return "ignored: \(reason)"
+    case .stateChanged(let from, let to, let item, let source, let isUser):
+      let what = item.map { " playing \($0.displayName)" } ?? ""
+      let origin = source.map { " from \"\($0)\" (\(isUser ? "user song" : "bundled"))" } ?? ""
+      return "state \(from.map { "\"\($0)\"" } ?? "none") -> \"\(to)\"\(what)\(origin)"
+    case .scheduled(let what, let at): return "\(what) scheduled at \(String(format: "%.3f", at)) s"
+    case .fallback(let state, let source, let replacement, let reason):
+      return "state \"\(state)\": source \"\(source)\" gives nothing (\(reason)); "
+        + (replacement.map { "playing \"\($0)\" instead" } ?? "nothing to play")
+    case .stinger(let name, let item): return "stinger \"\(name)\": \(item.displayName)"
+    case .nowPlaying(let item, let source, let isUser):
+      return "now playing \(item.displayName)" + (source.map { " from \"\($0)\"" } ?? "")
+        + (isUser ? " (user song)" : " (bundled)")
+    case .dropped(let count): return "\(count) event\(count == 1 ? "" : "s") dropped: the bus was full"
+    case .reloaded(let path, let warnings):
+      return "reloaded \(path)"
+        + (warnings.isEmpty ? "" : " (\(warnings.count) warning\(warnings.count == 1 ? "" : "s"))")
+    case .reloadFailed(let error):
+      return "reload refused, the last good cue file stays in force:\n\(error)"
+    case .problem(let message): return "problem: \(message)"
+    }
+  }
+}
+
+extension MediaItem {
+  /// How reports name an item: "Title" by Artist, else its file name.
+  var displayName: String {
+    let name = "\"\(title ?? assetURL.lastPathComponent)\""
+    return artist.map { "\(name) by \($0)" } ?? name
+  }
+}

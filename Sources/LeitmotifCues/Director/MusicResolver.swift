@@ -1,0 +1,159 @@
+import Foundation
+import LeitmotifDecoding
+import LeitmotifEngine
+import LeitmotifLibrary
+import LeitmotifOutput
+import LeitmotifPlayers
+
+/// What one source gives right now: its items, or why it gives none.
+struct SourceResolution: Sendable {
+  var items: [MediaItem]
+  /// Why the source gives nothing (no access, an empty query, no picks); nil when it has items.
+  var unavailableReason: String?
+
+  static func unavailable(_ reason: String) -> SourceResolution {
+    SourceResolution(items: [], unavailableReason: reason)
+  }
+}
+
+/// Turns the cue file's sources into items: the bundled catalogue, library queries, playlists
+/// and the player's picks. It does the I/O (SQLite, tags), so it runs when a cue file is loaded
+/// or the library's access changes, off the game thread; the director then builds queues from
+/// what it found without touching a disk.
+struct MusicResolver {
+  var catalog: BundledCatalog
+  var library: MediaLibrary?
+  var picks: MediaItemCollection?
+
+  func resolveAll(_ sheet: CueSheet) -> [String: SourceResolution] {
+    var result: [String: SourceResolution] = [:]
+    for (name, source) in sheet.sources { result[name] = resolve(source) }
+    return result
+  }
+
+  func resolve(_ source: MusicSource) -> SourceResolution {
+    switch source.kind {
+    case .bundled(let selection):
+      let items = catalog.items(matching: selection)
+      return items.isEmpty ? .unavailable("no bundled file matches") : SourceResolution(items: items)
+    case .picks:
+      guard let picks, !picks.items.isEmpty else { return .unavailable("the player has picked no songs") }
+      return SourceResolution(items: picks.items)
+    case .library(let query):
+      guard let library else { return .unavailable("the game has no music library") }
+      if let refusal = Self.refusal(library.authorizationStatus) { return .unavailable(refusal) }
+      do {
+        let items = try library.items(matching: query)
+        return items.isEmpty ? .unavailable("the query finds no songs") : SourceResolution(items: items)
+      } catch {
+        return .unavailable("the query failed: \(error)")
+      }
+    case .playlist(let name):
+      guard let library else { return .unavailable("the game has no music library") }
+      if let refusal = Self.refusal(library.authorizationStatus) { return .unavailable(refusal) }
+      do {
+        let lists = try library.collections(matching: .playlists())
+        guard let list = lists.first(where: { $0.name?.caseInsensitiveCompare(name) == .orderedSame }) else {
+          return .unavailable("the library has no playlist \"\(name)\"")
+        }
+        return list.items.isEmpty ? .unavailable("playlist \"\(name)\" is empty") : SourceResolution(items: list.items)
+      } catch {
+        return .unavailable("the playlist query failed: \(error)")
+      }
+    }
+  }
+
+  /// Why the library cannot be used, in the player's terms; nil when it can.
+  static func refusal(_ status: AuthorizationStatus) -> String? {
+    switch status {
+    case .authorized: return nil
+    case .denied: return "library access was denied by the player"
+    case .restricted: return "library access is restricted by policy"
+    case .notDetermined: return "library access has not been granted (the player was not asked yet)"
+    }
+  }
+}
+
+/// A state's queue, built from resolved sources with no I/O: which items, from which source,
+/// and what fell back to what on the way.
+struct StateMusic {
+  var entries: [QueueDescriptor.Entry]
+  /// Source name and whether it is the player's music, by file path.
+  var origins: [String: (source: String, isUserMusic: Bool)]
+  var fallbacks: [DirectorReport.Kind]
+
+  static func build(
+    _ state: MusicState, sheet: CueSheet, resolved: [String: SourceResolution], generator: inout SeededGenerator
+  ) -> StateMusic {
+    var music = StateMusic(entries: [], origins: [:], fallbacks: [])
+    /// Follows a source's fallback chain to the first that gives items, saying why at each step.
+    func items(from start: String?, reports: inout [DirectorReport.Kind]) -> (name: String, items: [MediaItem])? {
+      var name = start
+      var seen: Set<String> = []
+      while let current = name, !seen.contains(current), let source = sheet.sources[current] {
+        seen.insert(current)
+        let resolution = resolved[current] ?? .unavailable("not resolved yet")
+        if !resolution.items.isEmpty {
+          var list = resolution.items
+          if source.order == .shuffle { list.shuffle(using: &generator) }
+          return (current, list)
+        }
+        reports.append(
+          .fallback(
+            state: state.name, source: current, replacement: source.fallback,
+            reason: resolution.unavailableReason ?? "it has no items"))
+        name = source.fallback
+      }
+      return nil
+    }
+    var userReports: [DirectorReport.Kind] = []
+    var bundledReports: [DirectorReport.Kind] = []
+    let user = state.mix == .bundledOnly ? nil : items(from: state.userSource, reports: &userReports)
+    let bundled =
+      (user == nil || state.mix != .userFirst) ? items(from: state.bundledSource, reports: &bundledReports) : nil
+    if user == nil, let bundled, case .fallback(let name, let source, nil, let reason)? = userReports.last {
+      // The end of the player's chain: say what plays instead of their songs.
+      userReports[userReports.count - 1] = .fallback(
+        state: name, source: source, replacement: bundled.name, reason: reason)
+    }
+    music.fallbacks = userReports + bundledReports
+    func add(_ item: MediaItem, from name: String) {
+      let source = sheet.sources[name]!
+      var entry = QueueDescriptor.Entry(item: item, loopRepeat: state.loop)
+      entry.gainDecibels = Self.gain(for: item, source: source)
+      music.entries.append(entry)
+      music.origins[item.assetURL.path] = (name, source.kind.isUserMusic)
+    }
+    switch (state.mix, user, bundled) {
+    case (.interleave(let count), let user?, let bundled?):
+      var bundledIndex = 0
+      for (index, item) in user.items.enumerated() {
+        add(item, from: user.name)
+        if (index + 1) % max(1, count) == 0 {
+          add(bundled.items[bundledIndex % bundled.items.count], from: bundled.name)
+          bundledIndex += 1
+        }
+      }
+    case (_, let user?, _) where state.mix != .bundledOnly:
+      for item in user.items { add(item, from: user.name) }
+    case (_, _, let bundled?):
+      for item in bundled.items { add(item, from: bundled.name) }
+    default:
+      break
+    }
+    return music
+  }
+
+  /// The entry's level: the source's gain plus its ReplayGain, never above the file's own level
+  /// when the gain would boost it (no peak is known, so a boost could clip).
+  static func gain(for item: MediaItem, source: MusicSource) -> Double? {
+    var decibels = source.gainDecibels
+    switch source.replayGain {
+    case .off: break
+    case .track: decibels += item.replayGainTrackDecibels ?? item.replayGainAlbumDecibels ?? 0
+    case .album: decibels += item.replayGainAlbumDecibels ?? item.replayGainTrackDecibels ?? 0
+    }
+    decibels = min(decibels, max(0, source.gainDecibels))
+    return decibels == 0 ? nil : decibels
+  }
+}

@@ -1,0 +1,130 @@
+import Foundation
+import LeitmotifDecoding
+import LeitmotifEngine
+import LeitmotifLibrary
+import LeitmotifOutput
+import LeitmotifPlayers
+
+/// The game's own music: every Ogg Vorbis and MP3 file in a folder (the cue file's `assets`),
+/// with its tags read once.
+///
+/// Bundled sources of a cue file select from it by file name (`bundled: ["a.ogg", "b.ogg"]`) or by
+/// tags (`bundled: { mood: "calm" }`); the cue validator uses it to check that named files exist
+/// and decode and that a tag selection matches something.
+///
+/// The folder is walked as the music library's folders are (`FolderWalker`): names ending in
+/// `.ogg`, `.oga` or `.mp3` (any case), hidden files and folders skipped, symbolic links not
+/// followed.
+///
+/// Thread safety: immutable after `init`; share it between threads freely.
+public final class BundledCatalog: Sendable {
+  /// A file that looked like audio but could not be read as such.
+  public struct Failure: Sendable, Hashable, CustomStringConvertible {
+    /// The file relative to the catalogue's folder ("" for the folder itself).
+    public var relativePath: String
+    /// Why, e.g. "damaged: ..." or "not Ogg Vorbis or MP3: it looks like a WAV file".
+    public var reason: String
+
+    /// A failure of `relativePath` for `reason`.
+    public init(relativePath: String, reason: String) {
+      self.relativePath = relativePath
+      self.reason = reason
+    }
+
+    /// "FILE: REASON" (just the reason for the folder itself).
+    public var description: String { relativePath.isEmpty ? reason : "\(relativePath): \(reason)" }
+  }
+
+  /// The folder, as given.
+  public let directory: URL
+  /// Every file that decodes, sorted by relative path, with its tags (`MediaItem.load(path:)`).
+  public let items: [MediaItem]
+  /// The relative path of each of `items`, at the same index ("battle/drums.ogg").
+  public let relativePaths: [String]
+  /// Files that do not decode and folders that could not be read, sorted by relative path (the
+  /// catalogue's own folder, when it cannot be read, is the one failure, with path "").
+  public let failures: [Failure]
+  private let indexByRelativePath: [String: Int]
+
+  /// Walks `directory` and every folder below it, opening each audio file to read its tags and
+  /// length. Does I/O (a directory walk and one open per file): call it when a cue file is loaded,
+  /// not on a game thread that must not wait. A folder that does not exist gives an empty
+  /// catalogue with one failure naming it.
+  public init(directory: URL) {
+    self.directory = directory
+    // The walker works on the folder's real path; relative paths are taken against that.
+    guard let root = FolderWalker.realPath(directory.path) else {
+      let reason = FolderWalker.errnoText(errno)
+      items = []
+      relativePaths = []
+      failures = [Failure(relativePath: "", reason: "cannot read the folder \(directory.path): \(reason)")]
+      indexByRelativePath = [:]
+      return
+    }
+    let walk = FolderWalker(folders: [URL(fileURLWithPath: root)]).walk()
+    func relative(_ path: String) -> String {
+      if path == root { return "" }
+      let prefix = root == "/" ? "/" : root + "/"
+      return path.hasPrefix(prefix) ? String(path.dropFirst(prefix.count)) : path
+    }
+
+    var loaded: [(relativePath: String, item: MediaItem)] = []
+    var failures = walk.failures.map { Failure(relativePath: relative($0.path), reason: $0.reason) }
+    for file in walk.audioFiles {
+      let relativePath = relative(file.path)
+      do {
+        loaded.append((relativePath, try MediaItem.load(path: file.path)))
+      } catch {
+        failures.append(Failure(relativePath: relativePath, reason: Self.reason(error)))
+      }
+    }
+    loaded.sort { $0.relativePath < $1.relativePath }
+    items = loaded.map(\.item)
+    relativePaths = loaded.map(\.relativePath)
+    self.failures = failures.sorted { $0.relativePath < $1.relativePath }
+    indexByRelativePath = Dictionary(
+      loaded.enumerated().map { ($0.element.relativePath, $0.offset) }, uniquingKeysWith: { first, _ in first })
+  }
+
+  /// The item of the file at `relativePath` under the folder ("battle/drums.ogg"; a leading "./"
+  /// and repeated slashes are ignored), or nil when there is no such file or it does not decode.
+  public func item(relativePath: String) -> MediaItem? {
+    indexByRelativePath[Self.normalized(relativePath)].map { items[$0] }
+  }
+
+  /// Why `relativePath` is not in the catalogue, if it is a file that failed to decode.
+  public func failure(relativePath: String) -> Failure? {
+    let path = Self.normalized(relativePath)
+    return failures.first { $0.relativePath == path }
+  }
+
+  /// The items a bundled source selects: its `files` in the order given (files that are missing
+  /// or do not decode are left out), or, when it names none, every item whose tags equal each
+  /// given tag ignoring case, in relative-path order. A selection with neither files nor tags
+  /// selects everything.
+  public func items(matching selection: BundledSelection) -> [MediaItem] {
+    if !selection.files.isEmpty { return selection.files.compactMap { item(relativePath: $0) } }
+    return items.filter { item in
+      Self.tag(item.mood, equals: selection.mood) && Self.tag(item.genre, equals: selection.genre)
+        && Self.tag(item.title, equals: selection.title)
+    }
+  }
+
+  /// A relative path as the catalogue keys it: no "./" components, no empty components.
+  static func normalized(_ relativePath: String) -> String {
+    relativePath.split(separator: "/", omittingEmptySubsequences: true).filter { $0 != "." }.joined(separator: "/")
+  }
+
+  private static func tag(_ value: String?, equals wanted: String?) -> Bool {
+    guard let wanted else { return true }
+    guard let value else { return false }
+    return value.compare(wanted, options: [.caseInsensitive]) == .orderedSame
+  }
+
+  /// The decode error without its absolute path: the failure is already keyed by its relative one.
+  private static func reason(_ error: DecodeError) -> String {
+    let text = error.description
+    let prefix = error.path + ": "
+    return text.hasPrefix(prefix) ? String(text.dropFirst(prefix.count)) : text
+  }
+}

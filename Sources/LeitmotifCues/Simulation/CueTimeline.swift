@@ -1,0 +1,157 @@
+import Foundation
+import LeitmotifDecoding
+import LeitmotifEngine
+import LeitmotifLibrary
+import LeitmotifOutput
+import LeitmotifPlayers
+
+/// What happened in a simulated run, for people and for tests: each event and what the director
+/// did about it, the music states in time, the items that played, and each voice's gain sampled
+/// over time. `jsonData()` writes it for `--timeline`; `lines` is the printed timeline.
+public struct CueTimeline: Sendable, Codable {
+  /// One event of the script and what the director did about it.
+  public struct Event: Sendable, Codable {
+    /// When it was posted, in seconds of the run.
+    public var at: Double
+    /// The cue's name.
+    public var cue: String
+    /// The payload, each value as text.
+    public var payload: [String: String]
+    /// "fired" or "ignored".
+    public var outcome: String
+    /// The rule that fired (nil when none did).
+    public var rule: String?
+    /// What the rule did, one entry per action.
+    public var actions: [String]
+    /// Why nothing happened, when nothing did.
+    public var reason: String?
+  }
+  /// A stretch of time in which one state's music was heard (from the moment the director
+  /// started it; a crossfade overlaps the next band's start).
+  public struct StateBand: Sendable, Codable {
+    /// The state's name.
+    public var state: String
+    /// When its music started, in seconds of the run.
+    public var from: Double
+    /// When the next state's music started (or the run ended).
+    public var to: Double
+  }
+  /// An item (or a stinger) that started playing.
+  public struct Item: Sendable, Codable {
+    /// When it started, in seconds of the run.
+    public var at: Double
+    /// Its title tag, else its file name.
+    public var title: String
+    /// Its file.
+    public var file: String
+    /// The cue file's source it came from (nil: not queued by the director).
+    public var source: String?
+    /// Whether it is one of the player's own songs.
+    public var userMusic: Bool
+  }
+  /// Voice gains at one moment: slot number → gain (only voices in use).
+  public struct GainSample: Sendable, Codable {
+    /// When the gains were sampled, in seconds of the run.
+    public var at: Double
+    /// Slot number → the voice's gain (0...1).
+    public var gains: [String: Float]
+    /// Slot number → what the voice plays, where the director knows (its title; stingers are
+    /// marked "stinger: "). A voice fading out keeps the label it had.
+    public var labels: [String: String]?
+  }
+
+  /// The run's sample rate, in Hz.
+  public var sampleRate: Int
+  /// The run's length, in seconds.
+  public var durationSeconds: Double
+  /// Every event of the script, in order.
+  public var events: [Event] = []
+  /// The states heard, in order.
+  public var states: [StateBand] = []
+  /// The music items that started, in order.
+  public var items: [Item] = []
+  /// The stingers that played, in order.
+  public var stingers: [Item] = []
+  /// The voices' gains over time.
+  public var gains: [GainSample] = []
+  /// Every report, as printed.
+  public var lines: [String] = []
+  /// Notes printed after the timeline (see `note(_:)`).
+  public var notes: [String] = []
+
+  /// An empty timeline of a run at `sampleRate` lasting `durationSeconds`.
+  public init(sampleRate: Int, durationSeconds: Double) {
+    self.sampleRate = sampleRate
+    self.durationSeconds = durationSeconds
+  }
+
+  /// The state heard at `time` (the last one started at or before it).
+  public func state(at time: Double) -> String? { states.last { $0.from <= time + 1e-9 }?.state }
+
+  /// Adds a note (printed after the timeline).
+  public mutating func note(_ text: String) { notes.append(text) }
+
+  /// Samples the gain of every voice in use, and what the director's voices play, at `time`
+  /// (a real-time run calls this every 50 ms or so; `CueSimulation` does it by itself).
+  public mutating func sampleVoices(at time: Double, engine: AudioEngine, director: Director) {
+    var gains: [String: Float] = [:]
+    for slot in 0..<engine.voiceLimit {
+      let status = engine.statuses[slot]
+      guard status.isPrepared.load(ordering: .acquiring) else { continue }
+      gains[String(slot)] = (status.gain * 1000).rounded() / 1000
+    }
+    var labels: [String: String] = [:]
+    for (slot, voice) in director.voiceItems where gains[String(slot)] != nil {
+      let title = voice.item.title ?? voice.item.assetURL.deletingPathExtension().lastPathComponent
+      labels[String(slot)] = (voice.isStinger ? "stinger: " : "") + title
+    }
+    self.gains.append(
+      GainSample(at: (time * 1000).rounded() / 1000, gains: gains, labels: labels.isEmpty ? nil : labels))
+  }
+
+  /// Adds the director's reports: events and their outcomes, state bands, items, stingers.
+  public mutating func add(reports: [DirectorReport], script: CueScript) {
+    for report in reports {
+      lines.append(report.description)
+      switch report.kind {
+      case .fired(let rule, let actions):
+        if let event = report.event {
+          events.append(
+            Event(
+              at: event.audioTime ?? report.time, cue: event.cue, payload: event.payload.mapValues(\.description),
+              outcome: "fired", rule: rule, actions: actions, reason: nil))
+        }
+      case .ignored(let reason):
+        if let event = report.event {
+          events.append(
+            Event(
+              at: event.audioTime ?? report.time, cue: event.cue, payload: event.payload.mapValues(\.description),
+              outcome: "ignored", rule: nil, actions: [], reason: reason))
+        }
+      case .stateChanged(_, let to, let item, let source, let isUser):
+        if let last = states.indices.last { states[last].to = report.time }
+        states.append(StateBand(state: to, from: report.time, to: durationSeconds))
+        if let item { items.append(Self.item(item, at: report.time, source: source, isUser: isUser)) }
+      case .nowPlaying(let item, let source, let isUser):
+        items.append(Self.item(item, at: report.time, source: source, isUser: isUser))
+      case .stinger(let name, let item):
+        stingers.append(Self.item(item, at: report.time, source: name, isUser: false))
+      default:
+        break
+      }
+    }
+  }
+
+  private static func item(_ item: MediaItem, at time: Double, source: String?, isUser: Bool) -> Item {
+    Item(
+      at: time, title: item.title ?? item.assetURL.deletingPathExtension().lastPathComponent,
+      file: item.assetURL.lastPathComponent, source: source, userMusic: isUser)
+  }
+
+  /// The timeline as JSON (for `--timeline`).
+  public func jsonData() throws -> Data {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+    return try encoder.encode(self)
+  }
+}

@@ -1,0 +1,539 @@
+import Foundation
+import LeitmotifDecoding
+import LeitmotifEngine
+import LeitmotifLibrary
+import LeitmotifOutput
+import LeitmotifPlayers
+
+// Parameters, sources and states: the cue file's nouns.
+extension CueSheetDecoder {
+  // MARK: Parameters
+
+  mutating func decodeParameters(_ value: JSON5Value, _ path: String) {
+    for member in namedMembers(value, path, what: "parameter") {
+      parameterNames.append(member.key)
+      let parameterPath = Self.path(path, member.key)
+      guard
+        let parameter = fields(
+          member.value, parameterPath, anchor: member.keyLocation, allowed: ["default", "min", "max", "drives"])
+      else { continue }
+      var spec = ParameterSpec(name: member.key)
+      let minimum = number(parameter, "min")
+      let maximum = number(parameter, "max")
+      spec.minimum = minimum ?? 0
+      spec.maximum = maximum ?? 1
+      // A parameter whose bounds are themselves wrong has no range to check its default against.
+      var boundsValid = !(parameter.has("min") && minimum == nil) && !(parameter.has("max") && maximum == nil)
+      if boundsValid && spec.minimum >= spec.maximum {
+        let key = parameter.has("max") ? "max" : "min"
+        error(
+          parameter[key]!.location, parameter.path(key),
+          "min \(Self.format(spec.minimum)) must be below max \(Self.format(spec.maximum))")
+        boundsValid = false
+      }
+      spec.defaultValue = spec.minimum
+      if let given = parameter["default"] {
+        let range = boundsValid ? NumberRange(spec.minimum, spec.maximum) : .any
+        if let value = number(given, parameter.path("default"), name: "default", range) { spec.defaultValue = value }
+      }
+      if let drives = parameter["drives"] { spec.drives = decodeDrives(drives, parameter.path("drives")) }
+      sheet.parameters.append(spec)
+    }
+  }
+
+  private mutating func decodeDrives(_ value: JSON5Value, _ path: String) -> [ParameterDrive] {
+    guard let elements = value.arrayValue else {
+      mismatch(value, path, expected: "a list of drives ({ target, curve, shape })")
+      return []
+    }
+    var drives: [ParameterDrive] = []
+    for (index, element) in elements.enumerated() {
+      let drivePath = "\(path)[\(index)]"
+      guard let drive = fields(element, drivePath, allowed: ["target", "curve", "shape"]) else { continue }
+      let target = required(drive, "target", "volume, rate or lowpass").flatMap {
+        word($0, drive.path("target"), ParameterDrive.Target.self)
+      }
+      let shape = word(drive, "shape", ResponseCurve.Shape.self) ?? .linear
+      guard let curve = required(drive, "curve", "points [[x, y], ...]") else { continue }
+      let points = decodeCurve(curve, drive.path("curve"), target: target)
+      if let target, let points {
+        drives.append(ParameterDrive(target: target, curve: ResponseCurve(points: points, shape: shape)))
+      }
+    }
+    return drives
+  }
+
+  /// `[[x, y], ...]`: at least one point; y within the target's range (when the target is known).
+  private mutating func decodeCurve(_ value: JSON5Value, _ path: String, target: ParameterDrive.Target?)
+    -> [ResponseCurve.Point]?
+  {
+    guard let elements = value.arrayValue else {
+      mismatch(value, path, expected: "a list of points [[x, y], ...]")
+      return nil
+    }
+    if elements.isEmpty {
+      error(value.location, path, "a curve needs at least one point [x, y]")
+      return nil
+    }
+    let yRange: NumberRange
+    switch target {
+    case .rate: yRange = .rate
+    case .volume, .lowpass: yRange = .unit
+    case nil: yRange = .any
+    }
+    var points: [ResponseCurve.Point] = []
+    var valid = true
+    for (index, element) in elements.enumerated() {
+      let pointPath = "\(path)[\(index)]"
+      guard let pair = element.arrayValue, pair.count == 2 else {
+        if let pair = element.arrayValue {
+          error(element.location, pointPath, "a point is [x, y]: expected 2 numbers, found \(pair.count)")
+        } else {
+          mismatch(element, pointPath, expected: "a point [x, y]")
+        }
+        valid = false
+        continue
+      }
+      let x = number(pair[0], "\(pointPath)[0]", name: "x")
+      let y = number(pair[1], "\(pointPath)[1]", name: target?.rawValue ?? "y", yRange)
+      if let x, let y { points.append(ResponseCurve.Point(x, y)) } else { valid = false }
+    }
+    return valid ? points : nil
+  }
+
+  // MARK: Sources
+
+  static let sourceKinds = ["bundled", "library", "picks", "playlist"]
+  static let sourceKeys = sourceKinds + ["order", "fallback", "gain", "replayGain", "cuePoints", "tempo"]
+
+  mutating func decodeSources(_ value: JSON5Value, _ path: String) {
+    for member in namedMembers(value, path, what: "source") {
+      sourceDeclarations.append((member.key, member.keyLocation))
+      let sourcePath = Self.path(path, member.key)
+      guard let source = fields(member.value, sourcePath, anchor: member.keyLocation, allowed: Self.sourceKeys) else {
+        continue
+      }
+      let kinds = source.object.members.filter {
+        Self.sourceKinds.contains($0.key) && source.members[$0.key]?.keyLocation == $0.keyLocation
+      }
+      if kinds.isEmpty {
+        error(
+          member.keyLocation, sourcePath,
+          "a source needs one of \(Self.list(Self.sourceKinds.map { "\"\($0)\"" })) (where its music comes from)")
+      }
+      for extra in kinds.dropFirst() {
+        error(
+          extra.keyLocation, source.path(extra.key),
+          "a source has one kind: found \"\(kinds[0].key)\" and \"\(extra.key)\"")
+      }
+      var kind: MusicSource.Kind?
+      if let first = kinds.first {
+        let kindPath = source.path(first.key)
+        switch first.key {
+        case "bundled": kind = bundledSelection(first.value, kindPath).map { .bundled($0) }
+        case "library": kind = libraryQuery(first.value, kindPath).map { .library($0) }
+        case "picks": kind = isTrue(first.value, kindPath, name: "picks") ? .picks : nil
+        default: kind = string(first.value, kindPath).map { .playlist($0) }
+        }
+      }
+      var music = MusicSource(name: member.key, kind: kind ?? .picks)
+      if let order = word(source, "order", MusicSource.Order.self) { music.order = order }
+      if let fallback = source["fallback"], let target = string(fallback, source.path("fallback")) {
+        fallbacks[member.key] = (target, fallback.location)
+        music.fallback = target
+      }
+      if let gain = number(source, "gain", NumberRange(-60, 12)) { music.gainDecibels = gain }
+      if let mode = word(source, "replayGain", MusicSource.ReplayGainMode.self) { music.replayGain = mode }
+      if let cuePoints = source["cuePoints"] {
+        music.cuePointsSeconds = decodeCuePoints(cuePoints, source.path("cuePoints"))
+      }
+      if let tempo = source["tempo"] { music.grid = beatGrid(tempo, source.path("tempo")) }
+      // A source whose kind is wrong stays out of the sheet; its name is still declared, so the
+      // states that use it are not reported again.
+      if kind != nil { sheet.sources[member.key] = music }
+    }
+  }
+
+  private mutating func decodeCuePoints(_ value: JSON5Value, _ path: String) -> [Double] {
+    guard let elements = value.arrayValue else {
+      mismatch(value, path, expected: "a list of seconds")
+      return []
+    }
+    return elements.enumerated().compactMap { index, element in
+      number(element, "\(path)[\(index)]", name: "cue point", .nonNegative)
+    }
+  }
+
+  /// `"file.ogg"`, `["a.ogg", "b.ogg"]` or `{ mood, genre, title }`.
+  private mutating func bundledSelection(_ value: JSON5Value, _ path: String) -> BundledSelection? {
+    switch value.kind {
+    case .string:
+      guard let name = string(value, path) else { return nil }
+      checkBundledFile(name, at: value.location, path)
+      return BundledSelection(files: [name])
+    case .array(let elements):
+      if elements.isEmpty {
+        error(value.location, path, "expected at least one file name, found an empty list")
+        return nil
+      }
+      var files: [String] = []
+      for (index, element) in elements.enumerated() {
+        let elementPath = "\(path)[\(index)]"
+        guard let name = string(element, elementPath) else { continue }
+        checkBundledFile(name, at: element.location, elementPath)
+        files.append(name)
+      }
+      return files.count == elements.count ? BundledSelection(files: files) : nil
+    case .object:
+      guard let tags = fields(value, path, allowed: ["mood", "genre", "title"]) else { return nil }
+      var selection = BundledSelection()
+      selection.mood = string(tags, "mood")
+      selection.genre = string(tags, "genre")
+      selection.title = string(tags, "title")
+      guard selection.mood != nil || selection.genre != nil || selection.title != nil else {
+        if tags.members.isEmpty { error(value.location, path, "a tag selection needs mood, genre or title") }
+        return nil
+      }
+      if assetsUsable && catalog().items(matching: selection).isEmpty {
+        error(value.location, path, noMatchMessage(selection))
+      }
+      return selection
+    default:
+      mismatch(value, path, expected: "a file name, a list of file names or tags { mood, genre, title }")
+      return nil
+    }
+  }
+
+  /// `no bundled file has mood "calm" (moods in the assets folder: "Tense", "Victory")`.
+  private mutating func noMatchMessage(_ selection: BundledSelection) -> String {
+    let catalog = catalog()
+    let given: [(name: String, value: String, tag: (MediaItem) -> String?)] = [
+      selection.mood.map { ("mood", $0, { $0.mood }) }, selection.genre.map { ("genre", $0, { $0.genre }) },
+      selection.title.map { ("title", $0, { $0.title }) },
+    ].compactMap { $0 }
+    var message =
+      "no bundled file has " + Self.list(given.map { "\($0.name) \"\($0.value)\"" }, conjunction: "and")
+      + " (in \(sheet.assetsDirectory.path))"
+    // One tag: say which values there are, the likeliest fix being a misspelt one.
+    if given.count == 1 {
+      var values: [String] = []
+      for item in catalog.items {
+        if let value = given[0].tag(item), !values.contains(value) { values.append(value) }
+      }
+      if values.isEmpty {
+        message += "; no bundled file has a \(given[0].name) tag"
+      } else {
+        message += Self.suggestion(for: given[0].value, among: values)
+        if !message.hasSuffix("?") {
+          let shown = values.prefix(8).map { "\"\($0)\"" }.joined(separator: ", ")
+          message += "; the \(given[0].name) tags there: \(shown)\(values.count > 8 ? ", ..." : "")"
+        }
+      }
+    }
+    return message
+  }
+
+  /// Reports a bundled file that is not in the assets folder or does not decode.
+  mutating func checkBundledFile(_ name: String, at location: JSON5.SourceLocation, _ path: String) {
+    guard assetsUsable else { return }
+    let catalog = catalog()
+    if catalog.item(relativePath: name) != nil { return }
+    if let failure = catalog.failure(relativePath: name) {
+      error(location, path, "bundled file \"\(name)\" cannot be played: \(failure.reason)")
+      return
+    }
+    let full = sheet.assetsDirectory.appendingPathComponent(name).path
+    if FileManager.default.fileExists(atPath: full) {
+      error(
+        location, path,
+        "bundled file \"\(name)\" is not an Ogg Vorbis or MP3 file (.ogg, .oga or .mp3, not hidden, not a link)")
+      return
+    }
+    error(
+      location, path,
+      "no file \"\(name)\" in the assets folder \(sheet.assetsDirectory.path)"
+        + Self.suggestion(for: name, among: catalog.relativePaths))
+  }
+
+  /// `{ PROPERTY: value | { equals | contains | below | atMost | above | atLeast: value } }`.
+  private mutating func libraryQuery(_ value: JSON5Value, _ path: String) -> MediaQuery? {
+    let properties = MediaProperty.allCases.map(\.rawValue)
+    guard let query = fields(value, path, allowed: properties) else { return nil }
+    var predicates: Set<MediaPropertyPredicate> = []
+    var valid = true
+    for member in query.object.members where query.members[member.key]?.keyLocation == member.keyLocation {
+      let property = MediaProperty(rawValue: member.key)!
+      let memberPath = query.path(member.key)
+      var comparisons: [(MediaPredicateComparison, JSON5Value, String)] = []
+      if let object = member.value.objectValue {
+        let names = Self.libraryComparisons.map(\.word)
+        guard let tests = fields(member.value, memberPath, allowed: names) else { continue }
+        if object.members.isEmpty {
+          error(member.value.location, memberPath, "expected one of \(Self.list(names)), found an empty object")
+          valid = false
+        }
+        for (word, comparison) in Self.libraryComparisons {
+          if let test = tests[word] { comparisons.append((comparison, test, tests.path(word))) }
+        }
+      } else {
+        comparisons.append((.equalTo, member.value, memberPath))
+      }
+      for (comparison, given, givenPath) in comparisons {
+        let predicate: MediaPropertyPredicate
+        switch given.kind {
+        case .string(let text):
+          predicate = MediaPropertyPredicate(value: text, forProperty: property, comparisonType: comparison)
+        case .number(let number):
+          predicate = MediaPropertyPredicate(value: number, forProperty: property, comparisonType: comparison)
+        case .bool(let flag):
+          predicate = MediaPropertyPredicate(value: flag, forProperty: property, comparisonType: comparison)
+        default:
+          mismatch(given, givenPath, expected: "a string, a number or a boolean")
+          valid = false
+          continue
+        }
+        do {
+          try predicate.validate()
+          predicates.insert(predicate)
+        } catch {
+          if case .invalidPredicate(_, let reason) = error {
+            self.error(given.location, givenPath, reason)
+          } else {
+            self.error(given.location, givenPath, "\(error)")
+          }
+          valid = false
+        }
+      }
+    }
+    return valid ? MediaQuery(filterPredicates: predicates) : nil
+  }
+
+  /// The cue file's words for `MediaPredicateComparison`.
+  static let libraryComparisons: [(word: String, comparison: MediaPredicateComparison)] = [
+    ("equals", .equalTo), ("contains", .contains), ("below", .lessThan), ("atMost", .lessThanOrEqualTo),
+    ("above", .greaterThan), ("atLeast", .greaterThanOrEqualTo),
+  ]
+
+  /// Fallbacks name existing sources; each cycle is reported once, at the fallback of its member
+  /// that comes first in the file.
+  mutating func checkFallbacks() {
+    let order = Dictionary(sourceDeclarations.enumerated().map { ($0.element.name, $0.offset) }) { first, _ in first }
+    for (name, _) in sourceDeclarations {
+      guard let (target, location) = fallbacks[name] else { continue }
+      let path = "sources.\(name).fallback"
+      if order[target] == nil {
+        error(location, path, "no source named \"\(target)\"" + Self.suggestion(for: target, among: sourceNames))
+      } else {
+        usedSources.insert(target)
+      }
+    }
+    var reported: Set<String> = []
+    for (name, _) in sourceDeclarations {
+      var chain: [String] = [name]
+      var current = name
+      while let next = fallbacks[current]?.target, order[next] != nil {
+        if let start = chain.firstIndex(of: next) {
+          let cycle = Array(chain[start...])
+          let first = cycle.min { order[$0]! < order[$1]! }!
+          if reported.insert(first).inserted {
+            // Written from the first source round to it again: a → b → a.
+            let rotated = Array(cycle[cycle.firstIndex(of: first)!...] + cycle[..<cycle.firstIndex(of: first)!])
+            let message =
+              rotated.count == 1
+              ? "source \"\(first)\" falls back to itself"
+              : "fallback cycle: " + (rotated + [first]).joined(separator: " → ")
+            error(fallbacks[first]!.location, "sources.\(first).fallback", message)
+          }
+          break
+        }
+        chain.append(next)
+        current = next
+      }
+    }
+  }
+
+  /// Whether `name` is a declared source; reports it when not, and counts it used when it is.
+  mutating func sourceReference(_ name: String, at location: JSON5.SourceLocation, _ path: String) -> Bool {
+    guard sourceNames.contains(name) else {
+      error(location, path, "no source named \"\(name)\"" + Self.suggestion(for: name, among: sourceNames))
+      return false
+    }
+    usedSources.insert(name)
+    return true
+  }
+
+  /// Whether `name` is a declared state; reports it when not.
+  mutating func stateReference(_ name: String, at location: JSON5.SourceLocation, _ path: String) -> Bool {
+    guard stateNames.contains(name) else {
+      error(location, path, "no state named \"\(name)\"" + Self.suggestion(for: name, among: stateNames))
+      return false
+    }
+    return true
+  }
+
+  // MARK: States
+
+  static let stateKeys = ["music", "repeat", "loop", "rate", "volume", "priority", "transition", "between", "tempo"]
+
+  private enum MixWord: String, CaseIterable {
+    case userFirst = "user-first"
+    case bundledOnly = "bundled-only"
+    case interleave
+  }
+
+  private enum LoopWord: String, CaseIterable {
+    case off
+    case untilReleased = "until-released"
+  }
+
+  mutating func decodeStates(_ value: JSON5Value, _ path: String) {
+    let members = namedMembers(value, path, what: "state")
+    // Declared first, all of them: nothing inside a state refers to another, but rules and
+    // `start` refer to states, and those are read after this.
+    stateDeclarations = members.map { ($0.key, $0.keyLocation) }
+    for member in members {
+      let statePath = Self.path(path, member.key)
+      guard let fields = fields(member.value, statePath, anchor: member.keyLocation, allowed: Self.stateKeys) else {
+        continue
+      }
+      var state = MusicState(name: member.key)
+      if let music = required(fields, "music", "every state needs music: a source name or { user, bundled, mix }") {
+        decodeMusic(music, fields.path("music"), into: &state)
+      }
+      if let mode = word(fields, "repeat", RepeatMode.self) { state.repeatMode = mode }
+      if let loop = fields["loop"] { state.loop = decodeLoop(loop, fields.path("loop")) ?? state.loop }
+      if let rate = number(fields, "rate", .rate) { state.rate = Float(rate) }
+      if let volume = number(fields, "volume", .unit) { state.volume = Float(volume) }
+      if let priority = integer(fields, "priority") { state.priority = Int(priority) }
+      if let transition = fields["transition"] {
+        state.transition = transitionSpec(transition, fields.path("transition")) ?? state.transition
+      }
+      if let between = fields["between"] {
+        state.itemTransition = itemTransition(between, fields.path("between")) ?? state.itemTransition
+      }
+      if let tempo = fields["tempo"] { state.grid = beatGrid(tempo, fields.path("tempo")) }
+      sheet.states[member.key] = state
+    }
+  }
+
+  /// `"source"` or `{ user, bundled, mix, ratio }`.
+  private mutating func decodeMusic(_ value: JSON5Value, _ path: String, into state: inout MusicState) {
+    if value.stringValue != nil {
+      guard let name = string(value, path), sourceReference(name, at: value.location, path) else { return }
+      if case .bundled? = sheet.sources[name]?.kind {
+        state.bundledSource = name
+      } else {
+        state.userSource = name
+      }
+      return
+    }
+    guard value.objectValue != nil else {
+      mismatch(value, path, expected: "a source name or { user, bundled, mix }")
+      return
+    }
+    guard let music = fields(value, path, allowed: ["user", "bundled", "mix", "ratio"]) else { return }
+    if let user = music["user"], let name = string(user, music.path("user")),
+      sourceReference(name, at: user.location, music.path("user"))
+    {
+      if case .bundled? = sheet.sources[name]?.kind {
+        error(
+          user.location, music.path("user"),
+          "\"\(name)\" is a bundled source; expected a source of the player's music (library, picks or playlist)")
+      } else {
+        state.userSource = name
+      }
+    }
+    if let bundled = music["bundled"], let name = string(bundled, music.path("bundled")),
+      sourceReference(name, at: bundled.location, music.path("bundled"))
+    {
+      if let kind = sheet.sources[name]?.kind, kind.isUserMusic {
+        error(
+          bundled.location, music.path("bundled"),
+          "\"\(name)\" is a source of the player's music; expected a bundled source (the game's own music)")
+      } else {
+        state.bundledSource = name
+      }
+    }
+    if !music.has("user") && !music.has("bundled") {
+      error(music.anchor, path, "music needs \"user\", \"bundled\" or both")
+    }
+    let mix = word(music, "mix", MixWord.self)
+    let ratio = integer(music, "ratio", NumberRange(1, 1_000_000))
+    switch mix {
+    case .bundledOnly?:
+      state.mix = .bundledOnly
+      if !music.has("bundled") {
+        error(music["mix"]!.location, music.path("mix"), "mix \"bundled-only\" needs \"bundled\"")
+      }
+    case .interleave?:
+      let missing = ["user", "bundled", "ratio"].filter { !music.has($0) }
+      if !missing.isEmpty {
+        error(
+          music["mix"]!.location, music.path("mix"),
+          "mix \"interleave\" needs \(Self.list(missing.map { "\"\($0)\"" }, conjunction: "and"))")
+      }
+      state.mix = .interleave(userSongs: Int(ratio ?? 1))
+    case .userFirst?, nil:
+      state.mix = .userFirst
+    }
+    if let given = music["ratio"], mix != .interleave {
+      error(
+        given.location, music.path("ratio"),
+        "ratio is only for mix \"interleave\" (that many user songs, then one bundled)")
+    }
+  }
+
+  /// `"off"`, `"until-released"` or a whole number of repeats.
+  private mutating func decodeLoop(_ value: JSON5Value, _ path: String) -> LoopRepeat? {
+    switch value.kind {
+    case .string:
+      switch word(value, path, LoopWord.self) {
+      case .off?: return .off
+      case .untilReleased?: return .untilReleased
+      case nil: return nil
+      }
+    case .number:
+      return integer(value, path, name: "loop", NumberRange(0, 1_000_000_000)).map { .times(Int($0)) }
+    default:
+      mismatch(value, path, expected: "\"off\", \"until-released\" or a whole number")
+      return nil
+    }
+  }
+
+  /// `"gapless"` or `{ seconds, curve }` (default: 3 s, equal-power).
+  private mutating func itemTransition(_ value: JSON5Value, _ path: String) -> Transition? {
+    if let string = value.stringValue {
+      guard string == "gapless" else {
+        error(value.location, path, Self.unknownWord(string, ["gapless"]) + " (or { seconds, curve })")
+        return nil
+      }
+      return .gapless
+    }
+    guard value.objectValue != nil else {
+      mismatch(value, path, expected: "\"gapless\" or { seconds, curve }")
+      return nil
+    }
+    guard let between = fields(value, path, allowed: ["seconds", "curve"]) else { return nil }
+    let seconds = number(between, "seconds", .nonNegative) ?? Transition.defaultCrossfade.duration
+    let curve = word(between, "curve", FadeCurve.self) ?? Transition.defaultCrossfade.curve
+    return try? Transition(duration: seconds, curve: curve)
+  }
+
+  /// `{ seconds, curve, at, enter }`, each omitted key taken from `base`.
+  mutating func transitionSpec(_ value: JSON5Value, _ path: String, base: TransitionSpec = TransitionSpec())
+    -> TransitionSpec?
+  {
+    guard let transition = fields(value, path, allowed: ["seconds", "curve", "at", "enter"]) else { return nil }
+    var spec = base
+    applyTransitionKeys(transition, to: &spec)
+    return spec
+  }
+
+  /// Reads `seconds`, `curve`, `at` and `enter` where present (a transition, a crossfade action).
+  mutating func applyTransitionKeys(_ fields: Fields, to spec: inout TransitionSpec) {
+    if let seconds = number(fields, "seconds", .nonNegative) { spec.seconds = seconds }
+    if let curve = word(fields, "curve", FadeCurve.self) { spec.curve = curve }
+    if let moment = word(fields, "at", TransitionSpec.Moment.self) { spec.moment = moment }
+    if let entry = word(fields, "enter", TransitionSpec.Entry.self) { spec.entry = entry }
+  }
+}

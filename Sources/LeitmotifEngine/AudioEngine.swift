@@ -1,0 +1,498 @@
+import Foundation
+import LeitmotifDecoding
+import LeitmotifOutput
+import Synchronization
+
+/// Where the engine's sound goes.
+public enum OutputChoice: Sendable, Equatable {
+  /// The system's default device; headless (OpenAL Soft's null backend, real time) where there
+  /// is no sound card.
+  case defaultDevice
+  /// A device by its OpenAL name (see `OutputDevice.playbackDeviceNames()`).
+  case namedDevice(String)
+  /// No sound, in real time, even where a sound card exists (servers, tests): a loopback device
+  /// the streaming thread renders on the wall clock and discards.
+  case headless
+  /// Offline: nothing plays by itself; `render` mixes on demand through the loopback device,
+  /// faster than real time and deterministically. `renderFrames` is the size of every mix.
+  case offline(sampleRate: Int, renderFrames: Int)
+}
+
+/// Leitmotif's audio engine: one output device, the streaming thread that feeds it, a loader
+/// that opens files, and the notification thread that reports back.
+///
+/// Create one per game. Players are made on it (`Player(engine:)`).
+///
+/// Threads: a real-time engine runs three of its own: streaming (feeds OpenAL; never waits on
+/// the game), loading (opens and pre-buffers files: all file opening happens there), and
+/// notifications (runs the host's callbacks). An offline engine has none: loading happens
+/// in the calling thread and `render` pumps, mixes and delivers callbacks, in that order.
+///
+/// Thread safety: every method may be called from any thread.
+public final class AudioEngine: @unchecked Sendable {
+  /// The device in use when the engine started (after a disconnect the engine opens a new one).
+  public let initialDevice: OutputDevice
+  /// Whether the engine renders on demand (`OutputChoice.offline`): no threads of its own; call
+  /// `render(into:frameCount:)`.
+  public let isOffline: Bool
+  /// The mixing rate of the output.
+  public var sampleRate: Int { initialDevice.sampleRate }
+
+  package let commands = CommandQueue<EngineCommand>(prepare: { command in
+    CommandTime.current.map { .timed(frame: $0, command) } ?? command
+  })
+  /// The mix clock, for scheduling on exact frames from other threads.
+  package let mixClock: MixClock
+  private let events = CommandQueue<EngineEvent>(reserving: 256)
+  private let loop: StreamingLoop
+  package let statuses: [VoiceStatus]
+  /// Who owns which voice (slots, generations, priorities, listeners).
+  package let pool: VoicePool
+  /// Each voice's stream, for appending segments and releasing loops from game-side threads.
+  private let streams = StreamRegistry()
+  /// The engine's decode threads still running (shutdown waits for them).
+  let decodeThreads = ThreadCensus()
+  /// At most this many voices play at once (the pool's cap).
+  public var voiceLimit: Int { pool.limit }
+  private let diagnostics = Mutex<DiagnosticsHandler?>(nil)
+  private let running = RunFlag()
+  private let loader = DispatchQueue(label: "leitmotif.loader")
+  private var streamingThread: Thread?
+  private var notificationThread: Thread?
+  private let renderLock = Mutex<Void>(())
+  private let startupNotice: String?
+  /// Underruns across all voices since the engine started.
+  public var underrunCount: Int { statuses.reduce(0) { $0 + $1.underruns.load(ordering: .relaxed) } }
+
+  /// Opens the output and starts the engine's threads.
+  /// - Parameters:
+  ///   - output: where the sound goes.
+  ///   - voiceLimit: the voice pool's cap (1 to 16): players, crossfades and stingers share it.
+  ///   - diagnostics: receives notices, warnings and errors (the library never prints), on any
+  ///     of the threads listed in the Threading article: make it thread-safe and quick.
+  /// - Throws: `OutputError` when no output at all can be opened (a named device that does not
+  ///   exist, or a loopback format OpenAL cannot render). The default device never throws for
+  ///   lack of a sound card: it falls back to the headless null output and says so.
+  public convenience init(
+    output: OutputChoice = .defaultDevice, voiceLimit: Int = 16, diagnostics: DiagnosticsHandler? = nil
+  ) throws(OutputError) {
+    try self.init(output: output, voiceLimit: voiceLimit, diagnostics: diagnostics, streamingThreadHooks: nil)
+  }
+
+  /// Functions the streaming thread calls when it starts and before it ends (tests: the
+  /// real-time audit that counts allocations, lock waits and file I/O on that thread).
+  package struct ThreadHooks: Sendable {
+    var enter: @convention(c) () -> Void
+    var leave: @convention(c) () -> Void
+  }
+  private let streamingThreadHooks: ThreadHooks?
+
+  init(
+    output: OutputChoice, voiceLimit: Int, diagnostics: DiagnosticsHandler?, streamingThreadHooks: ThreadHooks?
+  ) throws(OutputError) {
+    self.streamingThreadHooks = streamingThreadHooks
+    self.diagnostics.withLock { $0 = diagnostics }
+    var notice: String?
+    switch output {
+    case .offline(let sampleRate, let renderFrames):
+      initialDevice = try OutputDevice.openLoopback(sampleRate: sampleRate, renderFrames: renderFrames)
+      isOffline = true
+    case .headless:
+      initialDevice = try OutputDevice.openClockedHeadless()
+      isOffline = false
+    case .namedDevice(let name):
+      initialDevice = try OutputDevice.openPlayback(named: name)
+      isOffline = false
+    case .defaultDevice:
+      do {
+        initialDevice = try AudioEngine.openDefaultOutput()
+        if initialDevice.kind == .headless {
+          notice = "no sound device (\(OpenALRuntime.prepare().reason)): playing headless in real time"
+        }
+      } catch {
+        initialDevice = try OutputDevice.openClockedHeadless()
+        notice = "the default sound device could not be opened (\(error)): playing headless in real time"
+      }
+      isOffline = false
+    }
+    startupNotice = notice
+    statuses = (0..<StreamingLoop.maximumVoices).map { _ in VoiceStatus() }
+    pool = VoicePool(
+      limit: max(1, min(voiceLimit, StreamingLoop.maximumVoices)), statuses: statuses, commands: commands,
+      events: events)
+    let isOffline = self.isOffline
+    mixClock = MixClock(sampleRate: initialDevice.sampleRate)
+    if !isOffline { mixClock.idleSinceNanoseconds.store(DispatchTime.now().uptimeNanoseconds, ordering: .releasing) }
+    loop = try StreamingLoop(
+      device: initialDevice, statuses: statuses, commands: commands, events: events, clock: mixClock,
+      reopenDevice: { isOffline ? nil : try? AudioEngine.openDefaultOutput() }, isOffline: isOffline)
+    if let notice { report(Diagnostic(.notice, notice)) }
+    if !isOffline { startThreads() }
+  }
+
+  deinit { shutdown() }
+
+  /// Stops every thread of the engine: streaming, notifications, the loader and each voice's
+  /// decode thread; returns when they have ended (at most about two seconds: a decode thread
+  /// stuck in a file read is not waited for longer). Called automatically when the engine is
+  /// released; call it to stop sooner (the CLI does on Ctrl-C). Idempotent. Players of the engine
+  /// go silent; nothing more plays on it.
+  public func shutdown() {
+    guard running.value.exchange(false, ordering: .acquiringAndReleasing) else { return }
+    events.wakeUp()
+    commands.wakeUp()
+    let deadline = DispatchTime.now() + .seconds(2)
+    while let thread = streamingThread, !thread.isFinished, DispatchTime.now() < deadline { usleep(1000) }
+    // The loader: what is queued there sees the engine stopped and opens nothing more.
+    if !isOffline { loader.sync {} }
+    // The voices' decode threads (the streaming thread has ended, or the engine is offline and
+    // renders no more: nobody else touches the loop now).
+    if streamingThread?.isFinished ?? true { renderLock.withLock { _ in loop.stopAllStreams() } }
+    for stream in streams.takeAll() { stream.stop() }
+    while decodeThreads.count > 0, DispatchTime.now() < deadline { usleep(1000) }
+    while let thread = notificationThread, !thread.isFinished, DispatchTime.now() < deadline { usleep(1000) }
+  }
+
+  /// Whether `shutdown()` has run (or started).
+  var isShutDown: Bool { !running.value.load(ordering: .acquiring) }
+
+  /// The master gain over everything the engine plays, 0 to 1.
+  public var masterGain: Float {
+    get { masterGainValue.withLock { $0 } }
+    set {
+      let gain = newValue.isFinite ? max(0, min(1, newValue)) : 1
+      masterGainValue.withLock { $0 = gain }
+      commands.post(.setMasterGain(gain))
+    }
+  }
+  private let masterGainValue = Mutex<Float>(1)
+
+  /// Muffles everything the engine plays ("under water", a pause menu): the high-frequency gain
+  /// of the music bus's shelf filter, 0 to 1, like a player's `lowPassGain` but over the whole
+  /// mix. 1, the default, leaves the output exactly unfiltered. NaN and infinities mean 1.
+  public var masterLowPassGain: Float {
+    get { masterLowPassValue.withLock { $0 } }
+    set {
+      let gain = newValue.isFinite ? max(0, min(1, newValue)) : 1
+      masterLowPassValue.withLock { value in
+        value = gain
+        commands.post(.setMasterLowPass(gain))
+      }
+    }
+  }
+  private let masterLowPassValue = Mutex<Float>(1)
+
+  /// Scheduled changes (the director's, on exact mix frames) that reached the streaming thread
+  /// after their frame was mixed, and so took effect late: 0 on a machine that keeps up.
+  public var lateCommandCount: Int { mixClock.lateCommands.load(ordering: .relaxed) }
+
+  /// Runs `body` with every command it makes the engine's players send (play, crossfade, gain,
+  /// seek, ...) taking effect on mix frame `frame` exactly, if that frame is not mixed yet when
+  /// they arrive (else at once). The director does its steps this way, so what it does lands on
+  /// the same frames live as offline. Thread safety: any thread; applies to this thread only.
+  package func performing<Result>(atMixFrame frame: Int64, _ body: () throws -> Result) rethrows -> Result {
+    try CommandTime.with(frame, body)
+  }
+
+  /// Sets or replaces the diagnostics handler.
+  public func setDiagnosticsHandler(_ handler: DiagnosticsHandler?) { diagnostics.withLock { $0 = handler } }
+
+  private static func openDefaultOutput() throws(OutputError) -> OutputDevice {
+    try OutputDevice.openPlayback(named: nil)
+  }
+
+  private func startThreads() {
+    // The threads hold the loop and queues, not the engine, so releasing the engine stops them.
+    let loop = self.loop
+    let running = self.running
+    let commands = self.commands
+    // While something plays, pump four times per device period (5.3 ms at 1024 frames and
+    // 48 kHz): the mixer tops the music bus up in blocks of 256 frames, so a command reaches the
+    // ear soon, and a late wake-up still finds a device period and more queued (see `MusicBus`).
+    // Every wake-up costs (tens of microseconds on a virtual machine), so no more often than
+    // that. With nothing playing, sleep until a command comes (or 100 ms pass, for the device
+    // watch): an idle engine costs next to nothing.
+    let periodMicroseconds = initialDevice.mixPeriodFrames * 1_000_000 / max(1, initialDevice.sampleRate)
+    let interval = useconds_t(max(2_000, min(12_000, periodMicroseconds / 4)))
+    let hooks = streamingThreadHooks
+    let streaming = Thread {
+      nameCurrentThread("lm.streaming")
+      hooks?.enter()
+      while running.value.load(ordering: .acquiring) {
+        if loop.pump() {
+          usleep(interval)
+        } else {
+          commands.waitForPost(timeout: .milliseconds(100))
+        }
+      }
+      hooks?.leave()
+    }
+    streaming.name = "leitmotif.streaming"
+    streaming.qualityOfService = .userInteractive
+    streamingThread = streaming
+    let events = self.events
+    let notifications = Thread { [weak self] in
+      nameCurrentThread("lm.notify")
+      var batch: [EngineEvent] = []
+      batch.reserveCapacity(256)
+      while running.value.load(ordering: .acquiring) {
+        events.waitForPost(timeout: .seconds(1))
+        events.takeAllWaiting(into: &batch)
+        guard let engine = self else { return }
+        for event in batch { engine.deliver(event) }
+        batch.removeAll(keepingCapacity: true)
+      }
+    }
+    notifications.name = "leitmotif.notifications"
+    notificationThread = notifications
+    streaming.start()
+    notifications.start()
+  }
+
+  // MARK: - Offline rendering
+
+  /// Offline engines: pumps the streaming loop, mixes `frameCount` stereo Float32 frames into
+  /// `buffer`, then delivers the events of this step on the calling thread.
+  /// Keep `frameCount` equal to the `renderFrames` the engine was made with for exact timing.
+  /// After `shutdown()` it writes silence.
+  public func render(into buffer: UnsafeMutablePointer<Float>, frameCount: Int) {
+    precondition(isOffline, "render(into:frameCount:) is for offline engines")
+    guard !isShutDown else {
+      buffer.initialize(repeating: 0, count: 2 * max(0, frameCount))
+      return
+    }
+    renderLock.withLock { _ in
+      loop.pump()
+      loop.render(into: buffer, frameCount: frameCount)
+    }
+    deliverPendingEvents()
+  }
+
+  private func deliverPendingEvents() {
+    var batch: [EngineEvent] = []
+    events.takeAllWaiting(into: &batch)
+    for event in batch { deliver(event) }
+  }
+
+  // MARK: - Voices (used by players)
+
+  /// Takes a voice for a new owner (see `VoicePool.claim` for the stealing policy); `listener`
+  /// gets the events of this voice (of this claim only) on the notification thread.
+  package func claimVoice(
+    priority: Int = 0, stealsHeld: Bool = true, listener: @escaping @Sendable (EngineEvent) -> Void
+  ) -> VoiceLease? {
+    pool.claim(priority: priority, stealsHeld: stealsHeld, listener: listener)
+  }
+
+  /// The status of `voice` once the streaming thread has taken up its claim, else nil.
+  package func status(of voice: VoiceHandle) -> VoiceStatus? { pool.status(of: voice) }
+
+  /// Opens `path` (on the loader thread, or right here for an offline engine), seeks to
+  /// `startSeconds`, decodes the first buffers, and hands the stream to the streaming thread.
+  package func load(path: String, startSeconds: Double, voice: VoiceHandle) {
+    load(SegmentRequest(token: 0, path: path), startSeconds: startSeconds, voice: voice)
+  }
+
+  /// Opens the segment `request` for `voice`, starting at `startSeconds` of the file (nil: at the
+  /// segment's own start), pre-buffers it, makes its `Voice` (here, so the streaming thread
+  /// allocates nothing) and attaches it. Later `append`s for the voice run after.
+  package func load(_ request: SegmentRequest, startSeconds: Double?, voice: VoiceHandle) {
+    let commands = self.commands
+    let streams = self.streams
+    let census = decodeThreads
+    let running = self.running
+    let mixRate = sampleRate
+    let isOffline = self.isOffline
+    let pool = self.pool
+    runOnLoader {
+      // Nothing is opened for an engine that stopped, or for an owner who has moved on.
+      guard running.value.load(ordering: .acquiring), pool.owns(voice) else { return }
+      let command: EngineCommand
+      do throws(DecodeError) {
+        let segment = try request.open()
+        var start = segment.startFrame
+        if let startSeconds {
+          let rate = Double(segment.decoder.format.sampleRate)
+          start = max(0, min(Int64((startSeconds * rate).rounded()), segment.endFrame))
+          if start != segment.decoder.cursorFrames { try segment.decoder.seek(toFrame: start) }
+        }
+        let stream = DecodeAheadStream(first: segment, startFrame: start, census: census)
+        streams.set(stream, for: voice)
+        // Pre-buffer: wait (here, on the loader thread) until the ring holds what the OpenAL
+        // buffers will take, so that attaching never waits.
+        let deadline = Date().addingTimeInterval(5)
+        while stream.availableBlocks < Self.preBufferBlocks && !stream.initialGenerationEnded && Date() < deadline {
+          usleep(500)
+        }
+        let made = Voice(
+          handle: voice, stream: stream, startFrame: start, mixRate: mixRate, waitForDecoding: isOffline)
+        command = .attach(voice: voice, LoadedStream(voice: made))
+      } catch {
+        streams.remove(voice)
+        command = .loadFailed(voice: voice, error)
+      }
+      commands.post(command)
+    }
+  }
+
+  /// Blocks decoded before a stream is handed to the streaming thread (about a third of a second):
+  /// a voice starts at once, and rides out a slow first read.
+  static let preBufferBlocks = 4
+
+  /// Opens `request` and queues it on the slot's stream, to follow what is there gaplessly.
+  /// Failures (and a sample rate the stream cannot take) come back as `.appendFailed`.
+  package func append(_ request: SegmentRequest, voice: VoiceHandle) {
+    let events = self.events
+    let streams = self.streams
+    runOnLoader {
+      guard let stream = streams.stream(for: voice) else { return }
+      do throws(DecodeError) {
+        let segment = try request.open()
+        let rate = segment.decoder.format.sampleRate
+        guard rate == stream.format.sampleRate else {
+          let error = DecodeError(
+            path: request.path,
+            reason: .unsupported(
+              "its sample rate \(rate) Hz differs from \(stream.format.sampleRate) Hz of the item before"))
+          events.post(.appendFailed(voice: voice, token: request.token, error, rateMismatch: true))
+          return
+        }
+        stream.append(segment)
+      } catch {
+        events.post(.appendFailed(voice: voice, token: request.token, error, rateMismatch: false))
+      }
+    }
+  }
+
+  /// Replaces what follows segment `token` on the slot's stream with `request` (or nothing).
+  /// When the stream had already decoded into the old follower, the voice re-seeks (10 ms dip).
+  package func replaceUpcoming(voice: VoiceHandle, after token: Int, with request: SegmentRequest?) {
+    let events = self.events
+    let streams = self.streams
+    let commands = self.commands
+    runOnLoader {
+      guard let stream = streams.stream(for: voice) else { return }
+      var segments: [StreamSegment] = []
+      if let request {
+        do throws(DecodeError) {
+          let segment = try request.open()
+          if segment.decoder.format.sampleRate == stream.format.sampleRate {
+            segments.append(segment)
+          } else {
+            let error = DecodeError(path: request.path, reason: .unsupported("another sample rate"))
+            events.post(.appendFailed(voice: voice, token: request.token, error, rateMismatch: true))
+          }
+        } catch {
+          events.post(.appendFailed(voice: voice, token: request.token, error, rateMismatch: false))
+        }
+      }
+      if !stream.replaceUpcoming(after: token, with: segments) { commands.post(.resync(voice: voice)) }
+    }
+  }
+
+  /// Ends the loops of the slot's segments up to `token`: they play on to their ends.
+  package func releaseLoop(voice: VoiceHandle, through token: Int) {
+    streams.stream(for: voice)?.releaseLoop(through: token)
+  }
+
+  /// Loader work runs in order on the loader thread (inline for an offline engine, so that
+  /// offline runs are deterministic).
+  private func runOnLoader(_ work: @escaping @Sendable () -> Void) {
+    if isOffline { work() } else { loader.async(execute: work) }
+  }
+
+  // MARK: - Events
+
+  package func report(_ diagnostic: Diagnostic) {
+    let handler = diagnostics.withLock { $0 }
+    handler?(diagnostic)
+  }
+
+  private func deliver(_ event: EngineEvent) {
+    switch event {
+    case .reclaim: return  // dropping the reference here frees it, off the streaming thread
+    case .diagnostic(let diagnostic): report(diagnostic)
+    case .deviceLost(let name):
+      report(Diagnostic(.warning, "audio device \"\(name)\" disconnected; reopening the default device"))
+    case .deviceRestored(let kind, let name):
+      report(Diagnostic(.notice, "audio resumed on \"\(name)\"" + (kind == .headless ? " (headless)" : "")))
+    case .underrun(let voice):
+      report(Diagnostic(.warning, "stream underrun on \(voice): restarted"))
+      notify(event)
+    case .stolen(_, let listener):
+      listener(event)
+    case .prepared, .ended, .failed, .interrupted, .segmentStarted, .segmentFailed, .fadedOut, .handedOff,
+      .appendFailed:
+      notify(event)
+    }
+  }
+
+  /// Hands a voice's event to its owner, if the voice it names still belongs to that owner.
+  private func notify(_ event: EngineEvent) {
+    guard let voice = event.voice, let listener = pool.listener(for: voice) else { return }
+    listener(event)
+  }
+
+  /// For tests: behaves as if OpenAL reported the device disconnected (ALC_EXT_disconnect), so
+  /// the recovery path (new device, sources refilled at their positions) runs on a machine whose
+  /// device cannot really be unplugged.
+  func simulateDeviceDisconnect() { commands.post(.simulateDeviceDisconnect) }
+
+  /// For tests: stalls the streaming thread, so that the underrun path runs for real.
+  func stallStreamingThread(milliseconds: Int) { commands.post(.stallForTesting(milliseconds: milliseconds)) }
+}
+
+/// Names the calling thread for the kernel, so `top -H`, `perf` and `/proc/PID/task/*/comm` tell
+/// the engine's threads apart (Foundation's `Thread.name` does not reach the kernel on Linux).
+/// At most 15 bytes.
+/// (`pthread_setname_np` and `prctl` are not visible from Swift's Glibc module; the kernel takes
+/// the name from /proc/thread-self/comm as well.)
+package func nameCurrentThread(_ name: String) {
+  let descriptor = open("/proc/thread-self/comm", O_WRONLY)
+  guard descriptor >= 0 else { return }
+  _ = name.utf8CString.withUnsafeBufferPointer { write(descriptor, $0.baseAddress, min(15, $0.count - 1)) }
+  close(descriptor)
+}
+
+/// Each voice's stream, shared with the loader's closures; a stream is found only under the
+/// handle it was opened for.
+package final class StreamRegistry: Sendable {
+  private let map = Mutex<[Int: (voice: VoiceHandle, stream: DecodeAheadStream)]>([:])
+
+  func set(_ stream: DecodeAheadStream, for voice: VoiceHandle) {
+    map.withLock { $0[voice.slot] = (voice, stream) }
+  }
+
+  func stream(for voice: VoiceHandle) -> DecodeAheadStream? {
+    map.withLock { map in map[voice.slot].flatMap { $0.voice == voice ? $0.stream : nil } }
+  }
+
+  func remove(_ voice: VoiceHandle) {
+    map.withLock { map in if map[voice.slot]?.voice == voice { map[voice.slot] = nil } }
+  }
+
+  /// Empties the registry (at shutdown), returning what it held.
+  func takeAll() -> [DecodeAheadStream] {
+    map.withLock { map in
+      defer { map.removeAll() }
+      return map.values.map(\.stream)
+    }
+  }
+}
+
+/// Counts running threads of one kind (the engine's decode threads), so that shutdown can wait
+/// for the last one to end.
+package final class ThreadCensus: Sendable {
+  private let running = Atomic<Int>(0)
+  var count: Int { running.load(ordering: .acquiring) }
+  func enter() { running.add(1, ordering: .relaxed) }
+  func leave() { running.subtract(1, ordering: .releasing) }
+}
+
+/// The engine's threads run while this is true; shared by reference so the threads need not hold
+/// the engine itself.
+package final class RunFlag: Sendable {
+  package let value = Atomic<Bool>(true)
+
+  package init() {}
+}

@@ -1,0 +1,415 @@
+import Foundation
+import LeitmotifDecoding
+import LeitmotifOutput
+import Synchronization
+
+/// A sequence of segments decoded on their own thread, ahead, into a ring of stereo blocks that
+/// the streaming thread takes from without ever waiting on a file (openal-soft's
+/// examples/alstreamcb.cpp keeps a ring between its decoder and mixer the same way).
+///
+/// Why a thread of its own: decoding reads files, and a file read can stall (a busy disk, a
+/// network home folder). On the streaming thread that stall would starve every voice; here it
+/// only empties this voice's ring. Offline renders gain too: decoding runs on one core while
+/// the mixer mixes on the other.
+///
+/// Gapless joins and loops happen here, in the decoder, because only a decoder can make them
+/// sample-exact, and cheaply: one voice plays the whole run (OpenAL's own loop points work only
+/// for static buffers). At a loop's end the decode thread seeks back to the loop's start; at a
+/// segment's end it continues with the next segment. A block never spans either seam, so every
+/// block the mixer reads belongs to one segment and one run of frames.
+///
+/// The ring is single-producer (the decode thread) and single-consumer (the streaming thread):
+/// `produced` and `consumed` count blocks; a slot is written only by the producer before it
+/// publishes `produced` (release) and read only by the consumer after it loads `produced`
+/// (acquire), then handed back by publishing `consumed`. Seeks are requests, not waits: the
+/// consumer bumps `requestedGeneration`; the producer seeks and stamps every later block with
+/// the new generation, and the consumer drops blocks of older generations.
+///
+/// The segments still to come sit behind a mutex that only the decode thread and game-side
+/// threads take (never the streaming thread), so the queue can change while this plays.
+///
+/// The ring is allocated in `init`; nothing on the streaming side allocates while playing.
+package final class DecodeAheadStream: @unchecked Sendable {
+  /// Blocks in the ring: 8 x 4096 frames is 0.68 s at 48 kHz decoded ahead of what the mixer
+  /// reads, enough to ride out a slow read; 256 KB per voice.
+  static let blockCount = 8
+  static let framesPerBlock = Voice.framesPerBuffer
+  /// The producer refills in bursts: once the ring is full it sleeps until only this many blocks
+  /// are left (0.17 s still ahead of the mixer), then decodes until it
+  /// is full again. Decoding six blocks at a time instead of one keeps libvorbis's tables in
+  /// cache and wakes the thread a sixth as often: on a virtual machine that halves what decoding
+  /// costs (measured with `leitmotif-bench crossfade`).
+  static let lowWaterBlocks = 2
+  /// Finished segments kept (with their open decoders) so a seek can still go back into them
+  /// while their audio is queued or heard.
+  static let retainedSegments = 8
+
+  /// The first segment's file, for messages.
+  let path: String
+  /// Every segment has this rate (the loader refuses others for gapless joins); blocks are stereo.
+  let format: AudioFormat
+  let firstToken: Int
+  /// Where the first segment ends (frames of its file).
+  let firstSegmentEnd: Int64
+
+  package struct Block {
+    var samples: UnsafePointer<Float>  // stereo, interleaved
+    var frames: Int
+    var startFrame: Int64
+    var generation: Int
+    var token: Int
+    /// The segment's start and end (trim points) in frames of its file.
+    var segmentStart: Int64
+    var segmentEnd: Int64
+    /// No jump back to a loop start will follow in this segment: what is left of it is the rest
+    /// of the file up to `segmentEnd` (a crossfade to the next item can be timed from here).
+    var finalPass: Bool
+    /// The segment failed here (the block holds what decoded before the failure); the stream
+    /// goes on with the next segment, if there is one.
+    var error: DecodeError?
+  }
+
+  private let samples: UnsafeMutablePointer<Float>
+  private let meta: UnsafeMutablePointer<Block>
+  private let counters = Counters()
+  private let producerWake = DispatchSemaphore(value: 0)
+  private let blockReady = DispatchSemaphore(value: 0)
+  private let upcoming = Mutex<Upcoming>(Upcoming())
+
+  private struct Upcoming {
+    var segments: [StreamSegment] = []
+    /// The token the decode thread is decoding now (set under this lock when it moves on).
+    var decodingToken: Int
+    init(decodingToken: Int = 0) { self.decodingToken = decodingToken }
+  }
+
+  private final class Counters: Sendable {
+    let produced = Atomic<Int>(0)
+    let consumed = Atomic<Int>(0)
+    let requestedGeneration = Atomic<Int>(0)
+    let requestedFrame = Atomic<Int64>(0)
+    let requestedToken = Atomic<Int>(0)
+    /// Whether a seek back into an earlier segment keeps the segments that followed it.
+    let requestKeepsFollowing = Atomic<Bool>(true)
+    let stopped = Atomic<Bool>(false)
+    /// Segments with a token up to this one stop looping (see `releaseLoop`).
+    let loopReleasedThrough = Atomic<Int>(Int.min)
+    /// The generation in which the producer ran out of segments (and waits for more), or -1.
+    let drainedGeneration = Atomic<Int>(-1)
+  }
+
+  /// Moves a non-Sendable value to another thread that becomes its only user.
+  private struct Handover<Value>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
+  }
+
+  /// Whether the first generation is fully decoded into the ring (a short file): pre-buffering
+  /// then need not wait for more blocks.
+  var initialGenerationEnded: Bool { counters.drainedGeneration.load(ordering: .acquiring) == 0 }
+
+  /// The stream has played out: the producer ran out of segments in `generation` and every block
+  /// it made has been taken. Not final: a segment appended later revives it (a gapless join that
+  /// arrives before the mixer has read everything decoded still joins without a gap).
+  func isDrained(generation: Int) -> Bool {
+    counters.drainedGeneration.load(ordering: .acquiring) == generation && availableBlocks == 0
+  }
+
+  /// Takes ownership of `first` (its decoder already at `startFrame`) and starts decoding at once.
+  /// `census` counts the decode thread while it runs (the engine's shutdown waits for it).
+  init(first: StreamSegment, startFrame: Int64, census: ThreadCensus? = nil) {
+    path = first.decoder.path
+    format = first.decoder.format
+    firstToken = first.token
+    firstSegmentEnd = first.endFrame
+    let count = Self.blockCount
+    samples = .allocate(capacity: count * Self.framesPerBlock * 2)
+    samples.initialize(repeating: 0, count: count * Self.framesPerBlock * 2)
+    meta = .allocate(capacity: count)
+    meta.initialize(
+      repeating: Block(
+        samples: UnsafePointer(samples), frames: 0, startFrame: 0, generation: 0, token: 0, segmentStart: 0,
+        segmentEnd: 0,
+        finalPass: true, error: nil),
+      count: count)
+    upcoming.withLock { $0.decodingToken = first.token }
+    // The decoder moves to the decode thread and is used only there from now on.
+    let handover = Handover(first)
+    census?.enter()
+    let thread = Thread { [self] in
+      nameCurrentThread("lm.decode")
+      self.produce(first: handover.value, startFrame: startFrame)
+      census?.leave()
+    }
+    thread.name = "leitmotif.decode"
+    thread.start()
+  }
+
+  deinit {
+    meta.deinitialize(count: Self.blockCount)
+    meta.deallocate()
+    samples.deallocate()
+  }
+
+  /// Ends the decode thread (it holds the stream until then). Called when the voice is freed.
+  func stop() {
+    counters.stopped.store(true, ordering: .releasing)
+    producerWake.signal()
+  }
+
+  // MARK: - Game side (any thread but the streaming thread)
+
+  /// Adds a segment to play after the ones already there, gaplessly.
+  func append(_ segment: StreamSegment) {
+    // Under the lock the producer checks for segments and declares the stream drained; clearing
+    // the flag here, under the same lock, means a consumer never sees "drained" while a segment
+    // waits (an offline render would otherwise end a voice that is about to go on).
+    upcoming.withLock { state in
+      state.segments.append(segment)
+      counters.drainedGeneration.store(-1, ordering: .releasing)
+    }
+    producerWake.signal()
+  }
+
+  /// Replaces the segments still to come after `token`. Returns false when the decode thread has
+  /// already moved past `token` (it decoded ahead into the old next segment): the caller must then
+  /// re-seek the voice within `token` with `keepFollowing: false` so the stale audio is dropped.
+  func replaceUpcoming(after token: Int, with segments: [StreamSegment]) -> Bool {
+    let inPlace = upcoming.withLock { state -> Bool in
+      state.segments = segments
+      if !segments.isEmpty { counters.drainedGeneration.store(-1, ordering: .releasing) }
+      return state.decodingToken == token
+    }
+    producerWake.signal()
+    return inPlace
+  }
+
+  /// Ends the loops of every segment up to `token`: each plays on from where it is to its end
+  /// (the jump back already decoded ahead still plays; the ring holds under a second).
+  func releaseLoop(through token: Int) {
+    counters.loopReleasedThrough.store(token, ordering: .releasing)
+    producerWake.signal()
+  }
+
+  // MARK: - Consumer (the streaming thread)
+
+  /// Blocks decoded and not yet taken.
+  var availableBlocks: Int {
+    counters.produced.load(ordering: .acquiring) - counters.consumed.load(ordering: .relaxed)
+  }
+
+  /// The oldest decoded block, if any. With `waitSeconds > 0` (offline renders only) waits that
+  /// long for one, unless the stream is drained in the consumer's `generation` (no block will
+  /// come); the real-time streaming thread never waits.
+  func peek(waitSeconds: Double = 0, generation: Int = -2) -> Block? {
+    var deadline: DispatchTime?
+    while true {
+      let consumed = counters.consumed.load(ordering: .relaxed)
+      if counters.produced.load(ordering: .acquiring) > consumed {
+        return meta[consumed % Self.blockCount]
+      }
+      guard waitSeconds > 0, counters.drainedGeneration.load(ordering: .acquiring) != generation else { return nil }
+      let limit = deadline ?? .now() + waitSeconds
+      deadline = limit
+      if blockReady.wait(timeout: limit) == .timedOut { return nil }
+    }
+  }
+
+  /// Hands the block from `peek` back to the producer.
+  func release() {
+    let consumed = counters.consumed.add(1, ordering: .releasing).newValue
+    // Wake the producer only when the ring falls to its low-water mark (see `produce`).
+    if counters.produced.load(ordering: .acquiring) - consumed <= Self.lowWaterBlocks { producerWake.signal() }
+  }
+
+  /// Asks the decode thread to continue from `frame` of segment `token`; blocks of earlier
+  /// generations are stale. Going back into a finished segment replays what followed it, unless
+  /// `keepFollowing` is false (the following segments were replaced). Returns the new generation.
+  func requestSeek(token: Int, frame: Int64, keepFollowing: Bool = true) -> Int {
+    counters.requestedFrame.store(frame, ordering: .relaxed)
+    counters.requestedToken.store(token, ordering: .relaxed)
+    counters.requestKeepsFollowing.store(keepFollowing, ordering: .relaxed)
+    let generation = counters.requestedGeneration.add(1, ordering: .releasing).newValue
+    producerWake.signal()
+    return generation
+  }
+
+  // MARK: - Producer (the decode thread)
+
+  /// The decode thread's view of the segment it decodes.
+  private struct Current {
+    var segment: StreamSegment
+    var cursor: Int64
+    var jumpsDone = 0
+  }
+
+  private func produce(first: StreamSegment, startFrame: Int64) {
+    var generation = 0
+    var current: Current? = Current(segment: first, cursor: startFrame)
+    var retained: [StreamSegment] = []
+    var refilling = true
+    let scratch = UnsafeMutablePointer<Float>.allocate(capacity: Self.framesPerBlock * 2)
+    defer { scratch.deallocate() }
+    while !counters.stopped.load(ordering: .acquiring) {
+      let requested = counters.requestedGeneration.load(ordering: .acquiring)
+      var pendingError: DecodeError?
+      if requested != generation {
+        generation = requested
+        counters.drainedGeneration.store(-1, ordering: .releasing)
+        let token = counters.requestedToken.load(ordering: .relaxed)
+        let frame = counters.requestedFrame.load(ordering: .relaxed)
+        let keep = counters.requestKeepsFollowing.load(ordering: .relaxed)
+        if current?.segment.token != token, let index = retained.lastIndex(where: { $0.token == token }) {
+          // Back into a finished segment: it becomes current again; what followed it goes back
+          // in front of the upcoming segments (or away, when the caller replaced them).
+          var following = Array(retained[(index + 1)...])
+          if let current { following.append(current.segment) }
+          let target = retained[index]
+          retained.removeSubrange(index...)
+          upcoming.withLock { state in
+            if keep { state.segments.insert(contentsOf: following, at: 0) }
+            state.decodingToken = token
+          }
+          current = Current(segment: target, cursor: frame)
+        } else if current?.segment.token != token {
+          // The segment is gone (an unknown token): continue with what is queued after it.
+          current = nil
+        }
+        if var active = current {
+          active.cursor = max(0, min(frame, active.segment.endFrame))
+          do { try active.segment.decoder.seek(toFrame: active.cursor) } catch { pendingError = error }
+          current = active
+        }
+      }
+      if current == nil {
+        current = takeNext(drainedIfNone: generation)
+        if current == nil {
+          // Out of segments (takeNext said so: the consumer ends the voice once it has played
+          // everything). Wait for an append or a seek.
+          blockReady.signal()
+          _ = producerWake.wait(timeout: .now() + .milliseconds(500))
+          continue
+        }
+      }
+      let level = counters.produced.load(ordering: .relaxed) - counters.consumed.load(ordering: .acquiring)
+      if level >= Self.blockCount { refilling = false }
+      if level <= Self.lowWaterBlocks { refilling = true }
+      guard refilling, var active = current else {
+        _ = producerWake.wait(timeout: .now() + .milliseconds(500))
+        continue
+      }
+      let segment = active.segment
+      let loopLive = isLoopLive(active)
+      // A trimmed end or a loop's end is a hard boundary. At the file's own end the decoder is
+      // read until it gives nothing more, so that it can report a file cut short.
+      let trimmed = segment.endFrame < segment.decoder.lengthFrames
+      let boundary = loopLive ? segment.loop!.end : (trimmed ? segment.endFrame : Int64.max)
+      let slot = counters.produced.load(ordering: .relaxed) % Self.blockCount
+      let output = samples + slot * Self.framesPerBlock * 2
+      let capacity = Int(max(0, min(Int64(Self.framesPerBlock), boundary - active.cursor)))
+      let isStereo = segment.decoder.format.channelCount == 2
+      var frames = 0
+      var error = pendingError
+      if error == nil && capacity > 0 {
+        do {
+          frames = try segment.decoder.readFrames(into: isStereo ? output : scratch, frameCapacity: capacity)
+        } catch let failure {
+          error = failure
+        }
+      }
+      if !isStereo {
+        for frame in 0..<frames {
+          output[2 * frame] = scratch[frame]
+          output[2 * frame + 1] = scratch[frame]
+        }
+      }
+      if segment.gain != 1 {
+        // The item's own level (ReplayGain): applied here, per sample, so it changes exactly at
+        // a gapless seam, which a source gain set by the streaming thread could not.
+        let gain = segment.gain
+        for index in 0..<(2 * frames) { output[index] *= gain }
+      }
+      if frames == 0 && error == nil && capacity > 0 && segment.decoder.cursorFrames < min(boundary, segment.endFrame) {
+        // Damage swallowed part of the stream: the item ends early, and says so.
+        error = DecodeError(
+          path: segment.decoder.path,
+          reason: .truncated(
+            "the stream ended at frame \(segment.decoder.cursorFrames), \(segment.endFrame - segment.decoder.cursorFrames) frames before its end"
+          ))
+      }
+      let blockStart = active.cursor
+      active.cursor += Int64(frames)
+      var segmentDone = error != nil || (!loopLive && (frames == 0 || (trimmed && active.cursor >= segment.endFrame)))
+      var jumped = false
+      if loopLive && error == nil && active.cursor >= boundary {
+        // The seam: back to the loop's start, sample-exact.
+        active.jumpsDone += 1
+        active.cursor = segment.loop!.start
+        jumped = true
+        do { try segment.decoder.seek(toFrame: active.cursor) } catch let seekFailure {
+          error = seekFailure
+          segmentDone = true
+        }
+      }
+      let finalPass = !jumped && !isLoopLive(active)
+      // A block of zero frames only carries news (a failure); a plain end needs no block: the
+      // next block's token (or the drained flag) tells.
+      if frames > 0 || error != nil {
+        publish(
+          frames: frames, cursor: blockStart, token: segment.token, segmentStart: segment.startFrame,
+          segmentEnd: segment.endFrame,
+          finalPass: finalPass || segmentDone, generation: generation, error: error)
+      }
+      if segmentDone {
+        retained.append(segment)
+        if retained.count > Self.retainedSegments { retained.removeFirst() }
+        current = nil
+      } else {
+        current = active
+      }
+    }
+  }
+
+  /// A loop is live while its jumps are not used up, it was not released, and the cursor has not
+  /// passed its end (a seek beyond the loop plays the outro).
+  private func isLoopLive(_ active: Current) -> Bool {
+    guard let loop = active.segment.loop, active.cursor < loop.end,
+      active.segment.token > counters.loopReleasedThrough.load(ordering: .acquiring)
+    else { return false }
+    return active.segment.loopCount.map { active.jumpsDone < $0 } ?? true
+  }
+
+  /// Moves to the next upcoming segment, rewound to its start. With none, marks the stream
+  /// drained in `generation`, under the lock that `append` takes.
+  private func takeNext(drainedIfNone generation: Int) -> Current? {
+    let next = upcoming.withLock { state -> StreamSegment? in
+      guard !state.segments.isEmpty else {
+        counters.drainedGeneration.store(generation, ordering: .releasing)
+        return nil
+      }
+      let segment = state.segments.removeFirst()
+      state.decodingToken = segment.token
+      return segment
+    }
+    guard let next else { return nil }
+    if next.decoder.cursorFrames != next.startFrame {
+      do { try next.decoder.seek(toFrame: next.startFrame) } catch {
+        return Current(segment: next, cursor: next.endFrame)
+      }
+    }
+    return Current(segment: next, cursor: next.startFrame)
+  }
+
+  private func publish(
+    frames: Int, cursor: Int64, token: Int, segmentStart: Int64, segmentEnd: Int64, finalPass: Bool, generation: Int,
+    error: DecodeError?
+  ) {
+    let slot = counters.produced.load(ordering: .relaxed) % Self.blockCount
+    meta[slot] = Block(
+      samples: UnsafePointer(samples + slot * Self.framesPerBlock * 2), frames: frames, startFrame: cursor,
+      generation: generation, token: token, segmentStart: segmentStart, segmentEnd: segmentEnd, finalPass: finalPass,
+      error: error)
+    counters.produced.add(1, ordering: .releasing)
+    blockReady.signal()
+  }
+}

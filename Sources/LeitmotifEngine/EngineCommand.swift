@@ -1,0 +1,181 @@
+import Foundation
+import LeitmotifDecoding
+import LeitmotifOutput
+import Synchronization
+
+/// A file opened by the loader, its decode thread already running, its ring filled and its
+/// voice made, handed to the streaming thread. The loader never touches it again after sending.
+package struct LoadedStream: @unchecked Sendable {
+  var voice: Voice
+}
+
+/// Requests from game threads to the streaming thread. Every request about a voice names its
+/// handle (slot and generation); the streaming thread drops those whose generation is no longer
+/// the slot's (an earlier owner's, see `VoiceHandle`).
+package enum EngineCommand: Sendable {
+  /// A new owner took the slot (or an owner started over on it): whatever the slot played is let
+  /// go, its settings reset, and only this generation's requests count from now on.
+  case claim(VoiceHandle)
+  /// The owner gave the slot back: what it plays is let go (faded out if audible).
+  case release(VoiceHandle)
+  case attach(voice: VoiceHandle, LoadedStream)
+  case loadFailed(voice: VoiceHandle, DecodeError)
+  case play(voice: VoiceHandle)
+  /// Starts the voice on the frame where the trigger's voice reaches the trigger's position (a
+  /// stinger on the beat), or on the next line if it is not ready by then.
+  case playOnTrigger(voice: VoiceHandle, StartTrigger)
+  case pause(voice: VoiceHandle)
+  case stop(voice: VoiceHandle, generation: Int)
+  case seek(voice: VoiceHandle, seconds: Double, generation: Int)
+  case setRate(voice: VoiceHandle, Float)
+  case setVolume(voice: VoiceHandle, Float)
+  /// The high-frequency gain of the voice's low-pass filter, 0...1 (1: unfiltered).
+  case setLowPass(voice: VoiceHandle, Float)
+  case scan(voice: VoiceHandle, direction: Int)  // +1 forward, -1 backward, 0 ends the scan
+  /// Arms (or, with nil, disarms) the hand-over from a voice to a follower (see `Voice.Handoff`).
+  case arm(voice: VoiceHandle, Voice.Handoff?)
+  /// Starts `to` with a fade-in, and fades out every voice in `from` from its audible level, both
+  /// on the same mix frame: as soon as `to` has audio, or, with a `trigger`, on the frame where
+  /// the trigger's voice reaches the trigger's position in its file.
+  case crossfade(to: VoiceHandle, from: [VoiceHandle], seconds: Double, curve: FadeCurve, trigger: StartTrigger?)
+  /// Fades a voice out for good; it reports `.fadedOut` when silent.
+  case fadeOutAndFinish(voice: VoiceHandle, seconds: Double, curve: FadeCurve)
+  /// Drops what the voice decoded after the segment being heard (see `Voice.resync`).
+  case resync(voice: VoiceHandle)
+  case setMasterGain(Float)
+  /// `command`, to take effect on mix frame `frame` (posted inside
+  /// `AudioEngine.performing(atMixFrame:)`); on arrival if that frame is already mixed. Claims,
+  /// releases and loads never wait (the pool's order must hold).
+  indirect case timed(frame: Int64, EngineCommand)
+  /// The high-frequency gain of the music bus's shelf filter, 0...1 (1: unfiltered).
+  case setMasterLowPass(Float)
+  case simulateDeviceDisconnect
+  /// Tests only: the streaming thread sleeps this long, as a descheduled thread on a loaded
+  /// machine would, so the sources run dry.
+  case stallForTesting(milliseconds: Int)
+}
+
+/// A start on the beat: the moment a voice's playback reaches a position in its file (a grid
+/// line of the music it plays), found by the mixer from that voice's own stream position, so it
+/// lands on the frame whatever the rate did meanwhile, live as offline.
+package struct StartTrigger: Sendable, Equatable {
+  /// The voice whose position counts, and the segment (queue item) it must be playing.
+  var voice: VoiceHandle
+  var token: Int
+  /// The position in that voice's file, in seconds (turned into its file's frames by the mixer).
+  var fileSeconds: Double
+  /// The grid's spacing in seconds of the file (a beat or a bar): when the incoming voice is not
+  /// ready in time, the start moves on to the next line, and the next, instead of landing off
+  /// the grid. Nil: start as soon as it is ready.
+  var everySeconds: Double?
+
+  package init(voice: VoiceHandle, token: Int, fileSeconds: Double, everySeconds: Double?) {
+    self.voice = voice
+    self.token = token
+    self.fileSeconds = fileSeconds
+    self.everySeconds = everySeconds
+  }
+}
+
+/// What the streaming thread reports back; delivered on the notification thread, to the owner of
+/// the voice named (and only while that handle still owns its slot).
+package enum EngineEvent: @unchecked Sendable {
+  case prepared(voice: VoiceHandle)
+  case ended(voice: VoiceHandle)
+  /// A gapless join became audible: segment `token` is heard now.
+  case segmentStarted(voice: VoiceHandle, token: Int)
+  /// A segment failed mid-stream; the stream went on with the next one.
+  case segmentFailed(voice: VoiceHandle, token: Int, DecodeError)
+  /// A voice that was let go (a crossfade's outgoing side) is silent now.
+  case fadedOut(voice: VoiceHandle)
+  /// An armed hand-over started: `to` fades in, `from` fades out.
+  case handedOff(from: VoiceHandle, to: VoiceHandle)
+  /// A segment to be joined gaplessly could not be opened, or has another sample rate than the
+  /// stream (`rateMismatch`: one stream has one rate).
+  case appendFailed(voice: VoiceHandle, token: Int, DecodeError, rateMismatch: Bool)
+  case failed(voice: VoiceHandle, DecodeError)
+  case underrun(voice: VoiceHandle)
+  case deviceLost(String)
+  case deviceRestored(OutputDevice.Kind, String)
+  case interrupted(voice: VoiceHandle, Bool)
+  case diagnostic(Diagnostic)
+  /// The voice pool gave this voice to another owner (see `VoicePool.claim`); delivered to the
+  /// listener it had, which no longer owns the slot.
+  case stolen(VoiceHandle, @Sendable (EngineEvent) -> Void)
+  /// Something the streaming thread is done with, to be freed off the streaming thread.
+  case reclaim(AnyObject)
+
+  /// The voice the event is about (nil: about the engine).
+  package var voice: VoiceHandle? {
+    switch self {
+    case .prepared(let voice), .ended(let voice), .segmentStarted(let voice, _), .segmentFailed(let voice, _, _),
+      .fadedOut(let voice), .appendFailed(let voice, _, _, _), .failed(let voice, _), .underrun(let voice),
+      .interrupted(let voice, _), .stolen(let voice, _):
+      return voice
+    case .handedOff(let from, _):
+      return from
+    case .deviceLost, .deviceRestored, .diagnostic, .reclaim:
+      return nil
+    }
+  }
+}
+
+/// Many producers, one consumer; the consumer never waits.
+///
+/// Game threads append under the mutex (they may wait a moment for each other). The streaming
+/// thread only ever *tries* the lock and swaps the whole batch out for its own empty array, so a
+/// game thread holding the lock can delay a command by one pump but never stall the audio.
+///
+/// A consumer that has nothing to do sleeps in `waitForPost` and is woken by the next post (one
+/// wake per batch, however many posts it holds), so idle engines do not poll.
+package final class CommandQueue<Element: Sendable>: Sendable {
+  private let pending = Mutex<[Element]>([])
+  private let wake = DispatchSemaphore(value: 0)
+  private let wakePending = Atomic<Bool>(false)
+  /// What `post` does to an element first (the engine's commands: stamp the poster's mix frame).
+  private let prepare: (@Sendable (Element) -> Element)?
+
+  /// `reserving`: the capacity the queue starts with (the consumer swaps its own batch in, so
+  /// the capacities last; a producer that must not allocate, the streaming thread, finds room).
+  init(reserving capacity: Int = 0, prepare: (@Sendable (Element) -> Element)? = nil) {
+    self.prepare = prepare
+    pending.withLock { $0.reserveCapacity(capacity) }
+  }
+
+  package func post(_ element: Element) {
+    let element = prepare?(element) ?? element
+    pending.withLock { $0.append(element) }
+    wakeUp()
+  }
+
+  /// Wakes a consumer sleeping in `waitForPost` (a semaphore signal: it never blocks).
+  func wakeUp() {
+    if !wakePending.exchange(true, ordering: .acquiringAndReleasing) { wake.signal() }
+  }
+
+  /// Sleeps until something is posted (or `wakeUp`), at most `timeout`.
+  func waitForPost(timeout: DispatchTimeInterval) {
+    _ = wake.wait(timeout: .now() + timeout)
+    wakePending.store(false, ordering: .releasing)
+  }
+
+  /// Moves everything pending into `batch` (which must be empty) without blocking.
+  /// Returns false if the lock was busy; the caller tries again next time.
+  func takeAll(into batch: inout [Element]) -> Bool {
+    pending.withLockIfAvailable { queue in
+      swap(&queue, &batch)
+    } != nil
+  }
+
+  /// Appends `batch` to the queue without blocking; false (and nothing moved) if the lock was busy.
+  func tryPost(contentsOf batch: [Element]) -> Bool {
+    let posted = pending.withLockIfAvailable { queue in queue.append(contentsOf: batch) } != nil
+    if posted { wakeUp() }
+    return posted
+  }
+
+  /// Blocking variant for consumers that may wait (the notification thread).
+  func takeAllWaiting(into batch: inout [Element]) {
+    pending.withLock { queue in swap(&queue, &batch) }
+  }
+}

@@ -1,0 +1,77 @@
+import Foundation
+import LeitmotifDecoding
+import LeitmotifOutput
+
+/// What the loader needs to open one segment: the file, its trim points and its loop, asked for
+/// by a player; the loader turns it into a `StreamSegment` (an open decoder and frame numbers).
+package struct SegmentRequest: Sendable {
+  var token: Int
+  var path: String
+  /// Trim points in seconds of the file (nil: the whole file).
+  package var startSeconds: Double = 0
+  package var endSeconds: Double?
+  /// The loop: explicit points, or the file's LOOPSTART/LOOPLENGTH tags when `loopFromTags`.
+  package var loopPoints: LoopPoints?
+  var loopFromTags = true
+  /// Jumps back from the loop's end; nil loops until released; 0 plays straight through.
+  package var loopCount: Int? = 0
+  /// Multiplies every decoded sample (1: unchanged).
+  package var gain: Float = 1
+
+  package init(
+    token: Int, path: String, startSeconds: Double = 0, endSeconds: Double? = nil, loopPoints: LoopPoints? = nil,
+    loopFromTags: Bool = true, loopCount: Int? = 0, gain: Float = 1
+  ) {
+    self.token = token
+    self.path = path
+    self.startSeconds = startSeconds
+    self.endSeconds = endSeconds
+    self.loopPoints = loopPoints
+    self.loopFromTags = loopFromTags
+    self.loopCount = loopCount
+    self.gain = gain
+  }
+
+  /// Opens the file and works out the frames. Runs on the loader (it does I/O).
+  /// - Throws: `DecodeError`, with `.pointsOutsideFile` when trim or loop points do not fit.
+  func open() throws(DecodeError) -> StreamSegment {
+    let decoder = try AudioFile.openDecoder(path: path)
+    let rate = Double(decoder.format.sampleRate)
+    let length = decoder.lengthFrames
+    let start = Int64((max(0, startSeconds) * rate).rounded())
+    let end = endSeconds.map { Int64(($0 * rate).rounded()) } ?? length
+    guard start <= length else {
+      throw DecodeError(
+        path: path,
+        reason: .pointsOutsideFile("start time \(startSeconds) s is after the end (\(decoder.durationSeconds) s)"))
+    }
+    guard end <= length else {
+      throw DecodeError(
+        path: path,
+        reason: .pointsOutsideFile("end time \(endSeconds ?? 0) s is after the end (\(decoder.durationSeconds) s)"))
+    }
+    guard start < end else {
+      throw DecodeError(
+        path: path, reason: .pointsOutsideFile("start time \(startSeconds) s is not before the end time"))
+    }
+    var loop: LoopRegion?
+    if loopCount != 0 {
+      if let points = loopPoints {
+        loop = LoopRegion(start: points.startFrame, end: points.endFrame ?? length)
+      } else if loopFromTags, let tagStart = decoder.tags.loopStartFrame {
+        loop = LoopRegion(start: tagStart, end: decoder.tags.loopEndFrame ?? length)
+      }
+    }
+    if let region = loop {
+      guard region.start >= 0, region.end <= length, region.start < region.end else {
+        throw DecodeError(
+          path: path,
+          reason: .pointsOutsideFile(
+            "loop \(region.start)..<\(region.end) (frames) must be non-empty and inside the file's \(length) frames"))
+      }
+    }
+    if start > 0 { try decoder.seek(toFrame: start) }
+    return StreamSegment(
+      token: token, decoder: decoder, startFrame: start, endFrame: end, loop: loop, loopCount: loopCount, gain: gain)
+  }
+}

@@ -1,0 +1,694 @@
+import Foundation
+import LeitmotifDecoding
+import LeitmotifOutput
+
+/// The streaming thread's state: the mixer (every voice, on one sample clock), the music bus that
+/// carries the mix to OpenAL, and the device it plays on.
+///
+/// The mix clock: frames mixed since the engine started. Every command takes effect on the first
+/// frame of the next block mixed, every start, fade and hand-over happens on a frame of that
+/// clock, and a voice's position is a frame of its file at a frame of the mix, so what a voice
+/// does is the same live as offline, to the frame (only how far ahead of the ear the mix runs
+/// differs: `MusicBus.targetQueuedFrames`).
+///
+/// The rules of the streaming thread, in one place:
+/// - It may call: OpenAL (the bus source's calls), the decode-ahead rings (take a block, ask for
+///   a seek: both lock-free), and `try` the command queue's lock.
+/// - It must never: wait on a lock a game thread can hold (it only tries), call back into game
+///   code (events go to the notification thread), open or read files (the loader opens them, each
+///   voice's decode thread reads them), allocate once voices are attached (the bus, its ring,
+///   every voice's scratch and resampler are made before; the command and event batches keep
+///   their capacity), or free voices and devices (they go back to the notification thread).
+/// - A real-time engine pumps it every few milliseconds from its own thread; an offline engine
+///   pumps it once before every render call, on the rendering thread, so runs are deterministic.
+// @unchecked Sendable: handed to the streaming thread at start and used only there (or, offline,
+// under the engine's render lock), never by two threads at once.
+package final class StreamingLoop: @unchecked Sendable {
+  static let maximumVoices = 16
+
+  private(set) var device: OutputDevice
+  let statuses: [VoiceStatus]
+  private var voices: [Voice?]
+  private let commands: CommandQueue<EngineCommand>
+  private let events: CommandQueue<EngineEvent>
+  private var commandBatch: [EngineCommand] = []
+  /// The mix clock: the frame the next block mixed starts at.
+  private(set) var mixClock: Int64 = 0
+  private var bus: MusicBus
+  /// Where each block is mixed before it goes to the bus (stereo).
+  private let mixScratch: UnsafeMutablePointer<Float>
+  private static let maximumMixFrames = 4096
+  // Commands for a slot whose stream is still loading wait here (per slot): play/pause intent,
+  // a seek, rate, volume and low-pass are applied when it attaches.
+  private var wantsPlaying = [Bool](repeating: false, count: maximumVoices)
+  private var pendingSeek = [(seconds: Double, generation: Int)?](repeating: nil, count: maximumVoices)
+  private var rates = [Float](repeating: 1, count: maximumVoices)
+  private var volumes = [Float](repeating: 1, count: maximumVoices)
+  /// High-frequency gains of each slot's shelf filter (1: unfiltered).
+  private var lowPassGains = [Float](repeating: 1, count: maximumVoices)
+  /// Crossfades waiting for their incoming voice to have audio (per incoming slot).
+  private var pendingCrossfades = [
+    (from: [VoiceHandle], seconds: Double, curve: FadeCurve, trigger: StartTrigger?)?
+  ](repeating: nil, count: maximumVoices)
+  /// Hand-overs armed per slot, kept here too so that one armed before its voice attached (the
+  /// loader is still opening the file) applies when it does.
+  private var armed = [Voice.Handoff?](repeating: nil, count: maximumVoices)
+  /// Starts waiting for another voice's position (`EngineCommand.playOnTrigger`), per slot.
+  private var triggeredPlays = [StartTrigger?](repeating: nil, count: maximumVoices)
+  /// The generation that owns each slot (0: nobody); see `owns`.
+  private var generations = [UInt32](repeating: 0, count: maximumVoices)
+  /// Voices released while audible: they fade out here (10 ms) before they are reclaimed, so a
+  /// release or a steal never cuts sound off. Their slots are already free for new voices.
+  private var dying: [Voice] = []
+  private var dyingEvents: [EngineEvent] = []
+  /// What dying voices publish into: nobody reads it.
+  private let detachedStatus = VoiceStatus()
+  /// The master gain over the bus, glided per frame towards its target.
+  private var masterGain: Float = 1
+  private var masterGainTarget: Float = 1
+  private var masterGainStep: Float = 0
+  /// The bus's own shelf filter (`AudioEngine.masterLowPassGain`).
+  private var busFilter: ShelfFilter
+  private var pendingEvents: [EngineEvent] = []
+  private var lastConnectionCheckNanoseconds: Int64 = 0
+  private var deviceLost = false
+  private var simulatedDisconnect = false
+  private let reopenDevice: () -> OutputDevice?
+  private let isOffline: Bool
+  // The clocked headless fallback: the loop mixes and renders what the wall clock says is due.
+  private var headlessScratch: [Float] = []
+  private var headlessStartNanoseconds: UInt64 = 0
+  private var headlessFramesRendered: Int64 = 0
+
+  /// Commands waiting for their mix frame (`EngineCommand.timed`), in frame order; its capacity
+  /// is reserved, and a command that finds it full takes effect at once.
+  private var timedCommands = TimedCommands(capacity: 512)
+  private let published: MixClock
+  /// While nothing plays, when mixing stopped (the clock keeps pace with the wall clock then).
+  private var idleSinceNanoseconds: UInt64 = 0
+
+  init(
+    device: OutputDevice, statuses: [VoiceStatus], commands: CommandQueue<EngineCommand>,
+    events: CommandQueue<EngineEvent>, clock: MixClock, reopenDevice: @escaping () -> OutputDevice?, isOffline: Bool
+  ) throws(OutputError) {
+    self.isOffline = isOffline
+    published = clock
+    idleSinceNanoseconds = isOffline ? 0 : clock.idleSinceNanoseconds.load(ordering: .acquiring)
+    self.device = device
+    self.statuses = statuses
+    self.commands = commands
+    self.events = events
+    self.reopenDevice = reopenDevice
+    bus = try MusicBus(device: device)
+    busFilter = ShelfFilter(sampleRate: device.sampleRate)
+    mixScratch = .allocate(capacity: 2 * Self.maximumMixFrames)
+    mixScratch.initialize(repeating: 0, count: 2 * Self.maximumMixFrames)
+    voices = [Voice?](repeating: nil, count: Self.maximumVoices)
+    commandBatch.reserveCapacity(64)
+    pendingEvents.reserveCapacity(64)
+    dying.reserveCapacity(2 * Self.maximumVoices)
+    dyingEvents.reserveCapacity(16)
+    if device.rendersOnDemand && !isOffline {
+      headlessScratch = [Float](repeating: 0, count: device.mixPeriodFrames * 2)
+    }
+  }
+
+  deinit {
+    mixScratch.deallocate()
+    timedCommands.deallocate()
+  }
+
+  /// One pass: take commands, keep the bus topped up with freshly mixed blocks (a device that
+  /// renders on demand mixes in `render` instead), watch the device, hand events out.
+  /// Returns whether anything is playing or fading (the thread then pumps again soon; if not,
+  /// it sleeps until a command comes).
+  @discardableResult
+  func pump() -> Bool {
+    device.makeCurrent()
+    takeCommands()
+    if !isOffline { watchConnection() }
+    let busy = isBusy
+    if !isOffline { keepClockPace(busy: busy) }
+    if !deviceLost && !device.rendersOnDemand {
+      if busy { refillBus() } else { bus.idle() }
+    }
+    if device.rendersOnDemand && !isOffline { renderHeadlessDue(busy: busy) }
+    flushEvents()
+    return busy
+  }
+
+  /// Live: while nothing plays the mix clock runs on with the wall clock (published as idle);
+  /// when something plays again, it moves on by the time that passed.
+  private func keepClockPace(busy: Bool) {
+    if busy && idleSinceNanoseconds != 0 {
+      let elapsed = DispatchTime.now().uptimeNanoseconds &- idleSinceNanoseconds
+      mixClock += MixClock.frames(nanoseconds: elapsed, rate: device.sampleRate)
+      idleSinceNanoseconds = 0
+      published.mixedFrames.store(mixClock, ordering: .releasing)
+      published.idleSinceNanoseconds.store(0, ordering: .releasing)
+    } else if !busy && idleSinceNanoseconds == 0 {
+      idleSinceNanoseconds = DispatchTime.now().uptimeNanoseconds
+      published.idleSinceNanoseconds.store(idleSinceNanoseconds, ordering: .releasing)
+    }
+  }
+
+  private func takeCommands() {
+    guard commands.takeAll(into: &commandBatch) else { return }
+    // (Index loops here and below: a `for in` over an array runs generic code that allocates in a
+    // debug build, and the real-time audit counts every allocation on this thread.)
+    var index = 0
+    while index < commandBatch.count {
+      apply(commandBatch[index], clock: mixClock)
+      index += 1
+    }
+    commandBatch.removeAll(keepingCapacity: true)
+  }
+
+  /// Mixes blocks until the bus holds its target, restarting the source after a real underrun.
+  private func refillBus() {
+    bus.collectPlayed()
+    while bus.queuedFrames < bus.targetQueuedFrames, let block = bus.nextBlock(frames: MusicBus.blockFrames) {
+      mix(into: block, frames: MusicBus.blockFrames)
+      bus.commit(frames: MusicBus.blockFrames)
+    }
+    if bus.stoppedEarly {
+      // The device stopped the source with audio still queued: a device going away does that
+      // before it says so. Nothing is restarted until the connection check has had its say.
+      return
+    }
+    if bus.keepPlaying() {
+      // The streaming thread was late and OpenAL played all it had: every voice heard was cut
+      // short for a moment. Each counts it, and its owner is told.
+      for slot in 0..<Self.maximumVoices {
+        guard let voice = voices[slot], voice.isAudible else { continue }
+        voice.status.underruns.add(1, ordering: .relaxed)
+        pendingEvents.append(.underrun(voice: voice.handle))
+      }
+    }
+  }
+
+  /// Offline engines (and the headless device): mixes `frameCount` frames and has OpenAL render
+  /// them into `output` at once.
+  func render(into output: UnsafeMutablePointer<Float>, frameCount: Int) {
+    device.makeCurrent()
+    var done = 0
+    while done < frameCount {
+      let frames = min(frameCount - done, Self.maximumMixFrames)
+      guard let block = bus.nextBlock(frames: frames) else { break }
+      mix(into: block, frames: frames)
+      bus.renderNow(block, frames: frames, into: output + 2 * done)
+      done += frames
+    }
+    if done < frameCount { (output + 2 * done).initialize(repeating: 0, count: 2 * (frameCount - done)) }
+    flushEvents()
+  }
+
+  /// Mixes the next `frames` frames into `output` (the mix clock moves on by `frames`), split
+  /// where timed commands are due, so each takes effect on its frame.
+  private func mix(into output: UnsafeMutablePointer<Float>, frames: Int) {
+    var done = 0
+    while done < frames {
+      while let command = timedCommands.takeFirst(dueBy: mixClock) { apply(command, clock: mixClock) }
+      var span = frames - done
+      if let next = timedCommands.nextFrame { span = min(span, Int(next - mixClock)) }
+      mixSpan(into: output + 2 * done, frames: span)
+      done += span
+    }
+    published.mixedFrames.store(mixClock, ordering: .releasing)
+  }
+
+  /// Mixes the next `frames` frames of every voice into `output`: hand-overs and crossfades due
+  /// in this block start on their exact frames first.
+  private func mixSpan(into output: UnsafeMutablePointer<Float>, frames: Int) {
+    output.initialize(repeating: 0, count: 2 * frames)
+    let clock = mixClock
+    startDueCrossfades(clock: clock, frames: frames)
+    for slot in 0..<Self.maximumVoices {
+      guard let voice = voices[slot] else { continue }
+      let first = pendingEvents.count
+      voice.mix(into: output, frames: frames, clock: clock, events: &pendingEvents)
+      for index in first..<pendingEvents.count {
+        switch pendingEvents[index] {
+        case .ended, .failed: wantsPlaying[slot] = false
+        default: break
+        }
+      }
+    }
+    mixDying(into: output, frames: frames, clock: clock)
+    busFilter.process(output, frames: frames)
+    if masterGain != 1 || masterGainTarget != 1 {
+      for frame in 0..<frames {
+        if masterGain != masterGainTarget {
+          masterGain =
+            abs(masterGainTarget - masterGain) <= abs(masterGainStep) ? masterGainTarget : masterGain + masterGainStep
+        }
+        output[2 * frame] *= masterGain
+        output[2 * frame + 1] *= masterGain
+      }
+    }
+    mixClock += Int64(frames)
+  }
+
+  /// Something is audible, starting, fading or waiting to start a crossfade.
+  private var isBusy: Bool {
+    if !dying.isEmpty || timedCommands.count > 0 { return true }
+    for slot in 0..<Self.maximumVoices {
+      if pendingCrossfades[slot] != nil || triggeredPlays[slot] != nil { return true }
+      if let voice = voices[slot], voice.isAudible || voice.isStarting || voice.awaitsFadedOutReport { return true }
+    }
+    return false
+  }
+
+  /// Armed hand-overs whose moment falls in the block `clock ..< clock + frames`, and crossfades
+  /// whose incoming voice is ready: each starts on its own frame, both sides on the same one.
+  private func startDueCrossfades(clock: Int64, frames: Int) {
+    for slot in 0..<Self.maximumVoices {
+      guard let voice = voices[slot], let handoff = voice.handoff, let due = voice.framesUntilHandoff(),
+        due < Int64(frames)
+      else { continue }
+      guard owns(handoff.follower) else {
+        // The follower changed hands (stolen): nothing to hand over to.
+        voice.handoff = nil
+        armed[slot] = nil
+        continue
+      }
+      guard let follower = voices[handoff.follower.slot], follower.hasAudio else { continue }
+      let seconds = voice.handoffSeconds()
+      voice.handoff = nil
+      armed[slot] = nil
+      let start = clock + due
+      follower.fadeIn(seconds: seconds, curve: handoff.curve, start: start)
+      wantsPlaying[handoff.follower.slot] = true
+      voice.fadeOutAndFinish(seconds: seconds, curve: handoff.curve, start: start)
+      pendingEvents.append(.handedOff(from: voice.handle, to: handoff.follower))
+    }
+    for slot in 0..<Self.maximumVoices {
+      guard var trigger = triggeredPlays[slot] else { continue }
+      guard owns(trigger.voice), let music = voices[trigger.voice.slot] else {
+        // The music it waited for is gone: start now.
+        triggeredPlays[slot] = nil
+        wantsPlaying[slot] = true
+        voices[slot]?.play(clock: clock)
+        continue
+      }
+      guard
+        let due = music.framesUntil(fileFrame: music.fileFrames(seconds: trigger.fileSeconds), token: trigger.token),
+        due < Int64(frames)
+      else { continue }
+      guard let voice = voices[slot] else {
+        if let every = trigger.everySeconds, every > 0 {
+          // Not open yet when its line came: the next line.
+          trigger.fileSeconds += every
+          triggeredPlays[slot] = trigger
+        }
+        continue
+      }
+      triggeredPlays[slot] = nil
+      wantsPlaying[slot] = true
+      voice.play(clock: clock + due)
+    }
+    for slot in 0..<Self.maximumVoices {
+      guard var crossfade = pendingCrossfades[slot] else { continue }
+      var start = clock
+      if let trigger = crossfade.trigger, owns(trigger.voice), let outgoing = voices[trigger.voice.slot] {
+        // On the grid line of the outgoing music, found from its own position.
+        guard
+          let due = outgoing.framesUntil(
+            fileFrame: outgoing.fileFrames(seconds: trigger.fileSeconds), token: trigger.token)
+        else { continue }
+        guard due < Int64(frames) else { continue }
+        if voices[slot]?.hasAudio != true {
+          // The line came before the incoming music was ready: the next line, then.
+          if let every = trigger.everySeconds, every > 0 {
+            crossfade.trigger?.fileSeconds += every
+            pendingCrossfades[slot] = crossfade
+            pendingEvents.append(
+              .diagnostic(
+                Diagnostic(
+                  .notice,
+                  "\(voices[slot].map { "\"\(($0.stream.path as NSString).lastPathComponent)\"" } ?? "the incoming music") was not ready for its grid line at \(trigger.fileSeconds) s of the playing music: it starts on the next one, at \(trigger.fileSeconds + every) s"
+                )))
+          }
+          continue
+        }
+        start = clock + due
+      }
+      guard let incoming = voices[slot], incoming.hasAudio else { continue }
+      pendingCrossfades[slot] = nil
+      incoming.fadeIn(seconds: crossfade.seconds, curve: crossfade.curve, start: start)
+      wantsPlaying[slot] = true
+      var index = 0
+      while index < crossfade.from.count {
+        let outgoing = crossfade.from[index]
+        index += 1
+        guard outgoing.slot != slot && owns(outgoing) else { continue }
+        // An incoming voice still waiting for its own line is given up: it was never heard.
+        pendingCrossfades[outgoing.slot] = nil
+        voices[outgoing.slot]?.fadeOutAndFinish(seconds: crossfade.seconds, curve: crossfade.curve, start: start)
+      }
+    }
+  }
+
+  /// Released voices fading out; reclaimed (off this thread) once silent.
+  private func mixDying(into output: UnsafeMutablePointer<Float>, frames: Int, clock: Int64) {
+    var index = 0
+    while index < dying.count {
+      let voice = dying[index]
+      voice.mix(into: output, frames: frames, clock: clock, events: &dyingEvents)
+      var silent = false
+      var event = 0
+      while event < dyingEvents.count {
+        if case .fadedOut = dyingEvents[event] { silent = true }
+        event += 1
+      }
+      dyingEvents.removeAll(keepingCapacity: true)
+      if silent || !voice.isAudible {
+        pendingEvents.append(.reclaim(voice))
+        dying.swapAt(index, dying.count - 1)
+        dying.removeLast()
+      } else {
+        index += 1
+      }
+    }
+  }
+
+  /// Lets a voice go: audible ones fade out among the dying, silent ones are reclaimed at once.
+  private func letGo(_ voice: Voice, clock: Int64) {
+    voice.status = detachedStatus
+    if voice.isAudible && dying.count < dying.capacity {
+      voice.fadeOutAndFinish(seconds: Voice.transportFadeSeconds, curve: .linear, start: clock)
+      dying.append(voice)
+    } else {
+      pendingEvents.append(.reclaim(voice))
+    }
+  }
+
+  /// Mixes and renders (and throws away) the frames the wall clock says a real device would have
+  /// played. While nothing plays it renders nothing: the clock waits (it is rebased), so an idle
+  /// headless engine costs no mixing.
+  private func renderHeadlessDue(busy: Bool) {
+    let period = device.mixPeriodFrames
+    let now = DispatchTime.now().uptimeNanoseconds
+    let renderedNanoseconds = UInt64(headlessFramesRendered) * 1_000_000_000 / UInt64(device.sampleRate)
+    if headlessStartNanoseconds == 0 || !busy {
+      headlessStartNanoseconds = now - min(now, renderedNanoseconds)
+      if !busy { return }
+    }
+    let elapsed = now - headlessStartNanoseconds
+    let due = Int64(elapsed / 1000) * Int64(device.sampleRate) / 1_000_000
+    var mixes = 0
+    while due - headlessFramesRendered >= Int64(period) && mixes < 4 {
+      headlessScratch.withUnsafeMutableBufferPointer { render(into: $0.baseAddress!, frameCount: period) }
+      headlessFramesRendered += Int64(period)
+      mixes += 1
+    }
+    if due - headlessFramesRendered >= Int64(period) {
+      // Far behind (the thread was descheduled): drop the backlog rather than race to catch up.
+      headlessStartNanoseconds = now - UInt64(headlessFramesRendered) * 1_000_000_000 / UInt64(device.sampleRate)
+    }
+  }
+
+  /// At shutdown, once no thread pumps the loop any more: ends every voice's decode thread
+  /// (the voices themselves are freed with the loop).
+  func stopAllStreams() {
+    for voice in voices { voice?.stream.stop() }
+    for voice in dying { voice.stream.stop() }
+  }
+
+  private func flushEvents() {
+    guard !pendingEvents.isEmpty else { return }
+    // The event queue's lock is only tried, never waited on; what does not go now goes next pump.
+    if events.tryPost(contentsOf: pendingEvents) { pendingEvents.removeAll(keepingCapacity: true) }
+  }
+
+  /// Whether `voice` names the slot's current owner (see `VoiceHandle`): requests of earlier
+  /// owners, and of a released slot, are dropped.
+  private func owns(_ voice: VoiceHandle) -> Bool {
+    voice.slot < Self.maximumVoices && generations[voice.slot] == voice.generation
+  }
+
+  /// The slot's voice is let go and its settings reset; `generation` owns it from now on (0:
+  /// nobody). The status is reset before its generation is published.
+  private func resetSlot(_ slot: Int, generation: UInt32, clock: Int64) {
+    if let voice = voices[slot] { letGo(voice, clock: clock) }
+    voices[slot] = nil
+    generations[slot] = generation
+    wantsPlaying[slot] = false
+    pendingSeek[slot] = nil
+    pendingCrossfades[slot] = nil
+    triggeredPlays[slot] = nil
+    armed[slot] = nil
+    rates[slot] = 1
+    volumes[slot] = 1
+    lowPassGains[slot] = 1
+    let status = statuses[slot]
+    status.isPrepared.store(false, ordering: .releasing)
+    status.seekGenerationDone.store(0, ordering: .releasing)
+    status.sampleRate.store(0, ordering: .releasing)
+    status.positionFrames.store(0, ordering: .releasing)
+    status.lengthFrames.store(0, ordering: .releasing)
+    status.token.store(0, ordering: .releasing)
+    status.underruns.store(0, ordering: .relaxed)
+    // Not let go and silent until its own voice attaches and says otherwise (a let-go flag left
+    // by the previous owner would make the new owner's voice the first to be stolen).
+    status.isLetGo.store(false, ordering: .releasing)
+    status.gainBits.store(0, ordering: .relaxed)
+    if generation != 0 { status.generation.store(generation, ordering: .releasing) }
+  }
+
+  private func apply(_ command: EngineCommand, clock: Int64) {
+    switch command {
+    case .timed(let frame, let timed):
+      switch timed {
+      case .claim, .release, .attach, .loadFailed, .timed, .simulateDeviceDisconnect, .stallForTesting:
+        apply(timed, clock: clock)
+      default:
+        guard frame > clock, timedCommands.insert(timed, at: frame) else {
+          if frame < clock { published.lateCommands.add(1, ordering: .relaxed) }
+          apply(timed, clock: clock)
+          return
+        }
+      }
+    case .claim(let voice):
+      guard voice.slot < Self.maximumVoices else { return }
+      resetSlot(voice.slot, generation: voice.generation, clock: clock)
+    case .release(let voice):
+      guard owns(voice) else { return }
+      resetSlot(voice.slot, generation: 0, clock: clock)
+    case .attach(let voice, let stream):
+      guard owns(voice) else {
+        // Opened for an owner who has moved on (a new item, a steal, a release): never heard.
+        stream.voice.stream.stop()
+        pendingEvents.append(.reclaim(stream.voice))
+        return
+      }
+      let slot = voice.slot
+      if let old = voices[slot] { letGo(old, clock: clock) }
+      let made = stream.voice
+      made.install(status: statuses[slot])
+      made.setRate(rates[slot])
+      made.setVolume(volumes[slot])
+      if lowPassGains[slot] != 1 { made.setLowPass(lowPassGains[slot]) }
+      made.handoff = armed[slot]
+      voices[slot] = made
+      if let seek = pendingSeek[slot] {
+        made.seek(toSeconds: seek.seconds, clock: clock)
+        statuses[slot].seekGenerationDone.store(seek.generation, ordering: .releasing)
+        pendingSeek[slot] = nil
+      }
+      statuses[slot].isPrepared.store(true, ordering: .releasing)
+      pendingEvents.append(.prepared(voice: voice))
+      if wantsPlaying[slot] && pendingCrossfades[slot] == nil { made.play(clock: clock) }
+    case .loadFailed(let voice, let error):
+      guard owns(voice) else { return }
+      wantsPlaying[voice.slot] = false
+      pendingEvents.append(.failed(voice: voice, error))
+    case .play(let voice):
+      guard owns(voice) else { return }
+      wantsPlaying[voice.slot] = true
+      voices[voice.slot]?.play(clock: clock)
+    case .playOnTrigger(let voice, let trigger):
+      guard owns(voice) else { return }
+      triggeredPlays[voice.slot] = trigger
+    case .pause(let voice):
+      guard owns(voice) else { return }
+      triggeredPlays[voice.slot] = nil
+      wantsPlaying[voice.slot] = false
+      voices[voice.slot]?.pause(clock: clock)
+    case .stop(let voice, let generation):
+      guard owns(voice) else { return }
+      wantsPlaying[voice.slot] = false
+      pendingSeek[voice.slot] = nil
+      voices[voice.slot]?.stop(clock: clock)
+      statuses[voice.slot].seekGenerationDone.store(generation, ordering: .releasing)
+    case .seek(let voice, let seconds, let generation):
+      guard owns(voice) else { return }
+      if let playing = voices[voice.slot] {
+        playing.seek(toSeconds: seconds, clock: clock)
+        statuses[voice.slot].seekGenerationDone.store(generation, ordering: .releasing)
+      } else {
+        pendingSeek[voice.slot] = (seconds, generation)
+      }
+    case .setRate(let voice, let rate):
+      guard owns(voice) else { return }
+      rates[voice.slot] = rate
+      voices[voice.slot]?.setRate(rate)
+    case .setVolume(let voice, let volume):
+      guard owns(voice) else { return }
+      volumes[voice.slot] = volume
+      voices[voice.slot]?.setVolume(volume)
+    case .setLowPass(let voice, let gainHF):
+      guard owns(voice) else { return }
+      lowPassGains[voice.slot] = gainHF
+      voices[voice.slot]?.setLowPass(gainHF)
+    case .scan(let voice, let direction):
+      guard owns(voice) else { return }
+      voices[voice.slot]?.scan(direction: direction, clock: clock)
+    case .arm(let voice, let handoff):
+      guard owns(voice) else { return }
+      armed[voice.slot] = handoff
+      voices[voice.slot]?.handoff = handoff
+    case .crossfade(let to, let from, let seconds, let curve, let trigger):
+      guard owns(to) else { return }
+      pendingCrossfades[to.slot] = (from, seconds, curve, trigger)
+      wantsPlaying[to.slot] = true
+    case .fadeOutAndFinish(let voice, let seconds, let curve):
+      guard owns(voice) else { return }
+      wantsPlaying[voice.slot] = false
+      pendingCrossfades[voice.slot] = nil
+      voices[voice.slot]?.fadeOutAndFinish(seconds: seconds, curve: curve, start: clock)
+    case .resync(let voice):
+      guard owns(voice) else { return }
+      voices[voice.slot]?.resync(clock: clock)
+    case .setMasterGain(let gain):
+      masterGainTarget = gain
+      masterGainStep = (gain - masterGain) / Float(Voice.volumeGlideFrames)
+    case .setMasterLowPass(let gainHF):
+      busFilter.set(gainHF: gainHF)
+    case .simulateDeviceDisconnect:
+      simulatedDisconnect = true
+    case .stallForTesting(let milliseconds):
+      usleep(useconds_t(milliseconds * 1000))
+    }
+  }
+
+  /// ALC_EXT_disconnect. In OpenAL 1.19 a lost device stops every source, and recovery means a
+  /// new device, context and source. Checked five times a second; reopening is retried four
+  /// times a second until it works, then the bus resumes on the first frame not heard (the
+  /// voices never stopped: they only wait while the bus is full): the first frame OpenAL had
+  /// not played, less the device's latency (what a sound server still held when it went).
+  ///
+  /// A source that stopped with audio still queued is a sign of a device going away before it
+  /// says so (a sound server being killed stops sources first): then the connection is checked
+  /// at once, and if the device is still there after half a second, the unheard audio goes back
+  /// on a fresh source of the same device.
+  private func watchConnection() {
+    let now = Int64(DispatchTime.now().uptimeNanoseconds)
+    let stoppedEarly = !deviceLost && !device.rendersOnDemand && bus.stoppedEarly
+    let interval: Int64 = deviceLost ? 250_000_000 : (stoppedEarly ? 20_000_000 : 200_000_000)
+    guard now - lastConnectionCheckNanoseconds >= interval else { return }
+    lastConnectionCheckNanoseconds = now
+    if !deviceLost {
+      if simulatedDisconnect || !device.isConnected {
+        simulatedDisconnect = false
+        deviceLost = true
+        stoppedSince = nil
+        pendingEvents.append(.deviceLost(device.name))
+        for slot in 0..<Self.maximumVoices {
+          if let voice = voices[slot] { pendingEvents.append(.interrupted(voice: voice.handle, true)) }
+        }
+      } else if stoppedEarly {
+        let since = stoppedSince ?? now
+        stoppedSince = since
+        if now - since >= 500_000_000 {
+          // Still connected: the device had stalled. Put back what it did not play.
+          stoppedSince = nil
+          do throws(OutputError) {
+            try bus.requeueUnheard(on: device)
+          } catch {
+            pendingEvents.append(
+              .diagnostic(Diagnostic(.error, "cannot restart the music bus: \(error)", error: error)))
+          }
+        }
+        return
+      } else {
+        stoppedSince = nil
+        // What the device holds beyond what OpenAL has mixed: lost with it, so played again
+        // after a loss. Looked at while all is well (a dying device reports anything), and
+        // averaged: it rises and falls by up to a device period as the backend writes, and the
+        // moment of a loss is anybody's.
+        let latency = Double(device.latencyNanoseconds) * Double(bus.mixRate) / 1e9
+        averageLatencyFrames = averageLatencyFrames.map { $0 + (latency - $0) / 8 } ?? latency
+        return
+      }
+    }
+    guard let newDevice = reopenDevice() else { return }
+    let oldDevice = device
+    newDevice.makeCurrent()
+    do throws(OutputError) {
+      try bus.requeueUnheard(on: newDevice, rewindFrames: Int(averageLatencyFrames ?? 0))
+    } catch {
+      pendingEvents.append(.diagnostic(Diagnostic(.error, "after the device came back: \(error)", error: error)))
+      pendingEvents.append(.reclaim(newDevice))
+      oldDevice.makeCurrent()
+      return
+    }
+    device = newDevice
+    pendingEvents.append(.reclaim(oldDevice))
+    deviceLost = false
+    averageLatencyFrames = nil
+    for slot in 0..<Self.maximumVoices {
+      if let voice = voices[slot] { pendingEvents.append(.interrupted(voice: voice.handle, false)) }
+    }
+    pendingEvents.append(.deviceRestored(newDevice.kind, newDevice.name))
+  }
+
+  private var stoppedSince: Int64?
+  /// The device's latency in mix frames, averaged over the checks while it was connected and
+  /// playing; nil before the first.
+  private var averageLatencyFrames: Double?
+}
+
+/// Commands waiting for their mix frame, in frame order (commands for the same frame in the order
+/// they came), in a fixed block of memory: inserting, taking and looking call no generic code.
+private struct TimedCommands {
+  private struct Entry {
+    var frame: Int64
+    var command: EngineCommand
+  }
+  private let entries: UnsafeMutablePointer<Entry>
+  let capacity: Int
+  private(set) var count = 0
+
+  init(capacity: Int) {
+    self.capacity = capacity
+    entries = .allocate(capacity: capacity)
+  }
+
+  func deallocate() {
+    entries.deinitialize(count: count)
+    entries.deallocate()
+  }
+
+  var nextFrame: Int64? { count > 0 ? entries[0].frame : nil }
+
+  /// Inserts after every entry due at or before `frame`; false when full.
+  mutating func insert(_ command: EngineCommand, at frame: Int64) -> Bool {
+    guard count < capacity else { return false }
+    var index = count
+    while index > 0 && entries[index - 1].frame > frame { index -= 1 }
+    if index < count { (entries + index + 1).moveInitialize(from: entries + index, count: count - index) }
+    (entries + index).initialize(to: Entry(frame: frame, command: command))
+    count += 1
+    return true
+  }
+
+  /// The first command due at or before `frame`, removed.
+  mutating func takeFirst(dueBy frame: Int64) -> EngineCommand? {
+    guard count > 0, entries[0].frame <= frame else { return nil }
+    let entry = entries.move()
+    count -= 1
+    if count > 0 { entries.moveInitialize(from: entries + 1, count: count) }
+    return entry.command
+  }
+}

@@ -1,0 +1,791 @@
+import LeitmotifDecoding
+import LeitmotifOutput
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// A playing instance, mixed by Leitmotif itself: its decode-ahead stream (one or more segments
+/// joined gaplessly), the resampler that maps its file rate and playback rate onto mix frames,
+/// its shelf filter, the transport (playing, paused, fades, seeks, scans), and the crossfade
+/// envelope and hand-over that let a queue move on to a second voice.
+///
+/// Every time here is a mix frame (frames since the engine started, the mix clock): a voice
+/// starts, fades, hands over and stops on an exact frame, the same live as offline, because the
+/// mixer renders every voice into one bus on that one clock (`StreamingLoop`).
+///
+/// Streaming-thread only. Rules for everything in here (the loop's rules, see `StreamingLoop`):
+/// no locks, no allocation once attached (scratch buffers and the resampler are made in `init`),
+/// no decoding or file reads (the stream's own thread does those).
+package final class Voice: VoiceInput {
+  /// Frames per decoded block of the stream (`DecodeAheadStream.framesPerBlock`). 4096 frames is
+  /// 85 ms at 48 kHz: large enough that one decode call per block is cheap.
+  static let framesPerBuffer = 4096
+  /// Pause, stop and seek ramp the gain over this long (click-free; the issue asks >= 5 ms).
+  package static let transportFadeSeconds = 0.010
+  /// A volume change glides over this many frames (no zipper noise when the director steps it).
+  static let volumeGlideFrames = 256
+
+  /// The voice's identity in the pool: its events name it, so a late one reaches no other owner.
+  let handle: VoiceHandle
+  /// Where the voice publishes its state; a released voice that fades out among the dying gets
+  /// a detached one, so it no longer writes over its slot's next owner.
+  var status: VoiceStatus
+  let stream: DecodeAheadStream
+  var format: AudioFormat { stream.format }
+  private var fileRate: Int { stream.format.sampleRate }
+  /// The mix rate (the output device's).
+  let mixRate: Int
+  private let transportFadeFrames: Int64
+  /// Offline engines wait (bounded) for the decode thread; the real-time streaming thread never does.
+  private let decodeWaitSeconds: Double
+  private var generation = 0
+
+  // MARK: Reading the stream
+
+  /// The block being read (taken from the ring with `peek`, handed back when used up).
+  private var block: DecodeAheadStream.Block?
+  private var blockOffset = 0
+  /// A block handed to the resampler, handed back to the ring at the next request for input
+  /// (the resampler may read it until then).
+  private var lentBlock = false
+  /// The file frame of the next input frame, and the segment it belongs to.
+  private var inputFrame: Int64
+  private var inputToken: Int
+  private var inputSegmentStart: Int64 = 0
+  private var inputSegmentEnd: Int64 = 0
+  private var inputFinalPass = true
+  /// The segment heard last (to notice a gapless join becoming audible).
+  private(set) var audibleToken: Int
+  /// The stream has played out (for now: an appended segment revives it).
+  private var decoderEnded = false
+  /// The last segment's failure, reported when the voice ends (or, if the stream goes on, as a
+  /// `.segmentFailed` for `failedToken`).
+  private(set) var failure: DecodeError?
+  private var failedToken = 0
+
+  // MARK: Mixing
+
+  private let scratch: UnsafeMutablePointer<Float>
+  private let resampler: VoiceResampler?
+  /// Input frames per output frame: file rate / mix rate × playback rate.
+  private var ratio: Double
+  /// Whether the voice goes through the resampler: from the start when its file rate is not the
+  /// mix rate, and from its first rate change on (it stays resampled from then on, so a rate
+  /// that glides back to 1 does not jump). Otherwise the file is read frame for frame: bit-exact.
+  private var resampling: Bool
+  /// Resampled: the file frame (fractional) that the next output frame shows, integrated from
+  /// the ratio exactly as libsamplerate ramps it (the resampler reads ahead of it).
+  private var resampledPosition: Double = 0
+  /// The output/input ratio of the resampler's last call (nil after a reset).
+  private var lastResamplerRatio: Double?
+  private var filter: ShelfFilter
+  private(set) var rate: Float = 1
+  private var volumeTarget: Float = 1
+  private var volumeNow: Float = 1
+  /// The glide's step per frame, fixed when the volume is set: the glide is the same whatever
+  /// blocks the mix comes in (live and offline cut their blocks differently).
+  private var volumeStep: Float = 0
+  /// Resampled output is made in chunks of this many frames (see `produce`).
+  static let resamplerChunkFrames = 64
+
+  // MARK: Transport
+
+  /// Crossfades: the envelope multiplies the transport gain. `finishWhenSilent` makes a fade to 0
+  /// end the voice (it is let go), reported as `.fadedOut`.
+  private var envelope = FadeEnvelope.unity
+  private var finishWhenSilent = false
+  private var reportedFadedOut = false
+  /// A hand-over to another voice, armed by the queue: when the segment `token` is in its final
+  /// pass and `seconds` (of output) from its end, the loop starts `follower` and fades this out,
+  /// both on the same mix frame.
+  package struct Handoff {
+    var follower: VoiceHandle
+    var token: Int
+    var seconds: Double
+    var curve: FadeCurve
+
+    package init(follower: VoiceHandle, token: Int, seconds: Double, curve: FadeCurve) {
+      self.follower = follower
+      self.token = token
+      self.seconds = seconds
+      self.curve = curve
+    }
+  }
+  var handoff: Handoff?
+
+  package enum Mode: Equatable {
+    /// Not mixed: prepared, or paused or stopped at a position. `resumeFades` means the position
+    /// is somewhere in the middle and a resume should fade in.
+    case ready(resumeFades: Bool)
+    case playing
+    /// The transport gain ramps to 0; then the pending action runs, on the frame the ramp ends.
+    case fadingOut
+    case ended
+  }
+  private(set) var mode: Mode = .ready(resumeFades: false)
+
+  /// Where a seek goes: a frame of one segment.
+  package struct Target: Equatable {
+    var token: Int
+    var frame: Int64
+    var keepFollowing = true
+  }
+
+  package enum PendingAction: Equatable {
+    /// Pause; resume from `resumeFrame`, the first frame the pause's fade-out touched, so that
+    /// nothing is lost.
+    case pause(resumeFrame: Int64)
+    case stop
+    case seek(Target, thenPlay: Bool)
+    /// Seek to wherever the fade-out began, dropping what followed (see `resync`).
+    case resync(Int64)
+  }
+  private var pendingAction: PendingAction?
+  /// The transport ramp (pause, resume, stop and seek fades), linear over `transportFadeSeconds`.
+  private var ramp = FadeEnvelope.unity
+  /// Nothing is mixed before this mix frame (a start on an exact frame).
+  private var startFrame: Int64 = 0
+  /// Playing, and waiting for its first block (a seek or a start is on its way from the decode
+  /// thread): not an underrun. `fadeInOnData`: the first frame that arrives starts a fade-in.
+  private var awaitingData = false
+  private var fadeInOnData = false
+  private var inUnderrun = false
+  /// The mix frame after the last one mixed (or the clock of the last command).
+  private var lastClock: Int64 = 0
+
+  // Scanning (beginSeekingForward/Backward): jumps that grow the longer the scan runs.
+  private var scanDirection = 0
+  private var scanStartedFrame: Int64 = 0
+  private var lastScanJumpFrame: Int64 = 0
+
+  /// Events met outside `mix` (a seek's refill), handed out by the next mix. Its capacity is
+  /// reserved when the voice is made, so the streaming thread never allocates for it.
+  private var deferredEvents: [EngineEvent] = []
+
+  /// Made by the loader (so that starting a voice allocates nothing on the streaming thread);
+  /// the streaming thread `install`s it in its slot.
+  init(handle: VoiceHandle, stream: DecodeAheadStream, startFrame: Int64, mixRate: Int, waitForDecoding: Bool) {
+    self.handle = handle
+    self.status = VoiceStatus()
+    self.stream = stream
+    let loaded = (stream: stream, startFrame: startFrame)
+    self.mixRate = mixRate
+    transportFadeFrames = Int64((Voice.transportFadeSeconds * Double(mixRate)).rounded())
+    decodeWaitSeconds = waitForDecoding ? 10 : 0
+    inputFrame = loaded.startFrame
+    inputToken = loaded.stream.firstToken
+    inputSegmentEnd = loaded.stream.firstSegmentEnd
+    audibleToken = loaded.stream.firstToken
+    scratch = .allocate(capacity: 2 * Voice.framesPerBuffer)
+    scratch.initialize(repeating: 0, count: 2 * Voice.framesPerBuffer)
+    chunk = .allocate(capacity: 2 * Voice.resamplerChunkFrames)
+    chunk.initialize(repeating: 0, count: 2 * Voice.resamplerChunkFrames)
+    resampler = VoiceResampler(maximumFrames: Voice.framesPerBuffer)
+    ratio = Double(loaded.stream.format.sampleRate) / Double(mixRate)
+    resampling = loaded.stream.format.sampleRate != mixRate
+    resampledPosition = Double(loaded.startFrame)
+    filter = ShelfFilter(sampleRate: mixRate)
+    // Starting mid-file fades in, like a resume: the first sample may be far from zero.
+    mode = .ready(resumeFades: loaded.startFrame > 0)
+    deferredEvents.reserveCapacity(8)
+    _ = ensureBlock(events: &deferredEvents)
+  }
+
+  /// Takes the slot's status (streaming thread, when the voice attaches) and publishes to it.
+  func install(status slotStatus: VoiceStatus) {
+    status = slotStatus
+    status.sampleRate.store(stream.format.sampleRate, ordering: .releasing)
+    status.isLetGo.store(false, ordering: .releasing)
+    status.lengthFrames.store(inputSegmentEnd, ordering: .releasing)
+    status.token.store(audibleToken, ordering: .releasing)
+    publishPosition()
+  }
+
+  deinit {
+    stream.stop()
+    scratch.deallocate()
+    chunk.deallocate()
+  }
+
+  // MARK: - Transport (called by the loop for commands, at the mix frame `clock`)
+
+  func play(clock: Int64) {
+    lastClock = clock
+    switch mode {
+    case .ready(let resumeFades):
+      startFrame = clock
+      ramp = resumeFades ? FadeEnvelope(from: 0, to: 1, startFrame: clock, durationFrames: transportFadeFrames) : .unity
+      mode = .playing
+      if block == nil && !decoderEnded {
+        awaitingData = true
+        fadeInOnData = resumeFades
+      }
+    case .fadingOut:
+      // Changed its mind mid-fade: fade back in from where the gain is, keep any pending seek.
+      switch pendingAction {
+      case .seek(let target, _)?: pendingAction = .seek(target, thenPlay: true)
+      case .resync?: break
+      default:
+        pendingAction = nil
+        startRamp(to: 1, clock: clock)
+        mode = .playing
+      }
+    case .ended:
+      // Played to its end: like MediaPlayer, play again from the beginning.
+      performStop()
+      play(clock: clock)
+    case .playing: break
+    }
+  }
+
+  func pause(clock: Int64) {
+    lastClock = clock
+    switch mode {
+    case .playing: fadeOut(then: .pause(resumeFrame: positionFrames), clock: clock)
+    case .fadingOut:
+      if case .seek(let target, _)? = pendingAction { pendingAction = .seek(target, thenPlay: false) }
+    case .ready, .ended: break
+    }
+  }
+
+  func stop(clock: Int64) {
+    lastClock = clock
+    scanDirection = 0
+    switch mode {
+    case .playing, .fadingOut: fadeOut(then: .stop, clock: clock)
+    case .ready, .ended: performStop()
+    }
+  }
+
+  /// Seconds are turned into the frame nearest to them: `Double(n) / rate` gives frame n exactly.
+  func seek(toSeconds seconds: Double, clock: Int64) {
+    let frame = seconds.isFinite ? Int64((seconds * Double(fileRate)).rounded()) : 0
+    seek(toFrame: frame, clock: clock)
+  }
+
+  /// Seeks within the segment being heard. `keepFollowing: false` also drops the segments decoded
+  /// after it (the queue replaced them).
+  func seek(toFrame frame: Int64, clock: Int64, keepFollowing: Bool = true) {
+    lastClock = clock
+    let target = Target(token: audibleToken, frame: max(0, min(frame, inputSegmentEnd)), keepFollowing: keepFollowing)
+    switch mode {
+    case .playing: fadeOut(then: .seek(target, thenPlay: true), clock: clock)
+    case .fadingOut:
+      let resume: Bool
+      switch pendingAction {
+      case .seek(_, let thenPlay)?: resume = thenPlay
+      case .pause?, .stop?: resume = false
+      case .resync?, nil: resume = true
+      }
+      pendingAction = .seek(target, thenPlay: resume)
+    case .ready(let resumeFades):
+      if target.frame == positionFrames && keepFollowing && (block != nil || decoderEnded) {
+        // Already there (the loader opened the file at this very frame): no decoding twice.
+        mode = .ready(resumeFades: resumeFades || target.frame > 0)
+      } else {
+        reposition(to: target)
+        mode = .ready(resumeFades: resumeFades || target.frame > 0)
+      }
+    case .ended:
+      reposition(to: target)
+      mode = .ready(resumeFades: target.frame > 0)
+    }
+  }
+
+  /// Drops what was decoded after the audible segment (the queue changed what follows it) and
+  /// re-decodes from where the fade-out began: a 10 ms dip instead of the wrong next item.
+  func resync(clock: Int64) {
+    lastClock = clock
+    switch mode {
+    case .playing: fadeOut(then: .resync(positionFrames), clock: clock)
+    case .fadingOut:
+      if pendingAction == nil { pendingAction = .resync(positionFrames) }
+    case .ready, .ended:
+      reposition(to: Target(token: audibleToken, frame: positionFrames, keepFollowing: false))
+      mode = .ready(resumeFades: true)
+    }
+  }
+
+  /// The playback speed (> 0): resamples, so speed and pitch change together. Takes effect at the
+  /// next frame mixed; a resampled voice glides to the new ratio within one mix.
+  func setRate(_ newRate: Float) {
+    guard newRate.isFinite, newRate > 0 else { return }
+    rate = newRate
+    ratio = Double(fileRate) / Double(mixRate) * Double(newRate)
+    if !resampling && ratio != 1 && resampler != nil {
+      resampling = true
+      resampledPosition = Double(inputFrame)
+      lastResamplerRatio = nil
+      resampler?.reset()
+    }
+  }
+
+  /// Glides to the new volume over `volumeGlideFrames` while heard; a voice not heard yet (or
+  /// paused) takes it at once, so a start at a low volume does not begin with a blip at full.
+  func setVolume(_ newVolume: Float) {
+    volumeTarget = newVolume.isFinite ? max(0, min(1, newVolume)) : 1
+    if !isAudible { volumeNow = volumeTarget }
+    volumeStep = (volumeTarget - volumeNow) / Float(Voice.volumeGlideFrames)
+  }
+
+  /// The high-frequency gain of the voice's shelf filter (1: unfiltered).
+  var lowPassGain: Float { filter.gainHF }
+
+  /// Muffles the voice (see `ShelfFilter`); lands on the next frame mixed.
+  func setLowPass(_ gainHF: Float) { filter.set(gainHF: gainHF) }
+
+  func scan(direction: Int, clock: Int64) {
+    scanDirection = direction
+    scanStartedFrame = clock
+    lastScanJumpFrame = clock
+  }
+
+  // MARK: - Crossfades
+
+  /// Fades in along `curve` from mix frame `start` (the incoming side of a crossfade) and starts
+  /// playing there: nothing of the voice is mixed before `start`. A voice already heard (a
+  /// hand-over that began a moment before a skip asked for the same crossfade) fades in from the
+  /// level it has, not from silence.
+  func fadeIn(seconds: Double, curve: FadeCurve, start: Int64) {
+    let level = isAudible ? envelope.gain(at: start) : 0
+    envelope = FadeEnvelope(
+      from: level, to: 1, startFrame: start, durationFrames: frames(seconds: max(seconds, Voice.transportFadeSeconds)),
+      curve: curve)
+    finishWhenSilent = false
+    // The envelope does the fading: no transport fade on top of it.
+    if case .ready = mode { mode = .ready(resumeFades: false) }
+    play(clock: start)
+  }
+
+  /// Fades out from the level heard at `start` along `curve`, starting at mix frame `start`; at
+  /// silence the voice ends and reports `.fadedOut`, and its owner lets it go.
+  func fadeOutAndFinish(seconds: Double, curve: FadeCurve, start: Int64) {
+    handoff = nil
+    let level = envelope.gain(at: start)
+    envelope = FadeEnvelope(
+      from: level, to: 0, startFrame: start,
+      durationFrames: frames(seconds: max(seconds, Voice.transportFadeSeconds)), curve: curve)
+    finishWhenSilent = true
+    status.isLetGo.store(true, ordering: .releasing)
+  }
+
+  /// In how many mix frames from now the armed hand-over should start: when the handed-over
+  /// segment, in its final pass, is the crossfade's length from its end (0: now, it is already
+  /// over). Nil: not yet within this reach (or nothing armed).
+  func framesUntilHandoff() -> Int64? {
+    guard let handoff, mode == .playing || mode == .ended, !awaitingData else { return nil }
+    if mode == .ended || (block == nil && decoderEnded) { return 0 }
+    guard inputToken == handoff.token else {
+      // Already past the handed-over segment (it ended into a gapless follower): hand over now.
+      return inputToken > handoff.token ? 0 : nil
+    }
+    guard inputFinalPass else { return nil }
+    let remainingOutput = Double(inputSegmentEnd - positionFrames) / ratio
+    let fade = Double(handoffFrames())
+    return max(0, Int64((remainingOutput - fade).rounded(.down)))
+  }
+
+  /// In how many mix frames from now this voice plays frame `fileFrame` of segment `token` (0:
+  /// it is there or past it; also 0 when it plays another segment now, or has ended: the moment
+  /// is gone). Nil while it waits for its first audio.
+  func framesUntil(fileFrame: Int64, token: Int) -> Int64? {
+    guard !awaitingData else { return nil }
+    guard mode == .playing || mode == .fadingOut, inputToken == token else { return 0 }
+    // From the exact (fractional, when resampled) position: the first output frame at or after
+    // the one that shows file frame `fileFrame`.
+    let position = resampling ? exactPosition : Double(inputFrame)
+    let remaining = (Double(fileFrame) - position) / ratio
+    return max(0, Int64((remaining - 1e-6).rounded(.up)))
+  }
+
+  /// Resampled: the (fractional) file frame of the next frame mixed: the end of what the
+  /// resampler made, less what of its last chunk is not mixed yet.
+  private var exactPosition: Double { resampledPosition - Double(chunkFrames - chunkOffset) * ratio }
+
+  /// Frames of this voice's file in `seconds`.
+  func fileFrames(seconds: Double) -> Int64 { Int64((seconds * Double(fileRate)).rounded()) }
+
+  /// The armed crossfade's length in seconds, at most half the outgoing item (a 3 s crossfade out
+  /// of a 1 s item would otherwise begin before it is heard).
+  func handoffSeconds() -> Double {
+    guard let handoff else { return 0 }
+    let itemSeconds = Double(inputSegmentEnd - inputSegmentStart) / Double(fileRate) / Double(rate)
+    guard itemSeconds > 0 else { return handoff.seconds }
+    return max(Voice.transportFadeSeconds, min(handoff.seconds, itemSeconds / 2))
+  }
+
+  private func handoffFrames() -> Int64 { frames(seconds: handoffSeconds()) }
+
+  /// A voice that is being let go: silent now, or fading to silence.
+  var isLetGo: Bool { finishWhenSilent }
+
+  /// Audio is ready (or the stream already ended): a crossfade into this voice can start.
+  var hasAudio: Bool { block != nil || decoderEnded || stream.availableBlocks > 0 }
+
+  /// Playing or fading: stopping it now would be heard.
+  var isAudible: Bool { mode == .playing || mode == .fadingOut }
+
+  /// Asked to play and waiting for its first audio.
+  var isStarting: Bool { awaitingData }
+
+  /// Let go and silent, with `.fadedOut` still to report (the next mix reports it).
+  var awaitsFadedOutReport: Bool { finishWhenSilent && !reportedFadedOut }
+
+  /// The gain at mix frame `frame`: volume, transport ramp and crossfade envelope together.
+  func currentGain(at frame: Int64) -> Float { volumeNow * ramp.gain(at: frame) * envelope.gain(at: frame) }
+
+  // MARK: - Mixing
+
+  /// Mixes the voice's frames for mix frames `clock ..< clock + frames` into `bus` (stereo,
+  /// added to what is there). Events worth reporting go to `events` (which has capacity: no
+  /// allocation).
+  func mix(into bus: UnsafeMutablePointer<Float>, frames: Int, clock: Int64, events: inout [EngineEvent]) {
+    if !deferredEvents.isEmpty {
+      events.append(contentsOf: deferredEvents)
+      deferredEvents.removeAll(keepingCapacity: true)
+    }
+    if scanDirection != 0 && mode == .playing { scanStep(clock: clock) }
+    var done = 0
+    while done < frames && (mode == .playing || mode == .fadingOut) {
+      let frame = clock + Int64(done)
+      if frame < startFrame {
+        done += Int(min(Int64(frames - done), startFrame - frame))
+        continue
+      }
+      var span = min(frames - done, Voice.framesPerBuffer)
+      // Stop on the frame a transport fade or a final fade ends, so what follows happens there.
+      if mode == .fadingOut && !ramp.isFinished(at: frame) { span = min(span, Int(ramp.endFrame - frame)) }
+      if finishWhenSilent && !envelope.isFinished(at: frame) { span = min(span, Int(envelope.endFrame - frame)) }
+      let produced = produce(count: span, events: &events)
+      if produced > 0 {
+        if awaitingData {
+          awaitingData = false
+          if fadeInOnData {
+            fadeInOnData = false
+            ramp = FadeEnvelope(from: 0, to: 1, startFrame: frame, durationFrames: transportFadeFrames)
+          }
+        }
+        inUnderrun = false
+        filter.process(scratch, frames: produced)
+        addScaled(into: bus + 2 * done, frames: produced, from: frame)
+      }
+      done += produced
+      let end = frame + Int64(produced)
+      if produced < span {
+        if decoderEnded && block == nil {
+          if finishWhenSilent {
+            reportFadedOut(events: &events)
+          } else {
+            mode = .ended
+            events.append(failure.map { .failed(voice: handle, $0) } ?? .ended(voice: handle))
+          }
+        } else if !awaitingData && !inUnderrun {
+          // The decode thread fell behind: this voice is silent until its ring has blocks again.
+          inUnderrun = true
+          status.underruns.add(1, ordering: .relaxed)
+          events.append(.underrun(voice: handle))
+        }
+        break
+      }
+      if finishWhenSilent && envelope.to == 0 && envelope.isFinished(at: end) {
+        reportFadedOut(events: &events)
+        break
+      }
+      if mode == .fadingOut && ramp.isFinished(at: end) { runPendingAction(clock: end) }
+    }
+    if finishWhenSilent && !reportedFadedOut && mode != .playing && mode != .fadingOut {
+      // Let go and silent (paused, stopped or never started): done.
+      reportFadedOut(events: &events)
+    }
+    lastClock = clock + Int64(frames)
+    publishPosition()
+  }
+
+  private func reportFadedOut(events: inout [EngineEvent]) {
+    mode = .ended
+    guard !reportedFadedOut else { return }
+    reportedFadedOut = true
+    events.append(.fadedOut(voice: handle))
+  }
+
+  /// Multiplies the produced frames by the gain of each frame and adds them to `bus`.
+  private func addScaled(into bus: UnsafeMutablePointer<Float>, frames: Int, from frame: Int64) {
+    if volumeNow == volumeTarget && ramp.isConstant(from: frame, count: frames)
+      && envelope.isConstant(from: frame, count: frames)
+    {
+      let gain = volumeNow * ramp.gain(at: frame) * envelope.gain(at: frame)
+      if gain == 0 { return }
+      if gain == 1 {
+        for index in 0..<(2 * frames) { bus[index] += scratch[index] }
+      } else {
+        for index in 0..<(2 * frames) { bus[index] += scratch[index] * gain }
+      }
+      return
+    }
+    for offset in 0..<frames {
+      if volumeNow != volumeTarget {
+        volumeNow = abs(volumeTarget - volumeNow) <= abs(volumeStep) ? volumeTarget : volumeNow + volumeStep
+      }
+      let at = frame + Int64(offset)
+      let gain = volumeNow * ramp.gain(at: at) * envelope.gain(at: at)
+      bus[2 * offset] += scratch[2 * offset] * gain
+      bus[2 * offset + 1] += scratch[2 * offset + 1] * gain
+    }
+  }
+
+  /// Fills `scratch` with up to `count` frames at the mix rate; fewer when the stream has nothing
+  /// more now (ended, or the decode thread is behind).
+  private func produce(count: Int, events: inout [EngineEvent]) -> Int {
+    guard resampling, let resampler else { return readInput(into: scratch, count: count, events: &events) }
+    // Resampled in whole chunks of `resamplerChunkFrames`, each made when its first frame is
+    // needed, with the ratio in force then: the output is the same whatever blocks the mix
+    // comes in, live or offline.
+    var produced = 0
+    while produced < count {
+      if chunkFrames == chunkOffset {
+        chunkOffset = 0
+        chunkFrames = resampleChunk(resampler, into: chunk, frames: Voice.resamplerChunkFrames)
+        if chunkFrames == 0 { break }
+      }
+      let frames = min(count - produced, chunkFrames - chunkOffset)
+      (scratch + 2 * produced).update(from: chunk + 2 * chunkOffset, count: 2 * frames)
+      chunkOffset += frames
+      produced += frames
+    }
+    return produced
+  }
+
+  /// The chunk of resampled output being mixed, and how far.
+  private let chunk: UnsafeMutablePointer<Float>
+  private var chunkFrames = 0
+  private var chunkOffset = 0
+
+  /// One call of the resampler, and where the output stands in the file after it.
+  private func resampleChunk(_ resampler: VoiceResampler, into output: UnsafeMutablePointer<Float>, frames count: Int)
+    -> Int
+  {
+    let produced = resampler.render(into: output, frames: count, inputPerOutput: ratio, input: self)
+    // Where the output now stands in the file: libsamplerate ramps its output/input ratio
+    // linearly from the last call's to this one's across the call.
+    let target = 1 / ratio
+    let last = lastResamplerRatio ?? target
+    if last == target {
+      resampledPosition += Double(produced) * ratio
+    } else if produced > 0 {
+      for frame in 0..<produced {
+        resampledPosition += 1 / (last + (target - last) * Double(frame) / Double(count))
+      }
+    }
+    lastResamplerRatio = produced == count ? target : last + (target - last) * Double(produced) / Double(count)
+    return produced
+  }
+
+  /// Reads input frames (at the file rate) straight into `output`.
+  private func readInput(into output: UnsafeMutablePointer<Float>, count: Int, events: inout [EngineEvent]) -> Int {
+    var produced = 0
+    while produced < count {
+      guard ensureBlock(events: &events), let current = block else { break }
+      let frames = min(count - produced, current.frames - blockOffset)
+      (output + 2 * produced).update(from: current.samples + 2 * blockOffset, count: 2 * frames)
+      blockOffset += frames
+      produced += frames
+      inputFrame = current.startFrame + Int64(blockOffset)
+      if blockOffset >= current.frames {
+        block = nil
+        stream.release()
+      }
+    }
+    return produced
+  }
+
+  /// For the resampler: the rest of the current block, lent until the next request.
+  package func nextInput(maximumFrames: Int) -> (UnsafePointer<Float>, Int)? {
+    if lentBlock {
+      lentBlock = false
+      block = nil
+      stream.release()
+    }
+    guard ensureBlock(events: &deferredEvents), let current = block else { return nil }
+    let frames = min(maximumFrames, current.frames - blockOffset)
+    let pointer = current.samples + 2 * blockOffset
+    blockOffset += frames
+    inputFrame = current.startFrame + Int64(blockOffset)
+    if blockOffset >= current.frames { lentBlock = true }
+    return (pointer, frames)
+  }
+
+  /// Makes `block` the next block with frames of the current generation; false if there is none
+  /// now. A segment that failed is reported when the stream goes on past it.
+  @discardableResult
+  private func ensureBlock(events: inout [EngineEvent]) -> Bool {
+    if block != nil && !lentBlock { return true }
+    if lentBlock {
+      lentBlock = false
+      block = nil
+      stream.release()
+    }
+    while true {
+      guard let next = stream.peek(waitSeconds: decodeWaitSeconds, generation: generation) else {
+        if stream.isDrained(generation: generation) {
+          decoderEnded = true
+        } else if decodeWaitSeconds > 0 {
+          // Offline only: the decode thread gave nothing for seconds. End rather than hang.
+          failure = DecodeError(path: stream.path, reason: .unsupported("the decoder stopped answering"))
+          decoderEnded = true
+        }
+        return false
+      }
+      guard next.generation == generation else {
+        stream.release()
+        continue
+      }
+      decoderEnded = false
+      if next.frames > 0, let failed = failure, failedToken != next.token {
+        events.append(.segmentFailed(voice: handle, token: failedToken, failed))
+        failure = nil
+      }
+      if let error = next.error {
+        failure = error
+        failedToken = next.token
+      }
+      guard next.frames > 0 else {
+        stream.release()
+        continue
+      }
+      if next.startFrame != inputFrame {
+        // A jump in the file (a loop back, a gapless join): the resampled position jumps with it,
+        // keeping its distance behind what the resampler has read.
+        resampledPosition += Double(next.startFrame - inputFrame)
+      }
+      block = next
+      blockOffset = 0
+      inputFrame = next.startFrame
+      inputToken = next.token
+      inputSegmentStart = next.segmentStart
+      inputSegmentEnd = next.segmentEnd
+      inputFinalPass = next.finalPass
+      if next.token != audibleToken && next.token >= 0 {
+        // A gapless join: the next segment's first frame is mixed now.
+        audibleToken = next.token
+        status.lengthFrames.store(next.segmentEnd, ordering: .releasing)
+        status.token.store(next.token, ordering: .releasing)
+        events.append(.segmentStarted(voice: handle, token: next.token))
+      }
+      return true
+    }
+  }
+
+  /// The file frame mixed next.
+  var positionFrames: Int64 {
+    let position = resampling ? Int64(exactPosition.rounded(.down)) : inputFrame
+    return max(inputSegmentStart, min(position, inputSegmentEnd))
+  }
+
+  /// Publishes the position and the gain heard.
+  func publishPosition() {
+    status.positionFrames.store(decoderEnded && block == nil ? inputSegmentEnd : positionFrames, ordering: .releasing)
+    // What is heard: a voice that is prepared but not started (a crossfade's follower, waiting)
+    // is silent, so the stealing policy takes it first and timelines do not draw it.
+    status.gainBits.store((isAudible ? currentGain(at: lastClock) : 0).bitPattern, ordering: .relaxed)
+  }
+
+  // MARK: - Internals
+
+  private func frames(seconds: Double) -> Int64 { Int64((seconds * Double(mixRate)).rounded()) }
+
+  private func fadeOut(then action: PendingAction, clock: Int64) {
+    if awaitingData || clock < startFrame {
+      // Nothing was heard yet: no fade needed, act at once.
+      awaitingData = false
+      pendingAction = action
+      runPendingAction(clock: clock)
+      return
+    }
+    pendingAction = action
+    startRamp(to: 0, clock: clock)
+    mode = .fadingOut
+  }
+
+  private func runPendingAction(clock: Int64) {
+    let action = pendingAction
+    pendingAction = nil
+    if finishWhenSilent && envelope.to == 0 && envelope.isFinished(at: clock) {
+      // A crossfade's outgoing voice reached silence: it is done, whatever was pending.
+      mode = .ended
+      return
+    }
+    switch action {
+    case .pause(let resumeFrame)?:
+      // Resume from the first frame the fade-out touched: what was faded out is heard again.
+      reposition(to: Target(token: audibleToken, frame: resumeFrame))
+      mode = .ready(resumeFades: true)
+      // A pause completes a fade-in in progress: the voice resumes at full level.
+      if !finishWhenSilent { envelope = .unity }
+    case nil:
+      mode = .ready(resumeFades: true)
+      if !finishWhenSilent { envelope = .unity }
+    case .stop?:
+      performStop()
+    case .seek(let target, let thenPlay)?:
+      reposition(to: target)
+      mode = .ready(resumeFades: true)
+      if thenPlay { play(clock: clock) }
+    case .resync(let frame)?:
+      reposition(to: Target(token: audibleToken, frame: frame, keepFollowing: false))
+      mode = .ready(resumeFades: true)
+      play(clock: clock)
+    }
+  }
+
+  private func performStop() {
+    scanDirection = 0
+    reposition(to: Target(token: stream.firstToken, frame: 0))
+    mode = .ready(resumeFades: false)
+  }
+
+  /// Drops what was read, moves the stream, and takes the first block of the new generation if
+  /// it is there already (offline it waits for it): used by stop, seek, pause and resync.
+  private func reposition(to target: Target) {
+    if block != nil {
+      block = nil
+      lentBlock = false
+      stream.release()
+    }
+    decoderEnded = false
+    failure = nil
+    generation = stream.requestSeek(token: target.token, frame: target.frame, keepFollowing: target.keepFollowing)
+    inputFrame = target.frame
+    inputToken = target.token
+    resampledPosition = Double(target.frame)
+    lastResamplerRatio = nil
+    chunkFrames = 0
+    chunkOffset = 0
+    resampler?.reset()
+    _ = ensureBlock(events: &deferredEvents)
+    publishPosition()
+  }
+
+  private func startRamp(to target: Float, clock: Int64) {
+    ramp = FadeEnvelope(from: ramp.gain(at: clock), to: target, startFrame: clock, durationFrames: transportFadeFrames)
+  }
+
+  /// One jump of a scan: every quarter second, move by a distance that doubles each second the
+  /// scan has run (2x, 4x, 8x, up to 16x speed), forward or backward.
+  private func scanStep(clock: Int64) {
+    let interval = Int64(mixRate / 4)
+    guard clock - lastScanJumpFrame >= interval else { return }
+    lastScanJumpFrame = clock
+    let elapsedSeconds = Double(clock - scanStartedFrame) / Double(mixRate)
+    let speed = min(16, Glibc.exp2(1 + elapsedSeconds))
+    let rate = Double(fileRate)
+    let jumpFrames = Int64(speed * 0.25 * rate)
+    let position = positionFrames
+    let target = scanDirection > 0 ? position + jumpFrames : position - jumpFrames - Int64(0.25 * rate)
+    if target >= inputSegmentEnd {
+      scanDirection = 0
+      return
+    }
+    seek(toFrame: max(0, target), clock: clock)
+  }
+}

@@ -1,0 +1,32 @@
+import LeitmotifDecoding
+import LeitmotifOutput
+import Synchronization
+
+/// What the streaming thread publishes about one voice, for any thread to read without waiting.
+///
+/// Written only by the streaming thread (release), read by game threads (acquire), except that
+/// the pool clears `isLetGo` and `gainBits` when it hands the slot to a new owner.
+package final class VoiceStatus: Sendable {
+  /// The generation of the claim the streaming thread took up last (see `VoiceHandle`): the
+  /// other fields describe that owner's voice. Stored last when a claim resets the fields, so a
+  /// reader that sees its own generation reads no earlier owner's values.
+  let generation = Atomic<UInt32>(0)
+  /// The frame being heard now: the first queued buffer's start plus AL_SAMPLE_OFFSET.
+  package let positionFrames = Atomic<Int64>(0)
+  package let lengthFrames = Atomic<Int64>(0)
+  package let sampleRate = Atomic<Int>(0)
+  /// The last seek request (by generation) the streaming thread has carried out.
+  package let seekGenerationDone = Atomic<Int>(0)
+  /// Buffers queued and ready: `prepareToPlay` is done.
+  package let isPrepared = Atomic<Bool>(false)
+  package let underruns = Atomic<Int>(0)
+  /// The segment being heard (its token), for queues whose items join gaplessly on one voice.
+  let token = Atomic<Int>(0)
+  /// The gain heard (volume, transport and crossfade together), as Float bits: the voice pool
+  /// steals the quietest voice first.
+  let gainBits = Atomic<UInt32>(0)
+  /// The voice is fading out for good (the outgoing side of a crossfade): first to be stolen.
+  let isLetGo = Atomic<Bool>(false)
+
+  package var gain: Float { Float(bitPattern: gainBits.load(ordering: .relaxed)) }
+}

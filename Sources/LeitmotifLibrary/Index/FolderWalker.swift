@@ -1,0 +1,205 @@
+import Foundation
+import LeitmotifDecoding
+import LeitmotifEngine
+import LeitmotifOutput
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// Walks the library folders with `opendir`/`readdir`/`lstat` and lists the audio and playlist
+/// files in them, reading nothing but directories and file sizes.
+///
+/// The rules (see "The index" in the README):
+/// - Only names that end in `.ogg`, `.oga` or `.mp3` are audio candidates (a scan of a folder of
+///   artwork and notes stays cheap), `.m3u`, `.m3u8` and `.pls` are playlists (case-insensitive).
+/// - Hidden files and folders (names starting with ".") are skipped: trash folders, thumbnails
+///   and tools' caches live there.
+/// - Every path is a real path (the folders are resolved with `realpath` first), so "inside the
+///   library" is a plain prefix test.
+/// - Symbolic links are never followed. A link is resolved with `realpath`: when its target is
+///   inside a library folder the walk reaches the target under its own path anyway (so following
+///   it would only list the file twice); when it is outside, loops or points nowhere, it is
+///   reported in `skipped`. So nothing outside the folders is read and link loops cannot recur.
+/// - Folders are walked once each (by device and inode), which also covers bind mounts and
+///   overlapping library folders.
+/// - A name that is not UTF-8 cannot be stored or played by path: it is reported and skipped.
+///   An unreadable folder is reported, and its indexed items are kept (they may come back).
+///
+/// Thread safety: a value type; walk on any thread.
+package struct FolderWalker {
+  static let audioExtensions: Set<String> = ["ogg", "oga", "mp3"]
+  static let playlistExtensions: Set<String> = ["m3u", "m3u8", "pls"]
+
+  package struct File: Sendable, Hashable {
+    package var path: String
+    var sizeBytes: Int64
+    var modificationNanoseconds: Int64
+  }
+
+  package struct Result: Sendable {
+    package var audioFiles: [File] = []
+    var playlists: [String] = []
+    var folders: [String] = []
+    package var failures: [ScanFailure] = []
+    var skipped: [ScanFailure] = []
+    /// Folders (and library roots) that could not be read: items under them are not removed.
+    var unreadableFolders: [String] = []
+  }
+
+  /// The library folders, resolved to real paths (missing ones reported in `failures`).
+  let roots: [String]
+  private let missingRoots: [ScanFailure]
+
+  package init(folders: [URL]) {
+    var roots: [String] = []
+    var missing: [ScanFailure] = []
+    for folder in folders {
+      if let real = Self.realPath(folder.path) {
+        if !roots.contains(real) { roots.append(real) }
+      } else {
+        missing.append(ScanFailure(path: folder.path, reason: "library folder: \(Self.errnoText(errno))"))
+      }
+    }
+    self.roots = roots
+    missingRoots = missing
+  }
+
+  /// Whether `path` (a real path) is one of the library folders or inside one.
+  func isInside(_ path: String) -> Bool {
+    roots.contains { root in root == "/" || path == root || path.hasPrefix(root + "/") }
+  }
+
+  package func walk() -> Result {
+    var result = Result()
+    result.failures = missingRoots
+    result.unreadableFolders = missingRoots.map(\.path)
+    var visited = Set<FolderID>()
+    var pending = roots.reversed().map { $0 }
+    while let folder = pending.popLast() {
+      var status = stat()
+      guard stat(folder, &status) == 0 else {
+        result.failures.append(ScanFailure(path: folder, reason: "cannot read folder: \(Self.errnoText(errno))"))
+        result.unreadableFolders.append(folder)
+        continue
+      }
+      guard visited.insert(FolderID(device: UInt64(status.st_dev), inode: UInt64(status.st_ino))).inserted else {
+        continue
+      }
+      guard let directory = opendir(folder) else {
+        result.failures.append(ScanFailure(path: folder, reason: "cannot read folder: \(Self.errnoText(errno))"))
+        result.unreadableFolders.append(folder)
+        continue
+      }
+      result.folders.append(folder)
+      var subfolders: [String] = []
+      while let entry = readdir(directory) {
+        let (nameBytes, type) = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+          (Array(raw.prefix(while: { $0 != 0 })), entry.pointee.d_type)
+        }
+        if nameBytes.first == UInt8(ascii: ".") { continue }  // ".", ".." and hidden names
+        guard let name = String(validating: nameBytes, as: UTF8.self) else {
+          let shown = folder + "/" + String(decoding: nameBytes, as: UTF8.self)
+          if type == UInt8(DT_DIR) || Self.kind(of: shown) != nil {
+            result.failures.append(
+              ScanFailure(path: shown, reason: "the name is not valid UTF-8: rename it to index it"))
+          }
+          continue
+        }
+        let path = folder == "/" ? "/" + name : folder + "/" + name
+        switch type {
+        case UInt8(DT_DIR):
+          subfolders.append(path)
+        case UInt8(DT_REG):
+          add(path, name: name, in: dirfd(directory), to: &result)
+        case UInt8(DT_LNK):
+          checkLink(path, into: &result)
+        default:
+          // DT_UNKNOWN (some file systems): ask lstat.
+          var entryStatus = stat()
+          guard lstat(path, &entryStatus) == 0 else { continue }
+          switch entryStatus.st_mode & S_IFMT {
+          case S_IFDIR: subfolders.append(path)
+          case S_IFREG: add(path, name: name, in: dirfd(directory), to: &result)
+          case S_IFLNK: checkLink(path, into: &result)
+          default: break
+          }
+        }
+      }
+      closedir(directory)
+      pending.append(contentsOf: subfolders.sorted().reversed())
+    }
+    return result
+  }
+
+  package enum Kind { case audio, playlist }
+
+  static func kind(of path: String) -> Kind? {
+    guard let dot = path.lastIndex(of: "."), !path[dot...].contains("/") else { return nil }
+    let ext = path[path.index(after: dot)...].lowercased()
+    if audioExtensions.contains(ext) { return .audio }
+    if playlistExtensions.contains(ext) { return .playlist }
+    return nil
+  }
+
+  /// `name` in the open folder `folder`: `fstatat` on the folder's descriptor spares the kernel
+  /// walking the whole path again for every file.
+  private func add(_ path: String, name: String, in folder: Int32, to result: inout Result) {
+    switch Self.kind(of: name) {
+    case .audio:
+      // A file that vanished since readdir is simply not there.
+      var status = stat()
+      guard fstatat(folder, name, &status, AT_SYMLINK_NOFOLLOW) == 0, status.st_mode & S_IFMT == S_IFREG else {
+        return
+      }
+      result.audioFiles.append(Self.file(path, status))
+    case .playlist:
+      result.playlists.append(path)
+    case nil:
+      break
+    }
+  }
+
+  /// A symbolic link: never followed (see the type's comment); reported when it leaves the
+  /// library, loops or dangles.
+  private func checkLink(_ path: String, into result: inout Result) {
+    guard let target = Self.realPath(path) else {
+      let code = errno
+      let reason =
+        code == ELOOP
+        ? "a symbolic-link loop: not followed"
+        : "a symbolic link to nothing (\(Self.errnoText(code))): not followed"
+      result.skipped.append(ScanFailure(path: path, reason: reason))
+      return
+    }
+    if !isInside(target) {
+      result.skipped.append(
+        ScanFailure(path: path, reason: "a symbolic link that leaves the library folders (to \(target)): not followed"))
+    }
+  }
+
+  /// Size and modification time (`lstat`), or nil when the file is gone or not a regular file.
+  static func status(of path: String) -> File? {
+    var status = stat()
+    guard lstat(path, &status) == 0, status.st_mode & S_IFMT == S_IFREG else { return nil }
+    return file(path, status)
+  }
+
+  private static func file(_ path: String, _ status: stat) -> File {
+    let nanoseconds = Int64(status.st_mtim.tv_sec) &* 1_000_000_000 &+ Int64(status.st_mtim.tv_nsec)
+    return File(path: path, sizeBytes: Int64(status.st_size), modificationNanoseconds: nanoseconds)
+  }
+
+  package static func realPath(_ path: String) -> String? {
+    guard let resolved = realpath(path, nil) else { return nil }
+    defer { free(resolved) }
+    return String(validatingCString: resolved)
+  }
+
+  package static func errnoText(_ code: Int32) -> String { String(cString: strerror(code)) }
+
+  private struct FolderID: Hashable {
+    var device: UInt64
+    var inode: UInt64
+  }
+}

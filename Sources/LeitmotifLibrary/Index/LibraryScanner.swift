@@ -1,0 +1,240 @@
+import Foundation
+import LeitmotifDecoding
+import LeitmotifEngine
+import LeitmotifOutput
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// The gate to the index: `MediaLibrary.withIndex` (which checks consent first). Tests and tools
+/// inside the module may pass an index directly.
+package protocol LibraryIndexAccess: Sendable {
+  func withIndex<T>(_ body: (LibraryIndex) throws(LibraryError) -> T) throws(LibraryError) -> T
+  /// Throws unless reading library files is (still) allowed: checked before every file the scan
+  /// opens, so a revocation in the middle of a long scan stops it at the next file.
+  func checkAccess() throws(LibraryError)
+}
+
+package extension LibraryIndexAccess {
+  func checkAccess() throws(LibraryError) {}
+}
+
+/// One scan of the library folders into the index.
+///
+/// Phases, so the index lock is held only for the short ones and consent is checked before any
+/// library file is read:
+/// 1. through the gate: read what the index knows (paths, sizes, modification times, fingerprints);
+/// 2. outside the lock: walk the folders (`FolderWalker`) and open only new or changed files
+///    (tags, length, `AudioFingerprint`);
+/// 3. through the gate: write everything in one transaction, then hand the playlist files to
+///    `PlaylistImporter.importPlaylists(_:folders:index:)` (Library/Playlists/).
+///
+/// Identity: an item's persistent id is its fingerprint (as a signed 64-bit integer, never 0). A
+/// file that changed in place keeps its row's id whatever its audio; a new path whose fingerprint
+/// matches a row whose file vanished this scan is a move (same id, play counts kept); identical
+/// audio at two live paths gets a second id derived from the first.
+package struct LibraryScanner {
+  let folders: [URL]
+
+  func scan(through gate: some LibraryIndexAccess) throws(LibraryError) -> ScanReport {
+    let started = DispatchTime.now().uptimeNanoseconds
+    // 1. What the index knows.
+    let (records, failureRecords) = try gate.withIndex {
+      (index) throws(LibraryError) -> (
+        [LibraryIndex.FileRecord], [String: (sizeBytes: Int64, modificationNanoseconds: Int64)]
+      ) in
+      do throws(SQLiteError) {
+        return (try index.fileRecords(), try index.failureRecords())
+      } catch {
+        throw LibraryError.index(path: index.path, reason: error.description)
+      }
+    }
+    // 2. The folders, and the files that are new or changed.
+    let walker = FolderWalker(folders: folders)
+    let walk = walker.walk()
+    var report = ScanReport()
+    report.failed = walk.failures
+    report.skipped = walk.skipped
+    report.playlists = walk.playlists
+    report.walkedFolders = walk.folders
+
+    var byPath: [String: LibraryIndex.FileRecord] = [:]
+    byPath.reserveCapacity(records.count)
+    for record in records { byPath[record.path] = record }
+    var usedIDs = Set(records.map { $0.persistentID })
+
+    var changes = Changes()
+    var present = Set<String>()
+    present.reserveCapacity(walk.audioFiles.count)
+    var opened: [(file: FolderWalker.File, read: ReadResult)] = []
+    for file in walk.audioFiles {
+      present.insert(file.path)
+      if let record = byPath[file.path], record.sizeBytes == file.sizeBytes,
+        record.modificationNanoseconds == file.modificationNanoseconds
+      {
+        report.unchanged += 1
+        continue
+      }
+      if let failure = failureRecords[file.path], failure.sizeBytes == file.sizeBytes,
+        failure.modificationNanoseconds == file.modificationNanoseconds
+      {
+        report.failedUnchanged += 1
+        continue
+      }
+      try gate.checkAccess()
+      opened.append((file, Self.read(file)))
+    }
+
+    // Rows whose file is gone (except under folders that could not be read: they may be back).
+    var vanishedByFingerprint: [String: [LibraryIndex.FileRecord]] = [:]
+    for record in records where !present.contains(record.path) {
+      if walk.unreadableFolders.contains(where: { record.path.hasPrefix($0 + "/") }) { continue }
+      vanishedByFingerprint[record.fingerprint, default: []].append(record)
+    }
+    // Failures recorded for files that are gone: forget them.
+    for path in failureRecords.keys where !present.contains(path) {
+      if walk.unreadableFolders.contains(where: { path.hasPrefix($0 + "/") }) { continue }
+      changes.forgetFailures.append(path)
+    }
+
+    report.filesOpened = opened.count
+    for (file, result) in opened {
+      switch result {
+      case .vanished:
+        present.remove(file.path)
+        if let record = byPath[file.path] { vanishedByFingerprint[record.fingerprint, default: []].append(record) }
+      case .changedWhileRead:
+        // Not recorded: its size or time moved on, so the next scan reads it again.
+        report.failed.append(
+          ScanFailure(path: file.path, reason: "changed while being read (still being written?): read again next scan"))
+      case .failed(let reason):
+        report.failed.append(ScanFailure(path: file.path, reason: reason))
+        changes.failures.append((file, reason))
+        // A file that no longer decodes is no longer playable: its item goes.
+        if let record = byPath[file.path] {
+          changes.removals.append(record.persistentID)
+          report.removed += 1
+        }
+      case .item(var item, let fingerprint):
+        if failureRecords[file.path] != nil { changes.forgetFailures.append(file.path) }
+        let key = String(fingerprint, radix: 16)
+        if let record = byPath[file.path] {
+          item.persistentID = UInt64(bitPattern: record.persistentID)
+          report.updated += 1
+        } else if var candidates = vanishedByFingerprint[key], let record = candidates.popLast() {
+          vanishedByFingerprint[key] = candidates
+          item.persistentID = UInt64(bitPattern: record.persistentID)
+          report.moved += 1
+        } else {
+          let id = Self.newID(fingerprint: fingerprint, used: usedIDs)
+          usedIDs.insert(id)
+          item.persistentID = UInt64(bitPattern: id)
+          report.added += 1
+        }
+        changes.upserts.append((item, file, key))
+      }
+    }
+    for record in vanishedByFingerprint.values.joined() {
+      changes.removals.append(record.persistentID)
+      report.removed += 1
+    }
+
+    // 3. One transaction for every write, then the playlists.
+    let changed = report.hasChanges
+    report.playlistFailures = try gate.withIndex { (index) throws(LibraryError) -> [ScanFailure] in
+      do throws(SQLiteError) {
+        try index.database.transaction { () throws(SQLiteError) in
+          for id in changes.removals { try index.removeItem(persistentID: id) }
+          for path in changes.forgetFailures { try index.removeFailure(path: path) }
+          for (file, reason) in changes.failures {
+            try index.recordFailure(
+              path: file.path, sizeBytes: file.sizeBytes, modificationNanoseconds: file.modificationNanoseconds,
+              reason: reason)
+          }
+          for (item, file, key) in changes.upserts {
+            try index.upsert(
+              item, size: file.sizeBytes, mtimeNanoseconds: file.modificationNanoseconds, fingerprint: key)
+          }
+          if changed { try index.touch() }
+        }
+      } catch {
+        throw error.isBusy
+          ? LibraryError.busy(path: index.path) : LibraryError.index(path: index.path, reason: error.description)
+      }
+      // Always called, with no files too: it removes the playlists whose files are gone.
+      return PlaylistImporter.importPlaylists(walk.playlists, folders: folders, index: index)
+    }
+    report.durationSeconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
+    return report
+  }
+
+  private struct Changes {
+    var upserts: [(MediaItem, FolderWalker.File, String)] = []
+    var removals: [Int64] = []
+    var failures: [(FolderWalker.File, String)] = []
+    var forgetFailures: [String] = []
+  }
+
+  package enum ReadResult {
+    case item(MediaItem, fingerprint: UInt64)
+    case failed(String)
+    case vanished
+    case changedWhileRead
+  }
+
+  /// Opens one file: tags, length, fingerprint; then checks it did not change meanwhile.
+  static func read(_ file: FolderWalker.File) -> ReadResult {
+    let item: MediaItem
+    let fingerprint: UInt64
+    do {
+      let decoder = try AudioFile.openDecoder(path: file.path)
+      fingerprint = try AudioFingerprint.compute(decoder)
+      item = Self.item(path: file.path, decoder: decoder)
+    } catch {
+      if error.reason == .fileNotFound { return .vanished }
+      guard let now = FolderWalker.status(of: file.path) else { return .vanished }
+      if now != file { return .changedWhileRead }
+      return .failed(Self.reason(error))
+    }
+    guard let now = FolderWalker.status(of: file.path) else { return .vanished }
+    if now != file { return .changedWhileRead }
+    return .item(item, fingerprint: fingerprint)
+  }
+
+  /// The decoder's words without the path (the failure carries it).
+  static func reason(_ error: DecodeError) -> String {
+    let text = error.description
+    let prefix = error.path + ": "
+    return text.hasPrefix(prefix) ? String(text.dropFirst(prefix.count)) : text
+  }
+
+  /// The item for a file from its tags. Without a TITLE tag the title is the file name without
+  /// its extension (as players show it); a COMPILATION (TCMP) tag, or else an album artist of
+  /// "Various Artists", marks a compilation.
+  static func item(path: String, decoder: any AudioDecoder) -> MediaItem {
+    var item = MediaItem(path: path, decoder: decoder)
+    let tags = decoder.tags
+    if item.title == nil { item.title = ((path as NSString).lastPathComponent as NSString).deletingPathExtension }
+    if tags.isCompilation == nil, let albumArtist = tags.albumArtist?.lowercased(),
+      albumArtist == "various artists" || albumArtist == "various"
+    {
+      item.isCompilation = true
+    }
+    return item
+  }
+
+  /// The id for new audio: the fingerprint itself unless another item has it (identical audio
+  /// at two paths) or it is 0; then a SplitMix64 step from it, until one is free.
+  static func newID(fingerprint: UInt64, used: Set<Int64>) -> Int64 {
+    var candidate = fingerprint
+    while candidate == 0 || used.contains(Int64(bitPattern: candidate)) {
+      candidate &+= 0x9E37_79B9_7F4A_7C15
+      var mixed = candidate
+      mixed = (mixed ^ (mixed >> 30)) &* 0xBF58_476D_1CE4_E5B9
+      mixed = (mixed ^ (mixed >> 27)) &* 0x94D0_49BB_1331_11EB
+      candidate = mixed ^ (mixed >> 31)
+    }
+    return Int64(bitPattern: candidate)
+  }
+}

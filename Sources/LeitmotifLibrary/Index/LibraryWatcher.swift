@@ -1,0 +1,101 @@
+import Foundation
+import LeitmotifDecoding
+import LeitmotifEngine
+import LeitmotifOutput
+import Synchronization
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// Watch mode: an inotify instance on every library folder and subfolder, read by a background
+/// thread (`lm.library.watch`) that rescans once the folders have been quiet for
+/// `debounceSeconds` after a change. It starts with a rescan of its own.
+///
+/// A rescan walks every folder but opens only files whose size or modification time changed, so
+/// "rescan what changed" costs a walk (about a second for 100,000 files) plus the changed files.
+/// New folders get a watch after each rescan; deleted ones drop out by themselves (IN_IGNORED).
+/// An event-queue overflow (IN_Q_OVERFLOW) just means a rescan.
+///
+/// Owns the inotify descriptor: closed when the thread ends.
+/// Thread safety: `start` and `stop` from any thread; the rescan runs on the watch thread.
+package final class LibraryWatcher: Sendable {
+  static let debounceSeconds = 0.3
+  /// Events the watch asks for: entries created, deleted, moved, and files finished writing.
+  static let eventMask: UInt32 =
+    UInt32(IN_CREATE) | UInt32(IN_DELETE) | UInt32(IN_MOVED_FROM) | UInt32(IN_MOVED_TO) | UInt32(IN_CLOSE_WRITE)
+    | UInt32(IN_DELETE_SELF) | UInt32(IN_MOVE_SELF) | UInt32(IN_ATTRIB)
+
+  private let descriptor: Int32
+  private let stopping = Atomic<Bool>(false)
+  /// Rescans and returns the folders to watch, or nil when it could not (access revoked, ...).
+  private let rescan: @Sendable () -> [String]?
+  private let warn: @Sendable (String) -> Void
+  /// False once the library that started the watch is gone: the thread ends.
+  private let isOwnerAlive: @Sendable () -> Bool
+
+  /// - Throws: `LibraryError.folder` when inotify cannot be set up (with errno's words).
+  init(
+    folders: [String], rescan: @escaping @Sendable () -> [String]?, warn: @escaping @Sendable (String) -> Void,
+    isOwnerAlive: @escaping @Sendable () -> Bool = { true }
+  ) throws(LibraryError) {
+    let fd = inotify_init1(Int32(IN_NONBLOCK) | Int32(IN_CLOEXEC))
+    guard fd >= 0 else {
+      throw LibraryError.folder(path: folders.first ?? "", reason: "inotify_init1: \(FolderWalker.errnoText(errno))")
+    }
+    descriptor = fd
+    self.rescan = rescan
+    self.warn = warn
+    self.isOwnerAlive = isOwnerAlive
+    addWatches(folders)
+  }
+
+  func start() {
+    let thread = Thread { [self] in run() }
+    thread.name = "lm.library.watch"
+    thread.start()
+  }
+
+  /// Stops the thread (within 100 ms) and closes the inotify descriptor.
+  func stop() { stopping.store(true, ordering: .releasing) }
+
+  private func addWatches(_ folders: [String]) {
+    for folder in folders where inotify_add_watch(descriptor, folder, Self.eventMask) < 0 {
+      let code = errno
+      if code == ENOSPC {
+        warn("cannot watch \(folder): too many watches (raise fs.inotify.max_user_watches); rescan by hand")
+        return
+      }
+      if code != ENOENT { warn("cannot watch \(folder): \(FolderWalker.errnoText(code))") }
+    }
+  }
+
+  private func run() {
+    defer { close(descriptor) }
+    var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+    var lastEvent: UInt64?
+    var firstEvent: UInt64?
+    // Catch up with what changed while nobody watched (the watches are already in place).
+    if let folders = rescan() { addWatches(folders) }
+    while !stopping.load(ordering: .acquiring) && isOwnerAlive() {
+      var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+      let ready = poll(&poller, 1, 100)
+      let now = DispatchTime.now().uptimeNanoseconds
+      if ready > 0 {
+        // Drain: the events themselves do not matter, only that something changed.
+        while buffer.withUnsafeMutableBytes({ read(descriptor, $0.baseAddress, $0.count) }) > 0 {}
+        lastEvent = now
+        if firstEvent == nil { firstEvent = now }
+      }
+      guard let last = lastEvent, let first = firstEvent else { continue }
+      // Quiet for the debounce time, or changing for 2 s without a pause (a long copy): rescan.
+      let quiet = Double(now - last) / 1e9 >= Self.debounceSeconds
+      if quiet || Double(now - first) / 1e9 >= 2 {
+        lastEvent = nil
+        firstEvent = nil
+        if stopping.load(ordering: .acquiring) { break }
+        if let folders = rescan() { addWatches(folders) }
+      }
+    }
+  }
+}

@@ -1,0 +1,67 @@
+import Foundation
+import LeitmotifDecoding
+import LeitmotifEngine
+import LeitmotifOutput
+
+/// A file or folder a scan could not use, and why.
+public struct ScanFailure: Sendable, Hashable, CustomStringConvertible {
+  /// The file or folder (absolute; a name that is not UTF-8 is shown with U+FFFD in its place).
+  public var path: String
+  /// Why it could not be used, e.g. "not Ogg Vorbis or MP3 (it looks like text)".
+  public var reason: String
+
+  /// A failure of `path` for `reason`.
+  public init(path: String, reason: String) {
+    self.path = path
+    self.reason = reason
+  }
+
+  /// "PATH: REASON".
+  public var description: String { "\(path): \(reason)" }
+}
+
+/// What one scan of the library folders did.
+public struct ScanReport: Sendable, CustomStringConvertible {
+  /// Items new to the index.
+  public var added = 0
+  /// Items whose file changed (size or modification time) and was read again: tags, length.
+  public var updated = 0
+  /// Items found under a new path with the audio of a file that vanished: same persistent id,
+  /// play counts kept.
+  public var moved = 0
+  /// Items whose file is gone.
+  public var removed = 0
+  /// Files with the size and modification time the index knows: not opened.
+  public var unchanged = 0
+  /// Files and folders that could not be read this scan (zero-byte, damaged, not audio, vanished
+  /// or changed while read, unreadable folders, names that are not UTF-8).
+  public var failed: [ScanFailure] = []
+  /// Files that failed before and have not changed since: not retried.
+  public var failedUnchanged = 0
+  /// Symbolic links not followed: they leave the library folders, loop or point nowhere.
+  public var skipped: [ScanFailure] = []
+  /// The playlist files found (.m3u, .m3u8, .pls).
+  public var playlists: [String] = []
+  /// Problems with playlist entries (missing, outside the library folders), from the importer.
+  public var playlistFailures: [ScanFailure] = []
+  /// Wall-clock time of the scan.
+  public var durationSeconds = 0.0
+
+  /// The folders the scan walked, for the watcher.
+  var walkedFolders: [String] = []
+  /// How many audio files the scan opened (tests check a rescan opens none).
+  var filesOpened = 0
+
+  /// An empty report: nothing scanned yet.
+  public init() {}
+
+  /// Whether the scan changed the index (items added, updated, moved or removed).
+  public var hasChanges: Bool { added + updated + moved + removed > 0 }
+
+  /// One line: the counts and the time, e.g. "3 added, 0 updated, ... in 0.12 s".
+  public var description: String {
+    "\(added) added, \(updated) updated, \(moved) moved, \(removed) removed, \(unchanged) unchanged, "
+      + "\(failed.count) failed" + (failedUnchanged > 0 ? " (\(failedUnchanged) earlier failures not retried)" : "")
+      + String(format: " in %.2f s", durationSeconds)
+  }
+}

@@ -1,0 +1,1322 @@
+import Foundation
+import LeitmotifDecoding
+import LeitmotifEngine
+import LeitmotifLibrary
+import LeitmotifOutput
+import Synchronization
+
+/// MediaPlayer's application queue player on Leitmotif's engine, with what game music needs and
+/// MediaPlayer lacks: crossfades, gapless joins, loop points and several voices at once.
+///
+/// ## The queue
+/// A queue is a list of entries (an item plus optional trim points, loop and transition), played
+/// in *play order*: the queue order, or a shuffled one. `nowPlayingItem` is the entry playing (or
+/// that `play()` will start); `indexOfNowPlayingItem` is its place in play order.
+///
+/// ## Skipping
+/// - `skipToNextItem()`: to the next item in play order. On the last item, with `repeatMode ==
+///   .all` it goes to the first item; otherwise playback ends (stopped, at the first item).
+///   (Repeat one does not hold a skip back: skipping always moves on.)
+/// - `skipToPreviousItem()`: in the first 3 seconds of an item it goes to the previous one (from
+///   the first item: to the last with repeat all, else it restarts the first); later it restarts
+///   the current one.
+/// - `skipToBeginning()`: back to the start of the current item.
+/// While playing, a skip crossfades from whatever is audible (a crossfade in progress included)
+/// to the new item with the new item's transition; a gapless transition becomes a 10 ms
+/// crossfade, the shortest that is click-free. While paused or stopped a skip only moves.
+///
+/// ## Transitions
+/// Each entry's `transition` (else the player's `transition`, an equal-power crossfade of 3 s by
+/// default) says how it takes over from the item before it. Gapless joins decode the next file
+/// into the same voice right after the last sample of the previous one (items of one sample
+/// rate; an item of another rate joins with a 10 ms crossfade instead). A crossfade starts the
+/// next item on a second voice on the frame where the outgoing one is the crossfade's length from
+/// its end (in its final loop pass); the outgoing voice is released when silent.
+///
+/// ## Loops
+/// An item with loop points (LOOPSTART/LOOPLENGTH tags, or `LoopPoints` in its entry) loops
+/// sample-exactly `loopRepeat` times (default: until `releaseLoop()`), then plays its outro.
+///
+/// ## Voices
+/// The player takes voices from its engine's pool: one while an item plays, one more for the
+/// prepared next item of a crossfade, and one per item still fading out. When the pool is full
+/// it steals by the engine's policy (see `AudioEngine.allocateSlot`).
+///
+/// ## Threads
+/// Every method returns at once and may be called from any thread. Observers run in order on the
+/// player's own notification queue, never on the streaming thread.
+public final class QueuePlayer: MediaPlayback {
+  /// The engine the player plays on.
+  public let engine: AudioEngine
+  private let state: Mutex<State>
+  private let notifications = DispatchQueue(label: "leitmotif.queue.notifications")
+  /// Music voices outrank stingers (0): a crossfade may steal a stinger's voice, not the reverse.
+  static let voicePriority = 1
+  /// Within this many seconds of an item's start, skipping back goes to the previous item.
+  public static let previousItemThreshold: TimeInterval = 3
+
+  /// The player's voices, each held by a lease (see `VoiceLease`): dropping a lease gives its
+  /// voice back, and a voice that was stolen in between is left to its new owner.
+  private struct Voices {
+    /// The voice of the now-playing item and the token of its segment.
+    var current: VoiceLease?
+    var currentToken = 0
+    /// The next item, prepared: appended gaplessly to the current voice, or on a follower voice
+    /// armed to take over with a crossfade.
+    var scheduled: Scheduled?
+    /// Voices fading out; released when they report silence.
+    var outgoing: [VoiceLease] = []
+  }
+
+  private enum Scheduled: Equatable {
+    case gapless(token: Int, entry: Int)
+    case follower(VoiceLease, token: Int, entry: Int, Transition)
+
+    var entry: Int {
+      switch self {
+      case .gapless(_, let entry), .follower(_, _, let entry, _): return entry
+      }
+    }
+  }
+
+  private struct State {
+    var entries: [Int: QueueDescriptor.Entry] = [:]
+    /// Entry ids in queue order, and in play order (the same unless shuffled).
+    var queueOrder: [Int] = []
+    var playOrder: [Int] = []
+    /// Entries put "next" by `prepend` that have not played yet: they stay next through shuffles.
+    var pinned: [Int] = []
+    var nowID: Int?
+    var nextEntryID = 1
+    var nextToken = 1
+    var tokens: [Int: Int] = [:]  // segment token -> entry id
+    var voices = Voices()
+    var repeatMode: RepeatMode = .none
+    var shuffleMode: ShuffleMode = .off
+    var shuffleSeed: UInt64 = 0
+    var generator = SeededGenerator(seed: 0)
+    var transition: Transition = .defaultCrossfade
+    var loopRepeat: LoopRepeat = .untilReleased
+    var playbackState: PlaybackState = .stopped
+    var stateBeforeSeeking: PlaybackState?
+    var rate: Float = 1
+    var volume: Float = 1
+    /// A gain under `volume` that the music director steps (ducks, fades, parameter curves)
+    /// without a `volumeChanged` notification for every step.
+    var mixGain: Float = 1
+    /// The transition of the next skip, when the director asks for one (see `skip(_:transition:)`).
+    var pendingFade: Transition?
+    /// High-frequency gain of every voice's low-pass filter (1: unfiltered).
+    var lowPassGain: Float = 1
+    /// Seeks asked of the current voice (compared with its status's `seekGenerationDone`).
+    var seekGeneration = 0
+    var lastSeekSeconds: Double = 0
+    /// A position asked for before any voice exists: the next start opens the item there.
+    var requestedSeekSeconds: Double?
+    /// The next change of item follows a failure (for the notification's reason).
+    var followsFailure = false
+    /// Failures in a row, to stop when every item in the queue fails.
+    var consecutiveFailures = 0
+    var observers: [UInt64: @Sendable (QueuePlayerEvent) -> Void] = [:]
+    var nextObserverID: UInt64 = 1
+  }
+
+  /// A queue player on `engine`, with an empty queue.
+  /// - Parameters:
+  ///   - engine: the engine whose voices it plays on.
+  ///   - library: where play and skip counts of the player's own songs go: an item from
+  ///     the library (with a `persistentID`) that plays to its end counts a play, one skipped
+  ///     forward counts a skip. Recorded off the caller's thread.
+  public init(engine: AudioEngine, library: MediaLibrary? = nil) {
+    self.engine = engine
+    self.library = library
+    state = Mutex(State())
+  }
+
+  /// Where play and skip counts go (see `init`).
+  public let library: MediaLibrary?
+  private let counting = DispatchQueue(label: "leitmotif.queue.counts")
+
+  /// Counts a play or a skip of a library item in the library, on a queue of its own (SQLite
+  /// I/O); failures (no access any more, say) go to the diagnostics.
+  private func count(_ item: MediaItem?, played: Bool) {
+    guard let library, let item, item.persistentID != nil else { return }
+    let engine = self.engine
+    counting.async {
+      do throws(LibraryError) {
+        if played { try library.recordPlay(of: item) } else { try library.recordSkip(of: item) }
+      } catch {
+        engine.report(Diagnostic(.warning, "could not count a \(played ? "play" : "skip"): \(error)"))
+      }
+    }
+  }
+
+  // No deinit: the voices' leases go with the state, and each gives its voice back.
+
+  // MARK: - The queue
+
+  /// Replaces the queue with `items`; the first (or, shuffled, a random one) becomes now playing.
+  /// While playing, the new queue starts at once with a crossfade.
+  /// - Throws: `QueueError` for bad trim points; the queue is then unchanged.
+  public func setQueue(with items: [MediaItem]) throws(QueueError) {
+    try setQueue(with: QueueDescriptor(items: items))
+  }
+
+  /// Replaces the queue with a collection's items (see `setQueue(with:)` for an array).
+  /// - Throws: `QueueError` for bad trim points; the queue is then unchanged.
+  public func setQueue(with collection: MediaItemCollection) throws(QueueError) {
+    try setQueue(with: QueueDescriptor(itemCollection: collection))
+  }
+
+  /// Replaces the queue with the descriptor's entries, each with its trim points, transition and
+  /// loops; it starts with `startItem` (nil: the first). While playing, the new queue starts at once
+  /// with a crossfade.
+  /// - Throws: `QueueError` for bad trim points, loop points or gains; the queue is then unchanged.
+  public func setQueue(with descriptor: QueueDescriptor) throws(QueueError) {
+    try setQueue(with: descriptor, startingAt: nil, transition: nil)
+  }
+
+  /// Replaces the queue; while playing, moves to it with `transition` (nil: the first entry's or
+  /// the player's), whatever the entries say; the item to start with opens at `startSeconds` of
+  /// its file (nil: its start). Not playing, the queue waits there for `play()`.
+  /// - Throws: `QueueError` for bad trim points; the queue is then unchanged.
+  public func setQueue(
+    with descriptor: QueueDescriptor, startingAt startSeconds: TimeInterval?, transition: Transition?
+  ) throws(QueueError) {
+    try setQueue(with: descriptor, startingAt: startSeconds, transition: transition, landing: nil)
+  }
+
+  /// Where a new queue takes over from the music that plays: on a grid line of the playing item.
+  package struct Landing {
+    /// The position in the playing item's file where the new music starts, in seconds.
+    package var fileSeconds: Double
+    /// The grid's spacing (a beat or a bar) in seconds of that file, for when the new music is
+    /// not ready in time: it then lands on the next line (nil: as soon as it is ready).
+    package var everySeconds: Double?
+
+    package init(fileSeconds: Double, everySeconds: Double?) {
+      self.fileSeconds = fileSeconds
+      self.everySeconds = everySeconds
+    }
+  }
+
+  /// A start on `landing` of the playing item (its voice, its segment): nil when nothing plays.
+  package func startTrigger(at landing: Landing) -> StartTrigger? {
+    state.withLock { state in
+      state.voices.current.map {
+        StartTrigger(
+          voice: $0.handle, token: state.voices.currentToken, fileSeconds: landing.fileSeconds,
+          everySeconds: landing.everySeconds)
+      }
+    }
+  }
+
+  /// `setQueue(with:startingAt:transition:)`, but while playing the new music is opened at once
+  /// and starts when the playing item reaches `landing` (the director's beat and bar
+  /// transitions): the mixer finds that frame from the playing voice's own position.
+  package func setQueue(
+    with descriptor: QueueDescriptor, startingAt startSeconds: TimeInterval?, transition: Transition?,
+    landing: Landing?
+  ) throws(QueueError) {
+    try descriptor.validate()
+    try state.withLock { (state) throws(QueueError) -> Void in
+      var ids: [Int] = []
+      var entries: [Int: QueueDescriptor.Entry] = [:]
+      var startID: Int?
+      for entry in descriptor.entries {
+        let id = state.nextEntryID
+        state.nextEntryID += 1
+        ids.append(id)
+        entries[id] = entry
+        if startID == nil, let start = descriptor.startItem, entry.item == start { startID = id }
+      }
+      state.entries = entries
+      state.queueOrder = ids
+      state.pinned = []
+      state.nowID = startID
+      rebuildPlayOrder(&state)
+      if startID == nil { state.nowID = state.playOrder.first }
+      state.requestedSeekSeconds = nil
+      state.consecutiveFailures = 0
+      emitLocked(.queueChanged(count: state.playOrder.count), &state)
+      emitNowPlaying(reason: .queueChange, &state)
+      if state.playbackState == .playing, let now = state.nowID {
+        state.requestedSeekSeconds = startSeconds.map { max(0, $0) }
+        let trigger = landing.flatMap { landing in
+          state.voices.current.map {
+            StartTrigger(
+              voice: $0.handle, token: state.voices.currentToken, fileSeconds: landing.fileSeconds,
+              everySeconds: landing.everySeconds)
+          }
+        }
+        crossfade(to: now, fade: transition, trigger: trigger, &state)
+      } else {
+        releaseAllVoices(&state)
+        state.requestedSeekSeconds = startSeconds.map { max(0, $0) }
+      }
+    }
+  }
+
+  /// Puts items right after the now-playing item; they stay next even when shuffled.
+  public func prepend(_ items: [MediaItem]) throws(QueueError) { try prepend(QueueDescriptor(items: items)) }
+
+  /// Puts a descriptor's entries right after the now-playing item; they stay next even when shuffled.
+  /// - Throws: `QueueError.emptyQueue` for no entries, or bad trim points; the queue is then unchanged.
+  public func prepend(_ descriptor: QueueDescriptor) throws(QueueError) {
+    try descriptor.validate()
+    guard !descriptor.entries.isEmpty else { throw QueueError.emptyQueue(operation: "prepend") }
+    state.withLock { state in
+      let ids = add(descriptor, &state)
+      let anchor = state.nowID.flatMap { state.queueOrder.firstIndex(of: $0) }.map { $0 + 1 } ?? 0
+      // After earlier pinned items, so that several prepends play in the order they were made
+      // ("play next" on a stack of picks would reverse them).
+      let pinnedAfterNow = state.pinned.filter { state.queueOrder.firstIndex(of: $0).map { $0 >= anchor } ?? false }
+      let queueInsert = pinnedAfterNow.compactMap { state.queueOrder.firstIndex(of: $0) }.max().map { $0 + 1 } ?? anchor
+      state.queueOrder.insert(contentsOf: ids, at: queueInsert)
+      state.pinned.append(contentsOf: ids)
+      if state.shuffleMode == .off {
+        state.playOrder = state.queueOrder
+      } else {
+        let nowIndex = state.nowID.flatMap { state.playOrder.firstIndex(of: $0) }.map { $0 + 1 } ?? 0
+        let pinnedInPlay = state.playOrder.enumerated().filter {
+          $0.offset >= nowIndex && state.pinned.contains($0.element)
+        }
+        let insertAt = pinnedInPlay.map(\.offset).max().map { $0 + 1 } ?? nowIndex
+        state.playOrder.insert(contentsOf: ids, at: insertAt)
+      }
+      if state.nowID == nil { state.nowID = state.playOrder.first }
+      emitLocked(.queueChanged(count: state.playOrder.count), &state)
+      reschedule(&state)
+    }
+  }
+
+  /// Adds items at the end of the queue.
+  public func append(_ items: [MediaItem]) throws(QueueError) { try append(QueueDescriptor(items: items)) }
+
+  /// Adds a descriptor's entries at the end of the queue.
+  /// - Throws: `QueueError.emptyQueue` for no entries, or bad trim points; the queue is then unchanged.
+  public func append(_ descriptor: QueueDescriptor) throws(QueueError) {
+    try descriptor.validate()
+    guard !descriptor.entries.isEmpty else { throw QueueError.emptyQueue(operation: "append") }
+    state.withLock { state in
+      let ids = add(descriptor, &state)
+      state.queueOrder.append(contentsOf: ids)
+      state.playOrder.append(contentsOf: ids)
+      if state.nowID == nil {
+        state.nowID = state.playOrder.first
+        emitNowPlaying(reason: .queueChange, &state)
+      }
+      emitLocked(.queueChanged(count: state.playOrder.count), &state)
+      reschedule(&state)
+    }
+  }
+
+  /// Changes the queue in one step: inserts and removals in `body` apply together, observers see
+  /// one `queueChanged`, and if `body` throws nothing changes.
+  /// - Throws: `QueueError.transactionRejected` naming the step that failed.
+  public func perform<Failure: Error>(queueTransaction body: (inout QueueTransaction) throws(Failure) -> Void)
+    throws(QueueError)
+  {
+    try state.withLock { (state) throws(QueueError) -> Void in
+      var counter = state.nextEntryID
+      let snapshot = state.playOrder.compactMap { id in state.entries[id].map { (id: id, entry: $0) } }
+      let allocator = IDCounter(start: counter)
+      var transaction = QueueTransaction(entries: snapshot, nowPlayingID: state.nowID, nextID: { allocator.next() })
+      do throws(Failure) {
+        try body(&transaction)
+      } catch {
+        throw QueueError.transactionRejected(reason: (error as? QueueError)?.description ?? "\(error)")
+      }
+      counter = allocator.value
+      state.nextEntryID = counter
+      var entries: [Int: QueueDescriptor.Entry] = [:]
+      for (id, entry) in transaction.entries { entries[id] = entry }
+      let oldOrder = state.playOrder
+      state.entries = entries
+      state.playOrder = transaction.entries.map(\.id)
+      state.queueOrder = state.playOrder
+      state.pinned.removeAll { entries[$0] == nil }
+      emitLocked(.queueChanged(count: state.playOrder.count), &state)
+      if let now = state.nowID, entries[now] == nil {
+        // The playing item was removed: the one that followed it (still in the queue) plays.
+        let oldIndex = oldOrder.firstIndex(of: now) ?? 0
+        let following = oldOrder[oldIndex...].first { entries[$0] != nil }
+        state.nowID = following ?? state.playOrder.first
+        emitNowPlaying(reason: .queueChange, &state)
+        if state.playbackState == .playing, let next = state.nowID, following != nil {
+          crossfade(to: next, &state)
+        } else {
+          releaseAllVoices(&state)
+          if following == nil { setState(.stopped, &state) }
+        }
+      } else {
+        reschedule(&state)
+      }
+    }
+  }
+
+  /// The queue's items in play order.
+  public var queue: [MediaItem] { state.withLock { state in state.playOrder.compactMap { state.entries[$0]?.item } } }
+
+  /// The item playing, or that `play()` starts. Setting it to an item in the queue jumps there
+  /// (the first occurrence); setting an item not in the queue is refused and reported to the
+  /// engine's diagnostics (see `setNowPlayingItem` for the error).
+  public var nowPlayingItem: MediaItem? {
+    get { state.withLock { state in state.nowID.flatMap { state.entries[$0]?.item } } }
+    set {
+      guard let item = newValue else { return }
+      do throws(QueueError) { try setNowPlayingItem(item) } catch {
+        engine.report(Diagnostic(.error, error.description, error: error))
+      }
+    }
+  }
+
+  /// Jumps to `item`. - Throws: `QueueError.itemNotInQueue`.
+  public func setNowPlayingItem(_ item: MediaItem) throws(QueueError) {
+    try state.withLock { (state) throws(QueueError) -> Void in
+      guard let id = state.playOrder.first(where: { state.entries[$0]?.item == item }) else {
+        throw QueueError.itemNotInQueue(item.errorName)
+      }
+      let forward = (state.playOrder.firstIndex(of: id) ?? 0) >= (indexOfNow(state) ?? 0)
+      jump(to: id, reason: forward ? .skipForward : .skipBack, &state)
+    }
+  }
+
+  /// Where the now-playing item is in play order; nil when the queue is empty.
+  public var indexOfNowPlayingItem: Int? { state.withLock { indexOfNow($0) } }
+
+  /// Jumps to the item at `index` in play order. - Throws: `QueueError.indexOutOfRange`.
+  public func skip(toIndex index: Int) throws(QueueError) {
+    try state.withLock { (state) throws(QueueError) -> Void in
+      guard state.playOrder.indices.contains(index) else {
+        throw QueueError.indexOutOfRange(index: index, count: state.playOrder.count)
+      }
+      let forward = index >= (indexOfNow(state) ?? 0)
+      jump(to: state.playOrder[index], reason: forward ? .skipForward : .skipBack, &state)
+    }
+  }
+
+  // MARK: - Skipping
+
+  /// See the rules in the type's documentation. - Throws: `QueueError.emptyQueue`.
+  public func skipToNextItem() throws(QueueError) {
+    try state.withLock { (state) throws(QueueError) -> Void in
+      guard let now = state.nowID else { throw QueueError.emptyQueue(operation: "skipToNextItem") }
+      if let next = successor(of: now, state, honoringRepeatOne: false) {
+        jump(to: next, reason: .skipForward, &state)
+      } else {
+        endOfQueue(&state, reason: .skipForward)
+      }
+    }
+  }
+
+  /// See the rules in the type's documentation. - Throws: `QueueError.emptyQueue`.
+  public func skipToPreviousItem() throws(QueueError) {
+    let position = currentPlaybackTime
+    try state.withLock { (state) throws(QueueError) -> Void in
+      guard let now = state.nowID else { throw QueueError.emptyQueue(operation: "skipToPreviousItem") }
+      let start = state.entries[now]?.startTime ?? 0
+      if position - start < Self.previousItemThreshold, let previous = predecessor(of: now, state) {
+        jump(to: previous, reason: .skipBack, &state)
+      } else {
+        restartCurrent(&state)
+      }
+    }
+  }
+
+  /// Back to the start of the current item. - Throws: `QueueError.emptyQueue`.
+  public func skipToBeginning() throws(QueueError) {
+    try state.withLock { (state) throws(QueueError) -> Void in
+      guard state.nowID != nil else { throw QueueError.emptyQueue(operation: "skipToBeginning") }
+      restartCurrent(&state)
+    }
+  }
+
+  // MARK: - Modes
+
+  /// What happens at the end of an item and of the queue: play on (`.none`), repeat the item
+  /// (`.one`) or the queue (`.all`). Safe to set while playing.
+  public var repeatMode: RepeatMode {
+    get { state.withLock { $0.repeatMode } }
+    set {
+      state.withLock { state in
+        state.repeatMode = newValue
+        reschedule(&state)
+      }
+    }
+  }
+
+  /// Turning shuffle on keeps the now-playing item playing and items put next (`prepend`) next;
+  /// the rest is shuffled with the player's generator (see `shuffleSeed`).
+  public var shuffleMode: ShuffleMode {
+    get { state.withLock { $0.shuffleMode } }
+    set {
+      state.withLock { state in
+        guard state.shuffleMode != newValue else { return }
+        state.shuffleMode = newValue
+        reorder(&state)
+      }
+    }
+  }
+
+  /// Seeds the shuffle generator: the same seed and queue give the same order. Setting it
+  /// reshuffles when shuffle is on.
+  public var shuffleSeed: UInt64 {
+    get { state.withLock { $0.shuffleSeed } }
+    set {
+      state.withLock { state in
+        state.shuffleSeed = newValue
+        state.generator = SeededGenerator(seed: newValue)
+        if state.shuffleMode != .off { reorder(&state) }
+      }
+    }
+  }
+
+  /// The transition used where an entry names none. Default: equal-power crossfade of 3 s.
+  public var transition: Transition {
+    get { state.withLock { $0.transition } }
+    set {
+      state.withLock { state in
+        state.transition = newValue
+        reschedule(&state, force: true)
+      }
+    }
+  }
+
+  /// How often items with loop points loop where their entry does not say. Default: until
+  /// released. Applies to items started from now on.
+  public var loopRepeat: LoopRepeat {
+    get { state.withLock { $0.loopRepeat } }
+    set { state.withLock { $0.loopRepeat = newValue } }
+  }
+
+  /// Ends the loop of the playing item: it plays on from where it is, through its outro. (Audio
+  /// already decoded ahead, under a second, still holds the next pass if it had begun.)
+  public func releaseLoop() {
+    state.withLock { state in
+      guard let voice = state.voices.current else { return }
+      engine.releaseLoop(voice: voice.handle, through: state.voices.currentToken)
+    }
+  }
+
+  // MARK: - MPMediaPlayback
+
+  /// Opens the now-playing item (and the next) so that `play()` starts at once.
+  public func prepareToPlay() {
+    state.withLock { state in
+      guard state.voices.current == nil, let now = state.nowID else { return }
+      start(now, playing: false, fadeFrom: [], &state)
+    }
+  }
+
+  /// Whether the now-playing item is open and buffered.
+  public var isPreparedToPlay: Bool {
+    state.withLock { state in
+      state.voices.current.flatMap { engine.status(of: $0.handle) }?.isPrepared.load(ordering: .acquiring) ?? false
+    }
+  }
+
+  /// Starts or resumes playback. An empty queue stays stopped.
+  public func play() {
+    state.withLock { state in
+      if state.stateBeforeSeeking != nil { state.stateBeforeSeeking = nil }
+      if state.nowID == nil { state.nowID = state.playOrder.first }
+      guard let now = state.nowID else { return }
+      if let voice = state.voices.current {
+        engine.commands.post(.play(voice: voice.handle))
+      } else {
+        start(now, playing: true, fadeFrom: [], &state)
+      }
+      setState(.playing, &state)
+    }
+  }
+
+  /// Pauses with a short fade; a crossfade in progress completes at once (the outgoing item is let
+  /// go with a 10 ms fade). `play()` resumes from the same frame.
+  public func pause() {
+    state.withLock { state in
+      state.stateBeforeSeeking = nil
+      if let voice = state.voices.current { engine.commands.post(.pause(voice: voice.handle)) }
+      releaseOutgoing(&state)
+      setState(.paused, &state)
+    }
+  }
+
+  /// Stops with a short fade and lets every voice go; the next `play()` starts the now-playing
+  /// item from its beginning.
+  public func stop() {
+    state.withLock { state in
+      state.stateBeforeSeeking = nil
+      state.requestedSeekSeconds = nil
+      releaseAllVoices(&state)
+      setState(.stopped, &state)
+    }
+  }
+
+  /// The current playback state.
+  public var playbackState: PlaybackState { state.withLock { $0.playbackState } }
+
+  /// The position in the now-playing item's file, in seconds. Setting it seeks sample-accurately
+  /// (a crossfade in progress completes first).
+  public var currentPlaybackTime: TimeInterval {
+    get {
+      state.withLock { state in
+        if let requested = state.requestedSeekSeconds { return requested }
+        guard let voice = state.voices.current else {
+          return state.nowID.flatMap { state.entries[$0]?.startTime } ?? 0
+        }
+        guard let status = engine.status(of: voice.handle) else {
+          // The engine has not taken the voice up yet: where it will start.
+          return state.seekGeneration > 0 ? state.lastSeekSeconds : state.entries[state.nowID ?? -1]?.startTime ?? 0
+        }
+        let rate = status.sampleRate.load(ordering: .acquiring)
+        if status.seekGenerationDone.load(ordering: .acquiring) < state.seekGeneration {
+          return state.lastSeekSeconds  // the seek is on its way to the streaming thread
+        }
+        if rate == 0 { return state.entries[state.nowID ?? -1]?.startTime ?? 0 }
+        return Double(status.positionFrames.load(ordering: .acquiring)) / Double(rate)
+      }
+    }
+    set {
+      let seconds = newValue.isFinite ? max(0, newValue) : 0
+      state.withLock { state in
+        guard let voice = state.voices.current else {
+          state.requestedSeekSeconds = seconds
+          return
+        }
+        releaseOutgoing(&state)
+        state.seekGeneration += 1
+        state.lastSeekSeconds = seconds
+        engine.commands.post(.seek(voice: voice.handle, seconds: seconds, generation: state.seekGeneration))
+        // A seek can bring back loop passes or move past the hand-over point: prepare anew.
+        reschedule(&state, force: true)
+      }
+    }
+  }
+
+  /// The speed: 0 when not playing. Setting 0 pauses; (0, 4] plays at that speed; anything else
+  /// is refused and reported (use `setCurrentPlaybackRate` for the error).
+  public var currentPlaybackRate: Float {
+    get { state.withLock { $0.playbackState == .playing ? $0.rate : 0 } }
+    set { setRateReportingErrors(newValue) }
+  }
+
+  /// - Throws: `PlayerError.rateOutOfRange` for NaN, negatives and values above 4.
+  public func setCurrentPlaybackRate(_ rate: Float) throws(PlayerError) {
+    try PlayerError.check(rate: rate)
+    if rate == 0 {
+      pause()
+      return
+    }
+    let playing = state.withLock { state -> Bool in
+      state.rate = rate
+      for voice in allVoices(state) { engine.commands.post(.setRate(voice: voice, rate)) }
+      return state.playbackState == .playing
+    }
+    if !playing { play() }
+  }
+
+  /// The player's gain, 0 to 1 (the engine's `masterGain` sits above every player).
+  public var volume: Float {
+    get { state.withLock { $0.volume } }
+    set {
+      let volume = newValue.isFinite ? max(0, min(1, newValue)) : 1
+      state.withLock { state in
+        guard state.volume != volume else { return }
+        state.volume = volume
+        postGain(state)
+        emitLocked(.volumeChanged(volume), &state)
+      }
+    }
+  }
+
+  /// Muffles the music ("under water", a pause menu): the high-frequency gain of the shelf filter
+  /// (see `Player.lowPassGain`) on every voice this player owns, now and later (a crossfade's
+  /// incoming voice too). 0 to 1: what lies above about 5 kHz is scaled by it (0 acts as -60 dB)
+  /// and the bass is left as it is; 1, the default, removes the filter, so the output is exactly
+  /// unfiltered. Values outside 0...1 are clamped; NaN and infinities mean 1.
+  ///
+  /// Returns at once: it lands on the first frame the mixer mixes after the engine's streaming
+  /// thread takes it (offline: at the next `render`). Safe to set from any thread.
+  public var lowPassGain: Float {
+    get { state.withLock { $0.lowPassGain } }
+    set {
+      let gain = newValue.isFinite ? max(0, min(1, newValue)) : 1
+      state.withLock { state in
+        guard state.lowPassGain != gain else { return }
+        state.lowPassGain = gain
+        for voice in allVoices(state) { engine.commands.post(.setLowPass(voice: voice, gain)) }
+      }
+    }
+  }
+
+  /// The director's gain under `volume` (see `State.mixGain`): posted to every voice, no event.
+  package func setMixGain(_ gain: Float) {
+    let gain = gain.isFinite ? max(0, min(1, gain)) : 1
+    state.withLock { state in
+      guard state.mixGain != gain else { return }
+      state.mixGain = gain
+      postGain(state)
+    }
+  }
+
+  /// What each of this player's voices plays, as far as the player knows: the now-playing item's
+  /// voice and the prepared follower's (voices fading out are not listed). For timelines.
+  package var voiceItems: [Int: MediaItem] {
+    state.withLock { state in
+      var items: [Int: MediaItem] = [:]
+      if let voice = state.voices.current, let now = state.nowID, let entry = state.entries[now] {
+        items[voice.slot] = entry.item
+      }
+      if case .follower(let voice, _, let entry, _)? = state.voices.scheduled, let next = state.entries[entry] {
+        items[voice.slot] = next.item
+      }
+      return items
+    }
+  }
+
+  /// Which queue entry is now playing (a number that changes whenever the now-playing item
+  /// does, even to another copy of the same file): a cheap way to notice a change without
+  /// comparing items (their equality compares standardized file URLs).
+  package var nowPlayingEntryID: Int? { state.withLock { $0.nowID } }
+
+  /// A skip with its own crossfade (nil: the usual one), for the director's `skip` action.
+  package func skip(_ direction: SkipDirection, transition: Transition?) throws(QueueError) {
+    state.withLock { $0.pendingFade = transition }
+    defer { state.withLock { $0.pendingFade = nil } }
+    switch direction {
+    case .next: try skipToNextItem()
+    case .previous: try skipToPreviousItem()
+    case .beginning: try skipToBeginning()
+    }
+  }
+
+  /// Sends every voice its gain: the player's volume times the director's mix gain.
+  private func postGain(_ state: State) {
+    for voice in allVoices(state) { engine.commands.post(.setVolume(voice: voice, state.volume * state.mixGain)) }
+  }
+
+  /// The director's rate: changes the speed of every voice without starting playback (unlike
+  /// `setCurrentPlaybackRate`) and without a notification.
+  package func setMixRate(_ rate: Float) {
+    guard rate.isFinite, rate > 0, rate <= 4 else { return }
+    state.withLock { state in
+      guard state.rate != rate else { return }
+      state.rate = rate
+      for voice in allVoices(state) { engine.commands.post(.setRate(voice: voice, rate)) }
+    }
+  }
+
+  /// Scans forward through the current item (2x, growing to 16x).
+  public func beginSeekingForward() { beginSeeking(direction: 1) }
+  /// Scans backward, the same way.
+  public func beginSeekingBackward() { beginSeeking(direction: -1) }
+
+  /// Ends a scan and restores the state from before it.
+  public func endSeeking() {
+    state.withLock { state in
+      guard let before = state.stateBeforeSeeking, let voice = state.voices.current?.handle else { return }
+      state.stateBeforeSeeking = nil
+      engine.commands.post(.scan(voice: voice, direction: 0))
+      if before != .playing { engine.commands.post(.pause(voice: voice)) }
+      setState(before == .stopped ? .paused : before, &state)
+      reschedule(&state, force: true)
+    }
+  }
+
+  private func beginSeeking(direction: Int) {
+    state.withLock { state in
+      guard let now = state.nowID else { return }
+      if state.voices.current == nil { start(now, playing: true, fadeFrom: [], &state) }
+      guard let voice = state.voices.current?.handle else { return }
+      if state.stateBeforeSeeking == nil { state.stateBeforeSeeking = state.playbackState }
+      releaseOutgoing(&state)
+      engine.commands.post(.play(voice: voice))
+      engine.commands.post(.scan(voice: voice, direction: direction))
+      setState(direction > 0 ? .seekingForward : .seekingBackward, &state)
+    }
+  }
+
+  /// Underruns on this player's voices.
+  public var underrunCount: Int {
+    state.withLock { state in
+      allVoices(state).reduce(0) { $0 + (engine.status(of: $1)?.underruns.load(ordering: .relaxed) ?? 0) }
+    }
+  }
+
+  /// Voices this player holds now (playing, prepared next, fading out).
+  public var voiceCount: Int { state.withLock { allVoices($0).count } }
+
+  // MARK: - Notifications
+
+  /// Calls `handler` for every event, in order, on the player's notification queue.
+  @discardableResult
+  public func addObserver(_ handler: @escaping @Sendable (QueuePlayerEvent) -> Void) -> UInt64 {
+    state.withLock { state in
+      let id = state.nextObserverID
+      state.nextObserverID += 1
+      state.observers[id] = handler
+      return id
+    }
+  }
+
+  /// Stops calling the observer registered under `token`.
+  public func removeObserver(_ token: UInt64) { _ = state.withLock { $0.observers.removeValue(forKey: token) } }
+
+  /// The events from now on as an async sequence (ends when the stream is dropped).
+  public var events: AsyncStream<QueuePlayerEvent> {
+    let (stream, continuation) = AsyncStream<QueuePlayerEvent>.makeStream(bufferingPolicy: .unbounded)
+    let token = addObserver { continuation.yield($0) }
+    continuation.onTermination = { [weak self] _ in self?.removeObserver(token) }
+    return stream
+  }
+
+  /// Blocks until every event reported so far has reached the observers (for tests and tools).
+  public func waitForNotifications() { notifications.sync {} }
+
+  // MARK: - Internals (all called with the state locked)
+
+  private func add(_ descriptor: QueueDescriptor, _ state: inout State) -> [Int] {
+    descriptor.entries.map { entry in
+      let id = state.nextEntryID
+      state.nextEntryID += 1
+      state.entries[id] = entry
+      return id
+    }
+  }
+
+  private func indexOfNow(_ state: State) -> Int? { state.nowID.flatMap { state.playOrder.firstIndex(of: $0) } }
+
+  /// Every voice the player holds: fading out, current, prepared next.
+  private func allVoices(_ state: State) -> [VoiceHandle] {
+    var voices = state.voices.outgoing.map(\.handle)
+    if let current = state.voices.current { voices.append(current.handle) }
+    if case .follower(let follower, _, _, _)? = state.voices.scheduled { voices.append(follower.handle) }
+    return voices
+  }
+
+  /// Play order from queue order: shuffled around the now-playing item and the pinned ones.
+  private func rebuildPlayOrder(_ state: inout State) {
+    guard state.shuffleMode != .off else {
+      state.playOrder = state.queueOrder
+      return
+    }
+    let fixed = ([state.nowID].compactMap { $0 }) + state.pinned.filter { $0 != state.nowID }
+    let rest = state.queueOrder.filter { !fixed.contains($0) }
+    var shuffled: [Int]
+    switch state.shuffleMode {
+    case .songs:
+      shuffled = rest
+      shuffled.shuffle(using: &state.generator)
+    case .albums:
+      var groups: [[Int]] = []
+      var groupIndex: [String: Int] = [:]
+      for id in rest {
+        guard let album = state.entries[id]?.item.albumTitle else {
+          groups.append([id])
+          continue
+        }
+        if let index = groupIndex[album] {
+          groups[index].append(id)
+        } else {
+          groupIndex[album] = groups.count
+          groups.append([id])
+        }
+      }
+      groups.shuffle(using: &state.generator)
+      shuffled = groups.flatMap { $0 }
+    case .off:
+      shuffled = rest
+    }
+    state.playOrder = fixed + shuffled
+  }
+
+  /// The shuffle changed: a new play order, announced, and the right next item prepared.
+  private func reorder(_ state: inout State) {
+    rebuildPlayOrder(&state)
+    emitLocked(.queueChanged(count: state.playOrder.count), &state)
+    reschedule(&state)
+  }
+
+  private func successor(of id: Int, _ state: State, honoringRepeatOne: Bool) -> Int? {
+    if honoringRepeatOne && state.repeatMode == .one { return id }
+    guard let index = state.playOrder.firstIndex(of: id) else { return state.playOrder.first }
+    if index + 1 < state.playOrder.count { return state.playOrder[index + 1] }
+    return state.repeatMode == .all ? state.playOrder.first : nil
+  }
+
+  private func predecessor(of id: Int, _ state: State) -> Int? {
+    guard let index = state.playOrder.firstIndex(of: id) else { return nil }
+    if index > 0 { return state.playOrder[index - 1] }
+    return state.repeatMode == .all && state.playOrder.count > 1 ? state.playOrder.last : nil
+  }
+
+  private func request(for id: Int, token: Int, _ state: State) -> SegmentRequest {
+    let entry = state.entries[id]!
+    var request = SegmentRequest(token: token, path: entry.item.assetURL.path)
+    request.startSeconds = entry.startTime ?? 0
+    request.endSeconds = entry.endTime
+    request.loopPoints = entry.loopPoints
+    request.loopCount = (entry.loopRepeat ?? state.loopRepeat).count
+    request.gain = entry.gainDecibels.map { Float(pow(10, $0 / 20)) } ?? 1
+    return request
+  }
+
+  private func transition(into id: Int, _ state: State) -> Transition {
+    state.entries[id]?.transition ?? state.transition
+  }
+
+  private func newToken(for id: Int, _ state: inout State) -> Int {
+    let token = state.nextToken
+    state.nextToken += 1
+    state.tokens[token] = id
+    return token
+  }
+
+  /// A voice for the player. `forFollower`: for the next item, prepared ahead of need; it takes
+  /// only a free or fading voice (never another owner's), and finding none is no error: the
+  /// player tries again when one of its fading voices goes, and at worst cuts to the next item.
+  private func takeVoice(_ state: inout State, forFollower: Bool = false) -> VoiceLease? {
+    guard
+      let lease = engine.claimVoice(
+        priority: Self.voicePriority, stealsHeld: !forFollower, listener: { [weak self] in self?.handle($0) })
+    else {
+      if !forFollower {
+        reportLater(
+          Diagnostic(.error, PlayerError.noFreeVoice(limit: engine.voiceLimit).description, error: nil))
+      }
+      return nil
+    }
+    let voice = lease.handle
+    engine.commands.post(.setRate(voice: voice, state.rate))
+    engine.commands.post(.setVolume(voice: voice, state.volume * state.mixGain))
+    engine.commands.post(.setLowPass(voice: voice, state.lowPassGain))
+    return lease
+  }
+
+  /// Starts entry `id` on a new voice: playing (fading in over the outgoing `fadeFrom` voices
+  /// when given) or only prepared. Then prepares what follows it.
+  private func start(
+    _ id: Int, playing: Bool, fadeFrom: [VoiceLease], fade: Transition? = nil, trigger: StartTrigger? = nil,
+    _ state: inout State
+  ) {
+    guard let lease = takeVoice(&state) else {
+      setState(.stopped, &state)
+      return
+    }
+    let voice = lease.handle
+    let token = newToken(for: id, &state)
+    state.voices.current = lease
+    state.voices.currentToken = token
+    state.seekGeneration = 0  // seek generations count per voice (the slot's status starts at 0)
+    let seek = state.requestedSeekSeconds
+    state.requestedSeekSeconds = nil
+    engine.load(request(for: id, token: token, state), startSeconds: seek, voice: voice)
+    if playing {
+      if let fade, !fadeFrom.isEmpty {
+        let seconds = fade.isGapless ? Voice.transportFadeSeconds : fade.duration
+        engine.commands.post(
+          .crossfade(
+            to: voice, from: fadeFrom.map(\.handle), seconds: seconds, curve: fade.curve, trigger: trigger))
+      } else {
+        engine.commands.post(.play(voice: voice))
+      }
+    }
+    schedule(&state)
+  }
+
+  /// Prepares the item after the now-playing one: appended gaplessly, or on a follower voice
+  /// armed to take over with a crossfade.
+  private func schedule(_ state: inout State, after failedID: Int? = nil) {
+    guard state.voices.scheduled == nil, let current = state.voices.current, let now = state.nowID else { return }
+    let base = failedID ?? now
+    guard let next = successor(of: base, state, honoringRepeatOne: failedID == nil) else { return }
+    let transition = transition(into: next, state)
+    let token = newToken(for: next, &state)
+    if transition.isGapless {
+      engine.append(request(for: next, token: token, state), voice: current.handle)
+      state.voices.scheduled = .gapless(token: token, entry: next)
+    } else {
+      armFollower(next, token: token, transition: transition, &state)
+    }
+  }
+
+  private func armFollower(_ id: Int, token: Int, transition: Transition, _ state: inout State) {
+    guard let current = state.voices.current, let follower = takeVoice(&state, forFollower: true) else { return }
+    engine.load(request(for: id, token: token, state), startSeconds: nil, voice: follower.handle)
+    let seconds = max(transition.duration, Voice.transportFadeSeconds)
+    engine.commands.post(
+      .arm(
+        voice: current.handle,
+        Voice.Handoff(
+          follower: follower.handle, token: state.voices.currentToken, seconds: seconds, curve: transition.curve)))
+    state.voices.scheduled = .follower(follower, token: token, entry: id, transition)
+  }
+
+  /// The order, repeat mode or transition changed: if the prepared next item is no longer the
+  /// right one, prepare the right one instead.
+  private func reschedule(_ state: inout State, force: Bool = false) {
+    guard let current = state.voices.current, let now = state.nowID else { return }
+    let wanted = successor(of: now, state, honoringRepeatOne: true)
+    let scheduled = state.voices.scheduled
+    if !force, scheduled?.entry == wanted, scheduled != nil || wanted == nil {
+      if let wanted, case .gapless = scheduled, !transition(into: wanted, state).isGapless {
+        // Same item, but it should now crossfade: fall through.
+      } else {
+        return
+      }
+    }
+    switch scheduled {
+    case .follower(let follower, _, _, _)?:
+      engine.commands.post(.arm(voice: current.handle, nil))
+      follower.release()
+      state.voices.scheduled = nil
+      schedule(&state)
+    case .gapless?:
+      state.voices.scheduled = nil
+      if let wanted, transition(into: wanted, state).isGapless {
+        let token = newToken(for: wanted, &state)
+        engine.replaceUpcoming(
+          voice: current.handle, after: state.voices.currentToken, with: request(for: wanted, token: token, state))
+        state.voices.scheduled = .gapless(token: token, entry: wanted)
+      } else {
+        engine.replaceUpcoming(voice: current.handle, after: state.voices.currentToken, with: nil)
+        schedule(&state)
+      }
+    case nil:
+      schedule(&state)
+    }
+  }
+
+  /// Plays `id` now: crossfading from what is audible when playing, else only moving there.
+  private func jump(to id: Int, reason: NowPlayingChangeReason, _ state: inout State) {
+    let previous = state.nowID.flatMap { state.entries[$0]?.item }
+    if reason == .skipForward && state.playbackState != .stopped { count(previous, played: false) }
+    state.nowID = id
+    state.requestedSeekSeconds = nil
+    state.pinned.removeAll { $0 == id }
+    emitNowPlaying(reason: reason, &state)
+    if state.playbackState == .playing || state.playbackState == .seekingForward
+      || state.playbackState == .seekingBackward
+    {
+      state.stateBeforeSeeking = nil
+      crossfade(to: id, from: previous, &state)
+      setState(.playing, &state)
+    } else {
+      let wasPrepared = state.voices.current != nil
+      releaseAllVoices(&state)
+      if wasPrepared { start(id, playing: false, fadeFrom: [], &state) }
+    }
+  }
+
+  /// Starts `id` on a new voice, crossfading from every voice of this player that can be heard.
+  private func crossfade(
+    to id: Int, from previous: MediaItem? = nil, fade override: Transition? = nil, trigger: StartTrigger? = nil,
+    _ state: inout State
+  ) {
+    let fade = override ?? state.pendingFade ?? transition(into: id, state)
+    state.pendingFade = nil
+    emitLocked(.transitionStarted(from: previous, to: state.entries[id]!.item, fade), &state)
+    if case .follower(let follower, let token, id, _)? = state.voices.scheduled, state.requestedSeekSeconds == nil,
+      trigger == nil
+    {
+      // The item is already open and buffered on the follower voice (a skip to the next item):
+      // crossfade into that voice instead of opening the file again.
+      state.voices.scheduled = nil
+      if let current = state.voices.current {
+        engine.commands.post(.arm(voice: current.handle, nil))
+        state.voices.outgoing.append(current)
+      }
+      state.voices.current = follower
+      state.voices.currentToken = token
+      state.seekGeneration = 0
+      let seconds = fade.isGapless ? Voice.transportFadeSeconds : fade.duration
+      engine.commands.post(
+        .crossfade(
+          to: follower.handle, from: state.voices.outgoing.map(\.handle), seconds: seconds, curve: fade.curve,
+          trigger: nil))
+      schedule(&state)
+      return
+    }
+    let from = takeAudibleVoices(&state)
+    start(id, playing: true, fadeFrom: from, fade: fade, trigger: trigger, &state)
+  }
+
+  /// Moves the current voice (and those already fading) to the outgoing list; the prepared
+  /// follower is let go. Returns the voices to fade out.
+  private func takeAudibleVoices(_ state: inout State) -> [VoiceLease] {
+    if case .follower(let follower, _, _, _)? = state.voices.scheduled { follower.release() }
+    state.voices.scheduled = nil
+    if let current = state.voices.current {
+      engine.commands.post(.arm(voice: current.handle, nil))
+      state.voices.outgoing.append(current)
+    }
+    state.voices.current = nil
+    return state.voices.outgoing
+  }
+
+  private func releaseOutgoing(_ state: inout State) {
+    for voice in state.voices.outgoing { voice.release() }
+    state.voices.outgoing = []
+  }
+
+  private func releaseAllVoices(_ state: inout State) {
+    releaseOutgoing(&state)
+    if case .follower(let follower, _, _, _)? = state.voices.scheduled { follower.release() }
+    state.voices.scheduled = nil
+    state.voices.current?.release()
+    state.voices.current = nil
+  }
+
+  private func restartCurrent(_ state: inout State) {
+    guard let now = state.nowID else { return }
+    let start = state.entries[now]?.startTime ?? 0
+    if let voice = state.voices.current {
+      releaseOutgoing(&state)
+      state.seekGeneration += 1
+      state.lastSeekSeconds = start
+      engine.commands.post(.seek(voice: voice.handle, seconds: start, generation: state.seekGeneration))
+      reschedule(&state, force: true)
+    } else {
+      state.requestedSeekSeconds = nil
+    }
+  }
+
+  /// The queue ran out: stopped, back at its first item.
+  private func endOfQueue(_ state: inout State, reason: NowPlayingChangeReason) {
+    if reason == .naturalEnd {
+      count(state.nowID.flatMap { state.entries[$0]?.item }, played: true)
+    } else if reason == .skipForward {
+      count(state.nowID.flatMap { state.entries[$0]?.item }, played: false)
+    }
+    let playing = state.voices.current
+    state.voices.current = nil
+    if case .follower(let follower, _, _, _)? = state.voices.scheduled { follower.release() }
+    state.voices.scheduled = nil
+    if let playing {
+      // Let it fade (a skip) or finish (it already ended) before its voice goes.
+      engine.commands.post(
+        .fadeOutAndFinish(voice: playing.handle, seconds: Voice.transportFadeSeconds, curve: .linear))
+      state.voices.outgoing.append(playing)
+    }
+    state.nowID = state.playOrder.first
+    state.pinned = []
+    emitNowPlaying(reason: reason, &state)
+    setState(.stopped, &state)
+  }
+
+  // MARK: - Engine events
+
+  /// An event of one of the player's voices. Each names its voice by handle: a voice the player
+  /// no longer holds (stolen, released) is not confused with the voice that has its slot now.
+  private func handle(_ event: EngineEvent) {
+    guard let voice = event.voice else { return }
+    state.withLock { state in
+      let isCurrent = voice == state.voices.current?.handle
+      switch event {
+      case .prepared:
+        break
+      case .segmentStarted(_, let token):
+        guard isCurrent, case .gapless(token, let entry)? = state.voices.scheduled else { return }
+        let from = state.nowID.flatMap { state.entries[$0]?.item }
+        state.voices.scheduled = nil
+        state.voices.currentToken = token
+        advance(to: entry, &state)
+        emitLocked(.transitionStarted(from: from, to: state.entries[entry]!.item, .gapless), &state)
+        schedule(&state)
+      case .handedOff(_, let to):
+        guard isCurrent, let current = state.voices.current,
+          case .follower(let follower, let token, let entry, let used)? = state.voices.scheduled,
+          follower.handle == to
+        else {
+          return
+        }
+        let from = state.nowID.flatMap { state.entries[$0]?.item }
+        state.voices.outgoing.append(current)
+        state.voices.current = follower
+        state.voices.currentToken = token
+        state.seekGeneration = 0
+        state.voices.scheduled = nil
+        advance(to: entry, &state)
+        emitLocked(.transitionStarted(from: from, to: state.entries[entry]!.item, used), &state)
+        schedule(&state)
+      case .fadedOut:
+        if let index = state.voices.outgoing.firstIndex(where: { $0.handle == voice }) {
+          state.voices.outgoing.remove(at: index).release()
+          // A voice is free again: prepare the next item if no voice was left for it before.
+          schedule(&state)
+        }
+      case .ended:
+        guard isCurrent else { return }
+        switch state.voices.scheduled {
+        case .follower?:
+          return  // the armed hand-over starts as soon as the follower has audio
+        case .gapless(_, let entry)?:
+          // The next file was not appended in time (a very short item): start it fresh.
+          state.voices.scheduled = nil
+          let outgoing = takeAudibleVoices(&state)
+          advance(to: entry, &state)
+          start(entry, playing: true, fadeFrom: outgoing, fade: .gapless, &state)
+        case nil:
+          if let now = state.nowID, let next = successor(of: now, state, honoringRepeatOne: true) {
+            // The next item could not be prepared in time (no voice was free for it): start it
+            // now, after the item that ended, rather than end the queue.
+            let outgoing = takeAudibleVoices(&state)
+            advance(to: next, &state)
+            start(next, playing: true, fadeFrom: outgoing, fade: .gapless, &state)
+          } else {
+            endOfQueue(&state, reason: .naturalEnd)
+          }
+        }
+      case .failed(_, let error):
+        failed(voice: voice, error: error, token: nil, &state)
+      case .segmentFailed(_, let token, let error):
+        failed(voice: voice, error: error, token: token, &state)
+      case .appendFailed(_, let token, let error, let rateMismatch):
+        guard isCurrent, case .gapless(token, let entry)? = state.voices.scheduled else { return }
+        state.voices.scheduled = nil
+        if rateMismatch {
+          // One source plays one rate: join with the shortest click-free crossfade instead.
+          armFollower(
+            entry, token: token, transition: Transition(validDuration: Voice.transportFadeSeconds, curve: .equalPower),
+            &state)
+        } else if let item = state.entries[entry]?.item {
+          emitLocked(.itemFailed(item, error), &state)
+          reportLater(Diagnostic(.error, error.description, error: error))
+          schedule(&state, after: entry)
+        }
+      case .underrun:
+        emitLocked(.underrun, &state)
+      case .interrupted(_, let interrupted):
+        guard isCurrent else { return }
+        if interrupted && state.playbackState == .playing {
+          setState(.interrupted, &state)
+        } else if !interrupted && state.playbackState == .interrupted {
+          setState(.playing, &state)
+        }
+      case .stolen:
+        // The lease is revoked: the voice is another owner's now (possibly this player's own new
+        // voice on the same slot, under a new generation). Only forget it.
+        state.voices.outgoing.removeAll { $0.handle == voice }
+        if case .follower(let follower, _, _, _)? = state.voices.scheduled, follower.handle == voice {
+          state.voices.scheduled = nil
+          if let current = state.voices.current { engine.commands.post(.arm(voice: current.handle, nil)) }
+          schedule(&state)
+        } else if isCurrent {
+          state.voices.current = nil
+          reportLater(Diagnostic(.warning, "the queue player's voice was stolen by a higher-priority sound"))
+          releaseAllVoices(&state)
+          setState(.stopped, &state)
+        }
+      default:
+        break
+      }
+    }
+  }
+
+  /// An item failed: say so, and move on past it (or stop when every item failed).
+  private func failed(voice: VoiceHandle, error: DecodeError, token: Int?, _ state: inout State) {
+    let isCurrent = voice == state.voices.current?.handle
+    var failedFollower: VoiceLease?
+    if case .follower(let follower, _, _, _)? = state.voices.scheduled, follower.handle == voice {
+      failedFollower = follower
+    }
+    let failedEntry: Int?
+    if let token {
+      failedEntry = state.tokens[token]
+    } else if failedFollower != nil, let entry = state.voices.scheduled?.entry {
+      failedEntry = entry
+    } else if isCurrent {
+      failedEntry = state.nowID
+    } else {
+      return  // an outgoing voice failing as it fades: nothing more to do
+    }
+    guard let id = failedEntry, let item = state.entries[id]?.item else { return }
+    emitLocked(.itemFailed(item, error), &state)
+    reportLater(Diagnostic(.error, error.description, error: error))
+    state.consecutiveFailures += 1
+    let giveUp = state.consecutiveFailures >= max(1, state.playOrder.count)
+    if let failedFollower {
+      // The prepared next item failed to open: prepare the one after it.
+      state.voices.scheduled = nil
+      failedFollower.release()
+      if let current = state.voices.current { engine.commands.post(.arm(voice: current.handle, nil)) }
+      if !giveUp { schedule(&state, after: id) }
+      return
+    }
+    if token != nil {
+      // Failed in the middle of a gapless stream, which goes on with the next segment.
+      state.followsFailure = true
+      return
+    }
+    guard isCurrent else { return }
+    // The playing item failed (or could not open): on to the one after it.
+    let next = successor(of: id, state, honoringRepeatOne: false)
+    let wasPlaying = state.playbackState == .playing
+    if case .follower? = state.voices.scheduled, state.voices.scheduled?.entry == next,
+      engine.status(of: voice)?.isPrepared.load(ordering: .acquiring) == true
+    {
+      // The failed voice had played (it ended early), so its armed hand-over to the prepared
+      // follower fires on its own.
+      state.followsFailure = true
+      return
+    }
+    releaseAllVoices(&state)
+    guard let next, !giveUp else {
+      endOfQueue(&state, reason: .failure)
+      return
+    }
+    state.nowID = next
+    emitNowPlaying(reason: .failure, &state)
+    start(next, playing: wasPlaying, fadeFrom: [], &state)
+  }
+
+  /// The now-playing item moved on by itself (a join or a hand-over).
+  private func advance(to id: Int, _ state: inout State) {
+    if !state.followsFailure { count(state.nowID.flatMap { state.entries[$0]?.item }, played: true) }
+    state.nowID = id
+    state.pinned.removeAll { $0 == id }
+    let reason: NowPlayingChangeReason = state.followsFailure ? .failure : .naturalEnd
+    state.followsFailure = false
+    state.consecutiveFailures = 0
+    emitNowPlaying(reason: reason, &state)
+  }
+
+  // MARK: - Emitting
+
+  /// Hands a diagnostic to the engine's handler from the notification queue, never under the
+  /// player's lock (a handler may call back into the player).
+  private func reportLater(_ diagnostic: Diagnostic) {
+    let engine = self.engine
+    notifications.async { engine.report(diagnostic) }
+  }
+
+  private func setState(_ new: PlaybackState, _ state: inout State) {
+    guard state.playbackState != new else { return }
+    state.playbackState = new
+    emitLocked(.playbackStateChanged(new), &state)
+  }
+
+  private func emitNowPlaying(reason: NowPlayingChangeReason, _ state: inout State) {
+    let item = state.nowID.flatMap { state.entries[$0]?.item }
+    emitLocked(.nowPlayingItemChanged(item, index: indexOfNow(state), reason: reason), &state)
+  }
+
+  /// Queues the event for the observers, under the lock: the order of notifications is the
+  /// order of changes.
+  private func emitLocked(_ event: QueuePlayerEvent, _ state: inout State) {
+    let observers = Array(state.observers.values)
+    guard !observers.isEmpty else { return }
+    notifications.async { for observer in observers { observer(event) } }
+  }
+}
+
+/// Hands out entry ids inside a transaction (the closure may not capture `inout` state).
+private final class IDCounter: @unchecked Sendable {
+  private(set) var value: Int
+  init(start: Int) { value = start }
+  func next() -> Int {
+    defer { value += 1 }
+    return value
+  }
+}
