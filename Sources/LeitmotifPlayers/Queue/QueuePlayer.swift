@@ -79,24 +79,13 @@ public final class QueuePlayer: MediaPlayback {
     }
   }
 
+  /// The scheduler's state: the queue itself (a value, see `QueueModel`), and the voices,
+  /// segments, playback state and settings that carry it out on the engine.
   private struct State {
-    var entries: [Int: QueueDescriptor.Entry] = [:]
-    /// Entry ids in queue order, and in play order (the same unless shuffled).
-    var queueOrder: [Int] = []
-    var playOrder: [Int] = []
-    /// Entries put "next" by `prepend` that have not played yet: they stay next through shuffles.
-    var pinned: [Int] = []
-    var nowID: Int?
-    var nextEntryID = 1
+    var queue = QueueModel()
     var nextToken = 1
     var tokens: [Int: Int] = [:]  // segment token -> entry id
     var voices = Voices()
-    var repeatMode: RepeatMode = .none
-    var shuffleMode: ShuffleMode = .off
-    var shuffleSeed: UInt64 = 0
-    var generator = SeededGenerator(seed: 0)
-    var transition: Transition = .defaultCrossfade
-    var loopRepeat: LoopRepeat = .untilReleased
     var playbackState: PlaybackState = .stopped
     var stateBeforeSeeking: PlaybackState?
     var rate: Float = 1
@@ -220,27 +209,12 @@ public final class QueuePlayer: MediaPlayback {
   ) throws(QueueError) {
     try descriptor.validate()
     try state.withLock { (state) throws(QueueError) -> Void in
-      var ids: [Int] = []
-      var entries: [Int: QueueDescriptor.Entry] = [:]
-      var startID: Int?
-      for entry in descriptor.entries {
-        let id = state.nextEntryID
-        state.nextEntryID += 1
-        ids.append(id)
-        entries[id] = entry
-        if startID == nil, let start = descriptor.startItem, entry.item == start { startID = id }
-      }
-      state.entries = entries
-      state.queueOrder = ids
-      state.pinned = []
-      state.nowID = startID
-      rebuildPlayOrder(&state)
-      if startID == nil { state.nowID = state.playOrder.first }
+      state.queue.replace(with: descriptor)
       state.requestedSeekSeconds = nil
       state.consecutiveFailures = 0
-      emitLocked(.queueChanged(count: state.playOrder.count), &state)
+      emitLocked(.queueChanged(count: state.queue.playOrder.count), &state)
       emitNowPlaying(reason: .queueChange, &state)
-      if state.playbackState == .playing, let now = state.nowID {
+      if state.playbackState == .playing, let now = state.queue.nowID {
         state.requestedSeekSeconds = startSeconds.map { max(0, $0) }
         let trigger = landing.flatMap { landing in
           state.voices.current.map {
@@ -266,26 +240,8 @@ public final class QueuePlayer: MediaPlayback {
     try descriptor.validate()
     guard !descriptor.entries.isEmpty else { throw QueueError.emptyQueue(operation: "prepend") }
     state.withLock { state in
-      let ids = add(descriptor, &state)
-      let anchor = state.nowID.flatMap { state.queueOrder.firstIndex(of: $0) }.map { $0 + 1 } ?? 0
-      // After earlier pinned items, so that several prepends play in the order they were made
-      // ("play next" on a stack of picks would reverse them).
-      let pinnedAfterNow = state.pinned.filter { state.queueOrder.firstIndex(of: $0).map { $0 >= anchor } ?? false }
-      let queueInsert = pinnedAfterNow.compactMap { state.queueOrder.firstIndex(of: $0) }.max().map { $0 + 1 } ?? anchor
-      state.queueOrder.insert(contentsOf: ids, at: queueInsert)
-      state.pinned.append(contentsOf: ids)
-      if state.shuffleMode == .off {
-        state.playOrder = state.queueOrder
-      } else {
-        let nowIndex = state.nowID.flatMap { state.playOrder.firstIndex(of: $0) }.map { $0 + 1 } ?? 0
-        let pinnedInPlay = state.playOrder.enumerated().filter {
-          $0.offset >= nowIndex && state.pinned.contains($0.element)
-        }
-        let insertAt = pinnedInPlay.map(\.offset).max().map { $0 + 1 } ?? nowIndex
-        state.playOrder.insert(contentsOf: ids, at: insertAt)
-      }
-      if state.nowID == nil { state.nowID = state.playOrder.first }
-      emitLocked(.queueChanged(count: state.playOrder.count), &state)
+      _ = state.queue.insertNext(descriptor)
+      emitLocked(.queueChanged(count: state.queue.playOrder.count), &state)
       reschedule(&state)
     }
   }
@@ -299,14 +255,8 @@ public final class QueuePlayer: MediaPlayback {
     try descriptor.validate()
     guard !descriptor.entries.isEmpty else { throw QueueError.emptyQueue(operation: "append") }
     state.withLock { state in
-      let ids = add(descriptor, &state)
-      state.queueOrder.append(contentsOf: ids)
-      state.playOrder.append(contentsOf: ids)
-      if state.nowID == nil {
-        state.nowID = state.playOrder.first
-        emitNowPlaying(reason: .queueChange, &state)
-      }
-      emitLocked(.queueChanged(count: state.playOrder.count), &state)
+      if state.queue.append(descriptor) { emitNowPlaying(reason: .queueChange, &state) }
+      emitLocked(.queueChanged(count: state.queue.playOrder.count), &state)
       reschedule(&state)
     }
   }
@@ -318,32 +268,33 @@ public final class QueuePlayer: MediaPlayback {
     throws(QueueError)
   {
     try state.withLock { (state) throws(QueueError) -> Void in
-      var counter = state.nextEntryID
-      let snapshot = state.playOrder.compactMap { id in state.entries[id].map { (id: id, entry: $0) } }
+      var counter = state.queue.nextEntryID
+      let snapshot = state.queue.playOrder.compactMap { id in state.queue.entries[id].map { (id: id, entry: $0) } }
       let allocator = IDCounter(start: counter)
-      var transaction = QueueTransaction(entries: snapshot, nowPlayingID: state.nowID, nextID: { allocator.next() })
+      var transaction = QueueTransaction(
+        entries: snapshot, nowPlayingID: state.queue.nowID, nextID: { allocator.next() })
       do throws(Failure) {
         try body(&transaction)
       } catch {
         throw QueueError.transactionRejected(reason: (error as? QueueError)?.description ?? "\(error)")
       }
       counter = allocator.value
-      state.nextEntryID = counter
+      state.queue.nextEntryID = counter
       var entries: [Int: QueueDescriptor.Entry] = [:]
       for (id, entry) in transaction.entries { entries[id] = entry }
-      let oldOrder = state.playOrder
-      state.entries = entries
-      state.playOrder = transaction.entries.map(\.id)
-      state.queueOrder = state.playOrder
-      state.pinned.removeAll { entries[$0] == nil }
-      emitLocked(.queueChanged(count: state.playOrder.count), &state)
-      if let now = state.nowID, entries[now] == nil {
+      let oldOrder = state.queue.playOrder
+      state.queue.entries = entries
+      state.queue.playOrder = transaction.entries.map(\.id)
+      state.queue.queueOrder = state.queue.playOrder
+      state.queue.pinned.removeAll { entries[$0] == nil }
+      emitLocked(.queueChanged(count: state.queue.playOrder.count), &state)
+      if let now = state.queue.nowID, entries[now] == nil {
         // The playing item was removed: the one that followed it (still in the queue) plays.
         let oldIndex = oldOrder.firstIndex(of: now) ?? 0
         let following = oldOrder[oldIndex...].first { entries[$0] != nil }
-        state.nowID = following ?? state.playOrder.first
+        state.queue.nowID = following ?? state.queue.playOrder.first
         emitNowPlaying(reason: .queueChange, &state)
-        if state.playbackState == .playing, let next = state.nowID, following != nil {
+        if state.playbackState == .playing, let next = state.queue.nowID, following != nil {
           crossfade(to: next, &state)
         } else {
           releaseAllVoices(&state)
@@ -356,13 +307,15 @@ public final class QueuePlayer: MediaPlayback {
   }
 
   /// The queue's items in play order.
-  public var queue: [MediaItem] { state.withLock { state in state.playOrder.compactMap { state.entries[$0]?.item } } }
+  public var queue: [MediaItem] {
+    state.withLock { state in state.queue.playOrder.compactMap { state.queue.entries[$0]?.item } }
+  }
 
   /// The item playing, or that `play()` starts. Setting it to an item in the queue jumps there
   /// (the first occurrence); setting an item not in the queue is refused and reported to the
   /// engine's diagnostics (see `setNowPlayingItem` for the error).
   public var nowPlayingItem: MediaItem? {
-    get { state.withLock { state in state.nowID.flatMap { state.entries[$0]?.item } } }
+    get { state.withLock { state in state.queue.nowID.flatMap { state.queue.entries[$0]?.item } } }
     set {
       guard let item = newValue else { return }
       do throws(QueueError) { try setNowPlayingItem(item) } catch {
@@ -374,10 +327,10 @@ public final class QueuePlayer: MediaPlayback {
   /// Jumps to `item`. - Throws: `QueueError.itemNotInQueue`.
   public func setNowPlayingItem(_ item: MediaItem) throws(QueueError) {
     try state.withLock { (state) throws(QueueError) -> Void in
-      guard let id = state.playOrder.first(where: { state.entries[$0]?.item == item }) else {
+      guard let id = state.queue.playOrder.first(where: { state.queue.entries[$0]?.item == item }) else {
         throw QueueError.itemNotInQueue(item.errorName)
       }
-      let forward = (state.playOrder.firstIndex(of: id) ?? 0) >= (indexOfNow(state) ?? 0)
+      let forward = (state.queue.playOrder.firstIndex(of: id) ?? 0) >= (indexOfNow(state) ?? 0)
       jump(to: id, reason: forward ? .skipForward : .skipBack, &state)
     }
   }
@@ -388,11 +341,11 @@ public final class QueuePlayer: MediaPlayback {
   /// Jumps to the item at `index` in play order. - Throws: `QueueError.indexOutOfRange`.
   public func skip(toIndex index: Int) throws(QueueError) {
     try state.withLock { (state) throws(QueueError) -> Void in
-      guard state.playOrder.indices.contains(index) else {
-        throw QueueError.indexOutOfRange(index: index, count: state.playOrder.count)
+      guard state.queue.playOrder.indices.contains(index) else {
+        throw QueueError.indexOutOfRange(index: index, count: state.queue.playOrder.count)
       }
       let forward = index >= (indexOfNow(state) ?? 0)
-      jump(to: state.playOrder[index], reason: forward ? .skipForward : .skipBack, &state)
+      jump(to: state.queue.playOrder[index], reason: forward ? .skipForward : .skipBack, &state)
     }
   }
 
@@ -401,7 +354,7 @@ public final class QueuePlayer: MediaPlayback {
   /// See the rules in the type's documentation. - Throws: `QueueError.emptyQueue`.
   public func skipToNextItem() throws(QueueError) {
     try state.withLock { (state) throws(QueueError) -> Void in
-      guard let now = state.nowID else { throw QueueError.emptyQueue(operation: "skipToNextItem") }
+      guard let now = state.queue.nowID else { throw QueueError.emptyQueue(operation: "skipToNextItem") }
       if let next = successor(of: now, state, honoringRepeatOne: false) {
         jump(to: next, reason: .skipForward, &state)
       } else {
@@ -414,8 +367,8 @@ public final class QueuePlayer: MediaPlayback {
   public func skipToPreviousItem() throws(QueueError) {
     let position = currentPlaybackTime
     try state.withLock { (state) throws(QueueError) -> Void in
-      guard let now = state.nowID else { throw QueueError.emptyQueue(operation: "skipToPreviousItem") }
-      let start = state.entries[now]?.startTime ?? 0
+      guard let now = state.queue.nowID else { throw QueueError.emptyQueue(operation: "skipToPreviousItem") }
+      let start = state.queue.entries[now]?.startTime ?? 0
       if position - start < Self.previousItemThreshold, let previous = predecessor(of: now, state) {
         jump(to: previous, reason: .skipBack, &state)
       } else {
@@ -427,7 +380,7 @@ public final class QueuePlayer: MediaPlayback {
   /// Back to the start of the current item. - Throws: `QueueError.emptyQueue`.
   public func skipToBeginning() throws(QueueError) {
     try state.withLock { (state) throws(QueueError) -> Void in
-      guard state.nowID != nil else { throw QueueError.emptyQueue(operation: "skipToBeginning") }
+      guard state.queue.nowID != nil else { throw QueueError.emptyQueue(operation: "skipToBeginning") }
       restartCurrent(&state)
     }
   }
@@ -437,10 +390,10 @@ public final class QueuePlayer: MediaPlayback {
   /// What happens at the end of an item and of the queue: play on (`.none`), repeat the item
   /// (`.one`) or the queue (`.all`). Safe to set while playing.
   public var repeatMode: RepeatMode {
-    get { state.withLock { $0.repeatMode } }
+    get { state.withLock { $0.queue.repeatMode } }
     set {
       state.withLock { state in
-        state.repeatMode = newValue
+        state.queue.repeatMode = newValue
         reschedule(&state)
       }
     }
@@ -449,11 +402,10 @@ public final class QueuePlayer: MediaPlayback {
   /// Turning shuffle on keeps the now-playing item playing and items put next (`prepend`) next;
   /// the rest is shuffled with the player's generator (see `shuffleSeed`).
   public var shuffleMode: ShuffleMode {
-    get { state.withLock { $0.shuffleMode } }
+    get { state.withLock { $0.queue.shuffleMode } }
     set {
       state.withLock { state in
-        guard state.shuffleMode != newValue else { return }
-        state.shuffleMode = newValue
+        guard state.queue.setShuffleMode(newValue) else { return }
         reorder(&state)
       }
     }
@@ -462,22 +414,20 @@ public final class QueuePlayer: MediaPlayback {
   /// Seeds the shuffle generator: the same seed and queue give the same order. Setting it
   /// reshuffles when shuffle is on.
   public var shuffleSeed: UInt64 {
-    get { state.withLock { $0.shuffleSeed } }
+    get { state.withLock { $0.queue.shuffleSeed } }
     set {
       state.withLock { state in
-        state.shuffleSeed = newValue
-        state.generator = SeededGenerator(seed: newValue)
-        if state.shuffleMode != .off { reorder(&state) }
+        if state.queue.setShuffleSeed(newValue) { reorder(&state) }
       }
     }
   }
 
   /// The transition used where an entry names none. Default: equal-power crossfade of 3 s.
   public var transition: Transition {
-    get { state.withLock { $0.transition } }
+    get { state.withLock { $0.queue.transition } }
     set {
       state.withLock { state in
-        state.transition = newValue
+        state.queue.transition = newValue
         reschedule(&state, force: true)
       }
     }
@@ -486,8 +436,8 @@ public final class QueuePlayer: MediaPlayback {
   /// How often items with loop points loop where their entry does not say. Default: until
   /// released. Applies to items started from now on.
   public var loopRepeat: LoopRepeat {
-    get { state.withLock { $0.loopRepeat } }
-    set { state.withLock { $0.loopRepeat = newValue } }
+    get { state.withLock { $0.queue.loopRepeat } }
+    set { state.withLock { $0.queue.loopRepeat = newValue } }
   }
 
   /// Ends the loop of the playing item: it plays on from where it is, through its outro. (Audio
@@ -504,7 +454,7 @@ public final class QueuePlayer: MediaPlayback {
   /// Opens the now-playing item (and the next) so that `play()` starts at once.
   public func prepareToPlay() {
     state.withLock { state in
-      guard state.voices.current == nil, let now = state.nowID else { return }
+      guard state.voices.current == nil, let now = state.queue.nowID else { return }
       start(now, playing: false, fadeFrom: [], &state)
     }
   }
@@ -520,8 +470,8 @@ public final class QueuePlayer: MediaPlayback {
   public func play() {
     state.withLock { state in
       if state.stateBeforeSeeking != nil { state.stateBeforeSeeking = nil }
-      if state.nowID == nil { state.nowID = state.playOrder.first }
-      guard let now = state.nowID else { return }
+      if state.queue.nowID == nil { state.queue.nowID = state.queue.playOrder.first }
+      guard let now = state.queue.nowID else { return }
       if let voice = state.voices.current {
         engine.commands.post(.play(voice: voice.handle))
       } else {
@@ -563,17 +513,18 @@ public final class QueuePlayer: MediaPlayback {
       state.withLock { state in
         if let requested = state.requestedSeekSeconds { return requested }
         guard let voice = state.voices.current else {
-          return state.nowID.flatMap { state.entries[$0]?.startTime } ?? 0
+          return state.queue.nowID.flatMap { state.queue.entries[$0]?.startTime } ?? 0
         }
         guard let status = engine.status(of: voice.handle) else {
           // The engine has not taken the voice up yet: where it will start.
-          return state.seekGeneration > 0 ? state.lastSeekSeconds : state.entries[state.nowID ?? -1]?.startTime ?? 0
+          return state.seekGeneration > 0
+            ? state.lastSeekSeconds : state.queue.entries[state.queue.nowID ?? -1]?.startTime ?? 0
         }
         let rate = status.sampleRate.load(ordering: .acquiring)
         if status.seekGenerationDone.load(ordering: .acquiring) < state.seekGeneration {
           return state.lastSeekSeconds  // the seek is on its way to the streaming thread
         }
-        if rate == 0 { return state.entries[state.nowID ?? -1]?.startTime ?? 0 }
+        if rate == 0 { return state.queue.entries[state.queue.nowID ?? -1]?.startTime ?? 0 }
         return Double(status.positionFrames.load(ordering: .acquiring)) / Double(rate)
       }
     }
@@ -665,10 +616,10 @@ public final class QueuePlayer: MediaPlayback {
   package var voiceItems: [Int: MediaItem] {
     state.withLock { state in
       var items: [Int: MediaItem] = [:]
-      if let voice = state.voices.current, let now = state.nowID, let entry = state.entries[now] {
+      if let voice = state.voices.current, let now = state.queue.nowID, let entry = state.queue.entries[now] {
         items[voice.slot] = entry.item
       }
-      if case .follower(let voice, _, let entry, _)? = state.voices.scheduled, let next = state.entries[entry] {
+      if case .follower(let voice, _, let entry, _)? = state.voices.scheduled, let next = state.queue.entries[entry] {
         items[voice.slot] = next.item
       }
       return items
@@ -678,7 +629,7 @@ public final class QueuePlayer: MediaPlayback {
   /// Which queue entry is now playing (a number that changes whenever the now-playing item
   /// does, even to another copy of the same file): a cheap way to notice a change without
   /// comparing items (their equality compares standardized file URLs).
-  package var nowPlayingEntryID: Int? { state.withLock { $0.nowID } }
+  package var nowPlayingEntryID: Int? { state.withLock { $0.queue.nowID } }
 
   /// A skip with its own crossfade (nil: the usual one), for the director's `skip` action.
   package func skip(_ direction: SkipDirection, transition: Transition?) throws(QueueError) {
@@ -726,7 +677,7 @@ public final class QueuePlayer: MediaPlayback {
 
   private func beginSeeking(direction: Int) {
     state.withLock { state in
-      guard let now = state.nowID else { return }
+      guard let now = state.queue.nowID else { return }
       if state.voices.current == nil { start(now, playing: true, fadeFrom: [], &state) }
       guard let voice = state.voices.current?.handle else { return }
       if state.stateBeforeSeeking == nil { state.stateBeforeSeeking = state.playbackState }
@@ -776,16 +727,7 @@ public final class QueuePlayer: MediaPlayback {
 
   // MARK: - Internals (all called with the state locked)
 
-  private func add(_ descriptor: QueueDescriptor, _ state: inout State) -> [Int] {
-    descriptor.entries.map { entry in
-      let id = state.nextEntryID
-      state.nextEntryID += 1
-      state.entries[id] = entry
-      return id
-    }
-  }
-
-  private func indexOfNow(_ state: State) -> Int? { state.nowID.flatMap { state.playOrder.firstIndex(of: $0) } }
+  private func indexOfNow(_ state: State) -> Int? { state.queue.indexOfNow }
 
   /// Every voice the player holds: fading out, current, prepared next.
   private func allVoices(_ state: State) -> [VoiceHandle] {
@@ -795,76 +737,23 @@ public final class QueuePlayer: MediaPlayback {
     return voices
   }
 
-  /// Play order from queue order: shuffled around the now-playing item and the pinned ones.
-  private func rebuildPlayOrder(_ state: inout State) {
-    guard state.shuffleMode != .off else {
-      state.playOrder = state.queueOrder
-      return
-    }
-    let fixed = ([state.nowID].compactMap { $0 }) + state.pinned.filter { $0 != state.nowID }
-    let rest = state.queueOrder.filter { !fixed.contains($0) }
-    var shuffled: [Int]
-    switch state.shuffleMode {
-    case .songs:
-      shuffled = rest
-      shuffled.shuffle(using: &state.generator)
-    case .albums:
-      var groups: [[Int]] = []
-      var groupIndex: [String: Int] = [:]
-      for id in rest {
-        guard let album = state.entries[id]?.item.albumTitle else {
-          groups.append([id])
-          continue
-        }
-        if let index = groupIndex[album] {
-          groups[index].append(id)
-        } else {
-          groupIndex[album] = groups.count
-          groups.append([id])
-        }
-      }
-      groups.shuffle(using: &state.generator)
-      shuffled = groups.flatMap { $0 }
-    case .off:
-      shuffled = rest
-    }
-    state.playOrder = fixed + shuffled
-  }
-
   /// The shuffle changed: a new play order, announced, and the right next item prepared.
   private func reorder(_ state: inout State) {
-    rebuildPlayOrder(&state)
-    emitLocked(.queueChanged(count: state.playOrder.count), &state)
+    emitLocked(.queueChanged(count: state.queue.playOrder.count), &state)
     reschedule(&state)
   }
 
   private func successor(of id: Int, _ state: State, honoringRepeatOne: Bool) -> Int? {
-    if honoringRepeatOne && state.repeatMode == .one { return id }
-    guard let index = state.playOrder.firstIndex(of: id) else { return state.playOrder.first }
-    if index + 1 < state.playOrder.count { return state.playOrder[index + 1] }
-    return state.repeatMode == .all ? state.playOrder.first : nil
+    state.queue.successor(of: id, honoringRepeatOne: honoringRepeatOne)
   }
 
-  private func predecessor(of id: Int, _ state: State) -> Int? {
-    guard let index = state.playOrder.firstIndex(of: id) else { return nil }
-    if index > 0 { return state.playOrder[index - 1] }
-    return state.repeatMode == .all && state.playOrder.count > 1 ? state.playOrder.last : nil
-  }
+  private func predecessor(of id: Int, _ state: State) -> Int? { state.queue.predecessor(of: id) }
 
   private func request(for id: Int, token: Int, _ state: State) -> SegmentRequest {
-    let entry = state.entries[id]!
-    var request = SegmentRequest(token: token, path: entry.item.assetURL.path)
-    request.startSeconds = entry.startTime ?? 0
-    request.endSeconds = entry.endTime
-    request.loopPoints = entry.loopPoints
-    request.loopCount = (entry.loopRepeat ?? state.loopRepeat).count
-    request.gain = entry.gainDecibels.map { Float(pow(10, $0 / 20)) } ?? 1
-    return request
+    state.queue.segmentRequest(for: id, token: token) ?? SegmentRequest(token: token, path: "")
   }
 
-  private func transition(into id: Int, _ state: State) -> Transition {
-    state.entries[id]?.transition ?? state.transition
-  }
+  private func transition(into id: Int, _ state: State) -> Transition { state.queue.transition(into: id) }
 
   private func newToken(for id: Int, _ state: inout State) -> Int {
     let token = state.nextToken
@@ -928,7 +817,7 @@ public final class QueuePlayer: MediaPlayback {
   /// Prepares the item after the now-playing one: appended gaplessly, or on a follower voice
   /// armed to take over with a crossfade.
   private func schedule(_ state: inout State, after failedID: Int? = nil) {
-    guard state.voices.scheduled == nil, let current = state.voices.current, let now = state.nowID else { return }
+    guard state.voices.scheduled == nil, let current = state.voices.current, let now = state.queue.nowID else { return }
     let base = failedID ?? now
     guard let next = successor(of: base, state, honoringRepeatOne: failedID == nil) else { return }
     let transition = transition(into: next, state)
@@ -956,7 +845,7 @@ public final class QueuePlayer: MediaPlayback {
   /// The order, repeat mode or transition changed: if the prepared next item is no longer the
   /// right one, prepare the right one instead.
   private func reschedule(_ state: inout State, force: Bool = false) {
-    guard let current = state.voices.current, let now = state.nowID else { return }
+    guard let current = state.voices.current, let now = state.queue.nowID else { return }
     let wanted = successor(of: now, state, honoringRepeatOne: true)
     let scheduled = state.voices.scheduled
     if !force, scheduled?.entry == wanted, scheduled != nil || wanted == nil {
@@ -990,11 +879,10 @@ public final class QueuePlayer: MediaPlayback {
 
   /// Plays `id` now: crossfading from what is audible when playing, else only moving there.
   private func jump(to id: Int, reason: NowPlayingChangeReason, _ state: inout State) {
-    let previous = state.nowID.flatMap { state.entries[$0]?.item }
+    let previous = state.queue.nowID.flatMap { state.queue.entries[$0]?.item }
     if reason == .skipForward && state.playbackState != .stopped { count(previous, played: false) }
-    state.nowID = id
+    state.queue.markPlaying(id)
     state.requestedSeekSeconds = nil
-    state.pinned.removeAll { $0 == id }
     emitNowPlaying(reason: reason, &state)
     if state.playbackState == .playing || state.playbackState == .seekingForward
       || state.playbackState == .seekingBackward
@@ -1016,7 +904,7 @@ public final class QueuePlayer: MediaPlayback {
   ) {
     let fade = override ?? state.pendingFade ?? transition(into: id, state)
     state.pendingFade = nil
-    emitLocked(.transitionStarted(from: previous, to: state.entries[id]!.item, fade), &state)
+    emitLocked(.transitionStarted(from: previous, to: state.queue.entries[id]!.item, fade), &state)
     if case .follower(let follower, let token, id, _)? = state.voices.scheduled, state.requestedSeekSeconds == nil,
       trigger == nil
     {
@@ -1069,8 +957,8 @@ public final class QueuePlayer: MediaPlayback {
   }
 
   private func restartCurrent(_ state: inout State) {
-    guard let now = state.nowID else { return }
-    let start = state.entries[now]?.startTime ?? 0
+    guard let now = state.queue.nowID else { return }
+    let start = state.queue.entries[now]?.startTime ?? 0
     if let voice = state.voices.current {
       releaseOutgoing(&state)
       state.seekGeneration += 1
@@ -1085,9 +973,9 @@ public final class QueuePlayer: MediaPlayback {
   /// The queue ran out: stopped, back at its first item.
   private func endOfQueue(_ state: inout State, reason: NowPlayingChangeReason) {
     if reason == .naturalEnd {
-      count(state.nowID.flatMap { state.entries[$0]?.item }, played: true)
+      count(state.queue.nowID.flatMap { state.queue.entries[$0]?.item }, played: true)
     } else if reason == .skipForward {
-      count(state.nowID.flatMap { state.entries[$0]?.item }, played: false)
+      count(state.queue.nowID.flatMap { state.queue.entries[$0]?.item }, played: false)
     }
     let playing = state.voices.current
     state.voices.current = nil
@@ -1099,8 +987,8 @@ public final class QueuePlayer: MediaPlayback {
         .fadeOutAndFinish(voice: playing.handle, seconds: Voice.transportFadeSeconds, curve: .linear))
       state.voices.outgoing.append(playing)
     }
-    state.nowID = state.playOrder.first
-    state.pinned = []
+    state.queue.nowID = state.queue.playOrder.first
+    state.queue.pinned = []
     emitNowPlaying(reason: reason, &state)
     setState(.stopped, &state)
   }
@@ -1118,11 +1006,11 @@ public final class QueuePlayer: MediaPlayback {
         break
       case .segmentStarted(_, let token):
         guard isCurrent, case .gapless(token, let entry)? = state.voices.scheduled else { return }
-        let from = state.nowID.flatMap { state.entries[$0]?.item }
+        let from = state.queue.nowID.flatMap { state.queue.entries[$0]?.item }
         state.voices.scheduled = nil
         state.voices.currentToken = token
         advance(to: entry, &state)
-        emitLocked(.transitionStarted(from: from, to: state.entries[entry]!.item, .gapless), &state)
+        emitLocked(.transitionStarted(from: from, to: state.queue.entries[entry]!.item, .gapless), &state)
         schedule(&state)
       case .handedOff(_, let to):
         guard isCurrent, let current = state.voices.current,
@@ -1131,14 +1019,14 @@ public final class QueuePlayer: MediaPlayback {
         else {
           return
         }
-        let from = state.nowID.flatMap { state.entries[$0]?.item }
+        let from = state.queue.nowID.flatMap { state.queue.entries[$0]?.item }
         state.voices.outgoing.append(current)
         state.voices.current = follower
         state.voices.currentToken = token
         state.seekGeneration = 0
         state.voices.scheduled = nil
         advance(to: entry, &state)
-        emitLocked(.transitionStarted(from: from, to: state.entries[entry]!.item, used), &state)
+        emitLocked(.transitionStarted(from: from, to: state.queue.entries[entry]!.item, used), &state)
         schedule(&state)
       case .fadedOut:
         if let index = state.voices.outgoing.firstIndex(where: { $0.handle == voice }) {
@@ -1158,7 +1046,7 @@ public final class QueuePlayer: MediaPlayback {
           advance(to: entry, &state)
           start(entry, playing: true, fadeFrom: outgoing, fade: .gapless, &state)
         case nil:
-          if let now = state.nowID, let next = successor(of: now, state, honoringRepeatOne: true) {
+          if let now = state.queue.nowID, let next = successor(of: now, state, honoringRepeatOne: true) {
             // The next item could not be prepared in time (no voice was free for it): start it
             // now, after the item that ended, rather than end the queue.
             let outgoing = takeAudibleVoices(&state)
@@ -1180,7 +1068,7 @@ public final class QueuePlayer: MediaPlayback {
           armFollower(
             entry, token: token, transition: Transition(validDuration: Voice.transportFadeSeconds, curve: .equalPower),
             &state)
-        } else if let item = state.entries[entry]?.item {
+        } else if let item = state.queue.entries[entry]?.item {
           emitLocked(.itemFailed(item, error), &state)
           reportLater(Diagnostic(.error, error.description, error: error))
           schedule(&state, after: entry)
@@ -1227,15 +1115,15 @@ public final class QueuePlayer: MediaPlayback {
     } else if failedFollower != nil, let entry = state.voices.scheduled?.entry {
       failedEntry = entry
     } else if isCurrent {
-      failedEntry = state.nowID
+      failedEntry = state.queue.nowID
     } else {
       return  // an outgoing voice failing as it fades: nothing more to do
     }
-    guard let id = failedEntry, let item = state.entries[id]?.item else { return }
+    guard let id = failedEntry, let item = state.queue.entries[id]?.item else { return }
     emitLocked(.itemFailed(item, error), &state)
     reportLater(Diagnostic(.error, error.description, error: error))
     state.consecutiveFailures += 1
-    let giveUp = state.consecutiveFailures >= max(1, state.playOrder.count)
+    let giveUp = state.consecutiveFailures >= max(1, state.queue.playOrder.count)
     if let failedFollower {
       // The prepared next item failed to open: prepare the one after it.
       state.voices.scheduled = nil
@@ -1266,16 +1154,16 @@ public final class QueuePlayer: MediaPlayback {
       endOfQueue(&state, reason: .failure)
       return
     }
-    state.nowID = next
+    state.queue.nowID = next
     emitNowPlaying(reason: .failure, &state)
     start(next, playing: wasPlaying, fadeFrom: [], &state)
   }
 
   /// The now-playing item moved on by itself (a join or a hand-over).
   private func advance(to id: Int, _ state: inout State) {
-    if !state.followsFailure { count(state.nowID.flatMap { state.entries[$0]?.item }, played: true) }
-    state.nowID = id
-    state.pinned.removeAll { $0 == id }
+    if !state.followsFailure { count(state.queue.nowID.flatMap { state.queue.entries[$0]?.item }, played: true) }
+    state.queue.nowID = id
+    state.queue.pinned.removeAll { $0 == id }
     let reason: NowPlayingChangeReason = state.followsFailure ? .failure : .naturalEnd
     state.followsFailure = false
     state.consecutiveFailures = 0
@@ -1298,7 +1186,7 @@ public final class QueuePlayer: MediaPlayback {
   }
 
   private func emitNowPlaying(reason: NowPlayingChangeReason, _ state: inout State) {
-    let item = state.nowID.flatMap { state.entries[$0]?.item }
+    let item = state.queue.nowID.flatMap { state.queue.entries[$0]?.item }
     emitLocked(.nowPlayingItemChanged(item, index: indexOfNow(state), reason: reason), &state)
   }
 

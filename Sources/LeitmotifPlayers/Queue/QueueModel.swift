@@ -1,0 +1,190 @@
+import Foundation
+import LeitmotifEngine
+import LeitmotifLibrary
+
+/// The queue of a `QueuePlayer` as plain data: its entries, queue order and play order (shuffled
+/// or not), the items put next, the now-playing entry, and the modes that decide what follows
+/// what. A value type with no engine, no voices and no locks: `QueuePlayer` keeps one inside
+/// its state and schedules voices from what it says, and tests drive it on its own.
+///
+/// Entries have ids (from 1, never reused within a model), so the same item can be in the queue
+/// twice and each entry keeps its own trim points, loop and transition.
+package struct QueueModel {
+  package var entries: [Int: QueueDescriptor.Entry] = [:]
+  /// Entry ids in queue order, and in play order (the same unless shuffled).
+  package var queueOrder: [Int] = []
+  package var playOrder: [Int] = []
+  /// Entries put "next" by `insertNext` that have not played yet: they stay next through shuffles.
+  package var pinned: [Int] = []
+  package var nowID: Int?
+  package var nextEntryID = 1
+  package var repeatMode: RepeatMode = .none
+  package private(set) var shuffleMode: ShuffleMode = .off
+  package private(set) var shuffleSeed: UInt64 = 0
+  private var generator = SeededGenerator(seed: 0)
+  /// The transition where an entry names none.
+  package var transition: Transition = .defaultCrossfade
+  /// How often items with loop points loop where their entry does not say.
+  package var loopRepeat: LoopRepeat = .untilReleased
+
+  package init() {}
+
+  // MARK: - Reading
+
+  /// The items in play order.
+  package var items: [MediaItem] { playOrder.compactMap { entries[$0]?.item } }
+
+  package var nowPlayingItem: MediaItem? { nowID.flatMap { entries[$0]?.item } }
+
+  /// Where the now-playing entry is in play order.
+  package var indexOfNow: Int? { nowID.flatMap { playOrder.firstIndex(of: $0) } }
+
+  /// The entry that plays after `id`: the next in play order, the first again with repeat all,
+  /// `id` itself with repeat one (when `honoringRepeatOne`: an item's natural end, not a skip).
+  package func successor(of id: Int, honoringRepeatOne: Bool) -> Int? {
+    if honoringRepeatOne && repeatMode == .one { return id }
+    guard let index = playOrder.firstIndex(of: id) else { return playOrder.first }
+    if index + 1 < playOrder.count { return playOrder[index + 1] }
+    return repeatMode == .all ? playOrder.first : nil
+  }
+
+  /// The entry before `id` in play order (the last one, with repeat all, before the first).
+  package func predecessor(of id: Int) -> Int? {
+    guard let index = playOrder.firstIndex(of: id) else { return nil }
+    if index > 0 { return playOrder[index - 1] }
+    return repeatMode == .all && playOrder.count > 1 ? playOrder.last : nil
+  }
+
+  /// How the music changes into entry `id`: its own transition, else the queue's.
+  package func transition(into id: Int) -> Transition { entries[id]?.transition ?? transition }
+
+  /// What the engine's loader needs to open entry `id` (its trim, loop and gain), as segment `token`.
+  package func segmentRequest(for id: Int, token: Int) -> SegmentRequest? {
+    guard let entry = entries[id] else { return nil }
+    var request = SegmentRequest(token: token, path: entry.item.assetURL.path)
+    request.startSeconds = entry.startTime ?? 0
+    request.endSeconds = entry.endTime
+    request.loopPoints = entry.loopPoints
+    request.loopCount = (entry.loopRepeat ?? loopRepeat).count
+    request.gain = entry.gainDecibels.map { Float(pow(10, $0 / 20)) } ?? 1
+    return request
+  }
+
+  // MARK: - Changing
+
+  /// Gives each of the descriptor's entries an id and keeps it (in no order yet).
+  package mutating func add(_ descriptor: QueueDescriptor) -> [Int] {
+    descriptor.entries.map { entry in
+      let id = nextEntryID
+      nextEntryID += 1
+      entries[id] = entry
+      return id
+    }
+  }
+
+  /// Replaces the whole queue; the now-playing entry is the descriptor's start item (its first
+  /// occurrence), else the first in play order.
+  package mutating func replace(with descriptor: QueueDescriptor) {
+    entries = [:]
+    let ids = add(descriptor)
+    queueOrder = ids
+    pinned = []
+    nowID = descriptor.startItem.flatMap { start in ids.first { entries[$0]?.item == start } }
+    let hadStart = nowID != nil
+    rebuildPlayOrder()
+    if !hadStart { nowID = playOrder.first }
+  }
+
+  /// Puts the descriptor's entries right after the now-playing entry, after those put next
+  /// before them (several "play next" picks play in the order they were made), in queue order
+  /// and in play order; they stay next through shuffles until they play.
+  package mutating func insertNext(_ descriptor: QueueDescriptor) -> [Int] {
+    let ids = add(descriptor)
+    let anchor = nowID.flatMap { queueOrder.firstIndex(of: $0) }.map { $0 + 1 } ?? 0
+    let pinnedAfterNow = pinned.filter { queueOrder.firstIndex(of: $0).map { $0 >= anchor } ?? false }
+    let queueInsert = pinnedAfterNow.compactMap { queueOrder.firstIndex(of: $0) }.max().map { $0 + 1 } ?? anchor
+    queueOrder.insert(contentsOf: ids, at: queueInsert)
+    pinned.append(contentsOf: ids)
+    if shuffleMode == .off {
+      playOrder = queueOrder
+    } else {
+      let nowIndex = nowID.flatMap { playOrder.firstIndex(of: $0) }.map { $0 + 1 } ?? 0
+      let pinnedInPlay = playOrder.enumerated().filter { $0.offset >= nowIndex && pinned.contains($0.element) }
+      let insertAt = pinnedInPlay.map(\.offset).max().map { $0 + 1 } ?? nowIndex
+      playOrder.insert(contentsOf: ids, at: insertAt)
+    }
+    if nowID == nil { nowID = playOrder.first }
+    return ids
+  }
+
+  /// Adds the descriptor's entries at the end (of both orders). True when the queue had no
+  /// now-playing entry and now has one.
+  package mutating func append(_ descriptor: QueueDescriptor) -> Bool {
+    let ids = add(descriptor)
+    queueOrder.append(contentsOf: ids)
+    playOrder.append(contentsOf: ids)
+    guard nowID == nil else { return false }
+    nowID = playOrder.first
+    return nowID != nil
+  }
+
+  /// Entry `id` starts playing: it is no longer "put next".
+  package mutating func markPlaying(_ id: Int) {
+    nowID = id
+    pinned.removeAll { $0 == id }
+  }
+
+  /// Turns shuffle on or off (or changes its kind); false when it was already so.
+  package mutating func setShuffleMode(_ mode: ShuffleMode) -> Bool {
+    guard mode != shuffleMode else { return false }
+    shuffleMode = mode
+    rebuildPlayOrder()
+    return true
+  }
+
+  /// Seeds the shuffle generator; reshuffles when shuffle is on (true then).
+  package mutating func setShuffleSeed(_ seed: UInt64) -> Bool {
+    shuffleSeed = seed
+    generator = SeededGenerator(seed: seed)
+    guard shuffleMode != .off else { return false }
+    rebuildPlayOrder()
+    return true
+  }
+
+  /// Play order from queue order: the now-playing entry first, then those put next, then the
+  /// rest shuffled (songs one by one, albums as groups in their queue order).
+  package mutating func rebuildPlayOrder() {
+    guard shuffleMode != .off else {
+      playOrder = queueOrder
+      return
+    }
+    let fixed = ([nowID].compactMap { $0 }) + pinned.filter { $0 != nowID }
+    let rest = queueOrder.filter { !fixed.contains($0) }
+    var shuffled: [Int]
+    switch shuffleMode {
+    case .songs:
+      shuffled = rest
+      shuffled.shuffle(using: &generator)
+    case .albums:
+      var groups: [[Int]] = []
+      var groupIndex: [String: Int] = [:]
+      for id in rest {
+        guard let album = entries[id]?.item.albumTitle else {
+          groups.append([id])
+          continue
+        }
+        if let index = groupIndex[album] {
+          groups[index].append(id)
+        } else {
+          groupIndex[album] = groups.count
+          groups.append([id])
+        }
+      }
+      groups.shuffle(using: &generator)
+      shuffled = groups.flatMap { $0 }
+    case .off:
+      shuffled = rest
+    }
+    playOrder = fixed + shuffled
+  }
+}

@@ -1,0 +1,140 @@
+import Foundation
+import Testing
+
+@testable import LeitmotifEngine
+@testable import LeitmotifLibrary
+@testable import LeitmotifPlayers
+
+/// The queue model on its own: no engine, no files, no voices. What follows what, shuffles,
+/// "play next" and the requests the scheduler hands the loader.
+@Suite("Queue model: the queue as a value, without an engine")
+struct QueueModelTests {
+  static func items(_ names: [String], album: (String) -> String? = { _ in nil }) -> [MediaItem] {
+    names.map { MediaItem(assetURL: URL(fileURLWithPath: "/music/\($0).ogg"), title: $0, albumTitle: album($0)) }
+  }
+
+  static func titles(_ model: QueueModel) -> [String] { model.items.compactMap(\.title) }
+
+  static func model(_ names: [String]) -> QueueModel {
+    var model = QueueModel()
+    model.replace(with: QueueDescriptor(items: items(names)))
+    return model
+  }
+
+  @Test("a new queue starts at its first item, or at the descriptor's start item")
+  func startItem() {
+    var model = Self.model(["a", "b", "c"])
+    #expect(model.nowPlayingItem?.title == "a")
+    #expect(model.indexOfNow == 0)
+    var descriptor = QueueDescriptor(items: Self.items(["a", "b", "c"]))
+    descriptor.startItem = descriptor.entries[2].item
+    model.replace(with: descriptor)
+    #expect(model.nowPlayingItem?.title == "c")
+    #expect(Self.titles(model) == ["a", "b", "c"])
+  }
+
+  @Test("successor and predecessor follow the repeat mode; repeat one holds only at an item's end")
+  func successors() {
+    var model = Self.model(["a", "b", "c"])
+    let ids = model.playOrder
+    #expect(model.successor(of: ids[0], honoringRepeatOne: true) == ids[1])
+    #expect(model.successor(of: ids[2], honoringRepeatOne: true) == nil)
+    #expect(model.predecessor(of: ids[0]) == nil)
+    model.repeatMode = .all
+    #expect(model.successor(of: ids[2], honoringRepeatOne: true) == ids[0])
+    #expect(model.predecessor(of: ids[0]) == ids[2])
+    model.repeatMode = .one
+    #expect(model.successor(of: ids[1], honoringRepeatOne: true) == ids[1])
+    #expect(model.successor(of: ids[1], honoringRepeatOne: false) == ids[2])
+  }
+
+  @Test("the same item twice is two entries, each with its own id")
+  func duplicates() {
+    let model = Self.model(["a", "a", "b"])
+    #expect(Set(model.playOrder).count == 3)
+    #expect(Self.titles(model) == ["a", "a", "b"])
+  }
+
+  @Test("play next: after the now-playing item, in the order picked, and still next after a shuffle")
+  func insertNext() {
+    var model = Self.model(["a", "b", "c", "d", "e", "f"])
+    _ = model.insertNext(QueueDescriptor(items: Self.items(["x"])))
+    _ = model.insertNext(QueueDescriptor(items: Self.items(["y"])))
+    #expect(Self.titles(model) == ["a", "x", "y", "b", "c", "d", "e", "f"])
+    let changed1 = model.setShuffleMode(.songs)
+    #expect(changed1)
+    #expect(Array(Self.titles(model).prefix(3)) == ["a", "x", "y"])
+    #expect(Set(Self.titles(model)) == ["a", "b", "c", "d", "e", "f", "x", "y"])
+    // Once it plays, an item put next is shuffled like the rest.
+    model.markPlaying(model.playOrder[1])
+    #expect(model.pinned.count == 1)
+  }
+
+  @Test("the same seed gives the same shuffle; another seed another; turning it off restores queue order")
+  func shuffleSeeds() {
+    let names = (1...12).map { "song\($0)" }
+    var first = Self.model(names)
+    _ = first.setShuffleSeed(7)
+    _ = first.setShuffleMode(.songs)
+    var second = Self.model(names)
+    _ = second.setShuffleSeed(7)
+    _ = second.setShuffleMode(.songs)
+    #expect(Self.titles(first) == Self.titles(second))
+    #expect(Self.titles(first) != names)
+    #expect(Self.titles(first).first == "song1", "the now-playing item stays first")
+    let changed2 = second.setShuffleSeed(8)
+    #expect(changed2)
+    #expect(Self.titles(second) != Self.titles(first))
+    let changed3 = first.setShuffleMode(.off)
+    #expect(changed3)
+    #expect(Self.titles(first) == names)
+    let changed4 = first.setShuffleMode(.off)
+    #expect(!changed4)
+  }
+
+  @Test("album shuffle keeps each album's songs together, in their order")
+  func albumShuffle() {
+    let names = ["a1", "a2", "a3", "b1", "b2", "c1", "c2", "c3", "d1"]
+    var model = QueueModel()
+    model.replace(with: QueueDescriptor(items: Self.items(names) { String($0.prefix(1)) }))
+    _ = model.setShuffleSeed(3)
+    let changed5 = model.setShuffleMode(.albums)
+    #expect(changed5)
+    let order = Self.titles(model)
+    #expect(order.first == "a1")
+    for album in ["b", "c"] {
+      let positions = order.enumerated().filter { $0.element.hasPrefix(album) }.map(\.offset)
+      #expect(positions == Array(positions[0]..<(positions[0] + positions.count)), "\(album) together in \(order)")
+      #expect(positions.map { order[$0] } == names.filter { $0.hasPrefix(album) })
+    }
+  }
+
+  @Test("append gives an empty queue its now-playing item; transitions and loops come from the entry or the queue")
+  func appendAndRequests() throws {
+    var model = QueueModel()
+    #expect(model.nowID == nil)
+    let changed6 = model.append(QueueDescriptor(items: Self.items(["a"])))
+    #expect(changed6)
+    let changed7 = model.append(QueueDescriptor(items: Self.items(["b"])))
+    #expect(!changed7)
+    #expect(Self.titles(model) == ["a", "b"])
+    var entry = QueueDescriptor.Entry(item: Self.items(["c"])[0])
+    entry.transition = .gapless
+    entry.gainDecibels = -6
+    entry.loopRepeat = .times(2)
+    entry.startTime = 1.5
+    _ = model.append(QueueDescriptor(entries: [entry]))
+    let ids = model.playOrder
+    model.transition = try Transition(duration: 2)
+    #expect(model.transition(into: ids[0]).duration == 2)
+    #expect(model.transition(into: ids[2]) == .gapless)
+    let request = try #require(model.segmentRequest(for: ids[2], token: 9))
+    #expect(request.token == 9 && request.path == "/music/c.ogg")
+    #expect(request.startSeconds == 1.5)
+    #expect(abs(request.gain - 0.501187) < 1e-5)
+    #expect(request.loopCount == 2)
+    model.loopRepeat = .untilReleased
+    #expect(model.segmentRequest(for: ids[0], token: 1)?.loopCount == nil)
+    #expect(model.segmentRequest(for: 999, token: 1) == nil)
+  }
+}
