@@ -8,6 +8,7 @@
 //   leitmotif-bench queue [--rounds R] [--no-cache] [--sample-rate HZ] [--fade SECONDS]
 //   leitmotif-bench crossfade [--seconds S] [--no-cache]
 //   leitmotif-bench voices [--seconds S] [--counts 1,2,4,8,16] [--rounds R] [--no-cache]
+//   leitmotif-bench latency [--trials N] [--no-cache]
 //   leitmotif-bench cues [--posts N] [--events N] [--pause MICROSECONDS] [--cpu-seconds S]
 //
 // Every file it measures is made on the spot (and cached, see BenchFiles.swift), so the bench
@@ -17,6 +18,7 @@
 // bench itself could not run.
 //
 // Hidden subcommands: `voices-child` (Leitmotif's side of `voices`, in its own process),
+// `latency-child` (the trials of `latency`, in the process that opens the wave device),
 // `render-child FILE OUT` (one render in its own process, for the memory figure) and `decode-once raw|engine|render FILE` (one path, for running under perf or callgrind).
 
 import Foundation
@@ -30,7 +32,7 @@ import LeitmotifFixtures
 let usage = """
   usage:
     leitmotif-bench [all] [options]
-        decode, queue, crossfade, voices, then cues; takes each one's options (--rounds goes
+        decode, queue, crossfade, voices, latency, then cues; takes each one's options (--rounds goes
         to decode and queue; cues runs with its defaults)
     leitmotif-bench decode [--minutes N] [--long-minutes M] [--rounds R] [--no-cache] [--skip-memory]
         decode and render speed of an N-minute Ogg Vorbis and MP3 (default 10) against the raw
@@ -53,6 +55,9 @@ let usage = """
         against SDL_mixer 2 on SDL's dummy driver (peers built from Sources/LeitmotifBench/Peers
         when libsfml-dev and libsdl2-mixer-dev are installed), and each added voice against the
         raw decoder (S seconds per case, default 10; median of R rounds, default 1)
+    leitmotif-bench latency [--trials N] [--no-cache]
+        post-to-audible latency of Player.play() on OpenAL's wave backend writing into a FIFO,
+        idle and with a voice playing (N trials each, default 20)
     leitmotif-bench cues [--posts N] [--events N] [--pause MICROSECONDS] [--cpu-seconds S]
         the music director: the cost of post() on a game thread while the director and a
         real-time engine are busy (N posts, default 200000, against a locked queue), events per
@@ -134,6 +139,8 @@ case "all":
     print()
     try VoicesBenchmark(options: VoicesBenchmark.Options()).run()
     print()
+    try LatencyBenchmark(options: LatencyBenchmark.Options()).run()
+    print()
     try CueBenchmark(options: CueBenchmark.Options()).run()
   } catch {
     fail("\(error)")
@@ -174,6 +181,18 @@ case "voices":
   } catch {
     fail("\(error)")
   }
+  exit(0)
+case "latency":
+  let options: LatencyBenchmark.Options
+  do { options = try LatencyBenchmark.Options(parsing: Array(arguments)) } catch { fail("\(error)\n\(usage)") }
+  do {
+    try LatencyBenchmark(options: options).run()
+  } catch {
+    fail("\(error)")
+  }
+  exit(0)
+case "latency-child":
+  do { try LatencyBenchmark.child(Array(arguments)) } catch { fail("\(error)") }
   exit(0)
 case "voices-child":
   do { try VoicesBenchmark.child(Array(arguments)) } catch { fail("\(error)") }

@@ -1,0 +1,188 @@
+import Foundation
+import Leitmotif
+import LeitmotifFixtures
+import Synchronization
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// `leitmotif-bench latency`: how long an immediate action takes to be heard. A real-time engine
+/// plays on OpenAL Soft's wave backend, which writes what it mixes, as it mixes it, into a FIFO;
+/// a reader thread stamps every chunk's arrival (CLOCK_MONOTONIC). Each trial calls `play()` on
+/// a prepared `Player` at a random moment and waits for the first non-zero sample: the latency is
+/// its arrival less the moment of the call. Two cases: an idle engine (nothing else playing) and
+/// a busy one (another voice playing at volume 0 keeps the music bus full, as in a game where
+/// music plays when a one-shot starts).
+///
+/// Runs in a child process (`latency-child`): OpenAL reads its driver settings once per process.
+struct LatencyBenchmark {
+  struct Options {
+    var trials = 20
+    var useCache = true
+
+    init() {}
+
+    init(parsing arguments: [String]) throws {
+      var rest = arguments[...]
+      while let argument = rest.popFirst() {
+        switch argument {
+        case "--trials":
+          guard let text = rest.popFirst(), let number = Int(text), number > 0 else {
+            throw UsageError(description: "--trials needs a positive whole number")
+          }
+          trials = number
+        case "--no-cache": useCache = false
+        default: throw UsageError(description: "unknown option \"\(argument)\"")
+        }
+      }
+    }
+  }
+
+  /// The wave backend's period: 1024 frames at 48 kHz. Goal: one period plus 5 ms at most.
+  static let periodSeconds = 1024.0 / 48_000
+  static let goalSeconds = periodSeconds + 0.005
+
+  let options: Options
+
+  func run() throws {
+    let files = try BenchFiles(useCache: options.useCache)
+    let music = try files.vorbis48k(minutes: 0.5, quality: DecodeBenchmark.vorbisQuality, seed: 100)
+    let work = try TemporaryDirectory(prefix: "leitmotif-bench-latency")
+    let fifo = work.file("output.fifo")
+    guard mkfifo(fifo, 0o600) == 0 else { throw BenchFiles.Failure(description: "mkfifo \(fifo): errno \(errno)") }
+    let configuration = work.file("wave.conf")
+    try "[general]\ndrivers=wave\nfrequency=48000\n[wave]\nfile=\(fifo)\n".write(
+      toFile: configuration, atomically: true, encoding: .utf8)
+    var environment = ProcessInfo.processInfo.environment
+    environment["ALSOFT_DRIVERS"] = "wave"
+    environment["ALSOFT_CONF"] = configuration
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: VoicesBenchmark.ownExecutable)
+    process.arguments = ["latency-child", fifo, music, String(options.trials)]
+    process.environment = environment
+    let output = Pipe()
+    process.standardOutput = output
+    process.standardError = FileHandle.standardError
+    try process.run()
+    let data = output.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    guard process.terminationStatus == 0 else {
+      throw BenchFiles.Failure(description: "latency-child failed (status \(process.terminationStatus))")
+    }
+    var table = TextTable(
+      ["case", "trials", "median ms", "max ms", "min ms", "goal ms", "result"], rightAligned: [1, 2, 3, 4, 5])
+    for line in String(decoding: data, as: UTF8.self).split(separator: "\n") {
+      let fields = line.split(separator: " ")
+      guard fields.count >= 2 else { continue }
+      let latencies = fields.dropFirst().compactMap { Double($0) }.sorted()
+      guard !latencies.isEmpty else { continue }
+      let median = latencies[latencies.count / 2]
+      let maximum = latencies.last!
+      table.add([
+        fields[0] == "idle" ? "idle engine" : "busy engine (a voice playing)", String(latencies.count),
+        String(format: "%.1f", median * 1000), String(format: "%.1f", maximum * 1000),
+        String(format: "%.1f", latencies[0] * 1000), String(format: "%.1f", Self.goalSeconds * 1000),
+        maximum <= Self.goalSeconds ? "PASS" : (median <= Self.goalSeconds ? "median PASS, max ABOVE" : "ABOVE GOAL"),
+      ])
+    }
+    print(
+      [
+        "Post-to-audible latency of Player.play() on a prepared player, on OpenAL Soft's wave backend (48 kHz, 1024-frame",
+        "period) writing into a FIFO: from the call to the arrival of the first non-zero sample (CLOCK_MONOTONIC).",
+        "Goal: one device period (21.3 ms) plus 5 ms.",
+        "",
+        table.render(),
+      ].joined(separator: "\n"))
+  }
+
+  /// The FIFO's reader: every chunk's first frame number and arrival time, and where sound is.
+  final class Listener: Sendable {
+    private struct Heard {
+      var frames = 0
+      /// The arrival time of the first non-zero sample after `watchFrom`, in ns.
+      var soundAt: UInt64?
+      var watching = false
+    }
+    private let heard = Mutex(Heard())
+
+    /// Starts watching for sound from now on.
+    func watch() { heard.withLock { $0 = Heard(frames: $0.frames, soundAt: nil, watching: true) } }
+
+    var soundAt: UInt64? { heard.withLock { $0.soundAt } }
+
+    /// Reads the FIFO until it closes (on its own thread).
+    func read(_ path: String) {
+      let descriptor = open(path, O_RDONLY)
+      guard descriptor >= 0 else { return }
+      defer { close(descriptor) }
+      var buffer = [UInt8](repeating: 0, count: 65_536)
+      var skipped = 0
+      while true {
+        let count = buffer.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
+        guard count > 0 else { return }
+        let now = DispatchTime.now().uptimeNanoseconds
+        // The WAV header first (44 bytes here; the wave backend writes a plain header).
+        let start = min(count, max(0, 44 - skipped))
+        skipped += start
+        let sound = buffer.withUnsafeBytes { raw -> Bool in
+          let samples = UnsafeRawBufferPointer(rebasing: raw[start..<count])
+          var index = 0
+          while index + 4 <= samples.count {
+            if samples.load(fromByteOffset: index, as: Float.self) != 0 { return true }
+            index += 4
+          }
+          return false
+        }
+        heard.withLock { state in
+          state.frames += (count - start) / 8
+          if state.watching && sound && state.soundAt == nil { state.soundAt = now }
+        }
+      }
+    }
+  }
+
+  /// `latency-child FIFO MUSIC TRIALS`: the trials, in the process that opens the wave device.
+  /// Prints one line per case: its name and each trial's latency in seconds.
+  static func child(_ arguments: [String]) throws {
+    guard arguments.count == 3, let trials = Int(arguments[2]) else {
+      throw UsageError(description: "latency-child FIFO MUSIC TRIALS")
+    }
+    let listener = Listener()
+    let reader = Thread { listener.read(arguments[0]) }
+    reader.start()
+    let engine = try AudioEngine(output: .defaultDevice)
+    defer { engine.shutdown() }
+    let item = MediaItem(path: arguments[1])
+    var lines: [String] = []
+    for busy in [false, true] {
+      var background: Player?
+      if busy {
+        let player = try Player(engine: engine, item: item)
+        player.volume = 0
+        player.play()
+        background = player
+        usleep(500_000)
+      }
+      var latencies: [Double] = []
+      for _ in 0..<trials {
+        let player = try Player(engine: engine, item: item)
+        player.prepareToPlay()
+        let deadline = Date().addingTimeInterval(5)
+        while !player.isPreparedToPlay && Date() < deadline { usleep(1000) }
+        // A random moment against the device's period.
+        usleep(UInt32.random(in: 100_000...200_000))
+        listener.watch()
+        let posted = DispatchTime.now().uptimeNanoseconds
+        player.play()
+        while listener.soundAt == nil && Date() < deadline.addingTimeInterval(5) { usleep(200) }
+        if let heard = listener.soundAt { latencies.append(Double(heard - posted) / 1e9) }
+        player.stop()
+        usleep(150_000)
+      }
+      background?.stop()
+      lines.append((busy ? "busy " : "idle ") + latencies.map { String(format: "%.6f", $0) }.joined(separator: " "))
+    }
+    FileHandle.standardOutput.write(Data((lines.joined(separator: "\n") + "\n").utf8))
+  }
+}
