@@ -281,39 +281,17 @@ final class TmuxPick {
 
   /// Runs a tmux client command and returns what it printed.
   ///
-  /// Not through `Process`: it starts children with the calling thread's signal mask, and a
-  /// test's worker thread blocks most signals, so the tmux server (and the picker under it) would
-  /// never see SIGCHLD, SIGTERM or SIGWINCH. posix_spawn here resets the mask and the handlers.
-  /// Output goes through a file: the server the first command forks would hold a pipe open.
+  /// Through `ChildProcess` (posix_spawn with the signal mask and handlers reset), not `Process`:
+  /// a test's worker thread blocks most signals, so the tmux server (and the picker under it)
+  /// would never see SIGCHLD, SIGTERM or SIGWINCH. Output goes through a file: the server the
+  /// first command forks would hold a pipe open.
   @discardableResult
   func run(_ arguments: [String]) throws -> String {
     let tmux = try #require(Self.tmux)
     let outputPath = music.directory.file("tmux-\(UUID().uuidString).out")
     defer { unlink(outputPath) }
-    var actions = posix_spawn_file_actions_t()
-    posix_spawn_file_actions_init(&actions)
-    defer { posix_spawn_file_actions_destroy(&actions) }
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-    posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-    var attributes = posix_spawnattr_t()
-    posix_spawnattr_init(&attributes)
-    defer { posix_spawnattr_destroy(&attributes) }
-    var none = sigset_t()
-    sigemptyset(&none)
-    var all = sigset_t()
-    sigfillset(&all)
-    posix_spawnattr_setsigmask(&attributes, &none)
-    posix_spawnattr_setsigdefault(&attributes, &all)
-    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-    let argv = ([tmux, "-S", socket] + arguments).map { strdup($0) } + [nil]
-    let envp = music.environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-    defer { (argv + envp).forEach { free($0) } }
-    var pid: pid_t = 0
-    let spawned = posix_spawn(&pid, tmux, &actions, &attributes, argv, envp)
-    try #require(spawned == 0, "posix_spawn tmux: \(spawned)")
-    var status: Int32 = 0
-    while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+    let client = try ChildProcess(tmux, ["-S", socket] + arguments, environment: music.environment, output: outputPath)
+    client.finish()
     return (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
   }
 

@@ -20,7 +20,7 @@ import Testing
 ///
 /// The server is the test's own (its own runtime directory and HOME, no autospawn), started the
 /// way a user's session starts it. Two things make the capture tell the truth:
-/// - `parec --latency-msec`: parec's default fragment is 2 s, and a killed server takes the
+/// - `parec --latency-msec=10`: parec's default fragment is 2 s, and a killed server takes the
 ///   recorder's unsent fragment with it.
 /// - The server listens first only on a socket of the test's; the recorder connects there, and
 ///   only once its data flows does the test open the default socket (the one OpenAL finds): so
@@ -60,8 +60,9 @@ struct SoundServerLossTests {
     let errors = player.finish()
     server.stop()
 
-    let heardBefore = try Capture(path: before.path, reference: reference)
-    let heardAfter = try Capture(path: after.path, reference: reference)
+    let index = Capture.Index(reference)
+    let heardBefore = try Capture(path: before.path, reference: reference, index: index)
+    let heardAfter = try Capture(path: after.path, reference: reference, index: index)
     let rate = 48_000
     // Before: the file from its first frame, unbroken until the kill.
     let first = try #require(
@@ -77,7 +78,7 @@ struct SoundServerLossTests {
     #expect(resumed.matchedFrames > rate, "only \(resumed.matchedFrames) frames after the restart")
     let skipped = resumed.fileFrame - lostAt
     #expect(
-      abs(skipped) <= SoundServerLossTests.resumeTolerance,
+      SoundServerLossTests.resumeTolerance.contains(skipped),
       "resumed at file frame \(resumed.fileFrame), \(skipped) frames after the last one heard (\(lostAt))")
     // Back within 0.5 s of the server accepting clients again.
     let wait = Double(resumed.captureFrame - after.openedAtFrame) / Double(rate)
@@ -88,17 +89,22 @@ struct SoundServerLossTests {
     )
   }
 
-  /// How far the resumed frame may lie from the first frame not heard: one device period (OpenAL's
-  /// 1024 frames). The engine rewinds by the device's latency (what the server still held), but
-  /// the server's buffer fills and drains by a period as OpenAL writes, and the kill comes at any
-  /// moment of that. (Without the rewind the engine resumed 2,800 frames, 59 ms, late here.)
-  static let resumeTolerance = 1024
+  /// How far the resumed frame may lie from the first frame not heard (negative: played again).
+  /// The engine rewinds by the device's latency (what the server still held), but the server's
+  /// buffer fills and drains by a device period (OpenAL's 1024 frames) as OpenAL writes, and the
+  /// kill comes at any moment of that. And the capture's end is known only to the recorder's
+  /// latency (10 ms, 480 frames: its unsent fragment dies with the server), so the music may
+  /// seem to come back that much earlier than it is. (Without the rewind the engine resumed
+  /// 2,800 frames, 59 ms, late here.)
+  static let resumeTolerance = -(1024 + SoundServer.recorderLatencyFrames)...1024
 }
 
 /// A PulseAudio server of the test's own with a null sink (48 kHz float stereo, so what reaches it
 /// is bit-exact), and a `parec` recording the sink's monitor.
 final class SoundServer {
   static let binaries = ["pulseaudio", "parec", "pactl"]
+  /// parec's fragment (10 ms): what it may not have sent when the server dies.
+  static let recorderLatencyFrames = 480
   static let isInstalled = binaries.allSatisfy { path(of: $0) != nil }
 
   static func path(of program: String) -> String? {
@@ -157,7 +163,10 @@ final class SoundServer {
     environment["PULSE_SERVER"] = "unix:\(controlSocket)"
     recorder = try ChildProcess(
       Self.path(of: "parec"),
-      ["--latency-msec=20", "-d", "s.monitor", "--format=float32le", "--rate=48000", "--channels=2", "--raw"],
+      [
+        "--latency-msec=\(Self.recorderLatencyFrames / 48)", "-d", "s.monitor", "--format=float32le", "--rate=48000",
+        "--channels=2", "--raw",
+      ],
       environment: environment, output: path)
     // 0.2 s of the monitor's silence: the recording flows.
     try waitFor("the monitor's first data") { Self.frames(in: path) >= 9_600 }
@@ -204,77 +213,6 @@ final class SoundServer {
   }
 }
 
-/// A child process started with posix_spawn, its stderr collected in a file (stdout to a file,
-/// or discarded). Not Foundation's `Process`: on Linux its monitor thread can block in wait4 on
-/// one long-lived child (the server) and never reap another (pactl), so `waitUntilExit` hangs.
-final class ChildProcess {
-  private var pid: pid_t = 0
-  private let errorsPath: String
-  private var collected: String?
-  private var status: Int32 = -1
-
-  convenience init(_ executable: URL?, _ arguments: [String], environment: [String: String], output: String? = nil)
-    throws
-  {
-    guard let executable else { throw LeitmotifCommand.NotBuilt() }
-    try self.init(executable.path, arguments, environment: environment, output: output)
-  }
-
-  init(_ executable: String?, _ arguments: [String], environment: [String: String], output: String? = nil) throws {
-    guard let executable else { throw SoundServer.NotStarted(description: "no executable for \(arguments)") }
-    errorsPath = NSTemporaryDirectory() + "/leitmotif-child-\(UUID().uuidString).err"
-    var actions = posix_spawn_file_actions_t()
-    posix_spawn_file_actions_init(&actions)
-    defer { posix_spawn_file_actions_destroy(&actions) }
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-    posix_spawn_file_actions_addopen(&actions, 1, output ?? "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-    posix_spawn_file_actions_addopen(&actions, 2, errorsPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-    let argv = ([executable] + arguments).map { strdup($0) } + [nil]
-    let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-    defer {
-      argv.forEach { free($0) }
-      envp.forEach { free($0) }
-    }
-    // The test's threads block signals; a child must start with none blocked and default handlers,
-    // or SIGINT and SIGTERM never reach it.
-    var attributes = posix_spawnattr_t()
-    posix_spawnattr_init(&attributes)
-    defer { posix_spawnattr_destroy(&attributes) }
-    var none = sigset_t()
-    sigemptyset(&none)
-    var all = sigset_t()
-    sigfillset(&all)
-    posix_spawnattr_setsigmask(&attributes, &none)
-    posix_spawnattr_setsigdefault(&attributes, &all)
-    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-    let result = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
-    guard result == 0 else { throw SoundServer.NotStarted(description: "cannot start \(executable): errno \(result)") }
-  }
-
-  deinit {
-    kill()
-    finish()
-    unlink(errorsPath)
-  }
-
-  private func signal(_ number: Int32) { if collected == nil && pid > 0 { Glibc.kill(pid, number) } }
-  func kill() { signal(SIGKILL) }
-  func terminate() { signal(SIGTERM) }
-  func interrupt() { signal(SIGINT) }
-
-  /// Waits for the end and returns what it wrote to stderr (or, with `status`, its exit status).
-  @discardableResult
-  func finish(status asStatus: Bool = false) -> String {
-    if collected == nil {
-      var raw: Int32 = 0
-      while waitpid(pid, &raw, 0) < 0 && errno == EINTR {}
-      status = (raw & 0x7f) == 0 ? (raw >> 8) & 0xff : 128 + (raw & 0x7f)
-      collected = (try? String(contentsOfFile: errorsPath, encoding: .utf8)) ?? ""
-    }
-    return asStatus ? String(status) : collected!
-  }
-}
-
 /// A raw float32 stereo capture, read against the decoded file: where the first sound is in the
 /// file, and for how many frames the capture goes on being the file, bit for bit.
 struct Capture {
@@ -287,17 +225,24 @@ struct Capture {
   /// Frames after the matched run that are neither silence nor the file.
   var trailingOther = 0
 
-  init(path: String, reference: [Float]) throws {
+  /// White noise: a left sample's bit pattern (almost always) names one frame of the file.
+  struct Index {
+    var frameOf: [UInt32: Int] = [:]
+
+    init(_ reference: [Float]) {
+      frameOf.reserveCapacity(reference.count / 2)
+      for frame in stride(from: reference.count / 2 - 1, through: 0, by: -1) {
+        frameOf[reference[2 * frame].bitPattern] = frame
+      }
+    }
+  }
+
+  init(path: String, reference: [Float], index: Index) throws {
     let data = try Data(contentsOf: URL(fileURLWithPath: path))
     let samples = data.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
     let frames = samples.count / 2
     guard let start = (0..<frames).first(where: { samples[2 * $0] != 0 || samples[2 * $0 + 1] != 0 }) else { return }
-    // White noise: a left sample's bit pattern (almost always) names one frame of the file.
-    var frameOf: [UInt32: Int] = [:]
-    for frame in stride(from: reference.count / 2 - 1, through: 0, by: -1) {
-      frameOf[reference[2 * frame].bitPattern] = frame
-    }
-    guard let fileFrame = frameOf[samples[2 * start].bitPattern] else {
+    guard let fileFrame = index.frameOf[samples[2 * start].bitPattern] else {
       trailingOther = frames - start
       return
     }
