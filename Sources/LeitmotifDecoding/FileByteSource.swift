@@ -21,7 +21,10 @@ final class FileByteSource {
 
   init(path: String) throws(DecodeError) {
     self.path = path
-    let descriptor = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+    // Non-blocking for the open only: opening a FIFO (or a device) for reading would otherwise
+    // wait for a writer forever, hanging whoever opened it (the loader thread, a scan). fstat
+    // then refuses everything but a regular file, and reads go back to blocking.
+    let descriptor = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
     if descriptor < 0 {
       let code = errno
       switch code {
@@ -43,17 +46,34 @@ final class FileByteSource {
     }
     guard (status.st_mode & S_IFMT) == S_IFREG else {
       close(descriptor)
-      throw DecodeError(path: path, reason: .unsupported("not a regular file"))
+      throw DecodeError(path: path, reason: .unsupported("not a regular file (\(Self.kind(of: status.st_mode)))"))
     }
     if status.st_size == 0 {
       close(descriptor)
       throw DecodeError(path: path, reason: .emptyFile)
+    }
+    let flags = fcntl(descriptor, F_GETFL)
+    guard flags >= 0, fcntl(descriptor, F_SETFL, flags & ~O_NONBLOCK) == 0 else {
+      let code = errno
+      close(descriptor)
+      throw DecodeError(path: path, reason: .readFailed(errno: code))
     }
     self.descriptor = descriptor
     self.sizeBytes = Int64(status.st_size)
   }
 
   deinit { close(descriptor) }
+
+  /// What a file that is not a regular file is, for the error.
+  private static func kind(of mode: mode_t) -> String {
+    switch mode & S_IFMT {
+    case S_IFIFO: return "a FIFO"
+    case S_IFCHR: return "a character device"
+    case S_IFBLK: return "a block device"
+    case S_IFSOCK: return "a socket"
+    default: return "a special file"
+    }
+  }
 
   /// Reads up to `count` bytes at the current position; 0 at the end, -1 on an error.
   func read(into buffer: UnsafeMutableRawPointer, count: Int) -> Int {

@@ -58,14 +58,24 @@ package enum PlaylistImporter {
   private static func importPlaylist(
     at path: String, roots: [String], index: LibraryIndex, failures: inout [ScanFailure]
   ) throws(SQLiteError) -> Bool {
-    guard let file = fopen(path, "re") else {
+    // Opened without blocking (a FIFO would wait for a writer forever) and only if it is a
+    // regular file; then read as usual.
+    let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
+    var info = stat()
+    guard descriptor >= 0 else {
       failures.append(
         ScanFailure(path: path, reason: "the playlist cannot be read: \(String(cString: strerror(errno)))"))
       return false
     }
+    guard fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG,
+      fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) & ~O_NONBLOCK) == 0,
+      let file = fdopen(descriptor, "r")
+    else {
+      close(descriptor)
+      failures.append(ScanFailure(path: path, reason: "the playlist is not a regular file; skipped"))
+      return false
+    }
     defer { fclose(file) }
-    var info = stat()
-    fstat(fileno(file), &info)
     let isPLS = path.lowercased().hasSuffix(".pls")
     let folder = (path as NSString).deletingLastPathComponent
     var name = ((path as NSString).lastPathComponent as NSString).deletingPathExtension
