@@ -111,7 +111,9 @@ struct TagCollector {
   func finished(lengthFrames: Int64) -> AudioTags {
     var result = tags
     if let start = result.loopStartFrame, let length = loopLengthFrames {
-      result.loopEndFrame = start + length
+      // Both come from the file: a sum past Int64 is no frame of it (dropped just below).
+      let (end, overflow) = start.addingReportingOverflow(length)
+      result.loopEndFrame = overflow ? .max : end
     }
     if let start = result.loopStartFrame {
       let end = result.loopEndFrame ?? lengthFrames

@@ -99,3 +99,29 @@ struct SpecialFileTests {
     #expect(result.errors.contains(fifo) && result.errors.contains("FIFO"), "\(result.errors)")
   }
 }
+
+/// Numbers from a file's tags that would overflow when combined (issue 13, part 1).
+@Suite("Hostile tag numbers: loop tags that overflow are dropped, not trapped on")
+struct HostileTagNumberTests {
+  @Test("LOOPSTART=Int64.max with LOOPLENGTH=1: the file opens, plays and shows its info, with no loop")
+  func loopTagsOverflow() throws {
+    let directory = try TemporaryDirectory(prefix: "leitmotif-hostile-tags")
+    let path = directory.file("loop.ogg")
+    let format = PCMFormat.stereo48000
+    try VorbisEncoder.encode(
+      samples: ToneGenerator.sine(frequency: 440, seconds: 1, format: format), format: format,
+      tags: [("LOOPSTART", "9223372036854775807"), ("LOOPLENGTH", "1")], to: path)
+    let decoder = try AudioFile.openDecoder(path: path)
+    #expect(decoder.tags.loopStartFrame == nil && decoder.tags.loopEndFrame == nil)
+
+    let info = try LeitmotifCommand.run(["info", path])
+    #expect(info.status == 0, "\(info.errors)")
+
+    let engine = try EngineHarness.offlineEngine()
+    defer { engine.shutdown() }
+    let player = try Player(engine: engine, item: MediaItem(path: path))
+    player.play()
+    let rendered = EngineHarness.render(engine, seconds: 0.5)
+    #expect((rendered.map { abs($0) }.max() ?? 0) > 0.3)
+  }
+}
