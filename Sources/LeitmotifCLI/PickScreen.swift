@@ -47,7 +47,7 @@ struct PickScreen {
   /// The lines of a frame, each exactly `columns` wide.
   func lines(picker: MediaPicker, columns: Int, rows: Int) -> [Line] {
     func line(_ text: String, reversed: Bool = false) -> Line {
-      Line(text: TextWidth.fit(text, to: columns), reversed: reversed)
+      Line(text: TextWidth.fit(TerminalText.safe(text), to: columns), reversed: reversed)
     }
     guard columns >= Self.minimumSize.columns, rows >= Self.minimumSize.rows else {
       var small = [line("Terminal too small", reversed: true)]

@@ -209,7 +209,7 @@ enum QueryCommand {
 
   /// Aligned columns, each at most 40 characters wide (longer cells are cut with "…").
   static func printColumns(_ header: [String], _ rows: [[String]], rightAligned: Set<Int>) {
-    let cut = rows.map { $0.map { $0.count > 40 ? String($0.prefix(39)) + "…" : $0 } }
+    let cut = rows.map { $0.map(TerminalText.safe).map { $0.count > 40 ? String($0.prefix(39)) + "…" : $0 } }
     let widths = header.indices.map { column in ([header] + cut).map { $0[column].count }.max() ?? 0 }
     for row in [header] + cut {
       let cells = row.indices.map { column in

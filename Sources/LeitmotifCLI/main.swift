@@ -57,7 +57,7 @@ func fail(_ message: String, status: Int32 = 2) -> Never {
 }
 
 func printDiagnostic(_ diagnostic: Diagnostic) {
-  FileHandle.standardError.write(Data("leitmotif: \(diagnostic)\n".utf8))
+  FileHandle.standardError.write(Data("leitmotif: \(TerminalText.safe(diagnostic.description))\n".utf8))
 }
 
 /// A queue's failures are printed as its events (with the item's place); the player's matching

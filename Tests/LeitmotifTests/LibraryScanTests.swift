@@ -526,6 +526,23 @@ struct LibraryScanCLITests {
   }
 
   @Test(
+    "query prints a title with an escape sequence and a newline escaped: the terminal sees no control character",
+    .enabled(if: LeitmotifCommand.executable != nil, "the leitmotif executable is not next to the test bundle"))
+  func queryEscapesControlCharacters() throws {
+    let folder = try LibraryFolder()
+    try folder.song("odd.ogg", frequency: 440, title: "Red\u{1B}[31mAlert\nSecond line\u{7}")
+    let home = folder.temporary.path
+    #expect(try run(["access", "allow", "query-cli-test"], home: home).status == 0)
+    #expect(try run(["scan", "--app", "query-cli-test", "--library", folder.music], home: home).status == 0)
+    let query = try run(["query", "--app", "query-cli-test", "--library", folder.music], home: home)
+    #expect(query.status == 0, "\(query.errors)")
+    #expect(!query.output.unicodeScalars.contains { $0.value < 0x20 && $0 != "\n" }, "\(query.output)")
+    #expect(query.output.contains("Red\\e[31mAlert\\nSecond line\\u{7}"), "\(query.output)")
+    // The header, one row, the count: the newline in the title did not break the row.
+    #expect(query.output.split(separator: "\n").count == 3, "\(query.output)")
+  }
+
+  @Test(
     "scan: no access is status 3 naming the state; with access it prints what it did and each failure",
     .enabled(if: LeitmotifCommand.executable != nil, "the leitmotif executable is not next to the test bundle"))
   func scanCommand() throws {
