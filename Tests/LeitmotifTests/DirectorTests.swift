@@ -494,6 +494,7 @@ struct DirectorLiveTests {
     private let list = Mutex<[DirectorReport]>([])
     func append(_ report: DirectorReport) { list.withLock { $0.append(report) } }
     var all: [DirectorReport] { list.withLock { $0 } }
+    func clear() { list.withLock { $0.removeAll() } }
     /// Waits up to `seconds` for a report that `matches`; returns it and how long it took.
     func wait(seconds: Double, for matches: (DirectorReport) -> Bool) -> (DirectorReport, Double)? {
       let start = Date()
@@ -552,6 +553,19 @@ struct DirectorLiveTests {
     #expect(error.description.contains("cues.json5:1:"), "\(error)")
     #expect(error.description.contains("did you mean \"crossfade\""), "\(error)")
     #expect(director.sheet.rules.first?.name == "new")
+    #expect(director.player.playbackState == .playing)
+    // An editor's in-place save caught half-way: the file cut to 0 bytes is valid JSON5 for an
+    // empty sheet, but it would drop every state and rule. Refused; the music plays on.
+    usleep(300_000)
+    reports.clear()
+    let truncate = open(game.cuePath, O_WRONLY | O_TRUNC)
+    close(truncate)
+    let emptied = try #require(
+      reports.wait(seconds: 3) { if case .reloadFailed = $0.kind { return true } else { return false } })
+    guard case .reloadFailed(let empty) = emptied.0.kind else { return }
+    #expect(empty.description.contains("defines no states"), "\(empty)")
+    #expect(director.sheet.rules.first?.name == "new")
+    #expect(!director.sheet.states.isEmpty)
     #expect(director.player.playbackState == .playing)
   }
 

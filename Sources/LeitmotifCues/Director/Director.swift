@@ -425,7 +425,20 @@ public final class Director: @unchecked Sendable {
   @discardableResult
   public func reload() -> [CueProblem] {
     guard let path = cueFilePath else { return [] }
-    let checked = CueSheet.check(path: path)
+    var checked = CueSheet.check(path: path)
+    // A file with no states would stop the music and drop every rule: an editor's in-place
+    // save (truncate, then write) caught half-way looks like that. Refused while the last good
+    // file has states; a later save that has them again reloads as usual.
+    if let sheet = checked.sheet, sheet.states.isEmpty, !(core.withLock { $0.sheet.states.isEmpty }) {
+      checked.sheet = nil
+      checked.problems.insert(
+        CueProblem(
+          severity: .error, file: path, location: JSON5.SourceLocation(line: 1, column: 1), keyPath: "states",
+          message:
+            "the file defines no states (empty, or caught while being saved?): refused, the last good file stays in force"
+        ),
+        at: 0)
+    }
     guard let sheet = checked.sheet else {
       let failure = CueFileError(problems: checked.problems)
       let reports = core.withLock { core -> [DirectorReport] in

@@ -59,7 +59,17 @@ extension CueSheet {
   /// Does I/O (the file, the assets folder): not on a game thread.
   public static func check(path: String, catalog: BundledCatalog? = nil) -> (sheet: CueSheet?, problems: [CueProblem]) {
     do {
-      return check(try readText(path: path), path: path, catalog: catalog)
+      var result = check(try readText(path: path), path: path, catalog: catalog)
+      if let sheet = result.sheet, sheet.states.isEmpty {
+        // Valid, but nothing would play: say so (an empty file is most often a save caught
+        // half-way, or the wrong file).
+        result.problems.insert(
+          CueProblem(
+            severity: .warning, file: path, location: JSON5.SourceLocation(line: 1, column: 1), keyPath: "states",
+            message: "the file defines no states: no music plays (an empty file, or the wrong one?)"),
+          at: 0)
+      }
+      return result
     } catch {
       return (nil, error.problems)
     }
