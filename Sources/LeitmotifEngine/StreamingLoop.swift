@@ -580,7 +580,7 @@ package final class StreamingLoop: @unchecked Sendable {
   ///
   /// A source that stopped with audio still queued is a sign of a device going away before it
   /// says so (a sound server being killed stops sources first): then the connection is checked
-  /// at once, and if the device is still there after half a second, the unheard audio goes back
+  /// at once, and if the device is still there after two seconds, the unheard audio goes back
   /// on a fresh source of the same device.
   private func watchConnection() {
     let now = Int64(DispatchTime.now().uptimeNanoseconds)
@@ -600,7 +600,10 @@ package final class StreamingLoop: @unchecked Sendable {
       } else if stoppedEarly {
         let since = stoppedSince ?? now
         stoppedSince = since
-        if now - since >= 500_000_000 {
+        // Two seconds: a killed sound server on a loaded machine was seen to take more than half
+        // a second to report the loss, and audio put back on the dying device in between is
+        // thrown away (0.4 s of it, once); a device that really stalled is rare.
+        if now - since >= 2_000_000_000 {
           // Still connected: the device had stalled. Put back what it did not play.
           stoppedSince = nil
           do throws(OutputError) {
