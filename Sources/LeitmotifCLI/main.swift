@@ -57,7 +57,10 @@ func fail(_ message: String, status: Int32 = 2) -> Never {
 }
 
 func printDiagnostic(_ diagnostic: Diagnostic) {
-  FileHandle.standardError.write(Data("leitmotif: \(TerminalText.safe(diagnostic.description))\n".utf8))
+  // Line by line: a diagnostic may list several problems, one a line (a refused cue file).
+  let lines = diagnostic.description.split(separator: "\n", omittingEmptySubsequences: false)
+  let text = lines.map { TerminalText.safe(String($0)) }.joined(separator: "\n")
+  FileHandle.standardError.write(Data("leitmotif: \(text)\n".utf8))
 }
 
 /// A queue's failures are printed as its events (with the item's place); the player's matching

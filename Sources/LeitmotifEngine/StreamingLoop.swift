@@ -600,9 +600,10 @@ package final class StreamingLoop: @unchecked Sendable {
       } else if stoppedEarly {
         let since = stoppedSince ?? now
         stoppedSince = since
-        // Two seconds: a killed sound server on a loaded machine was seen to take more than half
-        // a second to report the loss, and audio put back on the dying device in between is
-        // thrown away (0.4 s of it, once); a device that really stalled is rare.
+        // Two seconds: once, on a loaded machine, playback resumed 0.4 s past what was heard
+        // after a sound server was killed, most likely because the server took more than half a
+        // second to report the loss and the audio put back on the dying device in between was
+        // thrown away (not confirmed). A device that really stalls is rare.
         if now - since >= 2_000_000_000 {
           // Still connected: the device had stalled. Put back what it did not play.
           stoppedSince = nil
