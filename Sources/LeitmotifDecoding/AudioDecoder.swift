@@ -45,15 +45,35 @@ public enum AudioFile {
   public static func openDecoder(path: String) throws(DecodeError) -> any AudioDecoder {
     let source = try FileByteSource(path: path)
     let kind = FormatSniffer.sniff(source)
+    let decoder: any AudioDecoder
     switch kind {
-    case .vorbis: return try VorbisDecoder(source: source)
-    case .mp3(let id3v2SizeBytes): return try MP3Decoder(source: source, id3v2SizeBytes: id3v2SizeBytes)
+    case .vorbis: decoder = try VorbisDecoder(source: source)
+    case .mp3(let id3v2SizeBytes): decoder = try MP3Decoder(source: source, id3v2SizeBytes: id3v2SizeBytes)
     case .other(let detected):
       throw DecodeError(path: path, reason: .unrecognizedFormat(detected: detected))
     case .truncatedTag(let claimed):
       throw DecodeError(
         path: path,
         reason: .truncated("the ID3v2 tag claims \(claimed) bytes but the file has \(source.sizeBytes)"))
+    }
+    // Each decoder checks its own header numbers before it computes with them; this is the
+    // promise every caller relies on, whatever the format.
+    try checkRate(decoder.format.sampleRate, path: path)
+    guard decoder.lengthFrames <= AudioFormat.maximumLengthFrames else {
+      throw DecodeError(
+        path: path, reason: .corrupt("the stream claims \(decoder.lengthFrames) frames, more than a file can hold"))
+    }
+    return decoder
+  }
+
+  /// Throws unless `rate` is one of `AudioFormat.supportedSampleRates`.
+  static func checkRate(_ rate: Int, path: String, what: String = "the stream") throws(DecodeError) {
+    let range = AudioFormat.supportedSampleRates
+    guard range.contains(rate) else {
+      throw DecodeError(
+        path: path,
+        reason: .unsupported(
+          "\(what) declares a sample rate of \(rate) Hz; expected \(range.lowerBound) to \(range.upperBound) Hz"))
     }
   }
 

@@ -980,7 +980,7 @@ private func oggAudioStart(_ bytes: [UInt8]) -> Int {
 
 /// Recomputes the CRC of every Ogg page it can walk (CRC-32, polynomial 0x04C11DB7, no reflection,
 /// computed with the CRC field zeroed), so mutated pages pass libogg's check.
-private func fixOggChecksums(_ bytes: inout [UInt8]) {
+func fixOggChecksums(_ bytes: inout [UInt8]) {
   var offset = 0
   while offset + 27 <= bytes.count, bytes[offset..<(offset + 4)].elementsEqual("OggS".utf8) {
     let segments = Int(bytes[offset + 26])

@@ -125,3 +125,160 @@ struct HostileTagNumberTests {
     #expect((rendered.map { abs($0) }.max() ?? 0) > 0.3)
   }
 }
+
+/// Numbers from a Vorbis file's headers that would overflow or explode (issue 13, part 1).
+@Suite("Hostile header numbers: rates and lengths outside what a file can be are refused or not believed")
+struct HostileHeaderTests {
+  /// Byte offsets of each logical stream's Vorbis identification packet (the first packet of a
+  /// page that begins a stream) and of every page that ends one.
+  private static func pages(_ bytes: [UInt8]) -> (idPackets: [Int], lastPages: [Int]) {
+    var idPackets: [Int] = []
+    var lastPages: [Int] = []
+    var offset = 0
+    while offset + 27 <= bytes.count, bytes[offset..<(offset + 4)].elementsEqual("OggS".utf8) {
+      let segments = Int(bytes[offset + 26])
+      let body = offset + 27 + segments
+      if bytes[offset + 5] & 0x02 != 0 { idPackets.append(body) }
+      if bytes[offset + 5] & 0x04 != 0 { lastPages.append(offset) }
+      offset = body + bytes[(offset + 27)..<body].reduce(0) { $0 + Int($1) }
+    }
+    return (idPackets, lastPages)
+  }
+
+  private static func setRate(_ rate: UInt32, ofLink link: Int, in bytes: inout [UInt8]) {
+    let packet = pages(bytes).idPackets[link]
+    precondition(bytes[packet] == 1 && bytes[(packet + 1)..<(packet + 7)].elementsEqual("vorbis".utf8))
+    for index in 0..<4 { bytes[packet + 12 + index] = UInt8(truncatingIfNeeded: rate >> (8 * UInt32(index))) }
+  }
+
+  private static func setLastGranule(_ granule: Int64, ofLink link: Int, in bytes: inout [UInt8]) {
+    let page = pages(bytes).lastPages[link]
+    for index in 0..<8 { bytes[page + 6 + index] = UInt8(truncatingIfNeeded: granule >> (8 * Int64(index))) }
+  }
+
+  private static func chain(_ directory: TemporaryDirectory, _ name: String) throws -> [UInt8] {
+    let path = directory.file(name)
+    let first = PCMFormat.stereo44100
+    let second = PCMFormat(sampleRate: 8_000, channelCount: 2)
+    try VorbisEncoder.encodeChain(
+      [
+        .init(samples: ToneGenerator.sine(frequency: 440, seconds: 1, format: first), format: first),
+        .init(samples: ToneGenerator.sine(frequency: 440, seconds: 1, format: second), format: second),
+      ], to: path)
+    return [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+  }
+
+  @Test(
+    "A sample rate below 1 kHz or above 768 kHz is a DecodeError naming the file, from the library and leitmotif info",
+    arguments: [UInt32(255), 999, 768_001, 2_147_483_647, 2_147_483_648, UInt32.max])
+  func rateOutOfRange(rate: UInt32) throws {
+    let directory = try TemporaryDirectory(prefix: "leitmotif-hostile-rate")
+    let path = directory.file("rate.ogg")
+    try VorbisEncoder.encode(
+      samples: ToneGenerator.sine(frequency: 440, seconds: 0.5, format: .stereo44100), format: .stereo44100, to: path)
+    var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+    Self.setRate(rate, ofLink: 0, in: &bytes)
+    fixOggChecksums(&bytes)
+    try Data(bytes).write(to: URL(fileURLWithPath: path))
+
+    #expect {
+      _ = try AudioFile.openDecoder(path: path)
+    } throws: { error in
+      guard let error = error as? DecodeError, case .unsupported(let why) = error.reason else { return false }
+      return error.path == path && why.contains("\(rate) Hz") && why.contains("1000 to 768000 Hz")
+    }
+    let info = try LeitmotifCommand.run(["info", path])
+    #expect(info.status != 0)
+    #expect(info.errors.contains(path) && info.errors.contains("\(rate) Hz"), "\(info.errors)")
+  }
+
+  @Test("A later link of a chain at 1, 2 or 100 Hz is refused, whole or cut off, without upsampling into memory",
+    .timeLimit(.minutes(1)), arguments: [UInt32(1), 2, 100])
+  func slowLaterLink(rate: UInt32) throws {
+    let directory = try TemporaryDirectory(prefix: "leitmotif-hostile-link")
+    var bytes = try Self.chain(directory, "source.ogg")
+    Self.setRate(rate, ofLink: 1, in: &bytes)
+    fixOggChecksums(&bytes)
+
+    // Whole: the seekable open reads every link's header and refuses the file.
+    let whole = directory.file("whole.ogg")
+    try Data(bytes).write(to: URL(fileURLWithPath: whole))
+    #expect {
+      _ = try AudioFile.openDecoder(path: whole)
+    } throws: { error in
+      guard let error = error as? DecodeError, case .unsupported(let why) = error.reason else { return false }
+      return error.path == whole && why.contains("link 2 of 2") && why.contains("\(rate) Hz")
+    }
+
+    // Cut off inside the second link: the file is read linearly, and the first link's second is
+    // all there is. Before the fix, counting its length interpolated the 1 Hz link up to 44.1 kHz
+    // (44,100 output frames for each of its frames) and grew by gigabytes.
+    let cut = directory.file("cut.ogg")
+    try Data(bytes[0..<(bytes.count - bytes.count / 10)]).write(to: URL(fileURLWithPath: cut))
+    let decoder: any AudioDecoder
+    do {
+      decoder = try AudioFile.openDecoder(path: cut)
+    } catch {
+      #expect(error.path == cut)
+      return
+    }
+    #expect(decoder.lengthFrames <= 44_100 + 4_096, "length \(decoder.lengthFrames)")
+    var frames = 0
+    var failure: DecodeError?
+    var block = [Float](repeating: 0, count: 4096 * 2)
+    while frames < 10 * 44_100 {
+      do {
+        let got = try block.withUnsafeMutableBufferPointer { (pointer) throws(DecodeError) -> Int in
+          try decoder.readFrames(into: pointer.baseAddress!, frameCapacity: 4096)
+        }
+        if got == 0 { break }
+        frames += got
+      } catch {
+        failure = error
+        break
+      }
+    }
+    #expect(frames <= 44_100 + 4_096, "\(frames) frames decoded")
+    let error = try #require(failure, "the refused link is reported")
+    #expect(error.path == cut && error.description.contains("\(rate) Hz"), "\(error)")
+  }
+
+  @Test("Last granule positions near 2^63 are not believed: the file plays what it holds, info and render work",
+    .timeLimit(.minutes(1)))
+  func granulesNearInt64Max() throws {
+    let directory = try TemporaryDirectory(prefix: "leitmotif-hostile-granule")
+    var chained = try Self.chain(directory, "source.ogg")
+    Self.setLastGranule(Int64.max - 10, ofLink: 0, in: &chained)
+    Self.setLastGranule(Int64.max - 5, ofLink: 1, in: &chained)
+    fixOggChecksums(&chained)
+    let chainPath = directory.file("chain.ogg")
+    try Data(chained).write(to: URL(fileURLWithPath: chainPath))
+
+    let single = directory.file("single-source.ogg")
+    try VorbisEncoder.encode(
+      samples: ToneGenerator.sine(frequency: 440, seconds: 1, format: .stereo44100), format: .stereo44100, to: single)
+    var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: single)))
+    Self.setLastGranule(Int64.max, ofLink: 0, in: &bytes)
+    fixOggChecksums(&bytes)
+    let singlePath = directory.file("single.ogg")
+    try Data(bytes).write(to: URL(fileURLWithPath: singlePath))
+
+    for (path, realFrames) in [(chainPath, 44_100 + 8_000 * 44_100 / 8_000), (singlePath, 44_100)] {
+      do {
+        let decoder = try AudioFile.openDecoder(path: path)
+        #expect(decoder.lengthFrames <= Int64(realFrames + 4_096), "\(path): length \(decoder.lengthFrames)")
+        let decoded = (try? AudioFile.decodeAll(decoder)) ?? []
+        #expect(decoded.count / 2 <= realFrames + 4_096)
+      } catch {
+        #expect(error.path == path)
+      }
+      let info = try LeitmotifCommand.run(["info", path])
+      #expect(info.status == 0 || info.errors.contains(path), "\(info.errors)")
+      let out = directory.file("out.wav")
+      let render = try LeitmotifCommand.run(["render", "--out", out, path])
+      // A trap would end the process by a signal (status 128 + n from the runner, or a crash text).
+      #expect(render.status == 0 || render.status == 1, "status \(render.status): \(render.errors)")
+      #expect(!render.errors.contains("Fatal error"), "\(render.errors)")
+    }
+  }
+}

@@ -80,16 +80,40 @@ final class VorbisDecoder: AudioDecoder {
     var links: [Link] = []
     let linkCount = Int(ov_streams(file))
     var startInFile: Int64 = 0
+    var failure: DecodeError? = nil
+    // A granule position near 2^63 (damage, or a hostile file) makes a link's length absurd and
+    // the sum of the links overflow. Such a length is not believed: the file is counted linearly
+    // below, like any file whose structure libvorbisfile cannot make sense of.
+    var believableLength = true
     for index in 0..<linkCount {
       guard let info = ov_info(file, Int32(index)) else { continue }
+      let rate = Int(info.pointee.rate)
+      let what = linkCount > 1 ? "link \(index + 1) of \(linkCount)" : "the stream"
+      do throws(DecodeError) {
+        try AudioFile.checkRate(rate, path: source.path, what: what)
+        if let first = links.first { try Self.checkLinkRate(rate, firstRate: first.sampleRate, what: what, path: source.path) }
+      } catch {
+        failure = error
+        break
+      }
       let frames = ov_pcm_total(file, Int32(index))
+      let (sum, overflow) = startInFile.addingReportingOverflow(max(0, frames))
+      if overflow || frames > AudioFormat.maximumLengthFrames || sum > AudioFormat.maximumLengthFrames {
+        believableLength = false
+      }
       links.append(
         Link(
-          sampleRate: Int(info.pointee.rate), channelCount: Int(info.pointee.channels),
-          startInFile: startInFile, nativeFrames: max(0, frames), startInOutput: 0, outputFrames: 0))
-      startInFile += max(0, frames)
+          sampleRate: rate, channelCount: Int(info.pointee.channels),
+          startInFile: startInFile, nativeFrames: believableLength ? max(0, frames) : 0, startInOutput: 0,
+          outputFrames: 0))
+      startInFile = believableLength ? sum : startInFile
     }
-    guard let first = links.first, first.sampleRate > 0, links.allSatisfy({ $0.channelCount > 0 && $0.sampleRate > 0 })
+    if let failure {
+      ov_clear(file)
+      file.deallocate()
+      throw failure
+    }
+    guard let first = links.first, links.allSatisfy({ $0.channelCount > 0 })
     else {
       ov_clear(file)
       file.deallocate()
@@ -99,6 +123,8 @@ final class VorbisDecoder: AudioDecoder {
     var startInOutput: Int64 = 0
     for index in links.indices {
       links[index].startInOutput = startInOutput
+      // Both factors are bounded (frames by maximumLengthFrames, the rate ratio by 768), so the
+      // product fits a Double exactly enough and an Int64 surely.
       links[index].outputFrames =
         links[index].sampleRate == outputRate
         ? links[index].nativeFrames
@@ -129,7 +155,9 @@ final class VorbisDecoder: AudioDecoder {
       // libvorbis could not set up its decoder: the handle is not to be used again (see above).
       throw Self.error(rewound, source: source, during: "rewinding to the first link")
     }
-    if isTruncated || rewound != 0 || lengthFrames <= 0 {
+    if isTruncated || rewound != 0 || lengthFrames <= 0 || !believableLength
+      || lengthFrames > AudioFormat.maximumLengthFrames
+    {
       try reopenLinear(countingFrames: true)
       guard lengthFrames > 0 else {
         throw DecodeError(
@@ -166,7 +194,13 @@ final class VorbisDecoder: AudioDecoder {
       }
       var planar: UnsafeMutablePointer<UnsafeMutablePointer<Float>?>? = nil
       var link: Int32 = 0
-      let request = Int32(min(frameCapacity - written, 4096))
+      // A link at a lower rate than the output becomes more frames than it reads: ask for only
+      // as many as the caller has room for, so `pending` stays about one request long.
+      var wanted = min(frameCapacity - written, 4096)
+      if currentLink >= 0, let info = linkInfo(currentLink), info.sampleRate < format.sampleRate {
+        wanted = min(wanted, Int(Double(wanted) * Double(info.sampleRate) / Double(format.sampleRate)) + 2)
+      }
+      let request = Int32(wanted)
       let got = Int(ov_read_float(file, &planar, request, &link))
       if got == 0 {
         // The end. What was wrong on the way is reported now, once, after every frame is out.
@@ -193,6 +227,17 @@ final class VorbisDecoder: AudioDecoder {
         throw error
       }
       guard let planar, let info = linkInfo(link) else { continue }
+      if isLinear && link != currentLink {
+        // Streaming mode meets each link's header only now (the seekable open checked them all).
+        do throws(DecodeError) {
+          try AudioFile.checkRate(info.sampleRate, path: path, what: "a later link")
+          try Self.checkLinkRate(info.sampleRate, firstRate: format.sampleRate, what: "a later link", path: path)
+        } catch {
+          cursorFrames += Int64(written)
+          poisoned = error
+          throw error
+        }
+      }
       if link != currentLink {
         currentLink = link
         hasResampleHistory = false
@@ -295,6 +340,19 @@ final class VorbisDecoder: AudioDecoder {
     holes = 0
   }
 
+  /// How much slower than the first a later link may be: its frames are interpolated up to the
+  /// first link's rate, so a link 700 times slower would turn one packet into megabytes.
+  static let maximumLinkRateRatio = 16
+
+  /// Throws when a later link's `rate` is more than `maximumLinkRateRatio` times below `firstRate`.
+  private static func checkLinkRate(_ rate: Int, firstRate: Int, what: String, path: String) throws(DecodeError) {
+    guard rate * maximumLinkRateRatio < firstRate else { return }
+    throw DecodeError(
+      path: path,
+      reason: .unsupported(
+        "\(what) is at \(rate) Hz, more than \(maximumLinkRateRatio) times slower than the stream's \(firstRate) Hz"))
+  }
+
   /// Opens `file` on `source` from its first byte; `seekable: false` gives libvorbisfile no seek
   /// callback, so it reads the stream linearly and never bisects.
   private static func open(
@@ -339,6 +397,7 @@ final class VorbisDecoder: AudioDecoder {
     cursorFrames = 0
     guard countingFrames else { return }
     if let info = ov_info(file, -1) {
+      try AudioFile.checkRate(Int(info.pointee.rate), path: source.path)
       links = [
         Link(
           sampleRate: Int(info.pointee.rate), channelCount: Int(info.pointee.channels), startInFile: 0,
