@@ -132,7 +132,7 @@ final class EngineSession: @unchecked Sendable {
         let deadline = director.advance(toAudioTime: Double(rendered) / rate)
         var count = min(renderFrames, frames - done)
         if let deadline {
-          let deadlineFrame = Int64((deadline * rate).rounded())
+          let deadlineFrame = FrameMath.frames(seconds: deadline, rate: rate)
           if deadlineFrame > rendered { count = min(count, Int(deadlineFrame - rendered)) }
         }
         engine.render(into: buffer + 2 * done, frameCount: count)

@@ -64,8 +64,8 @@ enum CuesSimulateCommand {
           lead = seconds
         case "--state": options.startState = value
         default:
-          guard let seconds = Double(value), seconds.isFinite, seconds >= 0 else {
-            fail("cues simulate: --duration: expected a time of 0 s or more, got \"\(value)\"")
+          guard let seconds = Double(value), seconds.isFinite, seconds >= 0, seconds <= FrameMath.maximumSeconds else {
+            fail("cues simulate: --duration: expected a time from 0 to 86400 s (one day), got \"\(value)\"")
           }
           options.durationSeconds = seconds
         }

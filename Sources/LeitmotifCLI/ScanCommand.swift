@@ -36,8 +36,8 @@ enum ScanCommand {
           guard !value.isEmpty else { fail("scan: --app needs an application id") }
           applicationID = value
         default:
-          guard let seconds = Double(value), seconds >= 0, seconds.isFinite else {
-            fail("scan: --wait: expected a time of 0 s or more, got \"\(value)\"")
+          guard let seconds = Double(value), seconds >= 0, seconds <= FrameMath.maximumSeconds else {
+            fail("scan: --wait: expected a time from 0 to 86400 s (one day), got \"\(value)\"")
           }
           waitSeconds = seconds
         }

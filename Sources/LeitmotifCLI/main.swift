@@ -129,9 +129,11 @@ struct Arguments {
     return value
   }
 
-  var seekSeconds: Double? { double("seek", expected: "a time of 0 s or more") { $0 >= 0 } }
+  var seekSeconds: Double? { double("seek", expected: "a time from 0 to 86400 s (one day)") { $0 >= 0 && $0 <= FrameMath.maximumSeconds } }
   var rate: Float { Float(double("rate", expected: "a speed in (0, 4]") { $0 > 0 && $0 <= 4 } ?? 1) }
-  var durationSeconds: Double? { double("duration", expected: "a duration of more than 0 s") { $0 > 0 } }
+  var durationSeconds: Double? { double("duration", expected: "a duration of more than 0 s, at most 86400 s (one day)") {
+      $0 > 0 && $0 <= FrameMath.maximumSeconds
+    } }
 
   /// `--sample-rate` and `--format`, for render.
   var sampleRate: Int? {
@@ -146,7 +148,9 @@ struct Arguments {
   /// The queue options, checked. `command` is "render" or "play": render refuses what never ends.
   func queueOptions(command: String) -> QueueRenderer.Options {
     var options = QueueRenderer.Options()
-    let crossfade = double("crossfade", expected: "a duration of 0 s or more (0 is gapless)") { $0 >= 0 }
+    let crossfade = double("crossfade", expected: "a duration from 0 to 86400 s (0 is gapless)") {
+      $0 >= 0 && $0 <= FrameMath.maximumSeconds
+    }
     let curve = choice("curve", of: FadeCurve.self)
     if crossfade != nil || curve != nil {
       do {

@@ -316,7 +316,7 @@ public final class AudioEngine: @unchecked Sendable {
         var start = segment.startFrame
         if let startSeconds {
           let rate = Double(segment.decoder.format.sampleRate)
-          start = max(0, min(Int64((startSeconds * rate).rounded()), segment.endFrame))
+          start = max(0, min(FrameMath.frames(seconds: startSeconds, rate: rate), segment.endFrame))
           if start != segment.decoder.cursorFrames { try segment.decoder.seek(toFrame: start) }
         }
         let stream = DecodeAheadStream(first: segment, startFrame: start, census: census)

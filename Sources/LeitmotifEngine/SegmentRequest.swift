@@ -38,8 +38,8 @@ package struct SegmentRequest: Sendable {
     let decoder = try AudioFile.openDecoder(path: path)
     let rate = Double(decoder.format.sampleRate)
     let length = decoder.lengthFrames
-    let start = Int64((max(0, startSeconds) * rate).rounded())
-    let end = endSeconds.map { Int64(($0 * rate).rounded()) } ?? length
+    let start = FrameMath.frames(seconds: max(0, startSeconds), rate: rate)
+    let end = endSeconds.map { FrameMath.frames(seconds: $0, rate: rate) } ?? length
     guard start <= length else {
       throw DecodeError(
         path: path,

@@ -260,7 +260,7 @@ package final class Voice: VoiceInput {
 
   /// Seconds are turned into the frame nearest to them: `Double(n) / rate` gives frame n exactly.
   func seek(toSeconds seconds: Double, clock: Int64) {
-    let frame = seconds.isFinite ? Int64((seconds * Double(fileRate)).rounded()) : 0
+    let frame = seconds.isFinite ? FrameMath.frames(seconds: seconds, rate: Double(fileRate)) : 0
     seek(toFrame: frame, clock: clock)
   }
 
@@ -383,7 +383,7 @@ package final class Voice: VoiceInput {
     guard inputFinalPass else { return nil }
     let remainingOutput = Double(inputSegmentEnd - positionFrames) / ratio
     let fade = Double(handoffFrames())
-    return max(0, Int64((remainingOutput - fade).rounded(.down)))
+    return max(0, FrameMath.clamp((remainingOutput - fade).rounded(.down)))
   }
 
   /// In how many mix frames from now this voice plays frame `fileFrame` of segment `token` (0:
@@ -396,7 +396,7 @@ package final class Voice: VoiceInput {
     // the one that shows file frame `fileFrame`.
     let position = resampling ? exactPosition : Double(inputFrame)
     let remaining = (Double(fileFrame) - position) / ratio
-    return max(0, Int64((remaining - 1e-6).rounded(.up)))
+    return max(0, FrameMath.clamp((remaining - 1e-6).rounded(.up)))
   }
 
   /// Resampled: the (fractional) file frame of the next frame mixed: the end of what the
@@ -404,7 +404,7 @@ package final class Voice: VoiceInput {
   private var exactPosition: Double { resampledPosition - Double(chunkFrames - chunkOffset) * ratio }
 
   /// Frames of this voice's file in `seconds`.
-  func fileFrames(seconds: Double) -> Int64 { Int64((seconds * Double(fileRate)).rounded()) }
+  func fileFrames(seconds: Double) -> Int64 { FrameMath.frames(seconds: seconds, rate: Double(fileRate)) }
 
   /// The armed crossfade's length in seconds, at most half the outgoing item (a 3 s crossfade out
   /// of a 1 s item would otherwise begin before it is heard).
@@ -692,7 +692,7 @@ package final class Voice: VoiceInput {
 
   // MARK: - Internals
 
-  private func frames(seconds: Double) -> Int64 { Int64((seconds * Double(mixRate)).rounded()) }
+  private func frames(seconds: Double) -> Int64 { FrameMath.frames(seconds: seconds, rate: Double(mixRate)) }
 
   private func fadeOut(then action: PendingAction, clock: Int64) {
     if awaitingData || clock < startFrame {

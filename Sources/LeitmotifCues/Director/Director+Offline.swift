@@ -22,7 +22,7 @@ extension Director {
   /// Thread safety: any thread; calls take turns with each other (one step at a time).
   @discardableResult
   public func advance(toAudioTime seconds: Double, startState: String? = nil) -> Double? {
-    let frame = Int64((seconds * Double(engine.sampleRate)).rounded())
+    let frame = FrameMath.frames(seconds: seconds, rate: Double(engine.sampleRate))
     start(at: seconds, state: startState)
     // As in real time: the director steps `leadFrames` ahead of the mix, on its grid of frames,
     // and what it does waits in the engine for its frame.

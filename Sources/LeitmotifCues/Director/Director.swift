@@ -140,7 +140,7 @@ public final class Director: @unchecked Sendable {
   /// Starts at director time `time` (the offline renderer's audio time).
   func start(at time: Double, state: String?) {
     guard !started.exchange(true, ordering: .acquiringAndReleasing) else { return }
-    let frame = Int64((time * Double(engine.sampleRate)).rounded())
+    let frame = FrameMath.frames(seconds: time, rate: Double(engine.sampleRate))
     lastStepFrame = frame
     let reports = engine.performing(atMixFrame: originFrame + frame) {
       core.withLock { core -> [DirectorReport] in
@@ -251,7 +251,7 @@ public final class Director: @unchecked Sendable {
     get { Double(leadFrames) / Double(engine.sampleRate) }
     set {
       let seconds = newValue.isFinite ? max(0, min(1, newValue)) : Self.defaultLeadSeconds
-      leadFrames = Int64((seconds * Double(engine.sampleRate)).rounded())
+      leadFrames = FrameMath.frames(seconds: seconds, rate: Double(engine.sampleRate))
     }
   }
   static let defaultLeadSeconds = 1024.0 / 48_000

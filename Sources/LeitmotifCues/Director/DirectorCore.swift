@@ -174,7 +174,7 @@ final class DirectorCore {
           // even when the step that takes it comes a little later.
           let stepTime = now
           now = time
-          engine.performing(atMixFrame: mixFrameOrigin + Int64((time * Double(engine.sampleRate)).rounded())) {
+          engine.performing(atMixFrame: mixFrameOrigin + FrameMath.frames(seconds: time, rate: Double(engine.sampleRate))) {
             handle(event)
           }
           now = stepTime
@@ -187,7 +187,7 @@ final class DirectorCore {
         // comes a little later (a real-time step lands on the director's grid of frames).
         let stepTime = now
         now = min(stepTime, work.time)
-        engine.performing(atMixFrame: mixFrameOrigin + Int64((work.time * Double(engine.sampleRate)).rounded())) {
+        engine.performing(atMixFrame: mixFrameOrigin + FrameMath.frames(seconds: work.time, rate: Double(engine.sampleRate))) {
           run(work)
         }
         now = stepTime

@@ -100,8 +100,10 @@ public struct CueScript: Sendable {
         problem(entry.location, path, "missing \"at\": the time in seconds")
         continue
       }
-      guard let time = at.numberValue, time.isFinite, time >= 0 else {
-        problem(at.location, "\(path).at", "expected a time of 0 s or more, found \(describe(at))")
+      guard let time = at.numberValue, time.isFinite, time >= 0, time <= FrameMath.maximumSeconds else {
+        problem(
+          at.location, "\(path).at",
+          "expected a time from 0 to \(Int(FrameMath.maximumSeconds)) s (one day), found \(describe(at))")
         continue
       }
       switch (object["cue"], object["set"]) {
@@ -142,7 +144,9 @@ public struct CueScript: Sendable {
         }
         var ramp = 0.0
         if let rampValue = object["ramp"] {
-          guard let seconds = rampValue.numberValue, seconds.isFinite, seconds >= 0 else {
+          guard let seconds = rampValue.numberValue, seconds.isFinite, seconds >= 0,
+            seconds <= FrameMath.maximumSeconds
+          else {
             problem(rampValue.location, "\(path).ramp", "expected a time of 0 s or more, found \(describe(rampValue))")
             continue
           }

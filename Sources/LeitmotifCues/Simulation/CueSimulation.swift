@@ -97,8 +97,8 @@ public struct CueSimulation {
 
     let rate = Double(options.sampleRate)
     let endSeconds = options.durationSeconds ?? (script.lastTime + options.tailSeconds)
-    let endFrame = Int64((endSeconds * rate).rounded())
-    let sampleEvery = max(1, Int64(options.gainSampleSeconds * rate))
+    let endFrame = FrameMath.frames(seconds: endSeconds, rate: rate)
+    let sampleEvery = max(1, FrameMath.frames(seconds: options.gainSampleSeconds, rate: rate, rounding: .towardZero))
     var timeline = CueTimeline(sampleRate: options.sampleRate, durationSeconds: endSeconds)
     var frame: Int64 = 0
     var nextStep = 0
@@ -142,7 +142,7 @@ public struct CueSimulation {
       framesWritten: frame, sampleRate: options.sampleRate, underruns: session.engine.underrunCount, timeline: timeline)
   }
 
-  static func frame(of seconds: Double, rate: Double) -> Int64 { Int64((seconds * rate).rounded()) }
+  static func frame(of seconds: Double, rate: Double) -> Int64 { FrameMath.frames(seconds: seconds, rate: rate) }
 }
 
 /// The reports an observer collects (a class: the observer closure cannot hold a `Mutex`).

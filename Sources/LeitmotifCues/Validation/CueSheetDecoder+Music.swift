@@ -160,7 +160,7 @@ extension CueSheetDecoder {
       return []
     }
     return elements.enumerated().compactMap { index, element in
-      number(element, "\(path)[\(index)]", name: "cue point", .nonNegative)
+      number(element, "\(path)[\(index)]", name: "cue point", .seconds)
     }
   }
 
@@ -514,7 +514,7 @@ extension CueSheetDecoder {
       return nil
     }
     guard let between = fields(value, path, allowed: ["seconds", "curve"]) else { return nil }
-    let seconds = number(between, "seconds", .nonNegative) ?? Transition.defaultCrossfade.duration
+    let seconds = number(between, "seconds", .seconds) ?? Transition.defaultCrossfade.duration
     let curve = word(between, "curve", FadeCurve.self) ?? Transition.defaultCrossfade.curve
     return try? Transition(duration: seconds, curve: curve)
   }
@@ -531,7 +531,7 @@ extension CueSheetDecoder {
 
   /// Reads `seconds`, `curve`, `at` and `enter` where present (a transition, a crossfade action).
   mutating func applyTransitionKeys(_ fields: Fields, to spec: inout TransitionSpec) {
-    if let seconds = number(fields, "seconds", .nonNegative) { spec.seconds = seconds }
+    if let seconds = number(fields, "seconds", .seconds) { spec.seconds = seconds }
     if let curve = word(fields, "curve", FadeCurve.self) { spec.curve = curve }
     if let moment = word(fields, "at", TransitionSpec.Moment.self) { spec.moment = moment }
     if let entry = word(fields, "enter", TransitionSpec.Entry.self) { spec.entry = entry }

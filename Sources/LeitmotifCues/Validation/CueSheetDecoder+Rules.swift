@@ -33,7 +33,7 @@ extension CueSheetDecoder {
       var actions: [CueAction] = []
       let conditions = rule["when"].flatMap { ruleConditions($0, rule.path("when")) } ?? RuleConditions()
       let priority = integer(rule, "priority").map { Int($0) } ?? 0
-      let cooldown = number(rule, "cooldown", .nonNegative) ?? 0
+      let cooldown = number(rule, "cooldown", .seconds) ?? 0
       if let list = required(rule, "do", "what the rule does: an action or a list of actions") {
         actions = decodeActions(list, rule.path("do"))
       }
@@ -257,15 +257,15 @@ extension CueSheetDecoder {
       return duck(given, verbPath, options: action).map { .duck($0) }
     case "rate":
       guard let rate = number(given, verbPath, name: "rate", .rate) else { return nil }
-      return .rate(Float(rate), rampSeconds: number(action, "ramp", .nonNegative) ?? 0)
+      return .rate(Float(rate), rampSeconds: number(action, "ramp", .seconds) ?? 0)
     case "volume":
       guard let volume = number(given, verbPath, name: "volume", .unit) else { return nil }
-      return .volume(Float(volume), rampSeconds: number(action, "ramp", .nonNegative) ?? 0)
+      return .volume(Float(volume), rampSeconds: number(action, "ramp", .seconds) ?? 0)
     case "seek":
-      let fade = number(action, "fade", .nonNegative) ?? 0.01
+      let fade = number(action, "fade", .seconds) ?? 0.01
       switch given.kind {
       case .number:
-        return number(given, verbPath, name: "seek", .nonNegative).map { .seek(.seconds($0), fadeSeconds: fade) }
+        return number(given, verbPath, name: "seek", .seconds).map { .seek(.seconds($0), fadeSeconds: fade) }
       case .string(let word):
         switch word {
         case "start": return .seek(.start, fadeSeconds: fade)
@@ -279,7 +279,7 @@ extension CueSheetDecoder {
         return nil
       }
     case "pause", "resume", "stop":
-      let fade = number(action, "fade", .nonNegative) ?? (verb == "stop" ? 1 : 0.01)
+      let fade = number(action, "fade", .seconds) ?? (verb == "stop" ? 1 : 0.01)
       guard isTrue(given, verbPath, name: verb) else { return nil }
       return verb == "pause"
         ? .pause(fadeSeconds: fade) : verb == "resume" ? .resume(fadeSeconds: fade) : .stop(fadeSeconds: fade)
@@ -354,16 +354,16 @@ extension CueSheetDecoder {
     }
     var duck = DuckAction(decibels: decibels ?? 0)
     if let timing {
-      if let attack = number(timing, "attack", .nonNegative) { duck.attackSeconds = attack }
-      if let hold = number(timing, "hold", .nonNegative) { duck.holdSeconds = hold }
-      if let release = number(timing, "release", .nonNegative) { duck.releaseSeconds = release }
+      if let attack = number(timing, "attack", .seconds) { duck.attackSeconds = attack }
+      if let hold = number(timing, "hold", .seconds) { duck.holdSeconds = hold }
+      if let release = number(timing, "release", .seconds) { duck.releaseSeconds = release }
     }
     return decibels == nil ? nil : duck
   }
 
   /// `{ set: "param", value, ramp }`: the value within the parameter's range.
   private mutating func setParameter(_ action: Fields, _ given: JSON5Value, _ path: String) -> CueAction? {
-    let ramp = number(action, "ramp", .nonNegative) ?? 0
+    let ramp = number(action, "ramp", .seconds) ?? 0
     let name = string(given, path)
     var known = false
     if let name {

@@ -242,7 +242,7 @@ struct CueSheetDecoder {
     var grid = BeatGrid()
     if let bpm = number(tempo, "bpm", NumberRange(0, 400, lowerIncluded: false)) { grid.beatsPerMinute = bpm }
     if let meter = integer(tempo, "meter", NumberRange(1, 32)) { grid.beatsPerBar = Int(meter) }
-    if let offset = number(tempo, "offset", .nonNegative) { grid.offsetSeconds = offset }
+    if let offset = number(tempo, "offset", .seconds) { grid.offsetSeconds = offset }
     return grid
   }
 
@@ -509,8 +509,10 @@ struct NumberRange: CustomStringConvertible {
   static let any = NumberRange(-.infinity, .infinity, lowerIncluded: false, upperIncluded: false)
   /// Whole numbers an `Int` holds on every platform we build for, exactly in a `Double`.
   static let anyInteger = NumberRange(-9_007_199_254_740_992, 9_007_199_254_740_992)
-  /// Seconds and other amounts that cannot be negative.
-  static let nonNegative = NumberRange(0, .infinity, upperIncluded: false)
+  /// Seconds: from 0 to one day (`FrameMath.maximumSeconds`). A fade, seek, offset or cooldown
+  /// longer than a day is a typing mistake (1e308 for 1.308), and the checker says so rather than
+  /// hand the engine a time it can only saturate.
+  static let seconds = NumberRange(0, FrameMath.maximumSeconds)
   static let unit = NumberRange(0, 1)
   /// Playback rates: OpenAL's pitch, as the player allows it.
   static let rate = NumberRange(0, 4, lowerIncluded: false)

@@ -212,7 +212,8 @@ package final class ScanLock: Sendable {
     guard fd >= 0 else {
       throw LibraryError.index(path: path, reason: "cannot open the scan lock: \(FolderWalker.errnoText(errno))")
     }
-    let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(max(0, waitingUpToSeconds) * 1e9)
+    // Held to 1e9 s, so that 1e308 (or NaN, which max makes 0) cannot trap in the conversion.
+    let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(min(max(0, waitingUpToSeconds), 1e9) * 1e9)
     while flock(fd, LOCK_EX | LOCK_NB) != 0 {
       guard errno == EWOULDBLOCK || errno == EINTR, DispatchTime.now().uptimeNanoseconds < deadline else {
         close(fd)

@@ -58,7 +58,7 @@ public struct QueueDescriptor: Sendable, Equatable {
         throw QueueError.invalidGain(item: item.errorName, decibels: gain)
       }
       if let loop = loopPoints, let duration, let rate = item.sampleRate {
-        let length = Int64((duration * Double(rate)).rounded())
+        let length = FrameMath.frames(seconds: duration, rate: Double(rate))
         guard (loop.endFrame ?? length) <= length, loop.startFrame < length else {
           throw QueueError.invalidLoopPoints(
             "\(item.errorName): the loop \(loop.startFrame)..<\(loop.endFrame ?? length) is outside the file's \(length) frames"

@@ -99,11 +99,11 @@ public struct OfflineRenderer {
     player.play()
     try session.openOutput()
     // Where the item ends in output frames: what is left of it, sped up by the rate, resampled.
-    let startFrame = min(lengthFrames, Int64((options.seekSeconds * Double(fileRate)).rounded()))
+    let startFrame = min(lengthFrames, FrameMath.frames(seconds: options.seekSeconds, rate: Double(fileRate)))
     let itemFrames = Int64(
       (Double(lengthFrames - startFrame) / Double(options.rate) * Double(outputRate) / Double(fileRate)).rounded(.up))
     var limit = itemFrames
-    if let duration = options.durationSeconds { limit = min(limit, Int64(duration * Double(outputRate))) }
+    if let duration = options.durationSeconds { limit = min(limit, FrameMath.frames(seconds: duration, rate: Double(outputRate), rounding: .towardZero)) }
 
     var written: Int64 = 0
     while written < limit {

@@ -167,12 +167,12 @@ public struct QueueRenderer {
     do { try player.setCurrentPlaybackRate(options.rate) } catch { throw .player(error) }
     try session.openOutput()
 
-    let limit = options.durationSeconds.map { Int64(($0 * Double(outputRate)).rounded()) } ?? Int64.max
+    let limit = options.durationSeconds.map { FrameMath.frames(seconds: $0, rate: Double(outputRate)) } ?? Int64.max
     // A safety net under the queue's own end, should it never come: every item heard in full as
     // many times as it may loop, slowed by the rate, plus slack. Past it, the render stops and says so.
     let loopPasses = Double((options.loopRepeat.count ?? 0) + 1)
     let queueSeconds = items.reduce(0) { $0 + ($1.playbackDuration ?? 0) } * loopPasses / Double(options.rate)
-    let safetyLimit = options.durationSeconds == nil ? Int64((queueSeconds + 10) * Double(outputRate)) : Int64.max
+    let safetyLimit = options.durationSeconds == nil ? FrameMath.frames(seconds: queueSeconds + 10, rate: Double(outputRate), rounding: .towardZero) : Int64.max
 
     var written: Int64 = 0
     // Each mix is written when the next one shows the queue still going, so that the mix the
