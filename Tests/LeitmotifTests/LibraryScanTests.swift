@@ -568,3 +568,91 @@ struct LibraryScanCLITests {
     #expect(json.output.contains("\"failedUnchanged\":1"))
   }
 }
+
+/// A scan that dies inside a file must not die there again on every run (issue 13, part 1).
+@Suite("LibraryScan journal: the file a scan died in is recorded as failed first thing")
+struct ScanJournalTests {
+  private func environment(_ home: String) -> [String: String] {
+    [
+      "HOME": home, "XDG_STATE_HOME": home + "/state", "XDG_CACHE_HOME": home + "/cache",
+      "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin",
+    ]
+  }
+
+  @Test("A journal left by a dead scan names a file: the next scan records it failed without opening it")
+  func leftOverEntryIsRecorded() throws {
+    let folder = try LibraryFolder()
+    let one = try folder.song("one.ogg", frequency: 440, title: "One")
+    try folder.song("two.ogg", frequency: 550, title: "Two")
+    let index = try DirectIndex(path: folder.indexPath)
+    let status = try #require(FolderWalker.status(of: one))
+    // What a scan writes before it opens `one.ogg`, left behind because it died there.
+    do {
+      let journal = try #require(ScanJournal(indexPath: folder.indexPath))
+      journal.reading(
+        .init(path: one, sizeBytes: status.sizeBytes, modificationNanoseconds: status.modificationNanoseconds))
+    }
+    let report = try folder.scanner.scan(through: index)
+    #expect(report.added == 1, "only two.ogg is indexed: \(report)")
+    #expect(report.failed.map(\.path) == [one])
+    #expect(report.failed.first?.reason == LibraryScanner.diedWhileReading)
+    #expect(report.filesOpened == 1)
+    // The journal is empty again, and the failure stays until the file changes.
+    #expect(ScanJournal(indexPath: folder.indexPath)?.leftOver() == nil)
+    let again = try folder.scanner.scan(through: index)
+    #expect(again.failed.isEmpty && again.failedUnchanged == 1 && again.filesOpened == 0)
+    // A changed file is read again.
+    try folder.song("one.ogg", frequency: 660, title: "One again")
+    let changed = try folder.scanner.scan(through: index)
+    #expect(changed.updated + changed.added == 1 && changed.failed.isEmpty, "\(changed)")
+  }
+
+  @Test("A journal naming a file that changed since is ignored: the file is read as usual")
+  func staleEntryIsIgnored() throws {
+    let folder = try LibraryFolder()
+    let one = try folder.song("one.ogg", frequency: 440, title: "One")
+    let index = try DirectIndex(path: folder.indexPath)
+    let journal = try #require(ScanJournal(indexPath: folder.indexPath))
+    journal.reading(.init(path: one, sizeBytes: 1, modificationNanoseconds: 1))
+    let report = try folder.scanner.scan(through: index)
+    #expect(report.added == 1 && report.failed.isEmpty, "\(report)")
+  }
+
+  @Test(
+    "leitmotif scan killed while reading: the next scan names that file as failed and indexes the rest",
+    .enabled(if: LeitmotifCommand.executable != nil, "the leitmotif executable is not next to the test bundle"),
+    .timeLimit(.minutes(2)))
+  func killedScan() throws {
+    let folder = try LibraryFolder()
+    for index in 0..<40 { try folder.song("song\(index).ogg", frequency: 200 + 10 * Double(index), title: "S\(index)") }
+    let home = folder.temporary.path
+    #expect(try LeitmotifCommand.run(["access", "allow", "journal-test"], environment: environment(home)).status == 0)
+    let arguments = ["scan", "--app", "journal-test", "--library", folder.music]
+    let scan = try ChildProcess(LeitmotifCommand.executable, arguments, environment: environment(home))
+    // The journal appears with the index; wait until it names a file, then kill the scan there.
+    let cache = home + "/cache/leitmotif"
+    var named: String? = nil
+    let deadline = Date().addingTimeInterval(60)
+    while named == nil && Date() < deadline {
+      let journals = ((try? FileManager.default.contentsOfDirectory(atPath: cache)) ?? []).filter {
+        $0.hasSuffix(".reading")
+      }
+      if let name = journals.first, let text = try? String(contentsOfFile: cache + "/" + name, encoding: .utf8),
+        text.hasSuffix("\n")
+      {
+        scan.kill()
+        named = text.dropLast().split(separator: " ", maxSplits: 2).last.map(String.init)
+      }
+      usleep(200)
+    }
+    _ = scan.finish()
+    let path = try #require(named, "the scan never named a file in its journal")
+    let next = try LeitmotifCommand.run(arguments, environment: environment(home))
+    // The kill lands a moment after the journal was seen: on the last file, the scan may have
+    // finished by then (all 40 indexed, journal empty). Anywhere else it died inside a file.
+    if next.output.contains("40 unchanged") { return }
+    #expect(next.errors.contains(path) || next.output.contains(path), "\(next.output)\(next.errors)")
+    #expect((next.output + next.errors).contains("the last scan ended while reading"), "\(next.output)\(next.errors)")
+    #expect(next.output.contains("39 added"), "\(next.output)")
+  }
+}

@@ -39,12 +39,26 @@ package struct LibraryScanner {
 
   func scan(through gate: some LibraryIndexAccess) throws(LibraryError) -> ScanReport {
     let started = DispatchTime.now().uptimeNanoseconds
-    // 1. What the index knows.
+    // 1. What the index knows; first of all, the file the last scan died in, if it did.
+    var journal: ScanJournal? = nil
+    var diedIn: ScanJournal.Entry? = nil
     let (records, failureRecords) = try gate.withIndex {
       (index) throws(LibraryError) -> (
         [LibraryIndex.FileRecord], [String: (sizeBytes: Int64, modificationNanoseconds: Int64)]
       ) in
       do throws(SQLiteError) {
+        journal = ScanJournal(indexPath: index.path)
+        if let journal, let entry = journal.leftOver() {
+          if let now = FolderWalker.status(of: entry.path), now.sizeBytes == entry.sizeBytes,
+            now.modificationNanoseconds == entry.modificationNanoseconds
+          {
+            try index.recordFailure(
+              path: entry.path, sizeBytes: entry.sizeBytes, modificationNanoseconds: entry.modificationNanoseconds,
+              reason: Self.diedWhileReading)
+            diedIn = entry
+          }
+          journal.clear()
+        }
         return (try index.fileRecords(), try index.failureRecords())
       } catch {
         throw LibraryError.index(path: index.path, reason: error.description)
@@ -58,6 +72,7 @@ package struct LibraryScanner {
     report.skipped = walk.skipped
     report.playlists = walk.playlists
     report.walkedFolders = walk.folders
+    if let diedIn { report.failed.append(ScanFailure(path: diedIn.path, reason: Self.diedWhileReading)) }
 
     var byPath: [String: LibraryIndex.FileRecord] = [:]
     byPath.reserveCapacity(records.count)
@@ -79,12 +94,16 @@ package struct LibraryScanner {
       if let failure = failureRecords[file.path], failure.sizeBytes == file.sizeBytes,
         failure.modificationNanoseconds == file.modificationNanoseconds
       {
-        report.failedUnchanged += 1
+        if file.path != diedIn?.path { report.failedUnchanged += 1 }
         continue
       }
       try gate.checkAccess()
+      journal?.reading(
+        ScanJournal.Entry(
+          path: file.path, sizeBytes: file.sizeBytes, modificationNanoseconds: file.modificationNanoseconds))
       opened.append((file, Self.read(file)))
     }
+    journal?.clear()
 
     // Rows whose file is gone (except under folders that could not be read: they may be back).
     var vanishedByFingerprint: [String: [LibraryIndex.FileRecord]] = [:]
@@ -168,6 +187,10 @@ package struct LibraryScanner {
     report.durationSeconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
     return report
   }
+
+  /// The failure recorded for a file that a scan was reading when it ended (see `ScanJournal`).
+  static let diedWhileReading =
+    "the last scan ended while reading this file (Leitmotif crashed or was stopped): skipped until the file changes"
 
   private struct Changes {
     var upserts: [(MediaItem, FolderWalker.File, String)] = []
