@@ -693,6 +693,29 @@ struct LibraryAccessTests {
   }
 
   @Test(
+    "The library index is made 0600 (its -wal and -shm too) whatever the umask; one an older version left 0644 is tightened"
+  )
+  func indexIsPrivate() throws {
+    let sandbox = try AccessSandbox()
+    try sandbox.store.remember(.authorized, for: AccessSandbox.applicationID)
+    let old = umask(0o022)
+    defer { umask(old) }
+    let path = sandbox.configuration.indexPath
+    try sandbox.library().withIndex { _ in
+      #expect(permissions(path) == 0o600)
+      for suffix in ["-wal", "-shm"] {
+        #expect(FileManager.default.fileExists(atPath: path + suffix), "\(suffix)")
+        #expect(permissions(path + suffix) == 0o600, "\(suffix)")
+      }
+    }
+    let older = sandbox.directory.file("older.sqlite")
+    _ = try LibraryIndex(path: older) { _ in }
+    #expect(chmod(older, 0o644) == 0)
+    _ = try LibraryIndex(path: older) { _ in }
+    #expect(permissions(older) == 0o600)
+  }
+
+  @Test(
     "Without authorization no file under the library folders is opened (FIFOs that would block) and no index is made")
   func nothingOpenedWithoutAuthorization() throws {
     let sandbox = try AccessSandbox()
