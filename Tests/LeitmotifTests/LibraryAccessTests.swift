@@ -65,6 +65,15 @@ struct AccessSandbox {
   func writeStore(_ text: String) throws {
     try FileManager.default.createDirectory(atPath: store.directory.path, withIntermediateDirectories: true)
     try Data(text.utf8).write(to: store.file)
+    // As Leitmotif writes it, whatever the umask: a file others can write is refused on its own.
+    chmod(store.file.path, 0o600)
+  }
+
+  /// An answers file that says `status` for the application, as Leitmotif writes it.
+  static func answersText(_ status: AuthorizationStatus) -> String {
+    String(
+      decoding: LibraryAccessStore.encode([applicationID: .init(status: status, date: Date(timeIntervalSince1970: 0))]),
+      as: UTF8.self)
   }
 }
 
@@ -238,6 +247,182 @@ struct LibraryAccessTests {
     #expect(FileManager.default.fileExists(atPath: sandbox.storePath + ".damaged"))
   }
 
+  @Test("An answers file that names a key twice is damaged: notDetermined, one warning naming the file and the key")
+  func duplicateKeysInStore() throws {
+    let sandbox = try AccessSandbox()
+    let app = AccessSandbox.applicationID
+    let date = #""date": "2026-11-30T10:00:00Z""#
+    let cases: [(text: String, key: String)] = [
+      // The issue's file: authorized, then denied. JSONDecoder kept the first, jq and Python the last.
+      (
+        #"{"version": 1, "applications": {"\#(app)": {"status": "authorized", \#(date)}, "\#(app)": {"status": "denied", \#(date)}}}"#,
+        app
+      ),
+      // The same key with an escape in it.
+      (
+        #"{"version": 1, "applications": {"\#(app)": {"status": "authorized", \#(date)}, "com.example.dung\u0065on": {"status": "denied", \#(date)}}}"#,
+        app
+      ),
+      // Twice inside one application's entry.
+      (
+        #"{"version": 1, "applications": {"\#(app)": {"status": "authorized", "status": "denied", \#(date)}}}"#,
+        "status"
+      ),
+    ]
+    for (text, key) in cases {
+      try sandbox.writeStore(text)
+      let log = DiagnosticLog()
+      let library = sandbox.library(log: log)
+      #expect(library.authorizationStatus == .notDetermined, "\(text)")
+      #expect(accessError { try library.withIndex { _ in } }?.0 == .notDetermined)
+      let warnings = log.all.filter { $0.severity == .warning }.map(\.message)
+      #expect(warnings.count == 1, "\(warnings)")
+      #expect(warnings.first?.contains("\(sandbox.storePath) cannot be used") == true, "\(warnings)")
+      #expect(warnings.first?.contains("\"\(key)\" appears twice") == true, "\(warnings)")
+      #expect {
+        try sandbox.store.answers()
+      } throws: { error in
+        "\(error)".contains("\"\(key)\" appears twice")
+      }
+    }
+    // The scanner itself: equal keys in different objects are fine; keys equal once unescaped
+    // (a surrogate pair, canonically equivalent spellings) are one key, as in the decoder.
+    func check(_ text: String) -> JSONDuplicateKeys.Finding { JSONDuplicateKeys.check(Data(text.utf8)) }
+    #expect(check(#"{"a": [{"k": 1}, {"k": [true, null, -1.5e3]}], "b": {"k": "\"}"}}"#) == .none)
+    #expect(check(#"{"a": [{"k": 1, "k": 2}]}"#) == .duplicate(key: "k", path: ["a", "[0]"]))
+    #expect(check(#"{"\ud83c\udfb5": 1, "🎵": 2}"#) == .duplicate(key: "🎵", path: []))
+    #expect(check(#"{"x": {"caf\u00e9": 1, "cafe\u0301": 2}}"#) == .duplicate(key: "café", path: ["x"]))
+
+    // The next answer moves it aside and writes one entry.
+    #expect(try sandbox.library(prompt: ScriptedPrompt(answer: false)).requestAuthorization() == .denied)
+    #expect(FileManager.default.fileExists(atPath: sandbox.storePath + ".damaged"))
+    #expect(try sandbox.store.answers()[app]?.status == .denied)
+  }
+
+  @Test(
+    "Answers in a file that others can write (0666 in a 0777 folder, or group-writable) are ignored; the next answer rewrites it"
+  )
+  func writableStoreIgnored() throws {
+    let sandbox = try AccessSandbox()
+    let store = sandbox.store
+    try store.remember(.authorized, for: AccessSandbox.applicationID)
+    let running = sandbox.library()
+    #expect(running.authorizationStatus == .authorized)
+    #expect(chmod(store.directory.path, 0o777) == 0)
+    for mode: mode_t in [0o666, 0o620, 0o602] {
+      #expect(chmod(sandbox.storePath, mode) == 0)
+      let log = DiagnosticLog()
+      #expect(sandbox.library(log: log).authorizationStatus == .notDetermined, "mode \(String(mode, radix: 8))")
+      let warnings = log.all.filter { $0.severity == .warning }.map(\.message)
+      #expect(
+        warnings.contains { $0.contains(sandbox.storePath) && $0.contains("writable by other users") }, "\(warnings)")
+      // A running library notices the chmod (it changes the file's change time).
+      #expect(running.authorizationStatus == .notDetermined)
+      #expect(throws: LibraryError.self) { try store.answers() }
+    }
+    #expect(chmod(sandbox.storePath, 0o600) == 0)
+    #expect(running.authorizationStatus == .authorized)
+
+    #expect(chmod(sandbox.storePath, 0o666) == 0)
+    try store.remember(.denied, for: AccessSandbox.applicationID)
+    #expect(permissions(sandbox.storePath) == 0o600)
+    #expect(permissions(store.directory.path) == 0o700)
+    #expect(running.authorizationStatus == .denied)
+  }
+
+  @Test(
+    "Answers in a file owned by another user are ignored; the next answer rewrites it",
+    .enabled(if: geteuid() == 0, "making a file owned by another user takes root (chown); run as root to test this"))
+  func foreignStoreIgnored() throws {
+    let sandbox = try AccessSandbox()
+    let store = sandbox.store
+    try store.remember(.authorized, for: AccessSandbox.applicationID)
+    #expect(chmod(store.directory.path, 0o777) == 0)
+    // nobody's uid: not ours, whoever runs the tests.
+    #expect(chown(sandbox.storePath, 65534, 65534) == 0)
+    let log = DiagnosticLog()
+    let library = sandbox.library(log: log)
+    #expect(library.authorizationStatus == .notDetermined)
+    let warnings = log.all.filter { $0.severity == .warning }.map(\.message)
+    #expect(warnings.contains { $0.contains(sandbox.storePath) && $0.contains("owned by uid 65534") }, "\(warnings)")
+    #expect(throws: LibraryError.self) { try store.answers() }
+
+    try store.remember(.authorized, for: AccessSandbox.applicationID)
+    var status = stat()
+    #expect(stat(sandbox.storePath, &status) == 0 && status.st_uid == geteuid())
+    #expect(library.authorizationStatus == .authorized)
+  }
+
+  @Test(
+    "A symbolic link at the state folder is refused, not followed: nothing is read, chmod-ed or written where it points"
+  )
+  func linkedStateFolderRefused() throws {
+    let sandbox = try AccessSandbox()
+    let store = sandbox.store
+    let elsewhere = sandbox.directory.file("elsewhere")
+    #expect(mkdir(elsewhere, 0o755) == 0 && chmod(elsewhere, 0o755) == 0)
+    #expect(mkdir(sandbox.directory.file("state"), 0o755) == 0)
+    #expect(symlink(elsewhere, store.directory.path) == 0)
+    // Answers where the link points that would grant access if it were followed.
+    try Data(AccessSandbox.answersText(.authorized).utf8).write(to: URL(fileURLWithPath: elsewhere + "/access.json"))
+    #expect(chmod(elsewhere + "/access.json", 0o600) == 0)
+
+    let log = DiagnosticLog()
+    let library = sandbox.library(log: log)
+    #expect(library.authorizationStatus == .notDetermined)
+    #expect(log.all.contains { $0.message.contains("\(store.directory.path): a symbolic link") }, "\(log.all)")
+
+    // What `leitmotif access allow APP` does.
+    #expect {
+      try store.remember(.authorized, for: AccessSandbox.applicationID)
+    } throws: { error in
+      guard case LibraryError.accessStore(let path, let reason) = error else { return false }
+      return path == store.directory.path && reason.contains("a symbolic link (expected a folder")
+    }
+    #expect(permissions(elsewhere) == 0o755)
+    #expect(try FileManager.default.contentsOfDirectory(atPath: elsewhere) == ["access.json"])
+    #expect(
+      try String(contentsOfFile: elsewhere + "/access.json", encoding: .utf8) == AccessSandbox.answersText(.authorized))
+    #expect(library.authorizationStatus == .notDetermined)
+  }
+
+  @Test(
+    "Symbolic links at the answers file and the lock file are not followed: no answer is read through one, no file made where one points"
+  )
+  func linkedStateFilesRefused() throws {
+    let sandbox = try AccessSandbox()
+    let store = sandbox.store
+    try FileManager.default.createDirectory(at: store.directory, withIntermediateDirectories: true)
+    // The lock's O_CREAT would make the file a link points to.
+    let victim = sandbox.directory.file("victim")
+    #expect(symlink(victim, store.directory.path + "/access.lock") == 0)
+    #expect {
+      try store.remember(.authorized, for: AccessSandbox.applicationID)
+    } throws: { error in
+      guard case LibraryError.accessStore(let path, let reason) = error else { return false }
+      return path == store.directory.path + "/access.lock"
+        && reason.contains("a symbolic link (expected a regular file")
+    }
+    #expect(!FileManager.default.fileExists(atPath: victim))
+    #expect(unlink(store.directory.path + "/access.lock") == 0)
+
+    // An answers file that is a link to answers that would grant access.
+    let elsewhere = sandbox.directory.file("granted.json")
+    try Data(AccessSandbox.answersText(.authorized).utf8).write(to: URL(fileURLWithPath: elsewhere))
+    #expect(chmod(elsewhere, 0o600) == 0)
+    #expect(symlink(elsewhere, sandbox.storePath) == 0)
+    let log = DiagnosticLog()
+    let library = sandbox.library(log: log)
+    #expect(library.authorizationStatus == .notDetermined)
+    #expect(log.all.contains { $0.message.contains("a symbolic link") }, "\(log.all)")
+    // The next answer replaces the link (a rename does not follow it); its target is untouched.
+    try store.remember(.denied, for: AccessSandbox.applicationID)
+    var status = stat()
+    #expect(lstat(sandbox.storePath, &status) == 0 && (status.st_mode & S_IFMT) == S_IFREG)
+    #expect(try String(contentsOfFile: elsewhere, encoding: .utf8) == AccessSandbox.answersText(.authorized))
+    #expect(library.authorizationStatus == .denied)
+  }
+
   @Test("The answers file is mode 0600 in a 0700 folder, replaced atomically, and reads as documented")
   func fileModesAndFormat() throws {
     let sandbox = try AccessSandbox()
@@ -327,6 +512,59 @@ struct LibraryAccessTests {
     try FileManager.default.createDirectory(at: sandbox.configuration.policyFile, withIntermediateDirectories: true)
     #expect(library.authorizationStatus == .restricted, "a directory where the policy file should be")
     #expect(prompt.callCount == 0)
+  }
+
+  @Test(
+    "A policy that is a link to nothing, a link loop, a FIFO, unreadable or names a key twice restricts; a link to a policy is followed"
+  )
+  func policyThatCannotBeReadRestricts() throws {
+    let sandbox = try AccessSandbox()
+    try sandbox.store.remember(.authorized, for: AccessSandbox.applicationID)
+    let policy = sandbox.configuration.policyFile.path
+    try FileManager.default.createDirectory(
+      atPath: sandbox.directory.file("etc/leitmotif"), withIntermediateDirectories: true)
+    let library = sandbox.library()
+    #expect(library.authorizationStatus == .authorized)
+
+    // The issue's case: a dangling link was "no policy".
+    let target = sandbox.directory.file("etc/leitmotif/site-policy.json")
+    #expect(symlink(target, policy) == 0)
+    #expect(library.authorizationStatus == .restricted)
+    #expect(
+      library.authorizationReason.contains("a symbolic link to \(target), which does not exist"),
+      "\(library.authorizationReason)")
+    #expect(sandbox.library().authorizationStatus == .restricted)
+    // The link is followed once its target is there, and a target gone again restricts again.
+    try Data(#"{"libraryAccess": "allowed"}"#.utf8).write(to: URL(fileURLWithPath: target))
+    #expect(library.authorizationStatus == .authorized)
+    try Data(#"{"libraryAccess": "restricted", "reason": "Linked."}"#.utf8).write(to: URL(fileURLWithPath: target))
+    #expect(library.authorizationReason.contains("Linked."))
+    #expect(unlink(target) == 0)
+    #expect(library.authorizationStatus == .restricted)
+    #expect(library.authorizationReason.contains("does not exist"))
+
+    #expect(unlink(policy) == 0)
+    #expect(symlink(policy, policy) == 0)
+    #expect(library.authorizationStatus == .restricted, "a link to itself")
+    #expect(unlink(policy) == 0)
+    #expect(mkfifo(policy, 0o644) == 0)
+    #expect(library.authorizationStatus == .restricted, "a FIFO")
+    #expect(library.authorizationReason.contains("not a regular file"))
+    #expect(unlink(policy) == 0)
+    #expect(library.authorizationStatus == .authorized, "no policy")
+
+    // Two "libraryAccess" keys: JSONDecoder took the first (allowed), other readers the last.
+    try sandbox.writePolicy(#"{"libraryAccess": "allowed", "libraryAccess": "restricted"}"#)
+    #expect(library.authorizationStatus == .restricted)
+    #expect(library.authorizationReason.contains("\"libraryAccess\" appears twice"), "\(library.authorizationReason)")
+
+    // Unreadable: root reads a file of mode 0000 anyway, so only another user can check this.
+    if geteuid() != 0 {
+      try sandbox.writePolicy(#"{"libraryAccess": "allowed"}"#)
+      #expect(chmod(policy, 0) == 0)
+      #expect(library.authorizationStatus == .restricted, "an unreadable policy")
+      #expect(library.authorizationReason.contains("cannot be read"))
+    }
   }
 
   @Test("LEITMOTIF_LIBRARY_ACCESS=restricted restricts without asking; other values fail safe; allowed does not")
@@ -452,6 +690,29 @@ struct LibraryAccessTests {
     }
     try await changer.value
     #expect(heard == [.authorized, .denied])
+  }
+
+  @Test(
+    "The library index is made 0600 (its -wal and -shm too) whatever the umask; one an older version left 0644 is tightened"
+  )
+  func indexIsPrivate() throws {
+    let sandbox = try AccessSandbox()
+    try sandbox.store.remember(.authorized, for: AccessSandbox.applicationID)
+    let old = umask(0o022)
+    defer { umask(old) }
+    let path = sandbox.configuration.indexPath
+    try sandbox.library().withIndex { _ in
+      #expect(permissions(path) == 0o600)
+      for suffix in ["-wal", "-shm"] {
+        #expect(FileManager.default.fileExists(atPath: path + suffix), "\(suffix)")
+        #expect(permissions(path + suffix) == 0o600, "\(suffix)")
+      }
+    }
+    let older = sandbox.directory.file("older.sqlite")
+    _ = try LibraryIndex(path: older) { _ in }
+    #expect(chmod(older, 0o644) == 0)
+    _ = try LibraryIndex(path: older) { _ in }
+    #expect(permissions(older) == 0o600)
   }
 
   @Test(
@@ -592,5 +853,17 @@ struct LibraryAccessCLITests {
       ["list"], stateHome: stateHome, environment: ["LEITMOTIF_LIBRARY_ACCESS": "restricted"])
     #expect(restricted.status == 0)
     #expect(restricted.errors.contains("every application is restricted"))
+
+    // A symbolic link at the state folder: refused, and the folder it points to is left as it was.
+    let linkedHome = directory.file("linked-state")
+    let elsewhere = directory.file("elsewhere")
+    #expect(mkdir(linkedHome, 0o755) == 0 && mkdir(elsewhere, 0o755) == 0 && chmod(elsewhere, 0o755) == 0)
+    #expect(symlink(elsewhere, linkedHome + "/leitmotif") == 0)
+    let linked = try run(["allow", "com.example.dungeon"], stateHome: linkedHome)
+    #expect(linked.status == 1)
+    #expect(linked.errors.contains("\(linkedHome)/leitmotif: "), "\(linked.errors)")
+    #expect(linked.errors.contains("a symbolic link (expected a folder"), "\(linked.errors)")
+    #expect(permissions(elsewhere) == 0o755)
+    #expect(try FileManager.default.contentsOfDirectory(atPath: elsewhere).isEmpty)
   }
 }

@@ -15,9 +15,10 @@ import LeitmotifOutput
 ///
 /// `libraryAccess` is `restricted` (nobody is asked; every application is restricted and
 /// `reason` is shown) or `allowed` (the players decide); `reason` is optional. Other keys are
-/// ignored. No file means no policy. A file that exists but cannot be read, is not such an object
-/// or has another `libraryAccess` value fails safe: restricted, with a reason that says what is
-/// wrong with the file.
+/// ignored. No file means no policy. Anything else at that path fails safe: restricted, with a
+/// reason that says what is wrong. That is a file that cannot be read, is not a regular file, is
+/// not such an object, names a key twice or has another `libraryAccess` value, and a symbolic
+/// link to nothing (the administrator meant a policy to be there; it is not "no policy").
 ///
 /// `LEITMOTIF_LIBRARY_ACCESS=restricted` restricts; unset or empty, or `allowed`, does not; any
 /// other value fails safe as restricted, saying the value is not understood.
@@ -47,6 +48,18 @@ package struct AccessPolicy: Sendable, Equatable {
         restriction:
           "the policy file \(path) is damaged (expected {\"libraryAccess\": \"restricted\" or \"allowed\", \"reason\": \"...\"}), so access is restricted"
       )
+    }
+    // Two "libraryAccess" keys: the decoder keeps the first, other readers the last. The
+    // administrator cannot have meant both; fail safe.
+    switch JSONDuplicateKeys.check(data) {
+    case .none: break
+    case .duplicate(let key, let keyPath):
+      return AccessPolicy(
+        restriction:
+          "the policy file \(path) is damaged (\(JSONDuplicateKeys.describe(key: key, path: keyPath))), so access is restricted"
+      )
+    case .unreadable(let reason):
+      return AccessPolicy(restriction: "the policy file \(path) is damaged (\(reason)), so access is restricted")
     }
     switch contents.libraryAccess {
     case "allowed": return AccessPolicy(restriction: nil)

@@ -20,9 +20,12 @@ import LeitmotifOutput
 /// an application without an entry is notDetermined); `date` is when the player answered, in
 /// ISO 8601 UTC. The file is written atomically (a temporary file renamed over it) with mode
 /// 0600 in a folder with mode 0700, under an exclusive lock (`access.lock`) so that two writers
-/// do not lose each other's changes. A file that cannot be read as this format (damaged, or
-/// from a newer version) counts as no answers at all, never as authorized; the next write moves
-/// it aside to `access.json.damaged` and starts afresh.
+/// do not lose each other's changes. A file that cannot be read as this format (damaged, from a
+/// newer version, or naming a key twice, which JSON readers resolve differently) counts as no
+/// answers at all, never as authorized; so does a file that is not the player's own: a symbolic
+/// link, owned by another user, or writable by the group or others. The next write moves it
+/// aside to `access.json.damaged` and starts afresh. The state folder must be a real folder: a
+/// symbolic link there is refused, for reading and writing, and never followed.
 ///
 /// `MediaLibrary` reads it (and re-reads it when it changes on disk); `leitmotif access` changes
 /// it through this same type.
@@ -51,9 +54,10 @@ public struct LibraryAccessStore: Sendable {
   /// The state folder that holds `access.json`.
   public let directory: URL
   /// The answers file, `access.json` in `directory`.
-  public var file: URL { directory.appendingPathComponent("access.json") }
-  var lockPath: String { directory.appendingPathComponent("access.lock").path }
-  var damagedPath: String { file.path + ".damaged" }
+  public var file: URL { directory.appendingPathComponent(fileName) }
+  var fileName: String { "access.json" }
+  var lockName: String { "access.lock" }
+  var damagedName: String { "access.json.damaged" }
 
   /// The store in `directory` (a test's temporary folder, say).
   public init(directory: URL) { self.directory = directory }
@@ -139,12 +143,16 @@ public struct LibraryAccessStore: Sendable {
   }
 
   /// Reads the file. Never throws: a damaged file is reported in `damage`, with no answers.
+  /// Only the player's own file is read: a link at the folder or the file, a file owned by
+  /// another user, or one the group or others can write counts as damaged.
   func load() -> Snapshot {
     let read: (Data, FileVersion)?
     do throws(StateFileError) {
-      read = try StateFiles.readRegularFile(file.path, limitBytes: Self.sizeLimitBytes)
+      guard let folder = try StateFolder(opening: directory.path) else { return Snapshot() }
+      read = try folder.readOwnFile(fileName, limitBytes: Self.sizeLimitBytes)
     } catch {
-      return Snapshot(damage: error.description)
+      // The reason is shown with the file's path; a problem with the folder names the folder.
+      return Snapshot(damage: error.path == file.path ? error.description : "\(error.path): \(error.description)")
     }
     guard let (data, version) = read else { return Snapshot() }
     switch Self.decode(data) {
@@ -154,19 +162,20 @@ public struct LibraryAccessStore: Sendable {
   }
 
   /// Read, change and write back, under the lock, so that no other writer's change is lost.
+  /// The folder is opened once without following links and everything happens relative to it.
   private func update(_ change: (inout [String: Answer]) -> Void) throws(LibraryError) {
     do throws(StateFileError) {
-      try StateFiles.makeDirectory(directory.path, mode: 0o700)
-      let lock = try StateFileLock(path: lockPath)
+      let folder = try StateFolder(creating: directory.path, mode: 0o700)
+      let lock = try StateFileLock(lockName, in: folder)
       var snapshot = load()
       if snapshot.damage != nil {
         // Kept for a look, out of the way; it granted nothing while it was there.
-        try StateFiles.move(file.path, to: damagedPath)
+        try folder.move(fileName, to: damagedName)
         snapshot = Snapshot()
       }
       var answers = snapshot.answers
       change(&answers)
-      try StateFiles.writeAtomically(Self.encode(answers), to: file.path, mode: 0o600)
+      try folder.writeAtomically(Self.encode(answers), to: fileName, mode: 0o600)
       _ = consume lock
     } catch {
       throw LibraryError.accessStore(path: error.path, reason: error.description)
@@ -192,6 +201,15 @@ public struct LibraryAccessStore: Sendable {
       contents = try decoder.decode(Contents.self, from: data)
     } catch {
       return .failure(DamageReason(text: "not the answers file's JSON (\(Self.describe(error)))"))
+    }
+    // The decoder keeps the first of two equal keys, other readers the last: such a file means
+    // one thing here and another in every other tool, so it means nothing.
+    switch JSONDuplicateKeys.check(data) {
+    case .none: break
+    case .duplicate(let key, let path):
+      return .failure(DamageReason(text: JSONDuplicateKeys.describe(key: key, path: path)))
+    case .unreadable(let reason):
+      return .failure(DamageReason(text: "not the answers file's JSON (\(reason))"))
     }
     guard contents.version == formatVersion else {
       return .failure(

@@ -6,7 +6,8 @@ import LeitmotifOutput
 /// The library's SQLite index: the schema, opening (and rebuilding a damaged or newer one), and
 /// reading rows into `MediaItem`s. The scanner writes through it, queries read through it.
 ///
-/// One index file per set of library folders, under `$XDG_CACHE_HOME/leitmotif/`. It is a cache:
+/// One index file per set of library folders, under `$XDG_CACHE_HOME/leitmotif/`, mode 0600
+/// (`SQLiteDatabase` makes the file before SQLite does, which would make it 0644). It is a cache:
 /// everything in it but play counts, skip counts, ratings and dates can be rebuilt from the files,
 /// which is why a damaged or newer-schema file is rebuilt with a warning rather than refused.
 // @unchecked Sendable: used only under `MediaLibrary`'s index lock.

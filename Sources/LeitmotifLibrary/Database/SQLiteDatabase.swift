@@ -14,10 +14,11 @@ package final class SQLiteDatabase {
   let path: String
   private var handle: OpaquePointer?
 
-  /// Opens (creating if missing) the database at `path`.
+  /// Opens (creating if missing, with mode 0600) the database at `path`.
   /// - Throws: `SQLiteError` when it cannot be opened.
   init(path: String, readOnly: Bool = false) throws(SQLiteError) {
     self.path = path
+    if !readOnly { try Self.createPrivately(path) }
     let flags = (readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)) | SQLITE_OPEN_NOMUTEX
     let code = sqlite3_open_v2(path, &handle, flags, nil)
     guard code == SQLITE_OK else {
@@ -31,6 +32,42 @@ package final class SQLiteDatabase {
   }
 
   deinit { sqlite3_close_v2(handle) }
+
+  /// Makes the file at `path`, empty and mode 0600, unless it exists; tightens one that an
+  /// earlier version left readable by others. SQLite would create it 0644 (less the umask), and
+  /// the index lists the player's music, play counts and ratings: nobody else's business. The
+  /// -wal, -shm and -journal files SQLite makes beside it take this file's mode.
+  private static func createPrivately(_ path: String) throws(SQLiteError) {
+    // O_EXCL never opens an existing file nor follows a link; the mode is set with fchmod,
+    // which the umask does not filter.
+    var descriptor = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+    if descriptor < 0 {
+      let code = errno
+      guard code == EEXIST else {
+        throw SQLiteError(
+          path: path, code: SQLITE_CANTOPEN, message: "cannot create it: \(String(cString: strerror(code)))",
+          statement: nil)
+      }
+      // There already: SQLite opens it as it is; only a regular file of ours is tightened.
+      descriptor = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+      guard descriptor >= 0 else { return }
+      defer { close(descriptor) }
+      var status = stat()
+      if fstat(descriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG, status.st_uid == geteuid(),
+        status.st_mode & 0o077 != 0
+      {
+        _ = fchmod(descriptor, 0o600)
+      }
+      return
+    }
+    defer { close(descriptor) }
+    guard fchmod(descriptor, 0o600) == 0 else {
+      let code = errno
+      throw SQLiteError(
+        path: path, code: SQLITE_CANTOPEN, message: "cannot set its mode to 0600: \(String(cString: strerror(code)))",
+        statement: nil)
+    }
+  }
 
   /// Runs one or more statements that return no rows.
   func execute(_ sql: String) throws(SQLiteError) {
