@@ -196,7 +196,7 @@ struct CLIQueueExecutableTests {
     #expect(abs(frames - 72_000) < EngineHarness.renderFrames, "\(frames) frames")
 
     let refusals: [([String], String)] = [
-      (["--crossfade", "-1"], "--crossfade: expected a duration of 0 s or more"),
+      (["--crossfade", "-1"], "--crossfade: expected a duration from 0 to 86400 s"),
       (["--curve", "foo"], "--curve: expected linear, equal-power, s-curve or exponential, got \"foo\""),
       (["--loops", "x"], "--loops: expected a whole number of 0 or more, or \"forever\", got \"x\""),
       (["--repeat", "twice"], "--repeat: expected none, one or all"),
