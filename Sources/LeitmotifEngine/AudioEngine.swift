@@ -127,7 +127,10 @@ public final class AudioEngine: @unchecked Sendable {
       device: initialDevice, statuses: statuses, commands: commands, events: events, clock: mixClock,
       reopenDevice: { isOffline ? nil : try? AudioEngine.openDefaultOutput() }, isOffline: isOffline)
     if let notice { report(Diagnostic(.notice, notice)) }
-    if !isOffline { startThreads() }
+    if !isOffline {
+      startThreads()
+      RunningEngines.add(self)
+    }
   }
 
   deinit { shutdown() }
@@ -136,9 +139,11 @@ public final class AudioEngine: @unchecked Sendable {
   /// decode thread; returns when they have ended (at most about two seconds: a decode thread
   /// stuck in a file read is not waited for longer). Called automatically when the engine is
   /// released; call it to stop sooner (the CLI does on Ctrl-C). Idempotent. Players of the engine
-  /// go silent; nothing more plays on it.
+  /// go silent; nothing more plays on it. A program that exits without it is safe too: process
+  /// exit shuts down every engine still running before OpenAL Soft tears itself down.
   public func shutdown() {
     guard running.value.exchange(false, ordering: .acquiringAndReleasing) else { return }
+    RunningEngines.remove(self)
     events.wakeUp()
     commands.wakeUp()
     let deadline = DispatchTime.now() + .seconds(2)
@@ -150,7 +155,11 @@ public final class AudioEngine: @unchecked Sendable {
     if streamingThread?.isFinished ?? true { renderLock.withLock { _ in loop.stopAllStreams() } }
     for stream in streams.takeAll() { stream.stop() }
     while decodeThreads.count > 0, DispatchTime.now() < deadline { usleep(1000) }
-    while let thread = notificationThread, !thread.isFinished, DispatchTime.now() < deadline { usleep(1000) }
+    // Not when the notification thread itself shuts down (a handler that calls `exit`, which
+    // runs `RunningEngines`' handler on the calling thread): it cannot finish while it waits.
+    while let thread = notificationThread, thread !== Thread.current, !thread.isFinished, DispatchTime.now() < deadline {
+      usleep(1000)
+    }
   }
 
   /// Whether `shutdown()` has run (or started).
@@ -450,6 +459,40 @@ public final class AudioEngine: @unchecked Sendable {
 /// At most 15 bytes.
 /// (`pthread_setname_np` and `prctl` are not visible from Swift's Glibc module; the kernel takes
 /// the name from /proc/thread-self/comm as well.)
+/// The real-time engines not shut down yet, so that process exit can stop them first.
+///
+/// A game that returns from `main` (or calls `exit`) without `shutdown()` leaves the streaming
+/// thread calling OpenAL while OpenAL Soft's library destructor (`alc_deinit`, run by the dynamic
+/// linker at exit) destroys the locks those calls take: reviewers saw OpenAL Soft 1.19 abort
+/// with `ALc.c:800: LockLists: Assertion 'ret == althrd_success' failed` on lm.streaming, once in
+/// 14 runs. `exit` runs `atexit` handlers in the reverse order of their registration, and the
+/// dynamic linker's, which runs the libraries' destructors, was registered before `main`: so a
+/// handler installed with the first engine runs before OpenAL's, and shuts every engine down.
+private enum RunningEngines {
+  private struct Entry: @unchecked Sendable {
+    weak var engine: AudioEngine?
+  }
+  private static let engines = Mutex<[ObjectIdentifier: Entry]>([:])
+  private static let installHandler: Void = {
+    atexit { RunningEngines.shutDownAll() }
+  }()
+
+  static func add(_ engine: AudioEngine) {
+    _ = installHandler
+    engines.withLock { $0[ObjectIdentifier(engine)] = Entry(engine: engine) }
+  }
+
+  static func remove(_ engine: AudioEngine) {
+    _ = engines.withLock { $0.removeValue(forKey: ObjectIdentifier(engine)) }
+  }
+
+  /// Called at process exit, on the thread that called `exit` (whatever it is).
+  private static func shutDownAll() {
+    let running = engines.withLock { entries in entries.values.compactMap(\.engine) }
+    for engine in running { engine.shutdown() }
+  }
+}
+
 package func nameCurrentThread(_ name: String) {
   let descriptor = open("/proc/thread-self/comm", O_WRONLY)
   guard descriptor >= 0 else { return }

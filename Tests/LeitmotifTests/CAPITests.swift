@@ -81,6 +81,70 @@ struct CAPITests {
       #expect(run.output.contains(line), "missing: \(line)")
     }
   }
+
+  /// The C program for `exitWithoutDestroy`: it plays, then returns from `main` with the engine
+  /// alive. Its own `atexit` handler, registered before the engine exists, runs after
+  /// Leitmotif's and lists the threads still there.
+  static let exitProgram = """
+    #define _DEFAULT_SOURCE
+    #include <dirent.h>
+    #include <stdio.h>
+    #include <stdlib.h>
+    #include <string.h>
+    #include <unistd.h>
+    #include "leitmotif.h"
+
+    static void list_threads(void) {
+      DIR *tasks = opendir("/proc/self/task");
+      struct dirent *entry;
+      while (tasks && (entry = readdir(tasks))) {
+        char path[96], name[32] = {0};
+        if (entry->d_name[0] == '.') continue;
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", entry->d_name);
+        FILE *comm = fopen(path, "r");
+        if (comm) { if (!fgets(name, sizeof name, comm)) name[0] = 0; fclose(comm); }
+        if (strncmp(name, "lm.", 3) == 0) printf("thread at exit: %s", name);
+      }
+      if (tasks) closedir(tasks);
+      printf("exit handler done\\n");
+      fflush(stdout);
+    }
+
+    int main(int argc, char **argv) {
+      if (argc != 3) { fprintf(stderr, "usage: exit-test CUES MICROSECONDS\\n"); return 2; }
+      atexit(list_threads);
+      lm_config config;
+      memset(&config, 0, sizeof config);
+      config.struct_size = sizeof config;
+      config.application_id = "exit-test";
+      config.cue_file = argv[1];
+      lm_engine *engine = NULL;
+      if (lm_engine_create(&config, &engine) != LM_OK) { fprintf(stderr, "%s\\n", lm_last_error()); return 2; }
+      if (lm_start(engine, NULL) != LM_OK) { fprintf(stderr, "%s\\n", lm_engine_last_error(engine)); return 2; }
+      usleep((useconds_t)atoi(argv[2]));
+      return 0; /* no lm_engine_destroy */
+    }
+    """
+
+  @Test("A program that returns from main without destroying its engine exits cleanly: the engine's threads stop first")
+  func exitWithoutDestroy() throws {
+    let directory = try TemporaryDirectory(prefix: "leitmotif-c-exit")
+    let source = directory.file("exit.c")
+    try Data(Self.exitProgram.utf8).write(to: URL(fileURLWithPath: source))
+    let program = try CGame.build(source: source, named: "exit-test", in: directory)
+    for (attempt, microseconds) in [50_000, 200_000, 400_000, 120_000, 300_000].enumerated() {
+      let run = try CGame.run(
+        program, [CGame.repository + "/Assets/cues.json5", String(microseconds)], in: directory,
+        extraEnvironment: ["ALSOFT_DRIVERS": "null"])
+      #expect(run.status == 0, "attempt \(attempt): status \(run.status): \(run.errors)")
+      #expect(run.output.contains("exit handler done"), "\(run.output)")
+      // OpenAL's destructor runs after this handler: no thread of ours may still call into it.
+      for thread in ["lm.streaming", "lm.decode", "lm.notify"] {
+        #expect(!run.output.contains("thread at exit: \(thread)"), "attempt \(attempt): \(run.output)")
+      }
+      #expect(!run.errors.contains("Assertion"), "\(run.errors)")
+    }
+  }
 }
 
 /// Building and running the C example.
@@ -140,13 +204,18 @@ enum CGame {
   /// Compiles Demo/c-game/game.c into `directory` as C99 with warnings, against the header and
   /// the library, with the library's folder as its run path (as the pkg-config file gives it).
   static func build(in directory: TemporaryDirectory) throws -> String {
+    try build(source: repository + "/Demo/c-game/game.c", named: "c-game", in: directory)
+  }
+
+  /// Compiles the C file at `source` the same way, into `directory` as `name`.
+  static func build(source: String, named name: String, in directory: TemporaryDirectory) throws -> String {
     let library = try #require(library)
-    let output = directory.file("c-game")
+    let output = directory.file(name)
     let run = try self.run(
       compiler,
       [
         "-std=c99", "-Wall", "-Wextra", "-I", repository + "/include",
-        repository + "/Demo/c-game/game.c", "-L", library, "-lLeitmotifC", "-Wl,-rpath," + library, "-lm", "-o", output,
+        source, "-L", library, "-lLeitmotifC", "-Wl,-rpath," + library, "-lm", "-o", output,
       ], in: directory)
     guard run.status == 0 else { throw CompileError(description: "\(compiler) failed:\n\(run.errors)") }
     #expect(!run.errors.contains("warning:"), "the example compiles without warnings: \(run.errors)")
