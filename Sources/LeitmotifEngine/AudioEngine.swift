@@ -309,6 +309,7 @@ public final class AudioEngine: @unchecked Sendable {
   /// segment's own start), pre-buffers it, makes its `Voice` (here, so the streaming thread
   /// allocates nothing) and attaches it. Later `append`s for the voice run after.
   package func load(_ request: SegmentRequest, startSeconds: Double?, voice: VoiceHandle) {
+    let warn = warningReporter()
     let commands = self.commands
     let streams = self.streams
     let census = decodeThreads
@@ -322,6 +323,7 @@ public final class AudioEngine: @unchecked Sendable {
       let command: EngineCommand
       do throws(DecodeError) {
         let segment = try request.open()
+        warn(segment)
         var start = segment.startFrame
         if let startSeconds {
           let rate = Double(segment.decoder.format.sampleRate)
@@ -354,12 +356,14 @@ public final class AudioEngine: @unchecked Sendable {
   /// Opens `request` and queues it on the slot's stream, to follow what is there gaplessly.
   /// Failures (and a sample rate the stream cannot take) come back as `.appendFailed`.
   package func append(_ request: SegmentRequest, voice: VoiceHandle) {
+    let warn = warningReporter()
     let events = self.events
     let streams = self.streams
     runOnLoader {
       guard let stream = streams.stream(for: voice) else { return }
       do throws(DecodeError) {
         let segment = try request.open()
+        warn(segment)
         let rate = segment.decoder.format.sampleRate
         guard rate == stream.format.sampleRate else {
           let error = DecodeError(
@@ -379,6 +383,7 @@ public final class AudioEngine: @unchecked Sendable {
   /// Replaces what follows segment `token` on the slot's stream with `request` (or nothing).
   /// When the stream had already decoded into the old follower, the voice re-seeks (10 ms dip).
   package func replaceUpcoming(voice: VoiceHandle, after token: Int, with request: SegmentRequest?) {
+    let warn = warningReporter()
     let events = self.events
     let streams = self.streams
     let commands = self.commands
@@ -388,6 +393,7 @@ public final class AudioEngine: @unchecked Sendable {
       if let request {
         do throws(DecodeError) {
           let segment = try request.open()
+          warn(segment)
           if segment.decoder.format.sampleRate == stream.format.sampleRate {
             segments.append(segment)
           } else {
@@ -411,6 +417,17 @@ public final class AudioEngine: @unchecked Sendable {
   /// offline runs are deterministic).
   private func runOnLoader(_ work: @escaping @Sendable () -> Void) {
     if isOffline { work() } else { loader.async(execute: work) }
+  }
+
+  /// Says what a decoder noticed about a file it opened (cut off, damaged, a tag skipped)
+  /// through the diagnostics handler: the item plays what is there, and the game learns why it
+  /// may end early. Runs on the loader.
+  private func warningReporter() -> @Sendable (StreamSegment) -> Void {
+    { [weak self] segment in
+      for warning in segment.decoder.warnings {
+        self?.report(Diagnostic(.warning, "\(segment.decoder.path): \(warning)"))
+      }
+    }
   }
 
   // MARK: - Events

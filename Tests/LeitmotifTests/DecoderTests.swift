@@ -725,7 +725,7 @@ struct DecoderTests {
 
 // MARK: - Helpers
 
-private enum Fixture {
+enum Fixture {
   static let directory: String = Bundle.module.url(forResource: "Fixtures", withExtension: nil)!.path
   static func path(_ name: String) -> String { directory + "/" + name }
 }

@@ -41,6 +41,14 @@ final class DirectorCore {
   private var origins: [String: (source: String, isUserMusic: Bool)] = [:]
   private var lastNowPlaying: MediaItem?
   private var lastNowPlayingEntry: Int?
+  /// Files that failed to play (replaced by text, cut off, unreadable) since the cue file was
+  /// loaded: left out of every queue the director builds, so the cue file's fallbacks take over.
+  private var failedPaths: Set<String> = []
+  /// The queue's failure count the director has seen.
+  private var failuresSeen = 0
+  /// The state whose music played before the current one: the last resort when the current
+  /// state has nothing left that plays.
+  private var previousState: String?
   /// Reports made since the director last collected them.
   var outbox: [DirectorReport] = []
   private var lastMix: (gain: Float, rate: Float, lowPass: Float)?
@@ -90,6 +98,8 @@ final class DirectorCore {
     self.sheet = sheet
     self.catalog = catalog
     self.resolved = resolved
+    // A designer who fixes a file reloads: every file gets another chance.
+    failedPaths.removeAll()
     resetParameters()
     isQuiet = false
     if let state = currentState, let spec = sheet.states[state] {
@@ -148,6 +158,7 @@ final class DirectorCore {
       && (scheduled.first.map { $0.time > now + 0.5 / Double(engine.sampleRate) } ?? true)
     {
       noticeNowPlaying()
+      if player.failuresSoFar != failuresSeen { noticeFailures() }
       return
     }
     isQuiet = false
@@ -199,6 +210,7 @@ final class DirectorCore {
     stingers.removeAll { $0.playbackState == .stopped }
     ducks.removeAll { $0.isOver(at: now) }
     noticeNowPlaying()
+    if player.failuresSoFar != failuresSeen { noticeFailures() }
     applyMix()
     isQuiet = !isMoving && stingers.isEmpty
   }
@@ -441,12 +453,13 @@ final class DirectorCore {
 
   /// `landing`: the new music starts on that line of the playing item, heard at `at` (the
   /// director's clock), rather than now.
+  /// `isRebuild`: the same state's music again, after its files failed: reported as now playing.
   private func applyStateChange(
     _ name: String, spec: TransitionSpec, cause: LevelEvent?,
-    landing: (QueuePlayer.Landing, at: Double)? = nil
+    landing: (QueuePlayer.Landing, at: Double)? = nil, isRebuild: Bool = false
   ) {
     guard let state = sheet.states[name] else { return }
-    let music = StateMusic.build(state, sheet: sheet, resolved: resolved, generator: &generator)
+    let music = StateMusic.build(state, sheet: sheet, resolved: resolved, failed: failedPaths, generator: &generator)
     for fallback in music.fallbacks { report(fallback, cause: cause) }
     guard let first = music.entries.first else {
       report(.problem("state \"\(name)\" has no music to play: what played goes on"), cause: cause)
@@ -485,11 +498,56 @@ final class DirectorCore {
     lastNowPlaying = first.item
     lastNowPlayingEntry = player.nowPlayingEntryID
     // Stamped with the time the new music is heard: the first frame mixed after the change.
-    report(
-      .stateChanged(
-        from: lastReportedState, to: name, item: first.item, source: origin?.source,
-        isUserMusic: origin?.isUserMusic ?? false), cause: cause, at: heardAt)
+    if isRebuild && lastReportedState == name {
+      report(.nowPlaying(item: first.item, source: origin?.source, isUserMusic: origin?.isUserMusic ?? false))
+    } else {
+      report(
+        .stateChanged(
+          from: lastReportedState, to: name, item: first.item, source: origin?.source,
+          isUserMusic: origin?.isUserMusic ?? false), cause: cause, at: heardAt)
+    }
+    if lastReportedState != name { previousState = lastReportedState }
     lastReportedState = name
+  }
+
+  /// Items of the queue failed (a file replaced by text after the cue file was checked, a file
+  /// cut off or gone): each is a problem report, and the file is left out from now on. When the
+  /// queue had nothing else and stopped, the music goes on: the state's music is built again
+  /// without the failed files (so the cue file's `fallback` sources take over), or, when nothing
+  /// of it plays, the music of the state before it.
+  private func noticeFailures() {
+    failuresSeen = player.failuresSoFar
+    let failures = player.takeFailures()
+    guard !failures.isEmpty else { return }
+    for (item, error) in failures {
+      failedPaths.insert(item.assetURL.path)
+      let origin = origins[item.assetURL.path].map { " of source \"\($0.source)\"" } ?? ""
+      report(
+        .problem(
+          "\(currentState.map { "state \"\($0)\": " } ?? "")\(item.displayName)\(origin) cannot be played, and is "
+            + "left out until the cue file is reloaded: \(error)"))
+    }
+    guard player.playbackState == .stopped, let state = currentState, !hasScheduledStateChange else { return }
+    // A short fade in: the failure already left a gap.
+    let spec = TransitionSpec(seconds: 0.25, curve: .equalPower, moment: .now, entry: .start)
+    let built = sheet.states[state].map {
+      StateMusic.build($0, sheet: sheet, resolved: resolved, failed: failedPaths, generator: &generator)
+    }
+    isQuiet = false
+    if built?.entries.isEmpty == false {
+      applyStateChange(state, spec: spec, cause: nil, isRebuild: true)
+    } else if let previous = previousState, previous != state, let previousMusic = sheet.states[previous],
+      !StateMusic.build(previousMusic, sheet: sheet, resolved: resolved, failed: failedPaths, generator: &generator)
+        .entries.isEmpty
+    {
+      report(.problem("state \"\(state)\" has nothing left that plays: the music of \"\(previous)\" goes on"))
+      let current = currentState
+      applyStateChange(previous, spec: spec, cause: nil)
+      // The game's state is still the one it asked for; only the music is borrowed.
+      currentState = current
+    } else {
+      report(.problem("state \"\(state)\" has nothing left that plays, and no music before it: silence"))
+    }
   }
 
   /// The state whose music the last `stateChanged` report announced.

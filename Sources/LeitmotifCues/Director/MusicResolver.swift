@@ -82,8 +82,11 @@ struct StateMusic {
   var origins: [String: (source: String, isUserMusic: Bool)]
   var fallbacks: [DirectorReport.Kind]
 
+  /// `failed`: paths of files that failed to play since the cue file was loaded; they are left
+  /// out, so a source whose every file failed gives nothing and its `fallback` takes over.
   static func build(
-    _ state: MusicState, sheet: CueSheet, resolved: [String: SourceResolution], generator: inout SeededGenerator
+    _ state: MusicState, sheet: CueSheet, resolved: [String: SourceResolution], failed: Set<String> = [],
+    generator: inout SeededGenerator
   ) -> StateMusic {
     var music = StateMusic(entries: [], origins: [:], fallbacks: [])
     /// Follows a source's fallback chain to the first that gives items, saying why at each step.
@@ -93,15 +96,17 @@ struct StateMusic {
       while let current = name, !seen.contains(current), let source = sheet.sources[current] {
         seen.insert(current)
         let resolution = resolved[current] ?? .unavailable("not resolved yet")
-        if !resolution.items.isEmpty {
-          var list = resolution.items
+        let playable = failed.isEmpty ? resolution.items : resolution.items.filter { !failed.contains($0.assetURL.path) }
+        if !playable.isEmpty {
+          var list = playable
           if source.order == .shuffle { list.shuffle(using: &generator) }
           return (current, list)
         }
         reports.append(
           .fallback(
             state: state.name, source: current, replacement: source.fallback,
-            reason: resolution.unavailableReason ?? "it has no items"))
+            reason: resolution.unavailableReason
+              ?? (resolution.items.isEmpty ? "it has no items" : "its files failed to play")))
         name = source.fallback
       }
       return nil

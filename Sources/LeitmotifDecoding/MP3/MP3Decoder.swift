@@ -118,12 +118,50 @@ final class MP3Decoder: AudioDecoder {
     }
     lengthFrames = length
 
+    if hasGaplessInfo, let claimed = Self.xingAudioBytes(source, from: id3v2SizeBytes) {
+      // The exact length came from the Xing/Info header, which also gives the audio's size in
+      // bytes: a file cut off in a download or a copy still claims the whole length.
+      let present = source.sizeBytes - id3v2SizeBytes
+      if claimed > present + present / 50 + 4096 {
+        let fraction = Int((Double(present) / Double(claimed) * 100).rounded())
+        warnings.append(
+          "the file is cut off: its header claims \(claimed) bytes of audio (\(length) frames), only \(present) "
+            + "(about \(fraction)%) are there; it ends early")
+      }
+    }
+
     var collector = TagCollector()
     Self.readTags(handle, into: &collector)
     tags = collector.finished(lengthFrames: length)
   }
 
   deinit { mpg123_delete(handle) }
+
+  /// The byte count of a Xing or Info header (LAME writes one in the first frame), if the file
+  /// has one with that field: the size of the audio it was encoded with.
+  static func xingAudioBytes(_ source: FileByteSource, from offset: Int64) -> Int64? {
+    let head = source.bytes(at: offset, count: Int(min(4096, max(0, source.sizeBytes - offset))))
+    guard head.count > 64,
+      let sync = (0..<(head.count - 4)).first(where: { head[$0] == 0xFF && head[$0 + 1] & 0xE0 == 0xE0 })
+    else { return nil }
+    func word(_ at: Int) -> Int64 {
+      (0..<4).reduce(Int64(0)) { ($0 << 8) | Int64(head[at + $1]) }
+    }
+    // The tag follows the side information, 9 to 32 bytes after the 4-byte frame header.
+    let window = (sync + 4)..<min(head.count - 16, sync + 4 + 40)
+    guard
+      let tag = window.first(where: {
+        let name = head[$0..<($0 + 4)]
+        return name.elementsEqual("Xing".utf8) || name.elementsEqual("Info".utf8)
+      })
+    else { return nil }
+    let flags = word(tag + 4)
+    var field = tag + 8
+    if flags & 1 != 0 { field += 4 }  // the frame count comes first
+    guard flags & 2 != 0, field + 4 <= head.count else { return nil }
+    let bytes = word(field)
+    return bytes > 0 ? bytes : nil
+  }
 
   func readFrames(into buffer: UnsafeMutablePointer<Float>, frameCapacity: Int) throws(DecodeError) -> Int {
     guard !ended else { return 0 }

@@ -424,7 +424,10 @@ final class VorbisDecoder: AudioDecoder {
     lengthFrames = total
     warnings.append(
       isTruncated
-        ? "the file is cut off: \(total) frames are there" : "the file is damaged: read linearly, \(total) frames")
+        ? "the file is cut off (it does not end with a complete end-of-stream page): only \(total) frames "
+          + "(\((Double(total) / Double(max(1, format.sampleRate)) * 1000).rounded() / 1000) s) are there, less than "
+          + "it was made with; it ends early"
+        : "the file is damaged: read linearly, \(total) frames")
     ov_clear(file)
     let reopened = Self.open(file, source: source, seekable: false)
     guard reopened == 0 else { throw Self.error(reopened, source: source, during: "reopening the damaged file") }

@@ -50,6 +50,11 @@ public final class QueuePlayer: MediaPlayback {
   public let engine: AudioEngine
   private let state: Mutex<State>
   private let notifications = DispatchQueue(label: "leitmotif.queue.notifications")
+  /// Items that failed (to open, or while playing), in order, until `takeFailures()`: for the
+  /// director, which polls on its own thread 200 times a second. The count makes a poll with
+  /// nothing new one atomic load.
+  private let failures = Mutex<[(item: MediaItem, error: DecodeError)]>([])
+  private let failureCount = Atomic<Int>(0)
   /// Music voices outrank stingers (0): a crossfade may steal a stinger's voice, not the reverse.
   static let voicePriority = 1
   /// Within this many seconds of an item's start, skipping back goes to the previous item.
@@ -631,6 +636,22 @@ public final class QueuePlayer: MediaPlayback {
   /// comparing items (their equality compares standardized file URLs).
   package var nowPlayingEntryID: Int? { state.withLock { $0.queue.nowID } }
 
+  /// How many items have failed so far (see `takeFailures()`).
+  package var failuresSoFar: Int { failureCount.load(ordering: .acquiring) }
+
+  /// The items that failed since the last call, oldest first.
+  package func takeFailures() -> [(item: MediaItem, error: DecodeError)] {
+    failures.withLock { list in
+      defer { list.removeAll() }
+      return list
+    }
+  }
+
+  private func recordFailure(_ item: MediaItem, _ error: DecodeError) {
+    failures.withLock { $0.append((item, error)) }
+    failureCount.add(1, ordering: .releasing)
+  }
+
   /// A skip with its own crossfade (nil: the usual one), for the director's `skip` action.
   package func skip(_ direction: SkipDirection, transition: Transition?) throws(QueueError) {
     state.withLock { $0.pendingFade = transition }
@@ -1071,6 +1092,7 @@ public final class QueuePlayer: MediaPlayback {
         } else if let item = state.queue.entries[entry]?.item {
           emitLocked(.itemFailed(item, error), &state)
           reportLater(Diagnostic(.error, error.description, error: error))
+          recordFailure(item, error)
           schedule(&state, after: entry)
         }
       case .underrun:
@@ -1122,6 +1144,7 @@ public final class QueuePlayer: MediaPlayback {
     guard let id = failedEntry, let item = state.queue.entries[id]?.item else { return }
     emitLocked(.itemFailed(item, error), &state)
     reportLater(Diagnostic(.error, error.description, error: error))
+    recordFailure(item, error)
     state.consecutiveFailures += 1
     let giveUp = state.consecutiveFailures >= max(1, state.queue.playOrder.count)
     if let failedFollower {

@@ -1,0 +1,162 @@
+import Foundation
+import LeitmotifFixtures
+import Synchronization
+import Testing
+
+@testable import Leitmotif
+@testable import LeitmotifCues
+@testable import LeitmotifEngine
+@testable import LeitmotifPlayers
+
+/// Music files that fail after the cue file was checked (issue 13, part 8): the failure is a
+/// problem report, the cue file's fallback plays, the music goes on.
+@Suite("Director: items that fail after the check")
+struct DirectorFailureTests {
+  private final class Reports: Sendable {
+    private let list = Mutex<[DirectorReport]>([])
+    func append(_ report: DirectorReport) { list.withLock { $0.append(report) } }
+    var lines: [String] { list.withLock { $0.map(\.kind.description) } }
+  }
+
+  /// Plays `seconds` of the director offline, posting `cue` at `cueAt` after `beforeCue` ran;
+  /// returns the left channel.
+  private func run(
+    _ text: String, game: DirectorFixture, cue: String, at cueAt: Double, seconds: Double,
+    beforeCue: () throws -> Void
+  ) throws -> (left: [Float], reports: Reports) {
+    let engine = try EngineHarness.offlineEngine()
+    defer { engine.shutdown() }
+    let director = Director(engine: engine, sheet: try game.sheet(text), clocking: .pumped)
+    let reports = Reports()
+    _ = director.addObserver { reports.append($0) }
+    var left: [Float] = []
+    let block = EngineHarness.renderFrames
+    var posted = false
+    while Double(left.count) < seconds * Double(DirectorFixture.rate) {
+      let time = Double(left.count) / Double(DirectorFixture.rate)
+      if !posted && time >= cueAt {
+        try beforeCue()
+        director.post(cue)
+        posted = true
+      }
+      director.advance(toAudioTime: time)
+      let mix = EngineHarness.render(engine, frames: block)
+      for frame in 0..<(mix.count / 2) { left.append(mix[2 * frame]) }
+    }
+    director.waitForReports()
+    director.shutdown()
+    return (left, reports)
+  }
+
+  private func replaceWithText(_ path: String) throws {
+    try Data("this was music once\n".utf8).write(to: URL(fileURLWithPath: path))
+  }
+
+  @Test("A file replaced by text before its state plays: a problem report, the source's fallback plays")
+  func fallbackSourcePlays() throws {
+    let game = try DirectorFixture()
+    let text = """
+      {
+        start: "explore", assets: "assets",
+        sources: { calm: { bundled: "explore.ogg" }, tense: { bundled: "combat.ogg", fallback: "boss" },
+                   boss: { bundled: "boss.ogg" } },
+        states: { explore: { music: "calm" }, combat: { music: "tense", transition: { seconds: 0.1 } } },
+        rules: [ { on: "fight", do: { state: "combat" } } ],
+      }
+      """
+    let (left, reports) = try run(text, game: game, cue: "fight", at: 1, seconds: 3) {
+      try replaceWithText(game.assets + "/combat.ogg")
+    }
+    let pitches = [DirectorFixture.explorePitch, DirectorFixture.combatPitch, DirectorFixture.bossPitch]
+    #expect(Listen.loudest(left, 0.3, 0.9, among: pitches) == DirectorFixture.explorePitch)
+    #expect(
+      Listen.loudest(left, 2.0, 3.0, among: pitches) == DirectorFixture.bossPitch,
+      "the fallback plays: \(reports.lines.joined(separator: "\n"))")
+    let lines = reports.lines
+    #expect(
+      lines.contains { $0.hasPrefix("problem: state \"combat\": \"Combat\" of source \"tense\" cannot be played")
+          && $0.contains("combat.ogg: not Ogg Vorbis or MP3") },
+      "\(lines.joined(separator: "\n"))")
+    #expect(
+      lines.contains { $0.contains("source \"tense\" gives nothing (its files failed to play); playing \"boss\" instead") },
+      "\(lines.joined(separator: "\n"))")
+    #expect(lines.contains("now playing \"Boss\" from \"boss\" (bundled)"), "\(lines.joined(separator: "\n"))")
+    // No stretch of silence longer than the failure's gap (a mix or two, and the fade in).
+    let quiet = longestSilence(left, from: 1.0)
+    #expect(quiet < 0.5, "silent for \(quiet) s")
+  }
+
+  @Test("With no fallback, the music of the state before goes on, and it is said")
+  func previousStateGoesOn() throws {
+    let game = try DirectorFixture()
+    let text = """
+      {
+        start: "explore", assets: "assets",
+        sources: { calm: { bundled: "explore.ogg" }, tense: { bundled: "combat.ogg" } },
+        states: { explore: { music: "calm" }, combat: { music: "tense", transition: { seconds: 0.1 } } },
+        rules: [ { on: "fight", do: { state: "combat" } } ],
+      }
+      """
+    let (left, reports) = try run(text, game: game, cue: "fight", at: 1, seconds: 3) {
+      try replaceWithText(game.assets + "/combat.ogg")
+    }
+    let pitches = [DirectorFixture.explorePitch, DirectorFixture.combatPitch]
+    #expect(
+      Listen.loudest(left, 2.0, 3.0, among: pitches) == DirectorFixture.explorePitch,
+      "\(reports.lines.joined(separator: "\n"))")
+    #expect(
+      reports.lines.contains("problem: state \"combat\" has nothing left that plays: the music of \"explore\" goes on"),
+      "\(reports.lines.joined(separator: "\n"))")
+    #expect(longestSilence(left, from: 1.0) < 0.5)
+  }
+
+  /// The longest run of near-silence after `from` seconds, in seconds.
+  private func longestSilence(_ left: [Float], from: Double) -> Double {
+    var longest = 0
+    var run = 0
+    for sample in left[Int(from * Double(DirectorFixture.rate))...] {
+      run = abs(sample) < 1e-3 ? run + 1 : 0
+      longest = max(longest, run)
+    }
+    return Double(longest) / Double(DirectorFixture.rate)
+  }
+}
+
+/// Files shorter than they claim (issue 13, part 8): a warning that says so, from the decoder
+/// and through the engine's diagnostics when the file is played.
+@Suite("Cut-off files say that they are shorter than they claim")
+struct CutOffFileTests {
+  @Test("An MP3 cut to half: its Info header claims more bytes than are there, and the decoder says so")
+  func cutMP3() throws {
+    let directory = try TemporaryDirectory(prefix: "leitmotif-cut-mp3")
+    let whole = [UInt8](try Data(contentsOf: URL(fileURLWithPath: Fixture.path("lame-44100-stereo.mp3"))))
+    let path = directory.file("cut.mp3")
+    try Data(whole[0..<5_000]).write(to: URL(fileURLWithPath: path))
+    let decoder = try AudioFile.openDecoder(path: path)
+    #expect(decoder.warnings.contains { $0.contains("cut off") && $0.contains("only 5000") }, "\(decoder.warnings)")
+    // The whole file has no such warning.
+    let complete = try AudioFile.openDecoder(path: Fixture.path("lame-44100-stereo.mp3"))
+    #expect(!complete.warnings.contains { $0.contains("cut off") }, "\(complete.warnings)")
+  }
+
+  @Test("A Vorbis file cut to its first 20 kB, played: the engine's diagnostics warn that it is cut off")
+  func cutVorbisWarnsWhenPlayed() throws {
+    let directory = try TemporaryDirectory(prefix: "leitmotif-cut-ogg")
+    let source = try EngineHarness.vorbisNoise(in: directory, seconds: 10)
+    let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: source)))
+    let path = directory.file("cut.ogg")
+    try Data(bytes[0..<20_000]).write(to: URL(fileURLWithPath: path))
+    let engine = try EngineHarness.offlineEngine()
+    defer { engine.shutdown() }
+    let warnings = Mutex<[String]>([])
+    engine.setDiagnosticsHandler { diagnostic in
+      if diagnostic.severity == .warning { warnings.withLock { $0.append(diagnostic.message) } }
+    }
+    let player = try Player(engine: engine, item: MediaItem(path: path))
+    player.play()
+    _ = EngineHarness.render(engine, seconds: 0.2)
+    let said = warnings.withLock { $0 }
+    #expect(
+      said.contains { $0.hasPrefix(path + ": the file is cut off") && $0.contains("ends early") }, "\(said)")
+  }
+}
