@@ -569,6 +569,47 @@ struct DirectorLiveTests {
     #expect(director.player.playbackState == .playing)
   }
 
+  @Test("A file missing for a moment (git checkout) reloads once, with no refusal; one that stays gone is refused once")
+  func reloadSettles() throws {
+    let game = try DirectorFixture()
+    _ = try game.sheet(cues(rule: #"{ name: "old", on: "go", do: { volume: 0.9 } }"#))
+    let engine = try AudioEngine(output: .headless)
+    let director = try Director(engine: engine, cueFile: game.cuePath)
+    defer { director.shutdown() }
+    let reports = Reports()
+    director.addObserver { reports.append($0) }
+    director.start()
+    _ = try #require(
+      reports.wait(seconds: 5) { if case .stateChanged = $0.kind { return true } else { return false } })
+    usleep(300_000)
+    reports.clear()
+    // What `git checkout` does to a tracked file: unlink it, then write the other version.
+    unlink(game.cuePath)
+    usleep(400_000)
+    try cues(rule: #"{ name: "new", on: "go", do: { state: "combat" } }"#).write(
+      toFile: game.cuePath, atomically: false, encoding: .utf8)
+    _ = try #require(
+      reports.wait(seconds: 3) { if case .reloaded = $0.kind { return true } else { return false } })
+    usleep(500_000)
+    let kinds = reports.all.map(\.kind.description)
+    #expect(!kinds.contains { $0.hasPrefix("reload refused") }, "\(kinds)")
+    #expect(kinds.filter { $0.hasPrefix("reloaded") }.count == 1, "\(kinds)")
+    #expect(director.sheet.rules.first?.name == "new")
+
+    // Gone for good: refused once, after the grace period, and the last good file stays.
+    reports.clear()
+    unlink(game.cuePath)
+    usleep(UInt32(Director.missingGraceSeconds * 1_000_000) / 2)
+    #expect(!reports.all.contains { if case .reloadFailed = $0.kind { return true } else { return false } })
+    let refused = try #require(
+      reports.wait(seconds: 4) { if case .reloadFailed = $0.kind { return true } else { return false } })
+    _ = refused
+    usleep(500_000)
+    #expect(reports.all.filter { if case .reloadFailed = $0.kind { return true } else { return false } }.count == 1)
+    #expect(director.sheet.rules.first?.name == "new")
+    #expect(director.player.playbackState == .playing)
+  }
+
   @Test("Thousands of events from several threads: none lost below the bound, drops counted above it")
   func manyThreads() throws {
     let game = try DirectorFixture()

@@ -255,6 +255,10 @@ public final class Director: @unchecked Sendable {
     }
   }
   static let defaultLeadSeconds = 1024.0 / 48_000
+
+  /// How long a watched cue file may be missing before the reload that refuses it (see
+  /// `startWatching`): a `git checkout` or an editor's save through a rename takes far less.
+  static let missingGraceSeconds = 2.0
   /// `schedulingLead` in mix frames.
   nonisolated(unsafe) private(set) var leadFrames: Int64 = 1024
   /// Real-time steps fall on multiples of this many mix frames (what `CueSimulation` renders at
@@ -473,6 +477,11 @@ public final class Director: @unchecked Sendable {
   /// Polls the file's identity (modification time, size, inode) every 100 ms: editors that save
   /// by writing in place and those that replace the file are both seen, and a reload lands
   /// within a second. The library's consent is polled too (a change re-resolves the sources).
+  ///
+  /// A change is read once the file has settled: the same identity on two polls in a row (an
+  /// editor that writes in several steps, `git checkout` that removes the file and writes it
+  /// again). A missing file is waited for `missingGraceSeconds` before the reload that refuses
+  /// it, so a checkout or an editor's rename dance reloads once, without a refusal first.
   private func startWatching(path: String) {
     let running = self.running
     let watcher = Thread { [weak self] in
@@ -480,13 +489,27 @@ public final class Director: @unchecked Sendable {
       var identity = FileIdentity(path: path)
       var consent = self?.library?.authorizationStatus
       var ticks = 0
+      var candidate: FileIdentity? = nil
+      var stablePolls = 0
+      let missingPolls = Int(Director.missingGraceSeconds * 10)
       while running.value.load(ordering: .acquiring) {
         usleep(100_000)
         guard let director = self else { return }
         let current = FileIdentity(path: path)
         if current != identity {
-          identity = current
-          director.reload()
+          if current == candidate {
+            stablePolls += 1
+          } else {
+            candidate = current
+            stablePolls = 0
+          }
+          if stablePolls >= (current.exists ? 1 : missingPolls) {
+            identity = current
+            candidate = nil
+            director.reload()
+          }
+        } else {
+          candidate = nil
         }
         ticks += 1
         if ticks % 5 == 0, let library = director.library {
@@ -509,6 +532,8 @@ struct FileIdentity: Equatable {
   var modified: timespec?
   var size: Int64 = -1
   var inode: UInt64 = 0
+  /// Whether the path named something when it was looked at.
+  var exists: Bool { modified != nil }
 
   init(path: String) {
     var info = stat()
