@@ -9,7 +9,7 @@
 PACKAGES := pkg-config libopenal-dev libvorbis-dev libmpg123-dev libsqlite3-dev libsamplerate0-dev lame tmux \
   pulseaudio pulseaudio-utils
 
-.PHONY: deps test test-tsan demo bench format fixtures assets c-api c-game docs
+.PHONY: deps test test-tsan fuzz soak demo bench format fixtures assets c-api c-game docs
 
 deps:
 	@missing=$$(for package in $(PACKAGES); do \
@@ -36,6 +36,36 @@ test: deps
 # `Mutex.withLock` can be reported as a "Swift access race" when the lock was contended.
 test-tsan: deps
 	swift test --sanitize=thread --scratch-path .build/tsan $(TEST_FLAGS)
+
+# The fuzzers (libFuzzer, with AddressSanitizer): each target of Sources/LeitmotifFuzzTargets for
+# FUZZ_SECONDS (default 60), from the committed seeds in Fuzz/Corpus/TARGET. New inputs collect in
+# .build/fuzz-corpus/TARGET; an input that crashes, hangs (10 s) or leaks is written to
+# Fuzz/Crashes/TARGET/, where `make test` replays it from then on (commit it with the fix).
+# Leaks of the C libraries that are known upstream are suppressed (Fuzz/lsan-suppressions.txt).
+# The driver is a package of its own (Fuzz/), built in its own scratch path.
+# FUZZ_TARGETS picks some, e.g. `make fuzz FUZZ_TARGETS=vorbis FUZZ_SECONDS=600`.
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?= cue-file level-script vorbis mp3 tags playlist consent
+fuzz: deps
+	@mkdir -p .build
+	@echo "building the fuzz driver (-sanitize=fuzzer,address) in .build/fuzz"
+	@swift build --package-path Fuzz --scratch-path .build/fuzz -Xswiftc -sanitize=fuzzer,address \
+	  > .build/fuzz-build.log 2>&1 || { grep -v "Cannot export local symbol" .build/fuzz-build.log; exit 1; }
+	@status=0; for target in $(FUZZ_TARGETS); do \
+	  mkdir -p .build/fuzz-corpus/$$target Fuzz/Crashes/$$target; \
+	  LEITMOTIF_FUZZ_TARGET=$$target SWIFT_BACKTRACE=enable=no LSAN_OPTIONS=suppressions=Fuzz/lsan-suppressions.txt \
+	    .build/fuzz/debug/LeitmotifFuzz \
+	    -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+	    -artifact_prefix=Fuzz/Crashes/$$target/ .build/fuzz-corpus/$$target Fuzz/Corpus/$$target \
+	    > .build/fuzz-$$target.log 2>&1 || status=1; \
+	  runs=$$(sed -n 's/^stat::number_of_executed_units: *//p' .build/fuzz-$$target.log); \
+	  seconds=$$(sed -n 's/^Done [0-9]* runs in \([0-9]*\) second.*/\1/p' .build/fuzz-$$target.log); \
+	  kept=$$(ls .build/fuzz-corpus/$$target | wc -l); \
+	  found=$$(grep -m1 -E "^==[0-9]+==ERROR|^SUMMARY|Test unit written to" .build/fuzz-$$target.log); \
+	  echo "fuzz $$target: $${runs:-?} inputs in $${seconds:-?} s, $$kept kept in .build/fuzz-corpus/$$target, $${found:-no crash, hang or leak}"; \
+	done; \
+	if [ $$status != 0 ]; then echo "a fuzzer found something: see .build/fuzz-TARGET.log and Fuzz/Crashes/"; fi; \
+	exit $$status
 
 # The demo level: real time with a sound card, else rendered offline to demo-level.wav (and a
 # timeline picture). DEMO_FLAGS passes options, e.g. `make demo DEMO_FLAGS="--library ~/Music"`.

@@ -25,6 +25,8 @@ let package = Package(
     .executable(name: "leitmotif-bench", targets: ["LeitmotifBench"]),
     .executable(name: "leitmotif-demo", targets: ["LeitmotifDemo"]),
     .executable(name: "leitmotif-compose", targets: ["LeitmotifCompose"]),
+    // For Fuzz/Package.swift (`make fuzz`), which can only use products; not for games.
+    .library(name: "LeitmotifFuzzTargets", targets: ["LeitmotifFuzzTargets"]),
   ],
   targets: [
     .systemLibrary(
@@ -59,6 +61,9 @@ let package = Package(
     .target(name: "LeitmotifC", dependencies: ["Leitmotif", "CLeitmotifHeader"]),
 
     .executableTarget(name: "LeitmotifCLI", dependencies: ["Leitmotif"]),
+    // The fuzzers' entry points: the libFuzzer driver in Fuzz/ (`make fuzz`) and the tests'
+    // replay of the committed corpus call the same code.
+    .target(name: "LeitmotifFuzzTargets", dependencies: ["LeitmotifCues", "LeitmotifLibrary", "LeitmotifDecoding"]),
     // Tests only: counts allocations, lock waits and file I/O on the engine's streaming thread.
     .target(name: "LeitmotifRealtimeAudit"),
     .target(name: "LeitmotifFixtures", dependencies: ["CVorbisEnc", "LeitmotifDecoding", "LeitmotifOutput"]),
@@ -77,7 +82,7 @@ let package = Package(
       name: "LeitmotifTests",
       dependencies: [
         "Leitmotif", "LeitmotifEngine", "LeitmotifLibrary", "LeitmotifPlayers", "LeitmotifCues", "LeitmotifFixtures",
-        "LeitmotifRealtimeAudit", "CVorbisFile", "CMPG123",
+        "LeitmotifRealtimeAudit", "LeitmotifFuzzTargets", "CVorbisFile", "CMPG123",
       ],
       resources: [.copy("Fixtures")]),
   ]

@@ -57,11 +57,13 @@ public struct AudioTags: Sendable, Hashable {
 ///
 /// Vorbis comment names are used as the common vocabulary (case-insensitive); the MP3 decoder maps
 /// ID3v2 frame ids onto them (`TIT2` -> `TITLE`, ...), and ID3 `TXXX` descriptions are used as names.
-struct TagCollector {
+package struct TagCollector {
   private(set) var tags = AudioTags()
   private var loopLengthFrames: Int64?
 
-  mutating func add(name rawName: String, value rawValue: String) {
+  package init() {}
+
+  package mutating func add(name rawName: String, value rawValue: String) {
     let value = rawValue.trimmingSpaces
     guard !value.isEmpty else { return }
     switch rawName.uppercased() {
@@ -108,7 +110,7 @@ struct TagCollector {
 
   /// The tags, with LOOPLENGTH turned into an end frame and loop points that contradict the
   /// file's length (or each other) dropped: a bad tag must not make a track loop forever on nothing.
-  func finished(lengthFrames: Int64) -> AudioTags {
+  package func finished(lengthFrames: Int64) -> AudioTags {
     var result = tags
     if let start = result.loopStartFrame, let length = loopLengthFrames {
       // Both come from the file: a sum past Int64 is no frame of it (dropped just below).

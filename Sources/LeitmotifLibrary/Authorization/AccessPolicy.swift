@@ -35,7 +35,7 @@ package struct AccessPolicy: Sendable, Equatable {
   }
 
   /// The policy file's verdict, given what was read from `path` (nil: no file).
-  static func file(_ path: String, read: Result<Data?, StateFileError>) -> AccessPolicy {
+  package static func file(_ path: String, read: Result<Data?, StateFileError>) -> AccessPolicy {
     let data: Data
     switch read {
     case .success(nil): return AccessPolicy(restriction: nil)

@@ -193,7 +193,7 @@ public struct LibraryAccessStore: Sendable {
     return (try? encoder.encode(contents)).map { $0 + Data("\n".utf8) } ?? Data()
   }
 
-  private static func decode(_ data: Data) -> Result<[String: Answer], DamageReason> {
+  package static func decode(_ data: Data) -> Result<[String: Answer], DamageReason> {
     let decoder = JSONDecoder()
     decoder.dateDecodingStrategy = .iso8601
     let contents: Contents

@@ -182,7 +182,7 @@ package enum PlaylistImporter {
   }
 
   /// The entry a line names, or nil for comments, directives and other PLS keys.
-  static func entry(in line: String, isPLS: Bool, name: inout String) -> String? {
+  package static func entry(in line: String, isPLS: Bool, name: inout String) -> String? {
     guard !line.isEmpty else { return nil }
     if isPLS {
       // FileN=path; [playlist], TitleN=, LengthN=, NumberOfEntries=, Version= are not entries.
@@ -205,7 +205,7 @@ package enum PlaylistImporter {
 
   /// The real path an entry names (relative entries are relative to the playlist's folder), or
   /// nil when it does not exist or is not a local file.
-  static func resolve(_ entry: String, relativeTo folder: String) -> String? {
+  package static func resolve(_ entry: String, relativeTo folder: String) -> String? {
     var path = entry
     if entry.lowercased().hasPrefix("file://") {
       guard let url = URL(string: entry), url.isFileURL else { return nil }
