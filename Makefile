@@ -67,6 +67,12 @@ fuzz: deps
 	if [ $$status != 0 ]; then echo "a fuzzer found something: see .build/fuzz-TARGET.log and Fuzz/Crashes/"; fi; \
 	exit $$status
 
+# The soak: SOAK_MINUTES (default 30) of live playback under load, in release mode (see
+# Sources/LeitmotifBench/SoakBenchmark.swift). It prints its figures; it is not a test.
+SOAK_MINUTES ?= 30
+soak: deps
+	swift run -c release leitmotif-bench soak --minutes $(SOAK_MINUTES)
+
 # The demo level: real time with a sound card, else rendered offline to demo-level.wav (and a
 # timeline picture). DEMO_FLAGS passes options, e.g. `make demo DEMO_FLAGS="--library ~/Music"`.
 # The command-line tool is built too: `--pick` runs its terminal picker.

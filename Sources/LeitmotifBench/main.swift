@@ -10,6 +10,7 @@
 //   leitmotif-bench voices [--seconds S] [--counts 1,2,4,8,16] [--rounds R] [--no-cache]
 //   leitmotif-bench latency [--trials N] [--no-cache]
 //   leitmotif-bench cues [--posts N] [--events N] [--pause MICROSECONDS] [--cpu-seconds S]
+//   leitmotif-bench soak [--minutes M]   (not part of `all`: `make soak`)
 //
 // Every file it measures is made on the spot (and cached, see BenchFiles.swift), so the bench
 // needs nothing but the package and the `lame` command. The figures go to stdout as tables;
@@ -64,6 +65,11 @@ let usage = """
         second a pumped director applies (N per case, default 100000), live-reload latency, and
         the CPU a director on its own thread adds to playing music (S seconds per case, default 10)
       --pause MICROSECONDS   the game thread's sleep after each burst of 100 posts (default 2000)
+    leitmotif-bench soak [--minutes M]
+        M minutes (default 30) of live playback on the headless device under load (two busy loops):
+        a director and three queue players, a cue every 100 ms, parameters every frame, the cue
+        file rewritten every 10 s; prints peak RSS at 1 minute and at the end, underruns and lost
+        places, and the threads before and after (not part of `all`)
   """
 
 /// `all`'s options, handed to each benchmark: those it knows, with their values.
@@ -196,6 +202,13 @@ case "latency-child":
   exit(0)
 case "voices-child":
   do { try VoicesBenchmark.child(Array(arguments)) } catch { fail("\(error)") }
+  exit(0)
+case "soak":
+  do {
+    try SoakBenchmark(options: try SoakBenchmark.Options(parsing: Array(arguments))).run()
+  } catch {
+    fail("\(error)")
+  }
   exit(0)
 case "cues":
   let options: CueBenchmark.Options
