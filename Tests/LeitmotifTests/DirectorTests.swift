@@ -517,19 +517,24 @@ struct DirectorLiveTests {
     """
   }
 
-  @Test("A valid change applies within a second, music playing on; an invalid one keeps the last good file")
-  func reload() throws {
+  /// A real-time director watching its cue file (one rule, "old"), started and playing.
+  private func watchedDirector() throws -> (DirectorFixture, Director, Reports) {
     let game = try DirectorFixture()
     _ = try game.sheet(cues(rule: #"{ name: "old", on: "go", do: { volume: 0.9 } }"#))
     let engine = try AudioEngine(output: .headless)
     let director = try Director(engine: engine, cueFile: game.cuePath)
-    defer { director.shutdown() }
     let reports = Reports()
     director.addObserver { reports.append($0) }
     director.start()
-    let playingBefore = try #require(
+    _ = try #require(
       reports.wait(seconds: 5) { if case .stateChanged = $0.kind { return true } else { return false } })
-    _ = playingBefore
+    return (game, director, reports)
+  }
+
+  @Test("A valid change applies within a second, music playing on; an invalid one keeps the last good file")
+  func reload() throws {
+    let (game, director, reports) = try watchedDirector()
+    defer { director.shutdown() }
     let item = director.player.nowPlayingItem
     usleep(300_000)  // a different modification time, even on coarse clocks
     try cues(rule: #"{ name: "new", on: "go", do: { state: "combat" } }"#).write(
@@ -571,16 +576,8 @@ struct DirectorLiveTests {
 
   @Test("A file missing for a moment (git checkout) reloads once, with no refusal; one that stays gone is refused once")
   func reloadSettles() throws {
-    let game = try DirectorFixture()
-    _ = try game.sheet(cues(rule: #"{ name: "old", on: "go", do: { volume: 0.9 } }"#))
-    let engine = try AudioEngine(output: .headless)
-    let director = try Director(engine: engine, cueFile: game.cuePath)
+    let (game, director, reports) = try watchedDirector()
     defer { director.shutdown() }
-    let reports = Reports()
-    director.addObserver { reports.append($0) }
-    director.start()
-    _ = try #require(
-      reports.wait(seconds: 5) { if case .stateChanged = $0.kind { return true } else { return false } })
     usleep(300_000)
     reports.clear()
     // What `git checkout` does to a tracked file: unlink it, then write the other version.
