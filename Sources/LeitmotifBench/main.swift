@@ -11,6 +11,7 @@
 //   leitmotif-bench latency [--trials N] [--no-cache]
 //   leitmotif-bench cues [--posts N] [--events N] [--pause MICROSECONDS] [--cpu-seconds S]
 //   leitmotif-bench soak [--minutes M]   (not part of `all`: `make soak`)
+//   leitmotif-bench mutate [--files N] [--seed S]   (not part of `all`)
 //
 // Every file it measures is made on the spot (and cached, see BenchFiles.swift), so the bench
 // needs nothing but the package and the `lame` command. The figures go to stdout as tables;
@@ -70,6 +71,11 @@ let usage = """
         a director and three queue players, a cue every 100 ms, parameters every frame, the cue
         file rewritten every 10 s; prints peak RSS at 1 minute and at the end, underruns and lost
         places, and the threads before and after (not part of `all`)
+    leitmotif-bench mutate [--files N] [--seed S]
+        N mutations (default 500) of each of three real files (Vorbis, chained Vorbis, MP3) through
+        `leitmotif info` and `leitmotif render`, each run in its own process with a 10 s limit:
+        counts crashes and hangs and keeps those files (not part of `all`; needs the leitmotif tool
+        built next to the bench)
   """
 
 /// `all`'s options, handed to each benchmark: those it knows, with their values.
@@ -202,6 +208,13 @@ case "latency-child":
   exit(0)
 case "voices-child":
   do { try VoicesBenchmark.child(Array(arguments)) } catch { fail("\(error)") }
+  exit(0)
+case "mutate":
+  do {
+    try MutationBenchmark(options: try MutationBenchmark.Options(parsing: Array(arguments))).run()
+  } catch {
+    fail("\(error)")
+  }
   exit(0)
 case "soak":
   do {
