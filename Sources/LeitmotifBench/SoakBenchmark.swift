@@ -106,6 +106,7 @@ struct SoakBenchmark {
       var nextCue = 0.0
       var nextRewrite = 10.0
       var nextCheck = 1.0
+      var nextMinute = 60.0
       let names = ["combat.start", "combat.end", "boss", "hit", "calm"]
       while true {
         let elapsed = Date().timeIntervalSince(started)
@@ -141,8 +142,14 @@ struct SoakBenchmark {
           FileHandle.standardError.write(
             Data("soak: \(Int(elapsed)) s, peak RSS \(oneMinute!.peak) KiB\n".utf8))
         }
-        if Int(elapsed) % 60 == 0 && parameters % 60 == 0 {
-          FileHandle.standardError.write(Data("soak: \(Int(elapsed / 60)) of \(Int(minutes)) min\n".utf8))
+        if elapsed >= nextMinute {
+          // The shape of the memory curve (a plateau or a slope) says more than two points.
+          let memory = Self.memory()
+          FileHandle.standardError.write(
+            Data(
+              ("soak: \(Int(elapsed / 60)) of \(Int(minutes)) min, RSS \(memory.current) KiB, peak \(memory.peak) KiB, "
+                + "threads \(Self.threadCount())\n").utf8))
+          nextMinute += 60
         }
         usleep(16_667)
       }
@@ -168,11 +175,16 @@ struct SoakBenchmark {
       ]
     }
     // Everything is released by now: the engine's and the director's threads must be gone.
-    usleep(2_000_000)
+    // libdispatch keeps idle worker threads (named "…-qos.overcommit") a few seconds before they
+    // exit: wait up to 15 s for the count to come back, and say how long it took.
+    let waitStarted = Date()
+    while Self.threadCount() > threadsBefore && Date().timeIntervalSince(waitStarted) < 15 { usleep(100_000) }
+    let waited = Date().timeIntervalSince(waitStarted)
     let threadsAfter = Self.threadCount()
     FileHandle.standardError.write(Data("soak: threads at the end: \(Self.threadNames())\n".utf8))
     summary.append(
       "  threads              \(threadsBefore) before the engine, \(threadsAfter) after shutdown"
+        + " (\(String(format: "%.1f", waited)) s after it)"
         + (threadsAfter <= threadsBefore ? "" : " (MORE: a thread outlived the engine)"))
     print(summary.joined(separator: "\n"))
   }
