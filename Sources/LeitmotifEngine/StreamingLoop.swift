@@ -566,6 +566,9 @@ package final class StreamingLoop: @unchecked Sendable {
     case .setMasterLowPass(let gainHF):
       busFilter.set(gainHF: gainHF)
     case .simulateDeviceDisconnect:
+      // As OpenAL 1.19 does when a device goes: every source stops at once, and the device says
+      // it is gone only at the next connection check.
+      bus.stopSource()
       simulatedDisconnect = true
     case .stallForTesting(let milliseconds):
       usleep(useconds_t(milliseconds * 1000))

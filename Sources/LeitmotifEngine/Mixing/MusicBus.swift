@@ -80,11 +80,24 @@ package final class MusicBus {
     played.deallocate()
   }
 
+  /// Stops the source as OpenAL does when the device goes (every queued buffer then counts as
+  /// processed): for the engine's simulated disconnect and the tests.
+  func stopSource() { source.stop() }
+
   /// Frames queued on the source and not yet played (as far as OpenAL says).
   var queuedFrames: Int { queued.totalFrames - heardOffset }
 
   /// Hands back what OpenAL has played and notes how far into the next block it is.
   func collectPlayed() {
+    // A source the device stopped (OpenAL 1.19 stops every source when a device goes, before
+    // ALC_CONNECTED says so) reports every queued buffer processed, heard or not. Taking them as
+    // played here would move the requeue after a loss past all of them: a whole queue of
+    // music (16 buffers, 0.34 s) lost, when the pump came before the connection check. So a
+    // source that stopped early is left as it is until `requeueUnheard`, which puts it back.
+    if stoppedEarly {
+      stopLatched = true
+      return
+    }
     let played = source.unqueueProcessed()
     var removed = 0
     while removed < played && queued.count > 0 {
@@ -124,7 +137,7 @@ package final class MusicBus {
   @discardableResult
   func keepPlaying() -> Bool {
     defer { wasFed = true }
-    guard queued.count > 0, source.state != .playing else { return false }
+    guard queued.count > 0, source.state != .playing, !stoppedEarly else { return false }
     let ranDry = wasFed && lastSeenPlayingNanoseconds != 0
     source.play()
     return ranDry
@@ -140,7 +153,13 @@ package final class MusicBus {
   private var wasFed = false
 
   /// Whether the source stopped although, by the wall clock, it cannot have played all it had.
+  /// Set when the source was seen stopped early, and kept until the unheard audio is requeued:
+  /// the wall clock that decides "early" runs on, and after the queue's length it would call the
+  /// same stop an underrun (while the connection check waits for the device to say it is gone).
+  private var stopLatched = false
+
   var stoppedEarly: Bool {
+    if stopLatched && queued.count > 0 && source.state != .playing { return true }
     guard wasFed, source.state != .playing, lastSeenPlayingNanoseconds != 0, queued.count > 0 else { return false }
     let elapsed = DispatchTime.now().uptimeNanoseconds - lastSeenPlayingNanoseconds
     let playable = UInt64(queuedFramesWhenSeen) * 1_000_000_000 / UInt64(mixRate)
@@ -184,6 +203,7 @@ package final class MusicBus {
     played.removeAll()
     heardOffset = 0
     lastSeenPlayingNanoseconds = 0
+    stopLatched = false
     // Back into the ring, a slot's worth at a time, and onto the fresh source.
     var written = 0
     while written < total && queued.count < Self.bufferCount - 1 {
