@@ -147,35 +147,16 @@ struct MutationBenchmark {
       for _ in 0..<Int.random(in: 1...6, using: &random) {
         bytes[Int.random(in: 0..<bytes.count, using: &random)] ^= UInt8.random(in: 1...255, using: &random)
       }
-      fixOggChecksums(&bytes)
+      OggPages.fixChecksums(&bytes)
     default:
       let extremes: [UInt64] = [0, 0x7FFF_FFFF, 0x8000_0000, 0xFFFF_FFFF, 0x7FFF_FFFF_FFFF_FFFF]
       let value = extremes.randomElement(using: &random)!
       let width = value > 0xFFFF_FFFF || Bool.random(using: &random) ? 8 : 4
       let at = Int.random(in: 0...(bytes.count - width), using: &random)
       for index in 0..<width { bytes[at + index] = UInt8(truncatingIfNeeded: value >> (8 * UInt64(index))) }
-      fixOggChecksums(&bytes)
+      OggPages.fixChecksums(&bytes)
     }
     return bytes
-  }
-
-  /// Recomputes every Ogg page's CRC it can walk (CRC-32, polynomial 0x04C11DB7, no reflection).
-  private static func fixOggChecksums(_ bytes: inout [UInt8]) {
-    var offset = 0
-    while offset + 27 <= bytes.count, bytes[offset..<(offset + 4)].elementsEqual("OggS".utf8) {
-      let segments = Int(bytes[offset + 26])
-      guard offset + 27 + segments <= bytes.count else { return }
-      let end = offset + 27 + segments + bytes[(offset + 27)..<(offset + 27 + segments)].reduce(0) { $0 + Int($1) }
-      guard end <= bytes.count else { return }
-      for index in 22..<26 { bytes[offset + index] = 0 }
-      var crc: UInt32 = 0
-      for byte in bytes[offset..<end] {
-        crc ^= UInt32(byte) << 24
-        for _ in 0..<8 { crc = (crc & 0x8000_0000) != 0 ? (crc << 1) ^ 0x04C1_1DB7 : crc << 1 }
-      }
-      for index in 0..<4 { bytes[offset + 22 + index] = UInt8((crc >> (8 * UInt32(index))) & 0xFF) }
-      offset = end
-    }
   }
 
   /// Runs `program` with its output thrown away; kills it after `seconds`.

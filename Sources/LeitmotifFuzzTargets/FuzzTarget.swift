@@ -67,7 +67,6 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
       guard let decoder = try? AudioFile.openDecoder(path: path) else { return }
       let channels = decoder.format.channelCount
       var block = [Float](repeating: 0, count: 4096 * channels)
-      var total = 0
       func read(limit: Int) {
         var got = 0
         while got < limit {
@@ -78,7 +77,6 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
           if frames == 0 { return }
           got += frames
         }
-        total += got
       }
       read(limit: min(frameBudget / 2, 65_536))
       try? decoder.seek(toFrame: decoder.lengthFrames / 2)

@@ -571,7 +571,7 @@ struct DecoderTests {
       offset += 27 + segments + bytes[(offset + 27)..<(offset + 27 + segments)].reduce(0) { $0 + Int($1) }
     }
     for index in 0..<8 { bytes[lastPage + 6 + index] = UInt8(truncatingIfNeeded: (Int64(1) << 40) >> (8 * index)) }
-    fixOggChecksums(&bytes)
+    OggPages.fixChecksums(&bytes)
     try write(bytes, to: path)
 
     let decoder: any AudioDecoder
@@ -623,7 +623,7 @@ struct DecoderTests {
           let position = Int.random(in: firstByte..<bytes.count, using: &random)
           bytes[position] ^= UInt8.random(in: 1...255, using: &random)
         }
-        if fixChecksums { fixOggChecksums(&bytes) }
+        if fixChecksums { OggPages.fixChecksums(&bytes) }
         let path = directory.file("fuzz-\(index)-\(iteration)" + (original.isOgg ? ".ogg" : ".mp3"))
         try write(bytes, to: path)
         defer { unlink(path) }
@@ -976,27 +976,6 @@ private func oggAudioStart(_ bytes: [UInt8]) -> Int {
     offset += 27 + segments + bytes[(offset + 27)..<(offset + 27 + segments)].reduce(0) { $0 + Int($1) }
   }
   return min(offset, bytes.count - 1)
-}
-
-/// Recomputes the CRC of every Ogg page it can walk (CRC-32, polynomial 0x04C11DB7, no reflection,
-/// computed with the CRC field zeroed), so mutated pages pass libogg's check.
-func fixOggChecksums(_ bytes: inout [UInt8]) {
-  var offset = 0
-  while offset + 27 <= bytes.count, bytes[offset..<(offset + 4)].elementsEqual("OggS".utf8) {
-    let segments = Int(bytes[offset + 26])
-    guard offset + 27 + segments <= bytes.count else { return }
-    let bodyLength = bytes[(offset + 27)..<(offset + 27 + segments)].reduce(0) { $0 + Int($1) }
-    let end = offset + 27 + segments + bodyLength
-    guard end <= bytes.count else { return }
-    for index in 22..<26 { bytes[offset + index] = 0 }
-    var crc: UInt32 = 0
-    for byte in bytes[offset..<end] {
-      crc ^= UInt32(byte) << 24
-      for _ in 0..<8 { crc = (crc & 0x8000_0000) != 0 ? (crc << 1) ^ 0x04C1_1DB7 : crc << 1 }
-    }
-    for index in 0..<4 { bytes[offset + 22 + index] = UInt8((crc >> (8 * UInt32(index))) & 0xFF) }
-    offset = end
-  }
 }
 
 private func readBytes(_ path: String) throws -> [UInt8] {

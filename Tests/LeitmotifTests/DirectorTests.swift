@@ -607,6 +607,45 @@ struct DirectorLiveTests {
     #expect(director.player.playbackState == .playing)
   }
 
+  @Test("Live: a file replaced by text after the check is a problem report, and the source's fallback plays")
+  func liveFallbackAfterFailure() throws {
+    let game = try DirectorFixture()
+    _ = try game.sheet(
+      """
+      {
+        start: "explore", assets: "assets",
+        sources: { calm: { bundled: "explore.ogg" }, tense: { bundled: "combat.ogg", fallback: "big" },
+                   big: { bundled: "boss.ogg" } },
+        states: { explore: { music: "calm" }, combat: { music: "tense", transition: { seconds: 0.1 } } },
+        rules: [ { on: "go", do: { state: "combat" } } ],
+      }
+      """)
+    let engine = try AudioEngine(output: .headless)
+    let director = try Director(engine: engine, cueFile: game.cuePath, watchesFile: false)
+    defer { director.shutdown() }
+    let reports = Reports()
+    director.addObserver { reports.append($0) }
+    director.start()
+    _ = try #require(
+      reports.wait(seconds: 5) { if case .stateChanged = $0.kind { return true } else { return false } })
+    try Data("this was music once\n".utf8).write(to: URL(fileURLWithPath: game.assets + "/combat.ogg"))
+    director.post("go")
+    let problem = reports.wait(seconds: 5) {
+      if case .problem(let text) = $0.kind { return text.contains("\"Combat\"") && text.contains("cannot be played") }
+      return false
+    }
+    #expect(problem != nil, "\(reports.all.map(\.kind.description))")
+    let fallback = reports.wait(seconds: 5) {
+      if case .fallback(_, let source, let replacement, let reason) = $0.kind {
+        return source == "tense" && replacement == "big" && reason == "its files failed to play"
+      }
+      return false
+    }
+    #expect(fallback != nil, "\(reports.all.map(\.kind.description))")
+    #expect(EngineHarness.wait(seconds: 3) { director.player.nowPlayingItem?.title == "Boss" })
+    #expect(director.player.playbackState == .playing)
+  }
+
   @Test("Thousands of events from several threads: none lost below the bound, drops counted above it")
   func manyThreads() throws {
     let game = try DirectorFixture()

@@ -454,12 +454,14 @@ final class DirectorCore {
   /// `landing`: the new music starts on that line of the playing item, heard at `at` (the
   /// director's clock), rather than now.
   /// `isRebuild`: the same state's music again, after its files failed: reported as now playing.
+  /// `built`: the state's music when the caller has built it already.
   private func applyStateChange(
     _ name: String, spec: TransitionSpec, cause: LevelEvent?,
-    landing: (QueuePlayer.Landing, at: Double)? = nil, isRebuild: Bool = false
+    landing: (QueuePlayer.Landing, at: Double)? = nil, isRebuild: Bool = false, built: StateMusic? = nil
   ) {
     guard let state = sheet.states[name] else { return }
-    let music = StateMusic.build(state, sheet: sheet, resolved: resolved, failed: failedPaths, generator: &generator)
+    let music =
+      built ?? StateMusic.build(state, sheet: sheet, resolved: resolved, failed: failedPaths, generator: &generator)
     for fallback in music.fallbacks { report(fallback, cause: cause) }
     guard let first = music.entries.first else {
       report(.problem("state \"\(name)\" has no music to play: what played goes on"), cause: cause)
@@ -530,19 +532,18 @@ final class DirectorCore {
     guard player.playbackState == .stopped, let state = currentState, !hasScheduledStateChange else { return }
     // A short fade in: the failure already left a gap.
     let spec = TransitionSpec(seconds: 0.25, curve: .equalPower, moment: .now, entry: .start)
-    let built = sheet.states[state].map {
-      StateMusic.build($0, sheet: sheet, resolved: resolved, failed: failedPaths, generator: &generator)
+    func build(_ name: String) -> StateMusic? {
+      sheet.states[name].map {
+        StateMusic.build($0, sheet: sheet, resolved: resolved, failed: failedPaths, generator: &generator)
+      }
     }
     isQuiet = false
-    if built?.entries.isEmpty == false {
-      applyStateChange(state, spec: spec, cause: nil, isRebuild: true)
-    } else if let previous = previousState, previous != state, let previousMusic = sheet.states[previous],
-      !StateMusic.build(previousMusic, sheet: sheet, resolved: resolved, failed: failedPaths, generator: &generator)
-        .entries.isEmpty
-    {
+    if let music = build(state), !music.entries.isEmpty {
+      applyStateChange(state, spec: spec, cause: nil, isRebuild: true, built: music)
+    } else if let previous = previousState, previous != state, let music = build(previous), !music.entries.isEmpty {
       report(.problem("state \"\(state)\" has nothing left that plays: the music of \"\(previous)\" goes on"))
       let current = currentState
-      applyStateChange(previous, spec: spec, cause: nil)
+      applyStateChange(previous, spec: spec, cause: nil, built: music)
       // The game's state is still the one it asked for; only the music is borrowed.
       currentState = current
     } else {

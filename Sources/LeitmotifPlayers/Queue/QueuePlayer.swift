@@ -648,7 +648,11 @@ public final class QueuePlayer: MediaPlayback {
   }
 
   private func recordFailure(_ item: MediaItem, _ error: DecodeError) {
-    failures.withLock { $0.append((item, error)) }
+    // Kept for whoever polls; a player nobody polls keeps only the latest few.
+    failures.withLock { list in
+      if list.count >= 64 { list.removeFirst() }
+      list.append((item, error))
+    }
     failureCount.add(1, ordering: .releasing)
   }
 
