@@ -42,6 +42,8 @@ let package = Package(
     // libsamplerate, BSD-2-Clause: the mixer's resampler (file rate and playback rate to mix frames).
     .systemLibrary(
       name: "CSampleRate", pkgConfig: "samplerate", providers: [.apt(["libsamplerate0-dev"])]),
+    // glibc's <malloc.h> (the C library itself): heap statistics for the soak benchmark.
+    .systemLibrary(name: "CMalloc"),
 
     .target(name: "LeitmotifDecoding", dependencies: ["CVorbisFile", "CMPG123"]),
     .target(name: "LeitmotifOutput", dependencies: ["COpenAL"]),
@@ -69,7 +71,7 @@ let package = Package(
     .target(name: "LeitmotifFixtures", dependencies: ["CVorbisEnc", "LeitmotifDecoding", "LeitmotifOutput"]),
     .executableTarget(
       name: "LeitmotifBench",
-      dependencies: ["Leitmotif", "LeitmotifFixtures", "CVorbisFile", "CMPG123"],
+      dependencies: ["Leitmotif", "LeitmotifFixtures", "CVorbisFile", "CMPG123", "CMalloc"],
       // The peers (SFML, SDL_mixer) are C and C++ programs the bench builds itself when run.
       exclude: ["Peers"]),
 

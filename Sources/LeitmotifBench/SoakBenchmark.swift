@@ -1,3 +1,4 @@
+import CMalloc
 import Foundation
 import Leitmotif
 import LeitmotifFixtures
@@ -16,7 +17,7 @@ import LeitmotifFixtures
 /// the cue file rewritten (atomically, two versions in turn) every 10 s. Two busy loops (child
 /// processes) load both cores meanwhile.
 ///
-/// It prints peak and current RSS after 1 minute and at the end, the underruns (with how many
+/// It prints peak and current RSS and the heap in use after 1 minute and at the end (and each minute), the underruns (with how many
 /// times a player's position did not follow the clock: the place lost), the threads before the
 /// engine was made and after it was shut down, and the counts of what it did.
 struct SoakBenchmark {
@@ -51,6 +52,20 @@ struct SoakBenchmark {
       return Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") ?? -1
     }
     return (field("VmHWM"), field("VmRSS"))
+  }
+
+  /// What the program holds on the heap, in KiB: bytes in chunks malloc handed out, in every
+  /// arena, plus its large mmapped blocks (glibc's mallinfo2). RSS also counts freed chunks the
+  /// allocator keeps for reuse, so RSS can creep while this stays flat; a leak moves both.
+  static func heapInUse() -> Int {
+    let info = mallinfo2()
+    return (info.uordblks + info.hblkhd) / 1024
+  }
+
+  /// What malloc holds from the system, in KiB: its arenas (in use or free) and mmapped blocks.
+  static func heapHeld() -> Int {
+    let info = mallinfo2()
+    return (info.arena + info.hblkhd) / 1024
   }
 
   static func threadCount() -> Int { threadNames().count }
@@ -102,6 +117,7 @@ struct SoakBenchmark {
       var rewrites = 0
       var positionLosses = 0
       var oneMinute: (peak: Int, current: Int)? = nil
+      var oneMinuteHeap = 0
       var lastPositions = players.map { ($0.currentPlaybackTime, $0.nowPlayingItem, Date()) }
       var nextCue = 0.0
       var nextRewrite = 10.0
@@ -139,6 +155,7 @@ struct SoakBenchmark {
         }
         if oneMinute == nil && elapsed >= min(60, total / 2) {
           oneMinute = Self.memory()
+          oneMinuteHeap = Self.heapInUse()
           FileHandle.standardError.write(
             Data("soak: \(Int(elapsed)) s, peak RSS \(oneMinute!.peak) KiB\n".utf8))
         }
@@ -148,12 +165,14 @@ struct SoakBenchmark {
           FileHandle.standardError.write(
             Data(
               ("soak: \(Int(elapsed / 60)) of \(Int(minutes)) min, RSS \(memory.current) KiB, peak \(memory.peak) KiB, "
+                + "heap in use \(Self.heapInUse()) KiB (malloc holds \(Self.heapHeld()) KiB), "
                 + "threads \(Self.threadCount())\n").utf8))
           nextMinute += 60
         }
         usleep(16_667)
       }
       let end = Self.memory()
+      let endHeap = Self.heapInUse()
       let stillPlaying = players.filter { $0.playbackState == .playing }.count
       let underruns = engine.underrunCount
       let audible = director.audibleState ?? "none"
@@ -170,6 +189,8 @@ struct SoakBenchmark {
         "  peak RSS             \(mib(start.peak)) after \(min(1, minutes / 2)) min, \(mib(end.peak)) at the end"
           + " (growth \(mib(end.peak - start.peak)))",
         "  current RSS          \(mib(start.current)) after \(min(1, minutes / 2)) min, \(mib(end.current)) at the end",
+        "  heap in use          \(mib(oneMinuteHeap)) after \(min(1, minutes / 2)) min, \(mib(endHeap)) at the end"
+          + " (growth \(mib(endHeap - oneMinuteHeap)); malloc's live bytes, without its free lists)",
         "  underruns            \(underruns); place lost (position off the clock by > 0.25 s): \(positionLosses)",
         "  still playing        \(stillPlaying) of \(players.count) queue players; director audible state \"\(audible)\"",
       ]
@@ -229,9 +250,11 @@ private struct SoakGame {
     try FileManager.default.createDirectory(atPath: assets, withIntermediateDirectories: true)
     let format = PCMFormat.stereo48000
     for (index, name) in ["explore", "combat", "boss", "a", "b"].enumerated() {
-      let samples = ToneGenerator.musicLike(seed: UInt64(index + 1), frameCount: format.frames(seconds: 20), format: format)
+      let samples = ToneGenerator.musicLike(
+        seed: UInt64(index + 1), frameCount: format.frames(seconds: 20), format: format)
       try VorbisEncoder.encode(
-        samples: samples, format: format, tags: [("TITLE", name.capitalized), ("BPM", "120")], to: "\(assets)/\(name).ogg")
+        samples: samples, format: format, tags: [("TITLE", name.capitalized), ("BPM", "120")],
+        to: "\(assets)/\(name).ogg")
     }
     let hit = ToneGenerator.sine(frequency: 1_760, amplitude: 0.3, seconds: 0.4, format: format)
     try VorbisEncoder.encode(samples: hit, format: format, tags: [("TITLE", "Hit")], to: "\(assets)/hit.ogg")

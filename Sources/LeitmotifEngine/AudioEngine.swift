@@ -157,7 +157,8 @@ public final class AudioEngine: @unchecked Sendable {
     while decodeThreads.count > 0, DispatchTime.now() < deadline { usleep(1000) }
     // Not when the notification thread itself shuts down (a handler that calls `exit`, which
     // runs `RunningEngines`' handler on the calling thread): it cannot finish while it waits.
-    while let thread = notificationThread, thread !== Thread.current, !thread.isFinished, DispatchTime.now() < deadline {
+    while let thread = notificationThread, thread !== Thread.current, !thread.isFinished, DispatchTime.now() < deadline
+    {
       usleep(1000)
     }
   }
@@ -443,8 +444,19 @@ public final class AudioEngine: @unchecked Sendable {
     case .diagnostic(let diagnostic): report(diagnostic)
     case .deviceLost(let name):
       report(Diagnostic(.warning, "audio device \"\(name)\" disconnected; reopening the default device"))
-    case .deviceRestored(let kind, let name):
-      report(Diagnostic(.notice, "audio resumed on \"\(name)\"" + (kind == .headless ? " (headless)" : "")))
+    case .deviceRestored(let kind, let name, let replayed, let held):
+      // How much is played again says whether the place was kept: the lost device's buffer
+      // (what it held and nobody heard) goes again; more than the bus keeps is lost.
+      let rate = Double(sampleRate)
+      func ms(_ frames: Int) -> String { "\(Int((Double(frames) * 1000 / rate).rounded())) ms" }
+      let replay =
+        held == 0
+        ? ""
+        : replayed >= held
+          ? "; the \(replayed) frames (\(ms(replayed))) the lost device still held play again"
+          : "; of the \(held) frames (\(ms(held))) the lost device still held, only the last \(replayed) play again"
+      report(
+        Diagnostic(.notice, "audio resumed on \"\(name)\"" + (kind == .headless ? " (headless)" : "") + replay))
     case .underrun(let voice):
       report(Diagnostic(.warning, "stream underrun on \(voice): restarted"))
       notify(event)

@@ -70,6 +70,9 @@ package final class DecodeAheadStream: @unchecked Sendable {
   }
 
   private let samples: UnsafeMutablePointer<Float>
+  /// The pages `samples` lives in (and, after the ring, the decode thread's scratch block): a
+  /// mapping of its own, freed with the stream (see PageMemory).
+  private let samplePages: PageMemory
   private let meta: UnsafeMutablePointer<Block>
   private let counters = Counters()
   private let producerWake = DispatchSemaphore(value: 0)
@@ -123,8 +126,9 @@ package final class DecodeAheadStream: @unchecked Sendable {
     firstToken = first.token
     firstSegmentEnd = first.endFrame
     let count = Self.blockCount
-    samples = .allocate(capacity: count * Self.framesPerBlock * 2)
-    samples.initialize(repeating: 0, count: count * Self.framesPerBlock * 2)
+    // One block more than the ring: the decode thread's scratch.
+    samplePages = PageMemory(floatCount: (count + 1) * Self.framesPerBlock * 2)
+    samples = samplePages.floats
     meta = .allocate(capacity: count)
     meta.initialize(
       repeating: Block(
@@ -148,7 +152,6 @@ package final class DecodeAheadStream: @unchecked Sendable {
   deinit {
     meta.deinitialize(count: Self.blockCount)
     meta.deallocate()
-    samples.deallocate()
   }
 
   /// Ends the decode thread (it holds the stream until then). Called when the voice is freed.
@@ -248,8 +251,7 @@ package final class DecodeAheadStream: @unchecked Sendable {
     var current: Current? = Current(segment: first, cursor: startFrame)
     var retained: [StreamSegment] = []
     var refilling = true
-    let scratch = UnsafeMutablePointer<Float>.allocate(capacity: Self.framesPerBlock * 2)
-    defer { scratch.deallocate() }
+    let scratch = samples + Self.blockCount * Self.framesPerBlock * 2
     while !counters.stopped.load(ordering: .acquiring) {
       let requested = counters.requestedGeneration.load(ordering: .acquiring)
       var pendingError: DecodeError?

@@ -96,7 +96,10 @@ package enum EngineEvent: @unchecked Sendable {
   case failed(voice: VoiceHandle, DecodeError)
   case underrun(voice: VoiceHandle)
   case deviceLost(String)
-  case deviceRestored(OutputDevice.Kind, String)
+  /// The music goes on on a new device. `heldFrames`: what the lost device was estimated to
+  /// hold unplayed (its latency); `replayedFrames`: how much of it is played again (all of it,
+  /// unless it held more than the bus keeps of what it played).
+  case deviceRestored(OutputDevice.Kind, String, replayedFrames: Int, heldFrames: Int)
   case interrupted(voice: VoiceHandle, Bool)
   case diagnostic(Diagnostic)
   /// The voice pool gave this voice to another owner (see `VoicePool.claim`); delivered to the

@@ -172,8 +172,8 @@ package final class StreamingLoop: @unchecked Sendable {
       bus.commit(frames: MusicBus.blockFrames)
     }
     if bus.stoppedEarly {
-      // The device stopped the source with audio still queued: a device going away does that
-      // before it says so. Nothing is restarted until the connection check has had its say.
+      // The device stopped the source with audio still queued (it is gone, or stalled).
+      // Nothing is restarted until the connection check has had its say.
       return
     }
     if bus.keepPlaying() {
@@ -581,10 +581,10 @@ package final class StreamingLoop: @unchecked Sendable {
   /// voices never stopped: they only wait while the bus is full): the first frame OpenAL had
   /// not played, less the device's latency (what a sound server still held when it went).
   ///
-  /// A source that stopped with audio still queued is a sign of a device going away before it
-  /// says so (a sound server being killed stops sources first): then the connection is checked
-  /// at once, and if the device is still there after two seconds, the unheard audio goes back
-  /// on a fresh source of the same device.
+  /// A source that stopped with audio still queued (the bus checks ALC_CONNECTED the moment it
+  /// sees a stop, and the wall clock says whether the source could have played all it had) is a
+  /// device gone or stalled: then the connection is checked at once, and if the device is still
+  /// there after two seconds, the unheard audio goes back on a fresh source of the same device.
   private func watchConnection() {
     let now = Int64(DispatchTime.now().uptimeNanoseconds)
     let stoppedEarly = !deviceLost && !device.rendersOnDemand && bus.stoppedEarly
@@ -603,10 +603,11 @@ package final class StreamingLoop: @unchecked Sendable {
       } else if stoppedEarly {
         let since = stoppedSince ?? now
         stoppedSince = since
-        // Two seconds: once, on a loaded machine, playback resumed 0.4 s past what was heard
-        // after a sound server was killed, most likely because the server took more than half a
-        // second to report the loss and the audio put back on the dying device in between was
-        // thrown away (not confirmed). A device that really stalls is rare.
+        // Two seconds, to be safe: the bus now asks ALC_CONNECTED the moment it sees a stop, and
+        // OpenAL marks a device disconnected before it stops its sources, so a device that went
+        // away is never taken for a stall. (The 0.4 s once lost here after a sound server was
+        // killed came from restarting a source on the disconnected device, pump after pump.)
+        // A device that really stalls is rare.
         if now - since >= 2_000_000_000 {
           // Still connected: the device had stalled. Put back what it did not play.
           stoppedSince = nil
@@ -632,8 +633,10 @@ package final class StreamingLoop: @unchecked Sendable {
     guard let newDevice = reopenDevice() else { return }
     let oldDevice = device
     newDevice.makeCurrent()
+    let wanted = Int(averageLatencyFrames ?? 0)
+    let requeued: MusicBus.Requeued
     do throws(OutputError) {
-      try bus.requeueUnheard(on: newDevice, rewindFrames: Int(averageLatencyFrames ?? 0))
+      requeued = try bus.requeueUnheard(on: newDevice, rewindFrames: wanted)
     } catch {
       pendingEvents.append(.diagnostic(Diagnostic(.error, "after the device came back: \(error)", error: error)))
       pendingEvents.append(.reclaim(newDevice))
@@ -647,7 +650,8 @@ package final class StreamingLoop: @unchecked Sendable {
     for slot in 0..<Self.maximumVoices {
       if let voice = voices[slot] { pendingEvents.append(.interrupted(voice: voice.handle, false)) }
     }
-    pendingEvents.append(.deviceRestored(newDevice.kind, newDevice.name))
+    pendingEvents.append(
+      .deviceRestored(newDevice.kind, newDevice.name, replayedFrames: requeued.rewound, heldFrames: wanted))
   }
 
   private var stoppedSince: Int64?

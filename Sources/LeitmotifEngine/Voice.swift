@@ -66,6 +66,8 @@ package final class Voice: VoiceInput {
 
   // MARK: Mixing
 
+  /// Holds `scratch` and `chunk`.
+  private let pages: PageMemory
   private let scratch: UnsafeMutablePointer<Float>
   private let resampler: VoiceResampler?
   /// Input frames per output frame: file rate / mix rate × playback rate.
@@ -177,10 +179,11 @@ package final class Voice: VoiceInput {
     inputToken = loaded.stream.firstToken
     inputSegmentEnd = loaded.stream.firstSegmentEnd
     audibleToken = loaded.stream.firstToken
-    scratch = .allocate(capacity: 2 * Voice.framesPerBuffer)
-    scratch.initialize(repeating: 0, count: 2 * Voice.framesPerBuffer)
-    chunk = .allocate(capacity: 2 * Voice.resamplerChunkFrames)
-    chunk.initialize(repeating: 0, count: 2 * Voice.resamplerChunkFrames)
+    // Pages of the voice's own, like its stream's ring: voices come and go by the dozen a second
+    // in a busy level, and malloc's arenas would fragment (see PageMemory).
+    pages = PageMemory(floatCount: 2 * (Voice.framesPerBuffer + Voice.resamplerChunkFrames))
+    scratch = pages.floats
+    chunk = pages.floats + 2 * Voice.framesPerBuffer
     resampler = VoiceResampler(maximumFrames: Voice.framesPerBuffer)
     ratio = Double(loaded.stream.format.sampleRate) / Double(mixRate)
     resampling = loaded.stream.format.sampleRate != mixRate
@@ -204,8 +207,6 @@ package final class Voice: VoiceInput {
 
   deinit {
     stream.stop()
-    scratch.deallocate()
-    chunk.deallocate()
   }
 
   // MARK: - Transport (called by the loop for commands, at the mix frame `clock`)

@@ -50,7 +50,9 @@ struct SoundServerLossTests {
     environment["ALSOFT_DRIVERS"] = "pulse"
     let player = try ChildProcess(LeitmotifCommand.executable, ["play", music], environment: environment)
     defer { player.interrupt() }
-    usleep(3_000_000)
+    usleep(2_500_000)
+    let sinkLatency = server.sinkLatencyFrames()
+    usleep(500_000)
     server.kill()
     usleep(1_000_000)
     let after = try server.start(recordingTo: directory.file("after.raw"))
@@ -77,26 +79,31 @@ struct SoundServerLossTests {
     #expect(heardAfter.trailingOther == 0, "\(heardAfter.trailingOther) frames of something else after the music")
     #expect(resumed.matchedFrames > rate, "only \(resumed.matchedFrames) frames after the restart")
     let skipped = resumed.fileFrame - lostAt
+    let tolerance = SoundServerLossTests.resumeTolerance(sinkLatencyFrames: sinkLatency ?? 0)
     #expect(
-      SoundServerLossTests.resumeTolerance.contains(skipped),
-      "resumed at file frame \(resumed.fileFrame), \(skipped) frames after the last one heard (\(lostAt))")
+      tolerance.contains(skipped),
+      "resumed at file frame \(resumed.fileFrame), \(skipped) frames after the last one heard (\(lostAt)); the player said: \(errors)"
+    )
     // Back within 0.5 s of the server accepting clients again.
     let wait = Double(resumed.captureFrame - after.openedAtFrame) / Double(rate)
     #expect(wait >= 0 && wait <= 0.5, "the music came back \(wait) s after the server")
     #expect(errors.contains("disconnected") && errors.contains("audio resumed"), "\(errors)")
     print(
-      "sound server loss: heard to file frame \(lostAt), resumed at \(resumed.fileFrame) (\(skipped) frames), \(wait) s after the server came back"
+      "sound server loss: heard to file frame \(lostAt), resumed at \(resumed.fileFrame) (\(skipped) frames; allowed \(tolerance)), \(wait) s after the server came back; the player said: \(errors.split(separator: "\n").filter { $0.contains("resumed") })"
     )
   }
 
   /// How far the resumed frame may lie from the first frame not heard (negative: played again).
   /// The engine rewinds by the device's latency (what the server still held), but the server's
   /// buffer fills and drains by a device period (OpenAL's 1024 frames) as OpenAL writes, and the
-  /// kill comes at any moment of that. And the capture's end is known only to the recorder's
-  /// latency (10 ms, 480 frames: its unsent fragment dies with the server), so the music may
-  /// seem to come back that much earlier than it is. (Without the rewind the engine resumed
-  /// 2,800 frames, 59 ms, late here.)
-  static let resumeTolerance = -(1024 + SoundServer.recorderLatencyFrames)...1024
+  /// kill comes at any moment of that. The capture's end is known only to the recorder's
+  /// latency (10 ms, 480 frames: its unsent fragment dies with the server), and the null sink
+  /// renders up to its own latency ahead into the monitor (frames the engine's rewind counts as
+  /// unplayed): both make the music seem to come back earlier than it does. (Without the rewind
+  /// the engine resumed 2,800 frames, 59 ms, late here.)
+  static func resumeTolerance(sinkLatencyFrames: Int) -> ClosedRange<Int> {
+    -(1024 + SoundServer.recorderLatencyFrames + sinkLatencyFrames)...1024
+  }
 }
 
 /// A PulseAudio server of the test's own with a null sink (48 kHz float stereo, so what reaches it
@@ -175,6 +182,28 @@ final class SoundServer {
     let status = opened.finish(status: true)
     guard status == "0" else { throw NotStarted(description: "pactl load-module failed: \(status)") }
     return Recording(path: path, openedAtFrame: Self.frames(in: path))
+  }
+
+  /// The null sink's configured latency in frames (`pactl list sinks`), nil if unknown. A null
+  /// sink renders that far ahead of its clock, straight into its monitor: the recording holds
+  /// those frames as heard, while the stream's latency (what the engine rewinds by) still
+  /// counts them as unplayed.
+  func sinkLatencyFrames() -> Int? {
+    var environment = clientEnvironment
+    environment["PULSE_SERVER"] = "unix:\(controlSocket)"
+    let listing = directory.file("sinks.txt")
+    guard
+      let lister = try? ChildProcess(
+        Self.path(of: "pactl"), ["list", "sinks"], environment: environment, output: listing)
+    else { return nil }
+    _ = lister.finish()
+    let text = (try? String(contentsOfFile: listing, encoding: .utf8)) ?? ""
+    // "Latency: 10015 usec, configured 10000 usec"
+    guard let line = text.split(separator: "\n").first(where: { $0.contains("configured") && $0.contains("Latency:") }),
+      let configured = line.split(separator: ",").last?.split(separator: " ").first(where: { Int($0) != nil }),
+      let microseconds = Int(configured)
+    else { return nil }
+    return microseconds * 48 / 1000
   }
 
   /// SIGKILL, as when a sound server crashes; the recorder goes with it.

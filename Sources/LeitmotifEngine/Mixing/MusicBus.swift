@@ -89,12 +89,22 @@ package final class MusicBus {
 
   /// Hands back what OpenAL has played and notes how far into the next block it is.
   func collectPlayed() {
-    // A source the device stopped (OpenAL 1.19 stops every source when a device goes, before
-    // ALC_CONNECTED says so) reports every queued buffer processed, heard or not. Taking them as
+    // A source the device stopped (OpenAL 1.19 stops every source when a device goes) reports
+    // every queued buffer processed, heard or not. Taking them as
     // played here would move the requeue after a loss past all of them: a whole queue of
     // music (16 buffers, 0.34 s) lost, when the pump came before the connection check. So a
     // source that stopped early is left as it is until `requeueUnheard`, which puts it back.
     if stoppedEarly {
+      stopLatched = true
+      return
+    }
+    if queued.count > 0 && !device.rendersOnDemand && source.state != .playing && !device.isConnected {
+      // The device is gone: OpenAL marks it disconnected, then stops its sources, and a source
+      // played on a disconnected device stops at once with every buffer processed. Taken as an
+      // underrun, the stop was restarted, stopped again, and so on at every pump until the next
+      // connection check: under load, 13 such restarts threw away 0.77 s of music unheard (the
+      // late wake-up had made the stop look like a source that played everything). So a stop
+      // is checked against the connection before anything is taken as played.
       stopLatched = true
       return
     }
@@ -130,8 +140,8 @@ package final class MusicBus {
   }
 
   /// Starts the source if it is not playing. A real underrun (the source played everything it
-  /// had) just restarts it; a source the device stopped while it still had audio (a sound server
-  /// going away stops sources before it reports the device gone) is not restarted here, so
+  /// had) just restarts it; a source the device stopped while it still had audio (a device that
+  /// went away, or stalled) is not restarted here, so
   /// nothing unheard is thrown away: the caller checks the connection first, and `requeueUnheard`
   /// puts the unheard audio back. Returns true when the source had run dry (an underrun).
   @discardableResult
@@ -170,7 +180,15 @@ package final class MusicBus {
   /// or a new one after a loss), starting at the first frame not heard: `rewindFrames` before
   /// the first frame OpenAL had not played (after a loss, what the lost device still held: its
   /// latency), as far as the played blocks kept in the ring reach.
-  func requeueUnheard(on newDevice: OutputDevice, rewindFrames: Int = 0) throws(OutputError) {
+  /// What a requeue put back: how many frames it went back (`rewound`, at most `rewindFrames`:
+  /// only as far as the played blocks kept reach) and how many it queued in all.
+  package struct Requeued {
+    var rewound: Int
+    var queued: Int
+  }
+
+  @discardableResult
+  func requeueUnheard(on newDevice: OutputDevice, rewindFrames: Int = 0) throws(OutputError) -> Requeued {
     let fresh = try StreamingSource(device: newDevice, bufferCount: Self.bufferCount)
     // (Runs after a loss, off the steady path: it may take its time.) Gather the unheard audio
     // in order: the end of the played blocks, the heard part of the first queued block, the rest.
@@ -215,6 +233,7 @@ package final class MusicBus {
       nextSlot = (nextSlot + 1) % Self.ringSlots
       written += frames
     }
+    return Requeued(rewound: max(0, rewindFrames) - rewind, queued: written)
   }
 
   /// A device that renders on demand: queues `frames` just mixed into `block` and renders them
