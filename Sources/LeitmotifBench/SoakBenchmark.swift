@@ -219,22 +219,58 @@ private final class Counter: @unchecked Sendable {
   var value: Int { lock.withLock { count } }
 }
 
-/// A child process that spins on one core until stopped. Spawned with posix_spawn, not
-/// Foundation's Process, which keeps threads of its own (they would count as the engine's).
-private final class BusyLoop {
+/// A child process. Spawned with posix_spawn, not Foundation's Process, which keeps threads of
+/// its own (they would count as the engine's).
+private final class ChildRun {
   private var pid: pid_t = 0
-  init() {
-    let arguments = ["/bin/sh", "-c", "while :; do :; done"]
+  init(_ arguments: [String]) {
     var argv = arguments.map { strdup($0) } + [nil]
     defer { for pointer in argv { free(pointer) } }
-    if posix_spawn(&pid, "/bin/sh", nil, nil, &argv, environ) != 0 { pid = 0 }
+    if posix_spawn(&pid, arguments[0], nil, nil, &argv, environ) != 0 { pid = 0 }
   }
-  func stop() {
-    guard pid > 0 else { return }
-    kill(pid, SIGKILL)
+
+  /// Waits for it to end; its exit status (-1 if it never started or was killed).
+  func wait() -> Int32 {
+    guard pid > 0 else { return -1 }
     var status: Int32 = 0
-    waitpid(pid, &status, 0)
+    while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
     pid = 0
+    return (status & 0x7f) == 0 ? (status >> 8) & 0xff : -1
+  }
+
+  func kill() {
+    guard pid > 0 else { return }
+    Glibc.kill(pid, SIGKILL)
+    _ = wait()
+  }
+}
+
+/// A child process that spins on one core until stopped.
+private final class BusyLoop {
+  private let child = ChildRun(["/bin/sh", "-c", "while :; do :; done"])
+  func stop() { child.kill() }
+}
+
+extension SoakBenchmark {
+  /// `leitmotif-bench soak-assets DIR` (the soak runs it as a child process): makes the soak's
+  /// music in DIR. In a process of its own because its PCM (7.7 MB a file) would move glibc's
+  /// malloc thresholds for the whole soak: freeing a block that big raises the mmap threshold to
+  /// its size and the trim threshold to twice that, so every arena then keeps up to 15 MB free
+  /// and RSS climbs for minutes (measured: 60.7 to 70.6 MiB peak over 30 minutes, with the heap
+  /// in use flat at 17 to 19 MiB). The soak measures the engine, not its fixtures.
+  static func makeAssets(in assets: String) throws {
+    guard !assets.isEmpty else { throw UsageError(description: "soak-assets needs a directory") }
+    try FileManager.default.createDirectory(atPath: assets, withIntermediateDirectories: true)
+    let format = PCMFormat.stereo48000
+    for (index, name) in ["explore", "combat", "boss", "a", "b"].enumerated() {
+      let samples = ToneGenerator.musicLike(
+        seed: UInt64(index + 1), frameCount: format.frames(seconds: 20), format: format)
+      try VorbisEncoder.encode(
+        samples: samples, format: format, tags: [("TITLE", name.capitalized), ("BPM", "120")],
+        to: "\(assets)/\(name).ogg")
+    }
+    let hit = ToneGenerator.sine(frequency: 1_760, amplitude: 0.3, seconds: 0.4, format: format)
+    try VorbisEncoder.encode(samples: hit, format: format, tags: [("TITLE", "Hit")], to: "\(assets)/hit.ogg")
   }
 }
 
@@ -247,17 +283,10 @@ private struct SoakGame {
   init() throws {
     directory = try TemporaryDirectory(prefix: "leitmotif-soak")
     let assets = directory.file("assets")
-    try FileManager.default.createDirectory(atPath: assets, withIntermediateDirectories: true)
-    let format = PCMFormat.stereo48000
-    for (index, name) in ["explore", "combat", "boss", "a", "b"].enumerated() {
-      let samples = ToneGenerator.musicLike(
-        seed: UInt64(index + 1), frameCount: format.frames(seconds: 20), format: format)
-      try VorbisEncoder.encode(
-        samples: samples, format: format, tags: [("TITLE", name.capitalized), ("BPM", "120")],
-        to: "\(assets)/\(name).ogg")
+    let child = ChildRun(["/proc/self/exe", "soak-assets", assets])
+    guard child.wait() == 0, FileManager.default.fileExists(atPath: "\(assets)/hit.ogg") else {
+      throw UsageError(description: "soak: could not make the music (leitmotif-bench soak-assets \(assets))")
     }
-    let hit = ToneGenerator.sine(frequency: 1_760, amplitude: 0.3, seconds: 0.4, format: format)
-    try VorbisEncoder.encode(samples: hit, format: format, tags: [("TITLE", "Hit")], to: "\(assets)/hit.ogg")
     try writeCueFile(version: 0)
   }
 

@@ -206,6 +206,9 @@ case "latency":
 case "latency-child":
   do { try LatencyBenchmark.child(Array(arguments)) } catch { fail("\(error)") }
   exit(0)
+case "soak-assets":
+  do { try SoakBenchmark.makeAssets(in: arguments.first ?? "") } catch { fail("\(error)") }
+  exit(0)
 case "voices-child":
   do { try VoicesBenchmark.child(Array(arguments)) } catch { fail("\(error)") }
   exit(0)

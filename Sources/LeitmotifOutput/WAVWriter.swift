@@ -1,5 +1,9 @@
 import Foundation
 
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 /// Sample encodings a WAV file can be written in.
 public enum WAVSampleFormat: String, Sendable, CaseIterable {
   /// IEEE 32-bit float (format tag 3): what OpenAL renders, bit for bit.
@@ -8,10 +12,26 @@ public enum WAVSampleFormat: String, Sendable, CaseIterable {
   case int16 = "s16"
 }
 
+/// A WAV file that could not be created or written: the system's reason (its description is
+/// the reason alone; callers name the file).
+public struct WAVWriteError: Error, CustomStringConvertible, Sendable {
+  public var path: String
+  public var reason: String
+  /// The `errno` value.
+  public var code: Int32
+  public var description: String { reason }
+}
+
 /// Writes interleaved Float32 frames to a RIFF/WAVE file, streaming: the header's sizes are
 /// patched when the writer is finished, so a 60-minute render never sits in memory.
 ///
-/// Owns one `FileHandle`. Thread safety: one thread at a time.
+/// Writes go through a buffer of its own (256 KB) straight to the file descriptor: a render hands
+/// over a mix of 1,024 frames at a time, and a `FileHandle` write per mix (5,000 for two minutes,
+/// each wrapped in `Data`) made writing the WAV 17 % of an offline render's CPU, measured with
+/// perf; in 256 KB writes it is the kernel's copy and little else.
+///
+/// Owns the file descriptor and closes it in `finish` (or `deinit`). Thread safety: one thread
+/// at a time.
 public final class WAVWriter {
   /// The file being written.
   public let path: String
@@ -23,73 +43,137 @@ public final class WAVWriter {
   public let sampleFormat: WAVSampleFormat
   /// Frames written so far.
   public private(set) var framesWritten: Int64 = 0
-  private let handle: FileHandle
-  private var scratch: [UInt8] = []
+  private var descriptor: Int32
+  private let buffer: UnsafeMutableRawPointer
+  private static let bufferBytes = 256 * 1024
+  private var buffered = 0
   private var finished = false
 
   /// Creates (or truncates) the file at `path` and writes a provisional header.
-  /// - Throws: `CocoaError` from Foundation when the file cannot be created.
+  /// - Throws: `WAVWriteError` when the file cannot be created or written.
   public init(path: String, sampleRate: Int, channelCount: Int, sampleFormat: WAVSampleFormat) throws {
     self.path = path
     self.sampleRate = sampleRate
     self.channelCount = channelCount
     self.sampleFormat = sampleFormat
-    guard FileManager.default.createFile(atPath: path, contents: nil) else {
-      throw CocoaError(.fileWriteNoPermission, userInfo: [NSFilePathErrorKey: path])
+    descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+    guard descriptor >= 0 else { throw Self.error(path: path, errno: errno) }
+    buffer = .allocate(byteCount: Self.bufferBytes, alignment: 16)
+    let header = header(dataBytes: 0)
+    do {
+      try header.withUnsafeBytes { try append($0) }
+    } catch {
+      close(descriptor)
+      buffer.deallocate()
+      throw error
     }
-    handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
-    try handle.write(contentsOf: header(dataBytes: 0))
   }
 
-  deinit { try? finish() }
+  deinit {
+    try? finish()
+    buffer.deallocate()
+  }
 
   private var bytesPerSample: Int { sampleFormat == .float32 ? 4 : 2 }
 
-  /// Appends `frameCount` interleaved frames.
+  /// Appends `frameCount` interleaved frames from `samples`.
   public func write(_ samples: UnsafeBufferPointer<Float>, frameCount: Int) throws {
     let sampleCount = frameCount * channelCount
     switch sampleFormat {
     case .float32:
       #if _endian(little)
-        // Float32 little-endian is the file's layout already: written straight from the caller.
-        let bytes = UnsafeMutableRawPointer(mutating: samples.baseAddress!)
-        try handle.write(contentsOf: Data(bytesNoCopy: bytes, count: sampleCount * 4, deallocator: .none))
+        // Float32 little-endian is the file's layout already: copied as it is.
+        try append(UnsafeRawBufferPointer(start: samples.baseAddress, count: sampleCount * 4))
       #else
-        try writeConverted(sampleCount) { UInt32($0.bitPattern).littleEndian }
+        try appendConverted(sampleCount, as: UInt32.self) { UInt32($0.bitPattern).littleEndian }
       #endif
     case .int16:
-      try writeConverted(sampleCount) {
-        UInt16(bitPattern: Int16((max(-1, min(1, $0)) * 32767).rounded())).littleEndian
-      }
+      try appendInt16(sampleCount)
     }
     framesWritten += Int64(frameCount)
 
-    func writeConverted<Word: FixedWidthInteger>(_ count: Int, _ convert: (Float) -> Word) throws {
-      let byteCount = count * MemoryLayout<Word>.size
-      if scratch.count < byteCount { scratch = [UInt8](repeating: 0, count: byteCount) }
-      scratch.withUnsafeMutableBytes { raw in
-        let output = raw.bindMemory(to: Word.self)
-        for index in 0..<count { output[index] = convert(samples[index]) }
+    /// Clamped to ±1, scaled by 32767 and rounded half away from zero, straight into the buffer.
+    /// The product is the Float one, as ever; the rounding is done in Double, where x ± 0.5 is
+    /// exact, so truncating it is exactly `Float.rounded()` (the files are byte for byte what they
+    /// were) without its libm call per sample, which was two thirds of the writer's time.
+    func appendInt16(_ count: Int) throws {
+      var done = 0
+      while done < count {
+        if buffered + 2 > Self.bufferBytes { try flush() }
+        let chunk = min((Self.bufferBytes - buffered) / 2, count - done)
+        let output = (buffer + buffered).bindMemory(to: Int16.self, capacity: chunk)
+        let input = samples.baseAddress! + done
+        for index in 0..<chunk {
+          let scaled = Double(max(-1, min(1, input[index])) * 32767)
+          output[index] = Int16(scaled < 0 ? scaled - 0.5 : scaled + 0.5).littleEndian
+        }
+        buffered += chunk * 2
+        done += chunk
       }
-      try scratch.withUnsafeBytes { raw in
-        try handle.write(
-          contentsOf: Data(
-            bytesNoCopy: UnsafeMutableRawPointer(mutating: raw.baseAddress!), count: byteCount, deallocator: .none))
+    }
+
+    /// Converts straight into the buffer, a buffer's worth at a time.
+    func appendConverted<Word: FixedWidthInteger>(_ count: Int, as: Word.Type, _ convert: (Float) -> Word) throws {
+      var done = 0
+      while done < count {
+        if buffered + MemoryLayout<Word>.size > Self.bufferBytes { try flush() }
+        let room = (Self.bufferBytes - buffered) / MemoryLayout<Word>.size
+        let chunk = min(room, count - done)
+        let output = (buffer + buffered).bindMemory(to: Word.self, capacity: chunk)
+        for index in 0..<chunk { output[index] = convert(samples[done + index]) }
+        buffered += chunk * MemoryLayout<Word>.size
+        done += chunk
       }
     }
   }
 
-  /// Patches the header with the final sizes and closes the file. Called by `deinit` if forgotten.
+  /// Completes the header's sizes and closes the file.
   public func finish() throws {
     guard !finished else { return }
     finished = true
-    try handle.seek(toOffset: 0)
-    try handle.write(contentsOf: header(dataBytes: Int(framesWritten) * channelCount * bytesPerSample))
-    try handle.close()
+    defer {
+      close(descriptor)
+      descriptor = -1
+    }
+    try flush()
+    let header = header(dataBytes: Int(framesWritten) * channelCount * bytesPerSample)
+    try header.withUnsafeBytes { raw in
+      var done = 0
+      while done < raw.count {
+        let wrote = pwrite(descriptor, raw.baseAddress! + done, raw.count - done, off_t(done))
+        if wrote < 0 && errno == EINTR { continue }
+        guard wrote > 0 else { throw Self.error(path: path, errno: errno) }
+        done += wrote
+      }
+    }
   }
 
-  /// The RIFF header. Float files carry the 18-byte fmt chunk and the fact chunk that
-  /// WAVE_FORMAT_IEEE_FLOAT requires (tools such as sox warn without them).
+  private func append(_ bytes: UnsafeRawBufferPointer) throws {
+    var done = 0
+    while done < bytes.count {
+      if buffered == Self.bufferBytes { try flush() }
+      let chunk = min(Self.bufferBytes - buffered, bytes.count - done)
+      (buffer + buffered).copyMemory(from: bytes.baseAddress! + done, byteCount: chunk)
+      buffered += chunk
+      done += chunk
+    }
+  }
+
+  private func flush() throws {
+    var done = 0
+    while done < buffered {
+      let wrote = Glibc.write(descriptor, buffer + done, buffered - done)
+      if wrote < 0 && errno == EINTR { continue }
+      guard wrote > 0 else { throw Self.error(path: path, errno: errno) }
+      done += wrote
+    }
+    buffered = 0
+  }
+
+  private static func error(path: String, errno code: Int32) -> WAVWriteError {
+    WAVWriteError(path: path, reason: String(cString: strerror(code)), code: code)
+  }
+
   private func header(dataBytes: Int) -> Data {
     var data = Data()
     func append<T: FixedWidthInteger>(_ value: T) {
