@@ -30,6 +30,18 @@ public protocol AudioDecoder: AnyObject {
   /// Moves the cursor to `frame` exactly: the next read starts with that frame of a linear decode.
   /// - Throws: `DecodeError.Reason.seekOutOfRange` for a frame outside `0...lengthFrames`.
   func seek(toFrame frame: Int64) throws(DecodeError)
+
+  /// Sets the decoder up for reading now, on this thread, rather than at the first read. The
+  /// engine calls it on its loader thread, so that the thread that decodes a stream (one per
+  /// stream, short-lived) allocates almost nothing: malloc gives each thread an arena, and the
+  /// allocations of many such threads spread over many arenas that each keep their own free
+  /// memory. With the loader on a thread of its own, this kept the soak's RSS flat.
+  func prepareForDecoding() throws(DecodeError)
+}
+
+extension AudioDecoder {
+  /// Nothing to do for a decoder that sets itself up when it opens.
+  public func prepareForDecoding() throws(DecodeError) {}
 }
 
 extension AudioDecoder {

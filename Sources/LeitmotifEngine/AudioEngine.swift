@@ -56,7 +56,8 @@ public final class AudioEngine: @unchecked Sendable {
   public var voiceLimit: Int { pool.limit }
   private let diagnostics = Mutex<DiagnosticsHandler?>(nil)
   private let running = RunFlag()
-  private let loader = DispatchQueue(label: "leitmotif.loader")
+  /// Made with the engine unless it renders offline (whose loader work runs inline).
+  private(set) var loader: LoaderThread?
   private var streamingThread: Thread?
   private var notificationThread: Thread?
   private let renderLock = Mutex<Void>(())
@@ -128,6 +129,7 @@ public final class AudioEngine: @unchecked Sendable {
       reopenDevice: { isOffline ? nil : try? AudioEngine.openDefaultOutput() }, isOffline: isOffline)
     if let notice { report(Diagnostic(.notice, notice)) }
     if !isOffline {
+      loader = LoaderThread()
       startThreads()
       RunningEngines.add(self)
     }
@@ -149,7 +151,12 @@ public final class AudioEngine: @unchecked Sendable {
     let deadline = DispatchTime.now() + .seconds(2)
     while let thread = streamingThread, !thread.isFinished, DispatchTime.now() < deadline { usleep(1000) }
     // The loader: what is queued there sees the engine stopped and opens nothing more.
-    if !isOffline { loader.sync {} }
+    if let loader {
+      // Not from the loader itself (a diagnostics handler runs there): it ends when this returns.
+      if !loader.isCurrent { loader.drain() }
+      loader.stop()
+      while !loader.isCurrent, !loader.isFinished, DispatchTime.now() < deadline { usleep(1000) }
+    }
     // The voices' decode threads (the streaming thread has ended, or the engine is offline and
     // renders no more: nobody else touches the loop now).
     if streamingThread?.isFinished ?? true { renderLock.withLock { _ in loop.stopAllStreams() } }
@@ -417,7 +424,7 @@ public final class AudioEngine: @unchecked Sendable {
   /// Loader work runs in order on the loader thread (inline for an offline engine, so that
   /// offline runs are deterministic).
   private func runOnLoader(_ work: @escaping @Sendable () -> Void) {
-    if isOffline { work() } else { loader.async(execute: work) }
+    if let loader { loader.async(work) } else { work() }
   }
 
   /// Says what a decoder noticed about a file it opened (cut off, damaged, a tag skipped)

@@ -70,7 +70,7 @@ package struct SegmentRequest: Sendable {
             "loop \(region.start)..<\(region.end) (frames) must be non-empty and inside the file's \(length) frames"))
       }
     }
-    if start > 0 { try decoder.seek(toFrame: start) }
+    if start > 0 { try decoder.seek(toFrame: start) } else { try decoder.prepareForDecoding() }
     return StreamSegment(
       token: token, decoder: decoder, startFrame: start, endFrame: end, loop: loop, loopCount: loopCount, gain: gain)
   }

@@ -139,7 +139,7 @@ struct CAPITests {
       #expect(run.status == 0, "attempt \(attempt): status \(run.status): \(run.errors)")
       #expect(run.output.contains("exit handler done"), "\(run.output)")
       // OpenAL's destructor runs after this handler: no thread of ours may still call into it.
-      for thread in ["lm.streaming", "lm.decode", "lm.notify"] {
+      for thread in ["lm.streaming", "lm.decode", "lm.notify", "lm.loader"] {
         #expect(!run.output.contains("thread at exit: \(thread)"), "attempt \(attempt): \(run.output)")
       }
       #expect(!run.errors.contains("Assertion"), "\(run.errors)")

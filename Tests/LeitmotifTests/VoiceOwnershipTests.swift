@@ -167,7 +167,8 @@ struct VoiceOwnershipTests {
     #expect(level(of: 550, in: Array(output[(output.count / 2)...])) > 0.1)
   }
 
-  @Test("After shutdown no engine thread remains: streaming, notifications and every decode thread have ended")
+  @Test(
+    "After shutdown no engine thread remains: streaming, notifications, the loader and every decode thread have ended")
   func shutdownEndsEveryThread() throws {
     let directory = try TemporaryDirectory()
     let list = try [330.0, 440].enumerated().map { index, frequency in
@@ -179,8 +180,11 @@ struct VoiceOwnershipTests {
     try queue.setQueue(with: list)
     queue.play()  // a playing voice and a prepared follower: two decode threads
     #expect(EngineHarness.wait(seconds: 5) { census.count == 2 })
+    let loader = try #require(engine.loader)
+    #expect(!loader.isFinished)
     engine.shutdown()
     #expect(census.count == 0)
+    #expect(loader.isFinished)
     #expect(engine.isShutDown)
 
     // An offline engine's decode threads end with it, too: dropping the last reference is enough.

@@ -91,7 +91,9 @@ final class VorbisDecoder: AudioDecoder {
       let what = linkCount > 1 ? "link \(index + 1) of \(linkCount)" : "the stream"
       do throws(DecodeError) {
         try AudioFile.checkRate(rate, path: source.path, what: what)
-        if let first = links.first { try Self.checkLinkRate(rate, firstRate: first.sampleRate, what: what, path: source.path) }
+        if let first = links.first {
+          try Self.checkLinkRate(rate, firstRate: first.sampleRate, what: what, path: source.path)
+        }
       } catch {
         failure = error
         break
@@ -303,6 +305,14 @@ final class VorbisDecoder: AudioDecoder {
     load(frames - 1, into: &resampleHistory)
     hasResampleHistory = true
     resamplePhase = position - Double(frames)
+  }
+
+  /// libvorbisfile builds its decoder (codebooks, synthesis state: about a hundred allocations)
+  /// at the first read or seek after `ov_open_callbacks`; a seek to where the stream already is
+  /// builds it here and moves nothing (the seek is sample-exact).
+  func prepareForDecoding() throws(DecodeError) {
+    guard !isLinear, poisoned == nil, file.pointee.ready_state < INITSET else { return }
+    try seek(toFrame: cursorFrames)
   }
 
   func seek(toFrame frame: Int64) throws(DecodeError) {

@@ -1,0 +1,64 @@
+import Foundation
+import Synchronization
+
+/// The engine's loader: one thread of its own, for the whole life of the engine, that opens
+/// files and sets up their decoders in the order the work was given.
+///
+/// Why not a serial dispatch queue: libdispatch runs a queue's work on worker threads that come
+/// and go, and glibc's malloc gives each new thread an arena of its own. Opening a file makes
+/// about a hundred allocations (libvorbis's codebooks, tables, buffers); spread over changing
+/// threads, they fragment many arenas that each keep their own free memory, and a long game's
+/// RSS creeps. One loader thread keeps them in one arena.
+final class LoaderThread: @unchecked Sendable {
+  /// What the thread and its callers share (the thread holds this, not the loader).
+  private final class State: Sendable {
+    let pending = Mutex<[@Sendable () -> Void]>([])
+    let wake = DispatchSemaphore(value: 0)
+    let stopping = Atomic<Bool>(false)
+  }
+  private let state = State()
+  /// Set once in `init`; only read after (Thread's own properties are thread-safe).
+  private let thread: Thread
+
+  /// Whether the thread has ended (after `stop`).
+  var isFinished: Bool { thread.isFinished }
+
+  /// Whether this is the loader thread (a diagnostics handler runs here, and may shut down).
+  var isCurrent: Bool { Thread.current === thread }
+
+  init() {
+    let state = self.state
+    thread = Thread {
+      nameCurrentThread("lm.loader")
+      var batch: [@Sendable () -> Void] = []
+      while true {
+        state.wake.wait()
+        state.pending.withLock { swap(&batch, &$0) }
+        for work in batch { work() }
+        batch.removeAll(keepingCapacity: true)
+        if state.stopping.load(ordering: .acquiring) && state.pending.withLock({ $0.isEmpty }) { break }
+      }
+    }
+    thread.name = "leitmotif.loader"
+    thread.start()
+  }
+
+  /// Runs `work` on the loader thread, after everything given before it.
+  func async(_ work: @escaping @Sendable () -> Void) {
+    state.pending.withLock { $0.append(work) }
+    state.wake.signal()
+  }
+
+  /// Returns once everything given so far has run.
+  func drain() {
+    let done = DispatchSemaphore(value: 0)
+    async { done.signal() }
+    done.wait()
+  }
+
+  /// Ends the thread once what was given has run (work given later is never run).
+  func stop() {
+    state.stopping.store(true, ordering: .releasing)
+    state.wake.signal()
+  }
+}
