@@ -35,7 +35,8 @@ public protocol AudioDecoder: AnyObject {
   /// engine calls it on its loader thread, so that the thread that decodes a stream (one per
   /// stream, short-lived) allocates almost nothing: malloc gives each thread an arena, and the
   /// allocations of many such threads spread over many arenas that each keep their own free
-  /// memory. With the loader on a thread of its own, this kept the soak's RSS flat.
+  /// memory. Together with the loader's thread of its own, this kept the soak's RSS flat (on its
+  /// own it did not: the loader's work then still moved between Dispatch's worker threads).
   func prepareForDecoding() throws(DecodeError)
 }
 
