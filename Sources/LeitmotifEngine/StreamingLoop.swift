@@ -634,9 +634,9 @@ package final class StreamingLoop: @unchecked Sendable {
     let oldDevice = device
     newDevice.makeCurrent()
     let wanted = Int(averageLatencyFrames ?? 0)
-    let requeued: MusicBus.Requeued
+    let rewound: Int
     do throws(OutputError) {
-      requeued = try bus.requeueUnheard(on: newDevice, rewindFrames: wanted)
+      rewound = try bus.requeueUnheard(on: newDevice, rewindFrames: wanted)
     } catch {
       pendingEvents.append(.diagnostic(Diagnostic(.error, "after the device came back: \(error)", error: error)))
       pendingEvents.append(.reclaim(newDevice))
@@ -651,7 +651,7 @@ package final class StreamingLoop: @unchecked Sendable {
       if let voice = voices[slot] { pendingEvents.append(.interrupted(voice: voice.handle, false)) }
     }
     pendingEvents.append(
-      .deviceRestored(newDevice.kind, newDevice.name, replayedFrames: requeued.rewound, heldFrames: wanted))
+      .deviceRestored(newDevice.kind, newDevice.name, replayedFrames: rewound, heldFrames: wanted))
   }
 
   private var stoppedSince: Int64?

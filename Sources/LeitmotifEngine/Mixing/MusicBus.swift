@@ -180,15 +180,10 @@ package final class MusicBus {
   /// or a new one after a loss), starting at the first frame not heard: `rewindFrames` before
   /// the first frame OpenAL had not played (after a loss, what the lost device still held: its
   /// latency), as far as the played blocks kept in the ring reach.
-  /// What a requeue put back: how many frames it went back (`rewound`, at most `rewindFrames`:
-  /// only as far as the played blocks kept reach) and how many it queued in all.
-  package struct Requeued {
-    var rewound: Int
-    var queued: Int
-  }
-
+  /// Returns how many frames it went back: at most `rewindFrames`, as far as the played blocks
+  /// kept reach.
   @discardableResult
-  func requeueUnheard(on newDevice: OutputDevice, rewindFrames: Int = 0) throws(OutputError) -> Requeued {
+  func requeueUnheard(on newDevice: OutputDevice, rewindFrames: Int = 0) throws(OutputError) -> Int {
     let fresh = try StreamingSource(device: newDevice, bufferCount: Self.bufferCount)
     // (Runs after a loss, off the steady path: it may take its time.) Gather the unheard audio
     // in order: the end of the played blocks, the heard part of the first queued block, the rest.
@@ -233,7 +228,7 @@ package final class MusicBus {
       nextSlot = (nextSlot + 1) % Self.ringSlots
       written += frames
     }
-    return Requeued(rewound: max(0, rewindFrames) - rewind, queued: written)
+    return max(0, rewindFrames) - rewind
   }
 
   /// A device that renders on demand: queues `frames` just mixed into `block` and renders them
