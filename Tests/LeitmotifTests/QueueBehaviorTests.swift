@@ -197,6 +197,23 @@ struct QueueBehaviorTests {
     player.stop()
   }
 
+  @Test("A queue that repeats for a long time remembers a bounded number of segments (the soak's slow heap growth)")
+  func boundedMemory() throws {
+    let directory = try TemporaryDirectory()
+    let list = try items(3, in: directory, seconds: 0.05)
+    let engine = try EngineHarness.offlineEngine()
+    let player = QueuePlayer(engine: engine)
+    player.repeatMode = .all
+    try player.setQueue(with: list)
+    player.play()
+    // 30 s of 50 ms items: 600 passes, each a segment of its own.
+    _ = EngineHarness.render(engine, seconds: 30)
+    #expect(player.playbackState == .playing)
+    let count = player.rememberedTokenCount
+    #expect(count > 0 && count <= QueuePlayer.rememberedTokens, "\(count) tokens remembered")
+    player.stop()
+  }
+
   @Test("A transaction applies atomically with one queueChanged; a rejected one leaves the queue as it was")
   func transactions() throws {
     let directory = try TemporaryDirectory()

@@ -89,7 +89,8 @@ public final class QueuePlayer: MediaPlayback {
   private struct State {
     var queue = QueueModel()
     var nextToken = 1
-    var tokens: [Int: Int] = [:]  // segment token -> entry id
+    /// Segment token -> entry id, for the segments made lately (see `newToken`).
+    var tokens: [Int: Int] = [:]
     var voices = Voices()
     var playbackState: PlaybackState = .stopped
     var stateBeforeSeeking: PlaybackState?
@@ -635,6 +636,8 @@ public final class QueuePlayer: MediaPlayback {
   /// does, even to another copy of the same file): a cheap way to notice a change without
   /// comparing items (their equality compares standardized file URLs).
   package var nowPlayingEntryID: Int? { state.withLock { $0.queue.nowID } }
+  /// How many segment tokens the player remembers (bounded: see `rememberedTokens`).
+  package var rememberedTokenCount: Int { state.withLock { $0.tokens.count } }
 
   /// How many items have failed so far (see `takeFailures()`).
   package var failuresSoFar: Int { failureCount.load(ordering: .acquiring) }
@@ -780,10 +783,19 @@ public final class QueuePlayer: MediaPlayback {
 
   private func transition(into id: Int, _ state: State) -> Transition { state.queue.transition(into: id) }
 
+  /// How many of the latest segment tokens keep their entry id: a failure reported for a segment
+  /// names its token, and a segment can fail only while its stream holds it (the voice playing,
+  /// its follower, and the few finished segments a stream keeps for seeking back). Tokens only
+  /// grow, so the oldest one goes as each new one comes: a queue that repeats for hours makes a
+  /// token per pass of each item, and the map kept them all (found by the soak: the heap grew
+  /// about 40 KB a minute).
+  static let rememberedTokens = 256
+
   private func newToken(for id: Int, _ state: inout State) -> Int {
     let token = state.nextToken
     state.nextToken += 1
     state.tokens[token] = id
+    state.tokens[token - Self.rememberedTokens] = nil
     return token
   }
 
