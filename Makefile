@@ -3,10 +3,10 @@
 # apt-get line to run (otherwise) and stop.
 
 # C libraries the package links (OpenAL Soft, libvorbis/vorbisfile/vorbisenc, libmpg123, SQLite,
-# libsamplerate),
+# libsamplerate, libsoxr),
 # pkg-config for SwiftPM to find them, lame for the benchmark's MP3 and the fixture script, and a
 # real sound server for the device-loss test (PulseAudio with a null sink, recorded with parec).
-PACKAGES := pkg-config libopenal-dev libvorbis-dev libmpg123-dev libsqlite3-dev libsamplerate0-dev lame tmux \
+PACKAGES := pkg-config libopenal-dev libvorbis-dev libmpg123-dev libsqlite3-dev libsamplerate0-dev libsoxr-dev lame tmux \
   pulseaudio pulseaudio-utils
 
 .PHONY: deps test test-tsan fuzz soak demo bench format fixtures assets c-api c-game docs

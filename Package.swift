@@ -1,10 +1,10 @@
 // swift-tools-version:6.0
 // Leitmotif's layers, lowest first; no layer names a type of one above it:
-//   C libraries (COpenAL, CVorbisFile, CMPG123, CSQLite, CSampleRate) one system-library target each
+//   C libraries (COpenAL, CVorbisFile, CMPG123, CSQLite, CSampleRate, CSoxr) one system-library target each
 //   LeitmotifDecoding   streaming decoders (Ogg Vorbis, MP3), tags             -> CVorbisFile, CMPG123
 //   LeitmotifOutput     OpenAL devices, sources, buffers, loopback, WAV        -> COpenAL
 //   LeitmotifEngine     the mixer and voices: mix clock, voice handles, music bus, resampling
-//                                                                              -> Decoding, Output, CSampleRate
+//                                                                       -> Decoding, Output, CSampleRate, CSoxr
 //   LeitmotifLibrary    the player's music library: index (SQLite), queries, consent, picker
 //                                                                              -> Engine (diagnostics), CSQLite
 //   LeitmotifPlayers    Player, QueuePlayer, transitions, offline rendering    -> Engine, Library
@@ -42,12 +42,15 @@ let package = Package(
     // libsamplerate, BSD-2-Clause: the mixer's resampler (file rate and playback rate to mix frames).
     .systemLibrary(
       name: "CSampleRate", pkgConfig: "samplerate", providers: [.apt(["libsamplerate0-dev"])]),
+    // libsoxr, LGPL-2.1 (linked dynamically): the decode threads' fixed-ratio resampler, from a
+    // file's rate to the mix rate.
+    .systemLibrary(name: "CSoxr", pkgConfig: "soxr", providers: [.apt(["libsoxr-dev"])]),
     // glibc's <malloc.h> (the C library itself): heap statistics for the soak benchmark.
     .systemLibrary(name: "CMalloc"),
 
     .target(name: "LeitmotifDecoding", dependencies: ["CVorbisFile", "CMPG123"]),
     .target(name: "LeitmotifOutput", dependencies: ["COpenAL"]),
-    .target(name: "LeitmotifEngine", dependencies: ["LeitmotifDecoding", "LeitmotifOutput", "CSampleRate"]),
+    .target(name: "LeitmotifEngine", dependencies: ["LeitmotifDecoding", "LeitmotifOutput", "CSampleRate", "CSoxr"]),
     .target(name: "LeitmotifLibrary", dependencies: ["LeitmotifEngine", "CSQLite"]),
     .target(name: "LeitmotifPlayers", dependencies: ["LeitmotifEngine", "LeitmotifLibrary"]),
     .target(name: "LeitmotifCues", dependencies: ["LeitmotifPlayers"]),

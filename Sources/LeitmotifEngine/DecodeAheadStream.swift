@@ -48,14 +48,18 @@ package final class DecodeAheadStream: @unchecked Sendable {
   let path: String
   /// Every segment has this rate (the loader refuses others for gapless joins); blocks are stereo.
   let format: AudioFormat
+  /// The rate of the blocks in the ring: the mix rate when the decode thread resamples (the
+  /// file's rate is another, see `RateConversionStage`), otherwise the file's rate.
+  let blockRate: Int
   let firstToken: Int
   /// Where the first segment ends (frames of its file).
   let firstSegmentEnd: Int64
 
   package struct Block {
-    var samples: UnsafePointer<Float>  // stereo, interleaved
+    var samples: UnsafePointer<Float>  // stereo, interleaved, at `blockRate`
     var frames: Int
-    var startFrame: Int64
+    /// The file frame the first frame shows: whole unless the decode thread resampled.
+    var startPosition: Double
     var generation: Int
     var token: Int
     /// The segment's start and end (trim points) in frames of its file.
@@ -119,30 +123,41 @@ package final class DecodeAheadStream: @unchecked Sendable {
   }
 
   /// Takes ownership of `first` (its decoder already at `startFrame`) and starts decoding at once.
+  /// With `mixRate` (not the file's), the decode thread resamples to it, unless soxr cannot.
   /// `census` counts the decode thread while it runs (the engine's shutdown waits for it).
-  init(first: StreamSegment, startFrame: Int64, census: ThreadCensus? = nil) {
+  init(first: StreamSegment, startFrame: Int64, mixRate: Int? = nil, census: ThreadCensus? = nil) {
     path = first.decoder.path
     format = first.decoder.format
     firstToken = first.token
     firstSegmentEnd = first.endFrame
     let count = Self.blockCount
-    // One block more than the ring: the decode thread's scratch.
-    samplePages = PageMemory(floatCount: (count + 1) * Self.framesPerBlock * 2)
-    samples = samplePages.floats
+    let block = Self.framesPerBlock * 2
+    let converter = mixRate.flatMap { FixedRateConverter(inputRate: first.decoder.format.sampleRate, outputRate: $0) }
+    blockRate = converter?.outputRate ?? first.decoder.format.sampleRate
+    // One block more than the ring: the decode thread's scratch; resampling, three more: its
+    // input block and two blocks of output.
+    samplePages = PageMemory(floatCount: (count + (converter == nil ? 1 : 4)) * block)
+    let floats = samplePages.floats
+    samples = floats
+    let stage = converter.map {
+      RateConversionStage(
+        converter: $0, input: floats + (count + 1) * block, output: floats + (count + 2) * block,
+        outputCapacity: 2 * Self.framesPerBlock)
+    }
     meta = .allocate(capacity: count)
     meta.initialize(
       repeating: Block(
-        samples: UnsafePointer(samples), frames: 0, startFrame: 0, generation: 0, token: 0, segmentStart: 0,
+        samples: UnsafePointer(samples), frames: 0, startPosition: 0, generation: 0, token: 0, segmentStart: 0,
         segmentEnd: 0,
         finalPass: true, error: nil),
       count: count)
     upcoming.withLock { $0.decodingToken = first.token }
-    // The decoder moves to the decode thread and is used only there from now on.
-    let handover = Handover(first)
+    // The decoder (and the resampler) move to the decode thread and are used only there from now on.
+    let handover = Handover((first, stage))
     census?.enter()
     let thread = Thread { [self] in
       nameCurrentThread("lm.decode")
-      self.produce(first: handover.value, startFrame: startFrame)
+      self.produce(first: handover.value.0, startFrame: startFrame, stage: handover.value.1)
       census?.leave()
     }
     thread.name = "leitmotif.decode"
@@ -246,7 +261,7 @@ package final class DecodeAheadStream: @unchecked Sendable {
     var jumpsDone = 0
   }
 
-  private func produce(first: StreamSegment, startFrame: Int64) {
+  private func produce(first: StreamSegment, startFrame: Int64, stage: RateConversionStage?) {
     var generation = 0
     var current: Current? = Current(segment: first, cursor: startFrame)
     var retained: [StreamSegment] = []
@@ -282,8 +297,23 @@ package final class DecodeAheadStream: @unchecked Sendable {
           do { try active.segment.decoder.seek(toFrame: active.cursor) } catch { pendingError = error }
           current = active
         }
+        stage?.reset()
+      }
+      if let stage, stage.hasWork {
+        // Resampled output waits to go into the ring (or to be made): before any new input.
+        guard ringHasRoom(&refilling) else {
+          _ = producerWake.wait(timeout: .now() + .milliseconds(500))
+          continue
+        }
+        publishConverted(stage, generation: generation)
+        continue
       }
       if current == nil {
+        if let stage, stage.holdsSignal, upcoming.withLock({ $0.segments.isEmpty }) {
+          // Out of segments, for now: let out what the resampler holds before saying so.
+          stage.finish()
+          continue
+        }
         current = takeNext(drainedIfNone: generation)
         if current == nil {
           // Out of segments (takeNext said so: the consumer ends the voice once it has played
@@ -293,10 +323,7 @@ package final class DecodeAheadStream: @unchecked Sendable {
           continue
         }
       }
-      let level = counters.produced.load(ordering: .relaxed) - counters.consumed.load(ordering: .acquiring)
-      if level >= Self.blockCount { refilling = false }
-      if level <= Self.lowWaterBlocks { refilling = true }
-      guard refilling, var active = current else {
+      guard ringHasRoom(&refilling), var active = current else {
         _ = producerWake.wait(timeout: .now() + .milliseconds(500))
         continue
       }
@@ -307,7 +334,7 @@ package final class DecodeAheadStream: @unchecked Sendable {
       let trimmed = segment.endFrame < segment.decoder.lengthFrames
       let boundary = loopLive ? segment.loop!.end : (trimmed ? segment.endFrame : Int64.max)
       let slot = counters.produced.load(ordering: .relaxed) % Self.blockCount
-      let output = samples + slot * Self.framesPerBlock * 2
+      let output = stage?.input ?? samples + slot * Self.framesPerBlock * 2
       let capacity = Int(max(0, min(Int64(Self.framesPerBlock), boundary - active.cursor)))
       let isStereo = segment.decoder.format.channelCount == 2
       var frames = 0
@@ -354,11 +381,20 @@ package final class DecodeAheadStream: @unchecked Sendable {
         }
       }
       let finalPass = !jumped && !isLoopLive(active)
-      // A block of zero frames only carries news (a failure); a plain end needs no block: the
-      // next block's token (or the drained flag) tells.
-      if frames > 0 || error != nil {
+      if let stage {
+        stage.stage(
+          frames: frames, fileFrame: blockStart, token: segment.token, segmentStart: segment.startFrame,
+          segmentEnd: segment.endFrame, finalPass: finalPass || segmentDone)
+        // A failure ends the signal: what decoded before it plays, then the failure is reported.
+        if let error {
+          stage.finish(
+            failure: error, token: segment.token, segmentStart: segment.startFrame, segmentEnd: segment.endFrame)
+        }
+      } else if frames > 0 || error != nil {
+        // A block of zero frames only carries news (a failure); a plain end needs no block: the
+        // next block's token (or the drained flag) tells.
         publish(
-          frames: frames, cursor: blockStart, token: segment.token, segmentStart: segment.startFrame,
+          frames: frames, position: Double(blockStart), token: segment.token, segmentStart: segment.startFrame,
           segmentEnd: segment.endFrame,
           finalPass: finalPass || segmentDone, generation: generation, error: error)
       }
@@ -402,13 +438,38 @@ package final class DecodeAheadStream: @unchecked Sendable {
     return Current(segment: next, cursor: next.startFrame)
   }
 
+  /// Whether the producer should fill the ring now: it refills from the low-water mark until full.
+  private func ringHasRoom(_ refilling: inout Bool) -> Bool {
+    let level = counters.produced.load(ordering: .relaxed) - counters.consumed.load(ordering: .acquiring)
+    if level >= Self.blockCount { refilling = false }
+    if level <= Self.lowWaterBlocks { refilling = true }
+    return refilling
+  }
+
+  /// One step of the resampler's side: a block of its output into the ring, or, with none
+  /// pending, a run of the resampler (and, when an ending is complete, the failure that ended it).
+  private func publishConverted(_ stage: RateConversionStage, generation: Int) {
+    if let made = stage.nextOutput(maximumFrames: Self.framesPerBlock) {
+      let slot = counters.produced.load(ordering: .relaxed) % Self.blockCount
+      (samples + slot * Self.framesPerBlock * 2).update(from: made.samples, count: 2 * made.frames)
+      let marker = made.marker
+      publish(
+        frames: made.frames, position: made.position, token: marker.token, segmentStart: marker.segmentStart,
+        segmentEnd: marker.segmentEnd, finalPass: marker.finalPass, generation: generation, error: nil)
+    } else if let (failure, marker) = stage.advance() {
+      publish(
+        frames: 0, position: Double(marker.fileFrame), token: marker.token, segmentStart: marker.segmentStart,
+        segmentEnd: marker.segmentEnd, finalPass: true, generation: generation, error: failure)
+    }
+  }
+
   private func publish(
-    frames: Int, cursor: Int64, token: Int, segmentStart: Int64, segmentEnd: Int64, finalPass: Bool, generation: Int,
-    error: DecodeError?
+    frames: Int, position: Double, token: Int, segmentStart: Int64, segmentEnd: Int64, finalPass: Bool,
+    generation: Int, error: DecodeError?
   ) {
     let slot = counters.produced.load(ordering: .relaxed) % Self.blockCount
     meta[slot] = Block(
-      samples: UnsafePointer(samples + slot * Self.framesPerBlock * 2), frames: frames, startFrame: cursor,
+      samples: UnsafePointer(samples + slot * Self.framesPerBlock * 2), frames: frames, startPosition: position,
       generation: generation, token: token, segmentStart: segmentStart, segmentEnd: segmentEnd, finalPass: finalPass,
       error: error)
     counters.produced.add(1, ordering: .releasing)

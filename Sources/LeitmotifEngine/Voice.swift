@@ -49,8 +49,10 @@ package final class Voice: VoiceInput {
   /// A block handed to the resampler, handed back to the ring at the next request for input
   /// (the resampler may read it until then).
   private var lentBlock = false
-  /// The file frame of the next input frame, and the segment it belongs to.
-  private var inputFrame: Int64
+  /// The file frame of the next input frame (fractional when the decode thread resampled), and
+  /// the segment it belongs to.
+  private var inputPosition: Double
+  private var inputFrame: Int64 { Int64((inputPosition + 1e-6).rounded(.down)) }
   private var inputToken: Int
   private var inputSegmentStart: Int64 = 0
   private var inputSegmentEnd: Int64 = 0
@@ -70,8 +72,13 @@ package final class Voice: VoiceInput {
   private let pages: PageMemory
   private let scratch: UnsafeMutablePointer<Float>
   private let resampler: VoiceResampler?
-  /// Input frames per output frame: file rate / mix rate × playback rate.
+  /// File frames per output frame: file rate / mix rate × playback rate.
   private var ratio: Double
+  /// File frames per frame of the stream's blocks: 1, or file rate / mix rate when the decode
+  /// thread resamples to the mix rate (then only a playback rate other than 1 resamples here).
+  private let blockStep: Double
+  /// What the resampler reads per frame it makes: blocks' frames per output frame.
+  private var resamplerRatio: Double { ratio / blockStep }
   /// Whether the voice goes through the resampler: from the start when its file rate is not the
   /// mix rate, and from its first rate change on (it stays resampled from then on, so a rate
   /// that glides back to 1 does not jump). Otherwise the file is read frame for frame: bit-exact.
@@ -175,7 +182,7 @@ package final class Voice: VoiceInput {
     self.mixRate = mixRate
     transportFadeFrames = Int64((Voice.transportFadeSeconds * Double(mixRate)).rounded())
     decodeWaitSeconds = waitForDecoding ? 10 : 0
-    inputFrame = loaded.startFrame
+    inputPosition = Double(loaded.startFrame)
     inputToken = loaded.stream.firstToken
     inputSegmentEnd = loaded.stream.firstSegmentEnd
     audibleToken = loaded.stream.firstToken
@@ -186,7 +193,8 @@ package final class Voice: VoiceInput {
     chunk = pages.floats + 2 * Voice.framesPerBuffer
     resampler = VoiceResampler(maximumFrames: Voice.framesPerBuffer)
     ratio = Double(loaded.stream.format.sampleRate) / Double(mixRate)
-    resampling = loaded.stream.format.sampleRate != mixRate
+    blockStep = Double(loaded.stream.format.sampleRate) / Double(loaded.stream.blockRate)
+    resampling = loaded.stream.blockRate != mixRate
     resampledPosition = Double(loaded.startFrame)
     filter = ShelfFilter(sampleRate: mixRate)
     // Starting mid-file fades in, like a resume: the first sample may be far from zero.
@@ -314,9 +322,9 @@ package final class Voice: VoiceInput {
     guard newRate.isFinite, newRate > 0 else { return }
     rate = newRate
     ratio = Double(fileRate) / Double(mixRate) * Double(newRate)
-    if !resampling && ratio != 1 && resampler != nil {
+    if !resampling && resamplerRatio != 1 && resampler != nil {
       resampling = true
-      resampledPosition = Double(inputFrame)
+      resampledPosition = inputPosition
       lastResamplerRatio = nil
       resampler?.reset()
     }
@@ -395,7 +403,7 @@ package final class Voice: VoiceInput {
     guard mode == .playing || mode == .fadingOut, inputToken == token else { return 0 }
     // From the exact (fractional, when resampled) position: the first output frame at or after
     // the one that shows file frame `fileFrame`.
-    let position = resampling ? exactPosition : Double(inputFrame)
+    let position = resampling ? exactPosition : inputPosition
     let remaining = (Double(fileFrame) - position) / ratio
     return max(0, FrameMath.clamp((remaining - 1e-6).rounded(.up)))
   }
@@ -566,16 +574,17 @@ package final class Voice: VoiceInput {
   private func resampleChunk(_ resampler: VoiceResampler, into output: UnsafeMutablePointer<Float>, frames count: Int)
     -> Int
   {
-    let produced = resampler.render(into: output, frames: count, inputPerOutput: ratio, input: self)
+    let produced = resampler.render(into: output, frames: count, inputPerOutput: resamplerRatio, input: self)
     // Where the output now stands in the file: libsamplerate ramps its output/input ratio
-    // linearly from the last call's to this one's across the call.
-    let target = 1 / ratio
+    // linearly from the last call's to this one's across the call (input frames are
+    // `blockStep` file frames each).
+    let target = 1 / resamplerRatio
     let last = lastResamplerRatio ?? target
     if last == target {
       resampledPosition += Double(produced) * ratio
     } else if produced > 0 {
       for frame in 0..<produced {
-        resampledPosition += 1 / (last + (target - last) * Double(frame) / Double(count))
+        resampledPosition += blockStep / (last + (target - last) * Double(frame) / Double(count))
       }
     }
     lastResamplerRatio = produced == count ? target : last + (target - last) * Double(produced) / Double(count)
@@ -591,7 +600,7 @@ package final class Voice: VoiceInput {
       (output + 2 * produced).update(from: current.samples + 2 * blockOffset, count: 2 * frames)
       blockOffset += frames
       produced += frames
-      inputFrame = current.startFrame + Int64(blockOffset)
+      inputPosition = current.startPosition + Double(blockOffset) * blockStep
       if blockOffset >= current.frames {
         block = nil
         stream.release()
@@ -611,7 +620,7 @@ package final class Voice: VoiceInput {
     let frames = min(maximumFrames, current.frames - blockOffset)
     let pointer = current.samples + 2 * blockOffset
     blockOffset += frames
-    inputFrame = current.startFrame + Int64(blockOffset)
+    inputPosition = current.startPosition + Double(blockOffset) * blockStep
     if blockOffset >= current.frames { lentBlock = true }
     return (pointer, frames)
   }
@@ -654,14 +663,14 @@ package final class Voice: VoiceInput {
         stream.release()
         continue
       }
-      if next.startFrame != inputFrame {
+      if abs(next.startPosition - inputPosition) > 1e-3 {
         // A jump in the file (a loop back, a gapless join): the resampled position jumps with it,
         // keeping its distance behind what the resampler has read.
-        resampledPosition += Double(next.startFrame - inputFrame)
+        resampledPosition += next.startPosition - inputPosition
       }
       block = next
       blockOffset = 0
-      inputFrame = next.startFrame
+      inputPosition = next.startPosition
       inputToken = next.token
       inputSegmentStart = next.segmentStart
       inputSegmentEnd = next.segmentEnd
@@ -756,7 +765,7 @@ package final class Voice: VoiceInput {
     decoderEnded = false
     failure = nil
     generation = stream.requestSeek(token: target.token, frame: target.frame, keepFollowing: target.keepFollowing)
-    inputFrame = target.frame
+    inputPosition = Double(target.frame)
     inputToken = target.token
     resampledPosition = Double(target.frame)
     lastResamplerRatio = nil

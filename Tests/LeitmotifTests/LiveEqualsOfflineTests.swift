@@ -27,15 +27,18 @@ struct LiveEqualsOfflineTests {
 
   /// A level of the bundled music with what a designer uses: a start that fades in, a bar
   /// transition (96 BPM, 2.5 s bars), a beat transition (144 BPM), stingers on the beat with
-  /// ducks, a volume ramp, a crossfade on the bar, and a rate ramp (which resamples).
-  static let level = """
+  /// ducks, a volume ramp, a crossfade on the bar, and a rate ramp (which resamples). The
+  /// stealth music is a 44.1 kHz copy (its decode thread resamples it to the 48 kHz mix), and
+  /// the level leaves it on its bar.
+  static func level(assets: String) -> String {
+    """
     {
       assets: "\(assets)",
       start: "explore",
       sources: {
         calm: { bundled: "explore.ogg" },
         fight: { bundled: "combat.ogg" },
-        sneak: { bundled: "stealth.ogg" },
+        sneak: { bundled: "stealth44.ogg" },
       },
       states: {
         explore: { music: "calm", transition: { seconds: 1, at: "bar" } },
@@ -53,6 +56,41 @@ struct LiveEqualsOfflineTests {
       ],
     }
     """
+  }
+
+  /// The bundled music the level uses, copied into `directory` (a bundled file may not be a
+  /// link), with the first 20 s of the stealth music at 44.1 kHz beside it (made with the
+  /// engine's own fixed-ratio converter, encoded anew).
+  static func assets(in directory: TemporaryDirectory) throws -> String {
+    let folder = directory.file("music")
+    try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+    for name in ["explore.ogg", "combat.ogg", "stinger-spotted.ogg"] {
+      try FileManager.default.copyItem(atPath: Self.assets + "/" + name, toPath: folder + "/" + name)
+    }
+    let decoder = try AudioFile.openDecoder(path: Self.assets + "/stealth.ogg")
+    let source = Array(try AudioFile.decodeAll(decoder).prefix(2 * 20 * 48_000))
+    let converter = try #require(FixedRateConverter(inputRate: 48_000, outputRate: 44_100))
+    var converted = [Float](repeating: 0, count: source.count)
+    var made = 0
+    source.withUnsafeBufferPointer { input in
+      converted.withUnsafeMutableBufferPointer { output in
+        var taken = 0
+        while true {
+          let ending = taken >= input.count / 2
+          let step = converter.process(
+            input: ending ? nil : input.baseAddress! + 2 * taken, frames: input.count / 2 - taken,
+            into: output.baseAddress! + 2 * made, capacity: output.count / 2 - made)
+          taken += step.taken
+          made += step.made
+          if ending && step.made == 0 { break }
+        }
+      }
+    }
+    try VorbisEncoder.encode(
+      samples: Array(converted.prefix(2 * made)), format: PCMFormat(sampleRate: 44_100, channelCount: 2),
+      tags: [("TITLE", "Shadows at 44.1 kHz"), ("BPM", "100")], to: folder + "/stealth44.ogg")
+    return folder
+  }
   static let script = """
     [
       { at: 2.0, cue: "hit" },
@@ -76,7 +114,7 @@ struct LiveEqualsOfflineTests {
     let capture = directory.file("live.wav")
     let offline = directory.file("offline.wav")
     let configuration = directory.file("wave.conf")
-    try Self.level.write(toFile: cues, atomically: true, encoding: .utf8)
+    try Self.level(assets: try Self.assets(in: directory)).write(toFile: cues, atomically: true, encoding: .utf8)
     try Self.script.write(toFile: events, atomically: true, encoding: .utf8)
     try "[general]\ndrivers=wave\nfrequency=48000\n[wave]\nfile=\(capture)\n".write(
       toFile: configuration, atomically: true, encoding: .utf8)

@@ -21,8 +21,10 @@ package protocol VoiceInput: AnyObject {
 /// −142 dB at 1 kHz, images and aliases −119 dB, flat to 18 kHz (−2.1 dB at 19.8 kHz). Cost:
 /// about 0.015 to 0.019 s of CPU per second of a resampled voice; soxr's variable-rate mode
 /// costs about half, but its delay depends on the ratio and cannot be queried, and it
-/// reallocates while it runs. A voice whose file rate is the mix rate, at rate 1, skips the
-/// resampler altogether (bit-exact).
+/// reallocates while it runs. So this one does playback rates other than 1; a file's own rate
+/// is converted to the mix rate before, on its decode thread, at a fixed ratio
+/// (`FixedRateConverter`), and only when soxr cannot be made does this one do that too. A voice
+/// whose blocks are at the mix rate, at rate 1, skips the resampler altogether (bit-exact).
 ///
 /// Streaming-thread only.
 package final class VoiceResampler {
