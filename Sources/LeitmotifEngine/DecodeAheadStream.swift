@@ -134,15 +134,15 @@ package final class DecodeAheadStream: @unchecked Sendable {
     let block = Self.framesPerBlock * 2
     let converter = mixRate.flatMap { FixedRateConverter(inputRate: first.decoder.format.sampleRate, outputRate: $0) }
     blockRate = converter?.outputRate ?? first.decoder.format.sampleRate
-    // One block more than the ring: the decode thread's scratch; resampling, three more: its
-    // input block and two blocks of output.
-    samplePages = PageMemory(floatCount: (count + (converter == nil ? 1 : 4)) * block)
+    // One block more than the ring: the decode thread's scratch; resampling, four more: its
+    // input block and three blocks of output.
+    samplePages = PageMemory(floatCount: (count + (converter == nil ? 1 : 5)) * block)
     let floats = samplePages.floats
     samples = floats
     let stage = converter.map {
       RateConversionStage(
-        converter: $0, input: floats + (count + 1) * block, output: floats + (count + 2) * block,
-        outputCapacity: 2 * Self.framesPerBlock)
+        converter: $0, blockFrames: Self.framesPerBlock, input: floats + (count + 1) * block,
+        output: floats + (count + 2) * block, outputCapacity: 3 * Self.framesPerBlock)
     }
     meta = .allocate(capacity: count)
     meta.initialize(
@@ -449,7 +449,7 @@ package final class DecodeAheadStream: @unchecked Sendable {
   /// One step of the resampler's side: a block of its output into the ring, or, with none
   /// pending, a run of the resampler (and, when an ending is complete, the failure that ended it).
   private func publishConverted(_ stage: RateConversionStage, generation: Int) {
-    if let made = stage.nextOutput(maximumFrames: Self.framesPerBlock) {
+    if let made = stage.nextOutput() {
       let slot = counters.produced.load(ordering: .relaxed) % Self.blockCount
       (samples + slot * Self.framesPerBlock * 2).update(from: made.samples, count: 2 * made.frames)
       let marker = made.marker

@@ -52,22 +52,35 @@ final class RateConversionStage {
   private var inputIndex: Int64 = 0
   private var markers: [Marker] = []
   private var flushing = false
+  /// Flushing, and soxr has given out all it held: what is pending is the signal's last.
+  private var signalOut = false
   private var failure: (DecodeError, Marker)?
 
-  /// `input` holds one block; `output` holds `outputCapacity` frames (both stereo).
+  /// The frames of a whole block of output.
+  private let blockFrames: Int
+
+  /// `input` holds `blockFrames` frames; `output` holds `outputCapacity` frames (both stereo), at
+  /// least three blocks: what waits for the next input (less than a block) leaves room for at
+  /// least two blocks of new output.
   init(
-    converter: FixedRateConverter, input: UnsafeMutablePointer<Float>, output: UnsafeMutablePointer<Float>,
-    outputCapacity: Int
+    converter: FixedRateConverter, blockFrames: Int, input: UnsafeMutablePointer<Float>,
+    output: UnsafeMutablePointer<Float>, outputCapacity: Int
   ) {
+    precondition(outputCapacity >= 3 * blockFrames)
     self.converter = converter
+    self.blockFrames = blockFrames
     self.input = input
     self.output = output
     self.outputCapacity = outputCapacity
     markers.reserveCapacity(8)
   }
 
-  /// Something is still to come out before the stage can take new input.
-  var hasWork: Bool { pendingFrames > 0 || inputTaken < inputFrames || flushing }
+  /// Something is to come out (or to be made) before the stage takes new input. Output short of
+  /// a whole block waits for the next input, so the ring's blocks stay full (a ring of short
+  /// blocks would hold less time); only a marker's start or the signal's end cuts one short.
+  var hasWork: Bool {
+    pendingFrames >= blockFrames || inputTaken < inputFrames || flushing || boundaryPending != nil
+  }
 
   /// Input went in since the signal began: it must be let out (`finish`) before the stream can
   /// say it has nothing more.
@@ -114,14 +127,27 @@ final class RateConversionStage {
     }
   }
 
-  /// The next block of output, at most `maximumFrames`; nil when none is pending (then `advance`).
-  func nextOutput(maximumFrames: Int) -> Output? {
+  /// Where the next marker's run begins within the pending output (in frames from its first
+  /// pending frame), if it does.
+  private var boundaryPending: Int? {
+    guard pendingFrames > 0 else { return nil }
+    while markers.count > 1 && firstOutput(of: markers[1]) <= outputIndex { markers.removeFirst() }
+    guard markers.count > 1 else { return nil }
+    let distance = firstOutput(of: markers[1]) - outputIndex
+    return distance < Int64(pendingFrames) ? Int(distance) : nil
+  }
+
+  /// The next block of output: a whole block, or the rest of a marker's run, or, as the signal
+  /// ends, what is left; nil when none is ready (then `advance`).
+  func nextOutput() -> Output? {
     guard pendingFrames > 0, !markers.isEmpty else { return nil }
+    let boundary = boundaryPending
+    guard boundary != nil || pendingFrames >= blockFrames || signalOut else {
+      return nil
+    }
     let index = outputIndex
-    while markers.count > 1 && firstOutput(of: markers[1]) <= index { markers.removeFirst() }
     let marker = markers[0]
-    var frames = min(pendingFrames, maximumFrames)
-    if markers.count > 1 { frames = min(frames, Int(firstOutput(of: markers[1]) - index)) }
+    let frames = min(pendingFrames, blockFrames, boundary ?? Int.max)
     let rateIn = Int64(converter.inputRate)
     let rateOut = Int64(converter.outputRate)
     // Input time of output frame `index`, less the marker's start, over the output rate: exact
@@ -135,24 +161,38 @@ final class RateConversionStage {
     return Output(samples: samples, frames: frames, position: position, marker: marker)
   }
 
-  /// Runs the resampler once, with no output pending: on the staged input, or, when the signal
-  /// ends, on nothing (soxr gives out what it holds). When an ending is complete, the stage is
-  /// ready for a new signal, and a failure that ended it comes back to be reported.
+  /// Runs the resampler once, with no block ready (what is pending, less than a block, moves to
+  /// the front and the new output follows it): on the staged input, or, when the signal ends, on
+  /// nothing (soxr gives out what it holds). When an ending is complete, the stage is ready for
+  /// a new signal, and a failure that ended it comes back to be reported.
   func advance() -> (DecodeError, Marker)? {
-    pendingOffset = 0
+    if pendingOffset > 0 {
+      // What waits for more goes to the front, and the new output follows it.
+      if pendingFrames > 0 {
+        // The two may overlap: a move, as memmove makes it.
+        UnsafeMutableRawPointer(output).copyMemory(
+          from: output + 2 * pendingOffset, byteCount: 2 * pendingFrames * MemoryLayout<Float>.stride)
+      }
+      pendingOffset = 0
+    }
+    let room = output + 2 * pendingFrames
+    let capacity = outputCapacity - pendingFrames
     if inputTaken < inputFrames {
       let (taken, made) = converter.process(
-        input: input + 2 * inputTaken, frames: inputFrames - inputTaken, into: output, capacity: outputCapacity)
+        input: input + 2 * inputTaken, frames: inputFrames - inputTaken, into: room, capacity: capacity)
       // soxr failed (it took nothing and made nothing, with room): drop the input rather than
       // spin on it.
       inputTaken = taken == 0 && made == 0 ? inputFrames : inputTaken + taken
-      pendingFrames = made
+      pendingFrames += made
       return nil
     }
     guard flushing else { return nil }
-    let (_, made) = converter.process(input: nil, frames: 0, into: output, capacity: outputCapacity)
-    pendingFrames = made
-    guard made == 0 else { return nil }
+    if !signalOut {
+      let (_, made) = converter.process(input: nil, frames: 0, into: room, capacity: capacity)
+      pendingFrames += made
+      signalOut = made == 0
+    }
+    guard signalOut && pendingFrames == 0 else { return nil }
     // Everything is out: a fresh signal next.
     converter.clear()
     clearCounts()
@@ -170,6 +210,7 @@ final class RateConversionStage {
     inputIndex = 0
     markers.removeAll(keepingCapacity: true)
     flushing = false
+    signalOut = false
   }
 
   /// The first output frame that shows the marker's run: ceil(input index × out / in).

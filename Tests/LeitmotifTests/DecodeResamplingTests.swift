@@ -13,8 +13,9 @@ import Testing
 /// segment, pass and file frame it shows, across gapless joins and loop seams.
 @Suite("Resampling on the decode thread: time-aligned, clean, and every block says what it shows")
 struct DecodeResamplingTests {
-  /// Runs `input` (stereo) through a fresh converter to the end of the signal.
-  func convert(_ input: [Float], from inputRate: Int, to outputRate: Int) throws -> [Float] {
+  /// Runs `input` (stereo) through a fresh converter to the end of the signal, in pieces of 700
+  /// frames into room for 1024 (so soxr holds back and catches up across calls).
+  static func convert(_ input: [Float], from inputRate: Int, to outputRate: Int) throws -> [Float] {
     let converter = try #require(FixedRateConverter(inputRate: inputRate, outputRate: outputRate))
     let capacity = 1024
     var output: [Float] = []
@@ -44,7 +45,7 @@ struct DecodeResamplingTests {
     var input = [Float](repeating: 0, count: 2 * frames)
     input[2 * 1000] = 1
     input[2 * 1000 + 1] = 1
-    let output = try convert(input, from: inputRate, to: 48_000)
+    let output = try Self.convert(input, from: inputRate, to: 48_000)
     let expectedLength = Double(frames) * 48_000 / Double(inputRate)
     #expect(abs(Double(output.count / 2) - expectedLength) <= 1, "\(output.count / 2) frames out")
     let peak = try #require((0..<(output.count / 2)).max { abs(output[2 * $0]) < abs(output[2 * $1]) })
@@ -58,7 +59,7 @@ struct DecodeResamplingTests {
     let input = (0..<(2 * frames)).map { index -> Float in
       Float(0.5 * sin(2 * Double.pi * 1000 * Double(index / 2) / 44_100))
     }
-    let output = try convert(input, from: 44_100, to: 48_000)
+    let output = try Self.convert(input, from: 44_100, to: 48_000)
     // Against the ideal sine at the output rate, away from the ends.
     var error = 0.0
     var signal = 0.0
@@ -120,8 +121,11 @@ struct DecodeResamplingTests {
     let joinStart = try #require(second.first?.startPosition)
     #expect(abs(joinStart - Double(firstFrames) * 44_100 / 48_000 + 10_000) < 1e-9, "token 2 starts at \(joinStart)")
     #expect(joinStart >= 0 && joinStart < 1)
-    // Within each segment the blocks follow each other: no frame shown twice or skipped.
+    // Within each segment the blocks follow each other: no frame shown twice or skipped; and
+    // they are whole blocks but for the last before the join and the end (short blocks would
+    // make the ring hold less time).
     for run in [first, second] {
+      #expect(run.dropLast().allSatisfy { $0.frames == DecodeAheadStream.framesPerBlock }, "\(run.map(\.frames))")
       for (earlier, later) in zip(run, run.dropFirst()) {
         let next = earlier.startPosition + Double(earlier.frames) * 44_100 / 48_000
         #expect(abs(later.startPosition - next) < 1e-6, "\(later.startPosition) after \(next)")

@@ -69,25 +69,9 @@ struct LiveEqualsOfflineTests {
     }
     let decoder = try AudioFile.openDecoder(path: Self.assets + "/stealth.ogg")
     let source = Array(try AudioFile.decodeAll(decoder).prefix(2 * 20 * 48_000))
-    let converter = try #require(FixedRateConverter(inputRate: 48_000, outputRate: 44_100))
-    var converted = [Float](repeating: 0, count: source.count)
-    var made = 0
-    source.withUnsafeBufferPointer { input in
-      converted.withUnsafeMutableBufferPointer { output in
-        var taken = 0
-        while true {
-          let ending = taken >= input.count / 2
-          let step = converter.process(
-            input: ending ? nil : input.baseAddress! + 2 * taken, frames: input.count / 2 - taken,
-            into: output.baseAddress! + 2 * made, capacity: output.count / 2 - made)
-          taken += step.taken
-          made += step.made
-          if ending && step.made == 0 { break }
-        }
-      }
-    }
+    let converted = try DecodeResamplingTests.convert(source, from: 48_000, to: 44_100)
     try VorbisEncoder.encode(
-      samples: Array(converted.prefix(2 * made)), format: PCMFormat(sampleRate: 44_100, channelCount: 2),
+      samples: converted, format: PCMFormat(sampleRate: 44_100, channelCount: 2),
       tags: [("TITLE", "Shadows at 44.1 kHz"), ("BPM", "100")], to: folder + "/stealth44.ogg")
     return folder
   }
