@@ -12,7 +12,8 @@ import LeitmotifFixtures
 ///
 /// On the headless device (real time, no sound card needed): a director with a cue file of three
 /// states and a stinger, and three queue players on the same engine that repeat two tracks with
-/// 1 s crossfades (about 8 voices at a time, fades included). The game side, on this thread:
+/// 1 s crossfades (about 8 voices at a time, fades included); half the music is 44.1 kHz, so its
+/// decode threads resample it to the 48 kHz mix. The game side, on this thread:
 /// a cue every 100 ms, a parameter and the three players' volumes set every frame (60 a second),
 /// the cue file rewritten (atomically, two versions in turn) every 10 s. Two busy loops (child
 /// processes) load both cores meanwhile.
@@ -261,16 +262,20 @@ extension SoakBenchmark {
   static func makeAssets(in assets: String) throws {
     guard !assets.isEmpty else { throw UsageError(description: "soak-assets needs a directory") }
     try FileManager.default.createDirectory(atPath: assets, withIntermediateDirectories: true)
-    let format = PCMFormat.stereo48000
+    // Some at 44.1 kHz, as most players' own songs are: their decode threads resample them to
+    // the 48 kHz mix (libsoxr allocates there while it runs), and that must stay flat too.
+    let rates: [String: PCMFormat] = ["combat": .stereo44100, "b": .stereo44100, "hit": .stereo44100]
     for (index, name) in ["explore", "combat", "boss", "a", "b"].enumerated() {
+      let format = rates[name] ?? .stereo48000
       let samples = ToneGenerator.musicLike(
         seed: UInt64(index + 1), frameCount: format.frames(seconds: 20), format: format)
       try VorbisEncoder.encode(
         samples: samples, format: format, tags: [("TITLE", name.capitalized), ("BPM", "120")],
         to: "\(assets)/\(name).ogg")
     }
-    let hit = ToneGenerator.sine(frequency: 1_760, amplitude: 0.3, seconds: 0.4, format: format)
-    try VorbisEncoder.encode(samples: hit, format: format, tags: [("TITLE", "Hit")], to: "\(assets)/hit.ogg")
+    let hitFormat = rates["hit"] ?? .stereo48000
+    let hit = ToneGenerator.sine(frequency: 1_760, amplitude: 0.3, seconds: 0.4, format: hitFormat)
+    try VorbisEncoder.encode(samples: hit, format: hitFormat, tags: [("TITLE", "Hit")], to: "\(assets)/hit.ogg")
   }
 }
 
