@@ -2,11 +2,11 @@
 # Swift: they install the Debian packages the project needs first (as root), or print the exact
 # apt-get line to run (otherwise) and stop.
 
-# C libraries the package links (OpenAL Soft, libvorbis/vorbisfile/vorbisenc, libmpg123, SQLite,
+# C libraries the package links (OpenAL Soft, libvorbis/vorbisfile/vorbisenc, libmpg123, libFLAC, opusfile, SQLite,
 # libsamplerate, libsoxr),
 # pkg-config for SwiftPM to find them, lame for the benchmark's MP3 and the fixture script, and a
 # real sound server for the device-loss test (PulseAudio with a null sink, recorded with parec).
-PACKAGES := pkg-config libopenal-dev libvorbis-dev libmpg123-dev libsqlite3-dev libsamplerate0-dev libsoxr-dev lame tmux \
+PACKAGES := pkg-config libopenal-dev libvorbis-dev libmpg123-dev libflac-dev libopusfile-dev libsqlite3-dev libsamplerate0-dev libsoxr-dev lame tmux \
   pulseaudio pulseaudio-utils
 
 .PHONY: deps test test-tsan fuzz soak demo bench format fixtures assets c-api c-game docs
@@ -45,7 +45,7 @@ test-tsan: deps
 # The driver is a package of its own (Fuzz/), built in its own scratch path.
 # FUZZ_TARGETS picks some, e.g. `make fuzz FUZZ_TARGETS=vorbis FUZZ_SECONDS=600`.
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS ?= cue-file level-script vorbis mp3 tags playlist consent
+FUZZ_TARGETS ?= cue-file level-script vorbis mp3 flac opus tags playlist consent
 fuzz: deps
 	@mkdir -p .build
 	@echo "building the fuzz driver (-sanitize=fuzzer,address) in .build/fuzz"

@@ -1,7 +1,7 @@
 // swift-tools-version:6.0
 // Leitmotif's layers, lowest first; no layer names a type of one above it:
-//   C libraries (COpenAL, CVorbisFile, CMPG123, CSQLite, CSampleRate, CSoxr) one system-library target each
-//   LeitmotifDecoding   streaming decoders (Ogg Vorbis, MP3), tags             -> CVorbisFile, CMPG123
+//   C libraries (COpenAL, CVorbisFile, CMPG123, CFLAC, COpusFile, CSQLite, CSampleRate, CSoxr) one target each
+//   LeitmotifDecoding   streaming decoders (Ogg Vorbis, MP3, FLAC, Opus), tags -> CVorbisFile, CMPG123, CFLAC, COpusFile
 //   LeitmotifOutput     OpenAL devices, sources, buffers, loopback, WAV        -> COpenAL
 //   LeitmotifEngine     the mixer and voices: mix clock, voice handles, music bus, resampling
 //                                                                       -> Decoding, Output, CSampleRate, CSoxr
@@ -13,7 +13,8 @@
 //   LeitmotifC          the C API (include/leitmotif.h), libLeitmotifC.so      -> Leitmotif, CLeitmotifHeader
 //   leitmotif (CLI), leitmotif-bench, leitmotif-demo (Demo/)                   executables on top
 //   leitmotif-compose   makes the bundled default music in Assets/music        -> Fixtures (libvorbisenc)
-// LeitmotifFixtures (test and benchmark material: tones, libvorbisenc) is not a product.
+// LeitmotifFixtures (test and benchmark material: tones, libvorbisenc, libFLAC's and libopus's encoders) is
+// not a product.
 import PackageDescription
 
 let package = Package(
@@ -37,6 +38,11 @@ let package = Package(
       name: "CVorbisEnc", pkgConfig: "vorbisenc", providers: [.apt(["libvorbis-dev"])]),
     .systemLibrary(
       name: "CMPG123", pkgConfig: "libmpg123", providers: [.apt(["libmpg123-dev"])]),
+    // libFLAC, BSD-3-Clause: FLAC decoding (and encoding, for the test material).
+    .systemLibrary(name: "CFLAC", pkgConfig: "flac", providers: [.apt(["libflac-dev"])]),
+    // opusfile and libopus, BSD-3-Clause: Ogg Opus decoding; libopus's encoder for the test material.
+    .systemLibrary(name: "COpusFile", pkgConfig: "opusfile", providers: [.apt(["libopusfile-dev"])]),
+    .systemLibrary(name: "COpus", pkgConfig: "opus", providers: [.apt(["libopus-dev"])]),
     .systemLibrary(
       name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
     // libsamplerate, BSD-2-Clause: the mixer's resampler (file rate and playback rate to mix frames).
@@ -48,7 +54,7 @@ let package = Package(
     // glibc's <malloc.h> (the C library itself): heap statistics for the soak benchmark.
     .systemLibrary(name: "CMalloc"),
 
-    .target(name: "LeitmotifDecoding", dependencies: ["CVorbisFile", "CMPG123"]),
+    .target(name: "LeitmotifDecoding", dependencies: ["CVorbisFile", "CMPG123", "CFLAC", "COpusFile"]),
     .target(name: "LeitmotifOutput", dependencies: ["COpenAL"]),
     .target(name: "LeitmotifEngine", dependencies: ["LeitmotifDecoding", "LeitmotifOutput", "CSampleRate", "CSoxr"]),
     .target(name: "LeitmotifLibrary", dependencies: ["LeitmotifEngine", "CSQLite"]),
@@ -71,7 +77,9 @@ let package = Package(
     .target(name: "LeitmotifFuzzTargets", dependencies: ["LeitmotifCues", "LeitmotifLibrary", "LeitmotifDecoding"]),
     // Tests only: counts allocations, lock waits and file I/O on the engine's streaming thread.
     .target(name: "LeitmotifRealtimeAudit"),
-    .target(name: "LeitmotifFixtures", dependencies: ["CVorbisEnc", "LeitmotifDecoding", "LeitmotifOutput"]),
+    .target(
+      name: "LeitmotifFixtures",
+      dependencies: ["CVorbisEnc", "CFLAC", "COpus", "LeitmotifDecoding", "LeitmotifOutput"]),
     .executableTarget(
       name: "LeitmotifBench",
       dependencies: ["Leitmotif", "LeitmotifFixtures", "CVorbisFile", "CMPG123", "CMalloc"],

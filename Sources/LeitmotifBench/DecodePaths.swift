@@ -37,6 +37,8 @@ enum DecodePath: CaseIterable {
     switch (self, container) {
     case (.raw, .vorbis): return "raw libvorbisfile"
     case (.raw, .mp3): return "raw libmpg123"
+    case (.raw, .flac): return "raw libFLAC"
+    case (.raw, .opus): return "raw opusfile"
     case (.engine, _): return "engine decode"
     case (.render, _): return "offline render"
     }
@@ -53,6 +55,8 @@ enum DecodePath: CaseIterable {
       switch container {
       case .vorbis: return try RawDecoders.vorbis(path: path)
       case .mp3: return try RawDecoders.mp3(path: path)
+      case .flac, .opus:
+        throw Failure(description: "the decode benchmark has raw paths for Vorbis and MP3 only (its files)")
       }
     case .engine: return try Self.engineDecode(path: path)
     case .render: return try Self.offlineRender(path: path, scratchDirectory: scratchDirectory, options: renderOptions)

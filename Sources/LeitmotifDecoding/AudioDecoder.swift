@@ -9,7 +9,7 @@
 public protocol AudioDecoder: AnyObject {
   /// The file being decoded.
   var path: String { get }
-  /// What the file holds: Ogg Vorbis or MP3.
+  /// What the file holds: Ogg Vorbis, MP3, FLAC or Ogg Opus.
   var containerFormat: ContainerFormat { get }
   /// The format of the frames `readFrames` produces: mono or stereo, at the file's sample rate.
   var format: AudioFormat { get }
@@ -54,7 +54,7 @@ extension AudioDecoder {
 public enum AudioFile {
   /// Opens `path` with the decoder its content calls for.
   /// - Throws: `DecodeError` naming the file and the reason (missing, a directory, unreadable,
-  ///   empty, not Ogg Vorbis or MP3, damaged).
+  ///   empty, not Ogg Vorbis, Opus, MP3 or FLAC, damaged).
   public static func openDecoder(path: String) throws(DecodeError) -> any AudioDecoder {
     let source = try FileByteSource(path: path)
     let kind = FormatSniffer.sniff(source)
@@ -62,6 +62,8 @@ public enum AudioFile {
     switch kind {
     case .vorbis: decoder = try VorbisDecoder(source: source)
     case .mp3(let id3v2SizeBytes): decoder = try MP3Decoder(source: source, id3v2SizeBytes: id3v2SizeBytes)
+    case .flac: decoder = try FLACDecoder(source: source)
+    case .opus: decoder = try OpusDecoder(source: source)
     case .other(let detected):
       throw DecodeError(path: path, reason: .unrecognizedFormat(detected: detected))
     case .truncatedTag(let claimed):

@@ -36,4 +36,8 @@ public enum ContainerFormat: String, Sendable, Hashable {
   case vorbis
   /// MPEG audio, layer III (and I/II) (libmpg123).
   case mp3
+  /// FLAC, native (not in Ogg) (libFLAC).
+  case flac
+  /// Ogg Opus (opusfile), always 48 kHz.
+  case opus
 }

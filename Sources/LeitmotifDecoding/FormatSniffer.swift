@@ -3,6 +3,8 @@ enum FormatSniffer {
   enum Kind: Equatable {
     case vorbis
     case mp3(id3v2SizeBytes: Int64)
+    case flac
+    case opus
     case other(String?)
     case truncatedTag(claimedBytes: Int64)
   }
@@ -13,12 +15,12 @@ enum FormatSniffer {
       // The first page carries exactly the codec's identification packet, at byte 28.
       let packet = head.count > 28 ? Array(head[28...]) : []
       if packet.starts(with: [0x01] + Array("vorbis".utf8)) { return .vorbis }
-      if packet.starts(with: Array("OpusHead".utf8)) { return .other("an Ogg Opus file") }
+      if packet.starts(with: Array("OpusHead".utf8)) { return .opus }
       if packet.starts(with: [0x7F] + Array("FLAC".utf8)) { return .other("an Ogg FLAC file") }
       if packet.starts(with: Array("Speex".utf8)) { return .other("an Ogg Speex file") }
       return .other("an Ogg file that is not Vorbis")
     }
-    if head.starts(with: Array("fLaC".utf8)) { return .other("a FLAC file") }
+    if head.starts(with: Array("fLaC".utf8)) { return .flac }
     if head.starts(with: Array("RIFF".utf8)) && head.count >= 12 && Array(head[8..<12]) == Array("WAVE".utf8) {
       return .other("a WAV file")
     }

@@ -22,6 +22,10 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
   case vorbis
   /// The MP3 decoder, the same way.
   case mp3
+  /// The FLAC decoder, the same way.
+  case flac
+  /// The Ogg Opus decoder, the same way.
+  case opus
   /// Tags: Vorbis-comment-style `NAME=VALUE` lines into the tag collector (loop points, track
   /// numbers, ReplayGain, BPM), then the rest of the input as an ID3v2 tag in front of MP3 audio.
   case tags
@@ -37,7 +41,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
       _ = CueSheet.check(String(decoding: bytes, as: UTF8.self), path: "/nonexistent/fuzz/cues.json5")
     case .levelScript:
       _ = try? CueScript.parse(String(decoding: bytes, as: UTF8.self), path: "/nonexistent/fuzz/level.json5")
-    case .vorbis, .mp3:
+    case .vorbis, .mp3, .flac, .opus:
       Self.decode(bytes)
     case .tags:
       Self.tags(bytes)

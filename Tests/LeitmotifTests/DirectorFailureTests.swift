@@ -75,7 +75,7 @@ struct DirectorFailureTests {
     let lines = reports.lines
     #expect(
       lines.contains { $0.hasPrefix("problem: state \"combat\": \"Combat\" of source \"tense\" cannot be played")
-          && $0.contains("combat.ogg: not Ogg Vorbis or MP3") },
+          && $0.contains("combat.ogg: not Ogg Vorbis, Opus, MP3 or FLAC") },
       "\(lines.joined(separator: "\n"))")
     #expect(
       lines.contains { $0.contains("source \"tense\" gives nothing (its files failed to play); playing \"boss\" instead") },

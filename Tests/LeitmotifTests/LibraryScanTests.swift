@@ -91,6 +91,32 @@ struct LibraryScanTests {
     #expect(try index.index.lastModifiedDate() != nil)
   }
 
+  @Test("A folder of FLAC and Opus files is indexed with its tags (FLACs scanned as 0 added, 0 failed)")
+  func flacAndOpusFilesAreIndexed() throws {
+    let library = try LibraryFolder()
+    for (index, title) in ["Lossless One", "Lossless Two"].enumerated() {
+      let format = PCMFormat.stereo44100
+      try FLACEncoder.encode(
+        samples: ToneGenerator.sine(frequency: 440 + 110 * Double(index), seconds: 0.4, format: format),
+        format: format, tags: [("TITLE", title), ("ARTIST", "Flac Artist"), ("BPM", "96")],
+        to: library.music + "/\(index + 1).flac")
+    }
+    let opus = (0..<(2 * 24_000)).map { Float(0.3 * sin(Double($0 / 2) * 0.05)) }
+    try OpusEncoder.encode(
+      samples: opus, channels: 2, tags: [("TITLE", "Small Opus"), ("ARTIST", "Opus Artist")],
+      to: library.music + "/3.opus")
+    let index = try DirectIndex(path: library.indexPath)
+    let report = try library.scanner.scan(through: index)
+    #expect(report.added == 3)
+    #expect(report.failed.isEmpty)
+    let items = try index.items()
+    #expect(items.map(\.title) == ["Lossless One", "Lossless Two", "Small Opus"])
+    #expect(
+      items.prefix(2).allSatisfy { $0.artist == "Flac Artist" && $0.beatsPerMinute == 96 && $0.sampleRate == 44_100 })
+    #expect(abs((items.first?.playbackDuration ?? 0) - 0.4) < 0.001)
+    #expect(items.last?.sampleRate == 48_000 && abs((items.last?.playbackDuration ?? 0) - 0.5) < 0.001)
+  }
+
   @Test func aFileThatGrowsOrVanishesAfterTheWalkIsNotIndexedFromAHalfRead() throws {
     let library = try LibraryFolder()
     let path = try library.song("growing.ogg", frequency: 440, title: "Growing")

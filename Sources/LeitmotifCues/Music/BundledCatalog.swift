@@ -5,7 +5,7 @@ import LeitmotifLibrary
 import LeitmotifOutput
 import LeitmotifPlayers
 
-/// The game's own music: every Ogg Vorbis and MP3 file in a folder (the cue file's `assets`),
+/// The game's own music: every Ogg Vorbis, Opus, MP3 and FLAC file in a folder (the cue file's `assets`),
 /// with its tags read once.
 ///
 /// Bundled sources of a cue file select from it by file name (`bundled: ["a.ogg", "b.ogg"]`) or by
@@ -13,7 +13,7 @@ import LeitmotifPlayers
 /// and decode and that a tag selection matches something.
 ///
 /// The folder is walked as the music library's folders are (`FolderWalker`): names ending in
-/// `.ogg`, `.oga` or `.mp3` (any case), hidden files and folders skipped, symbolic links not
+/// `.ogg`, `.oga`, `.opus`, `.mp3` or `.flac` (any case), hidden files and folders skipped, symbolic links not
 /// followed.
 ///
 /// Thread safety: immutable after `init`; share it between threads freely.
@@ -22,7 +22,7 @@ public final class BundledCatalog: Sendable {
   public struct Failure: Sendable, Hashable, CustomStringConvertible {
     /// The file relative to the catalogue's folder ("" for the folder itself).
     public var relativePath: String
-    /// Why, e.g. "damaged: ..." or "not Ogg Vorbis or MP3: it looks like a WAV file".
+    /// Why, e.g. "damaged: ..." or "not Ogg Vorbis, Opus, MP3 or FLAC: it looks like a WAV file".
     public var reason: String
 
     /// A failure of `relativePath` for `reason`.

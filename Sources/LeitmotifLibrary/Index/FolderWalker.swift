@@ -11,7 +11,7 @@ import LeitmotifOutput
 /// files in them, reading nothing but directories and file sizes.
 ///
 /// The rules (see "The index" in the README):
-/// - Only names that end in `.ogg`, `.oga` or `.mp3` are audio candidates (a scan of a folder of
+/// - Only names that end in `.ogg`, `.oga`, `.opus`, `.mp3` or `.flac` are audio candidates (a scan of a folder of
 ///   artwork and notes stays cheap), `.m3u`, `.m3u8` and `.pls` are playlists (case-insensitive).
 /// - Hidden files and folders (names starting with ".") are skipped: trash folders, thumbnails
 ///   and tools' caches live there.
@@ -28,7 +28,7 @@ import LeitmotifOutput
 ///
 /// Thread safety: a value type; walk on any thread.
 package struct FolderWalker {
-  static let audioExtensions: Set<String> = ["ogg", "oga", "mp3"]
+  static let audioExtensions: Set<String> = ["ogg", "oga", "opus", "mp3", "flac"]
   static let playlistExtensions: Set<String> = ["m3u", "m3u8", "pls"]
 
   package struct File: Sendable, Hashable {

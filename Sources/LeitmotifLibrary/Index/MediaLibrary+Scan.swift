@@ -30,7 +30,7 @@ extension MediaLibrary {
   ///
   /// Checks authorization first: without it nothing under the folders is read. Walks every
   /// folder (symbolic links are never followed; hidden names are skipped), opens only `.ogg`,
-  /// `.oga` and `.mp3` files that are new or whose size or modification time changed, writes
+  /// `.oga`, `.opus`, `.mp3` and `.flac` files that are new or whose size or modification time changed, writes
   /// every change in one transaction, hands the playlist files found to the playlist importer,
   /// and then tells the library's observers when anything changed. Damaged, empty or non-audio
   /// files are recorded as failed and not retried until they change; the scan goes on.

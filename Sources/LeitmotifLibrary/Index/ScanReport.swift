@@ -7,7 +7,7 @@ import LeitmotifOutput
 public struct ScanFailure: Sendable, Hashable, CustomStringConvertible {
   /// The file or folder (absolute; a name that is not UTF-8 is shown with U+FFFD in its place).
   public var path: String
-  /// Why it could not be used, e.g. "not Ogg Vorbis or MP3 (it looks like text)".
+  /// Why it could not be used, e.g. "not Ogg Vorbis, Opus, MP3 or FLAC: it looks like text".
   public var reason: String
 
   /// A failure of `path` for `reason`.
