@@ -100,6 +100,12 @@ enum ScanCommand {
       ("removed", "\(report.removed)"), ("unchanged", "\(report.unchanged)"),
       ("failedUnchanged", "\(report.failedUnchanged)"), ("failed", list(report.failed)),
       ("skipped", list(report.skipped)),
+      (
+        "unsupported",
+        "{"
+          + report.unsupported.sorted { $0.key < $1.key }.map { "\(jsonString($0.key)):\($0.value)" }.joined(
+            separator: ",") + "}"
+      ),
       ("playlists", "[" + report.playlists.map(jsonString).joined(separator: ",") + "]"),
       ("playlistFailures", list(report.playlistFailures)),
       ("durationSeconds", String(format: "%.3f", report.durationSeconds)),

@@ -104,6 +104,12 @@ package struct TagCollector {
     case "REPLAYGAIN_TRACK_PEAK": tags.replayGainTrackPeak = Self.number(value)
     case "REPLAYGAIN_ALBUM_GAIN": tags.replayGainAlbumGainDecibels = Self.decibels(value)
     case "REPLAYGAIN_ALBUM_PEAK": tags.replayGainAlbumPeak = Self.number(value)
+    // Ogg Opus's own (RFC 7845): a Q7.8 integer in dB towards -23 LUFS; ReplayGain aims at -18
+    // LUFS, so it is 5 dB more. A REPLAYGAIN_ tag, when a file has both, wins.
+    case "R128_TRACK_GAIN":
+      tags.replayGainTrackGainDecibels = tags.replayGainTrackGainDecibels ?? Self.r128Decibels(value)
+    case "R128_ALBUM_GAIN":
+      tags.replayGainAlbumGainDecibels = tags.replayGainAlbumGainDecibels ?? Self.r128Decibels(value)
     default: break
     }
   }
@@ -152,6 +158,12 @@ package struct TagCollector {
   }
 
   /// "-6.52 dB" -> -6.52
+  /// An R128 gain (Q7.8 dB towards -23 LUFS, a 16-bit signed integer) as a ReplayGain one.
+  private static func r128Decibels(_ value: String) -> Double? {
+    guard let fixed = Int(value), (-32_768...32_767).contains(fixed) else { return nil }
+    return Double(fixed) / 256 + 5
+  }
+
   private static func decibels(_ value: String) -> Double? {
     var text = value
     if text.lowercased().hasSuffix("db") { text = String(text.dropLast(2)).trimmingSpaces }

@@ -40,14 +40,19 @@ struct OpusDecoderTests {
     }!
   }
 
-  @Test("Stereo and mono: as many frames as went in, no lag, the level kept, the tags read", arguments: [1, 2])
+  @Test(
+    "Stereo and mono: as many frames as went in, no lag, the level kept, the tags (and R128 gain) read",
+    arguments: [1, 2])
   func roundTrip(channels: Int) throws {
     let directory = try TemporaryDirectory()
     let path = directory.file("song.opus")
     let input = tone(frames: 48_000, channels: channels)
     try OpusEncoder.encode(
       samples: input, channels: channels,
-      tags: [("TITLE", "Opus Song"), ("ARTIST", "Someone"), ("BPM", "100"), ("LOOPSTART", "4800")], to: path)
+      tags: [
+        ("TITLE", "Opus Song"), ("ARTIST", "Someone"), ("BPM", "100"), ("LOOPSTART", "4800"),
+        ("R128_TRACK_GAIN", "-1792"),
+      ], to: path)
     let (decoder, output) = try decodeAll(path)
     #expect(decoder.containerFormat == .opus)
     #expect(decoder.format == AudioFormat(sampleRate: 48_000, channelCount: channels))
@@ -61,6 +66,8 @@ struct OpusDecoderTests {
     #expect(abs(20 * log10(level(output) / level(input))) < 0.5, "level \(level(output)) against \(level(input))")
     #expect(decoder.tags.title == "Opus Song" && decoder.tags.artist == "Someone" && decoder.tags.beatsPerMinute == 100)
     #expect(decoder.tags.loopStartFrame == 4_800)
+    // -1792 / 256 = -7 dB towards -23 LUFS: -2 dB as ReplayGain (towards -18 LUFS).
+    #expect(decoder.tags.replayGainTrackGainDecibels == -2)
   }
 
   @Test("A seek lands on the frame: what follows lines up with the linear decode there, at no lag")

@@ -10,9 +10,12 @@ import COpusFile
 /// `FileByteSource` by opusfile's stream callbacks (opusfile never closes it: the source does).
 ///
 /// Opus always decodes at 48 kHz, whatever rate the file was made from; opusfile trims the
-/// encoder's pre-skip and the end padding (gapless) and seeks to the exact sample. Mono files
-/// decode mono; anything with two or more channels is folded to stereo by opusfile itself
-/// (`op_read_float_stereo`, which downmixes surround with the mapping's own coefficients).
+/// encoder's pre-skip and the end padding (gapless) and seeks to the exact sample; a chained file
+/// plays its links one after the other. Mono files decode mono; anything with two or more
+/// channels (or a chain that mixes counts) is folded to stereo by opusfile itself
+/// (`op_read_float_stereo`, which downmixes surround with the mapping's own coefficients). The
+/// header's output gain is applied (opusfile does that by default, as RFC 7845 asks), and
+/// R128_TRACK_GAIN counts as the track's ReplayGain (see `TagCollector`).
 /// A hole in the stream (a lost page) is skipped with a warning, as libvorbisfile's are.
 final class OpusDecoder: AudioDecoder {
   let containerFormat = ContainerFormat.opus
@@ -65,7 +68,10 @@ final class OpusDecoder: AudioDecoder {
           ? .corrupt("no decodable Opus audio (length \(total))") : .corrupt("the stream claims \(total) frames"))
     }
     self.file = file
-    format = AudioFormat(sampleRate: 48_000, channelCount: head.pointee.channel_count == 1 ? 1 : 2)
+    // Mono only when every link of a chain is: opusfile's stereo read folds any link to two
+    // channels, its plain read gives each link's own count.
+    let allMono = (0..<op_link_count(file)).allSatisfy { op_channel_count(file, $0) == 1 }
+    format = AudioFormat(sampleRate: 48_000, channelCount: allMono ? 1 : 2)
     lengthFrames = total
     var collector = TagCollector()
     if let comments = op_tags(file, -1), let entries = comments.pointee.user_comments {

@@ -30,6 +30,13 @@ import LeitmotifOutput
 package struct FolderWalker {
   static let audioExtensions: Set<String> = ["ogg", "oga", "opus", "mp3", "flac"]
   static let playlistExtensions: Set<String> = ["m3u", "m3u8", "pls"]
+  /// Audio a music folder often holds that Leitmotif does not play: counted by extension and
+  /// reported by the scan (so a folder of them does not scan as "0 added, 0 failed" with no word
+  /// why), never opened.
+  static let unsupportedAudioExtensions: Set<String> = [
+    "m4a", "m4b", "mp4", "aac", "alac", "wav", "wave", "aif", "aiff", "wma", "ape", "wv", "mpc", "dsf", "dff", "ac3",
+    "mka", "webm", "spx", "mp2",
+  ]
 
   package struct File: Sendable, Hashable {
     package var path: String
@@ -43,6 +50,8 @@ package struct FolderWalker {
     var folders: [String] = []
     package var failures: [ScanFailure] = []
     var skipped: [ScanFailure] = []
+    /// Files of `unsupportedAudioExtensions`, by extension (lowercased).
+    var unsupported: [String: Int] = [:]
     /// Folders (and library roots) that could not be read: items under them are not removed.
     var unreadableFolders: [String] = []
   }
@@ -156,7 +165,10 @@ package struct FolderWalker {
     case .playlist:
       result.playlists.append(path)
     case nil:
-      break
+      if let dot = name.lastIndex(of: ".") {
+        let ext = name[name.index(after: dot)...].lowercased()
+        if Self.unsupportedAudioExtensions.contains(ext) { result.unsupported[ext, default: 0] += 1 }
+      }
     }
   }
 

@@ -70,6 +70,7 @@ package struct LibraryScanner {
     var report = ScanReport()
     report.failed = walk.failures
     report.skipped = walk.skipped
+    report.unsupported = walk.unsupported
     report.playlists = walk.playlists
     report.walkedFolders = walk.folders
     if let diedIn { report.failed.append(ScanFailure(path: diedIn.path, reason: Self.diedWhileReading)) }

@@ -40,6 +40,9 @@ public struct ScanReport: Sendable, CustomStringConvertible {
   public var failedUnchanged = 0
   /// Symbolic links not followed: they leave the library folders, loop or point nowhere.
   public var skipped: [ScanFailure] = []
+  /// Audio files of formats Leitmotif does not play (.m4a, .wav, .wma, ...), by extension
+  /// (lowercased): not opened, not indexed, counted so the scan can say so.
+  public var unsupported: [String: Int] = [:]
   /// The playlist files found (.m3u, .m3u8, .pls).
   public var playlists: [String] = []
   /// Problems with playlist entries (missing, outside the library folders), from the importer.
@@ -63,5 +66,15 @@ public struct ScanReport: Sendable, CustomStringConvertible {
     "\(added) added, \(updated) updated, \(moved) moved, \(removed) removed, \(unchanged) unchanged, "
       + "\(failed.count) failed" + (failedUnchanged > 0 ? " (\(failedUnchanged) earlier failures not retried)" : "")
       + String(format: " in %.2f s", durationSeconds)
+      + (unsupported.isEmpty ? "" : "; " + unsupportedSummary)
+  }
+
+  /// "3 .m4a and 1 .wav files not played (Leitmotif plays Ogg Vorbis, Opus, MP3 and FLAC)".
+  public var unsupportedSummary: String {
+    let counts = unsupported.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }
+    let parts = counts.map { "\($0.value) .\($0.key)" }
+    let list = parts.count > 1 ? parts.dropLast().joined(separator: ", ") + " and " + parts.last! : parts.first ?? ""
+    let total = unsupported.values.reduce(0, +)
+    return "\(list) file\(total == 1 ? "" : "s") not played (Leitmotif plays Ogg Vorbis, Opus, MP3 and FLAC)"
   }
 }
