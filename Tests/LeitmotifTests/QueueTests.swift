@@ -41,6 +41,22 @@ struct QueueTests {
     try expectGapless([first, second], sampleRate: 48_000, comment: "Vorbis to Vorbis")
   }
 
+  @Test("Gapless FLAC to FLAC, Opus to Opus and FLAC to Opus: each join plays sample-identical to the decodes")
+  func gaplessFLACAndOpus() throws {
+    let directory = try TemporaryDirectory()
+    let tone = ToneGenerator.sine(frequency: 330, amplitude: 0.5, seconds: 2, format: .stereo48000)
+    let cut = 2 * 41_017
+    let flac = [directory.file("part1.flac"), directory.file("part2.flac")]
+    try FLACEncoder.encode(samples: Array(tone[..<cut]), format: .stereo48000, to: flac[0])
+    try FLACEncoder.encode(samples: Array(tone[cut...]), format: .stereo48000, to: flac[1])
+    try expectGapless(flac, sampleRate: 48_000, comment: "FLAC to FLAC")
+    let opus = [directory.file("part1.opus"), directory.file("part2.opus")]
+    try OpusEncoder.encode(samples: Array(tone[..<cut]), channels: 2, to: opus[0])
+    try OpusEncoder.encode(samples: Array(tone[cut...]), channels: 2, to: opus[1])
+    try expectGapless(opus, sampleRate: 48_000, comment: "Opus to Opus")
+    try expectGapless([flac[0], opus[1]], sampleRate: 48_000, comment: "FLAC to Opus")
+  }
+
   @Test("Gapless MP3 (LAME tag) to MP3, and Vorbis to MP3")
   func gaplessMP3() throws {
     let fixtures = Bundle.module.path(forResource: "Fixtures", ofType: nil)!
