@@ -33,9 +33,11 @@ test: deps
 # Pass test options through TEST_FLAGS, e.g. `make test-tsan TEST_FLAGS="--filter EventBus"`.
 # Known false positive: Swift's Mutex on Linux hands a contended lock over in the kernel
 # (FUTEX_LOCK_PI), which ThreadSanitizer cannot see, so two accesses inside the same
-# `Mutex.withLock` can be reported as a "Swift access race" when the lock was contended.
+# `Mutex.withLock` can be reported as a "Swift access race" when the lock was contended. The ones
+# seen are suppressed by name, each closure on its own (Tests/tsan-suppressions.txt says which).
 test-tsan: deps
-	swift test --sanitize=thread --scratch-path .build/tsan $(TEST_FLAGS)
+	TSAN_OPTIONS="suppressions=$(CURDIR)/Tests/tsan-suppressions.txt $(TSAN_OPTIONS)" \
+	  swift test --sanitize=thread --scratch-path .build/tsan $(TEST_FLAGS)
 
 # The fuzzers (libFuzzer, with AddressSanitizer): each target of Sources/LeitmotifFuzzTargets for
 # FUZZ_SECONDS (default 60), from the committed seeds in Fuzz/Corpus/TARGET. New inputs collect in

@@ -63,6 +63,14 @@ package struct TagCollector {
 
   package init() {}
 
+  /// A Vorbis comment, "NAME=value" (Ogg Vorbis, Ogg Opus and FLAC all carry them), as UTF-8
+  /// bytes; one without "=" is ignored.
+  package mutating func add(comment bytes: UnsafeRawBufferPointer) {
+    let text = String(decoding: bytes, as: UTF8.self)
+    guard let equals = text.firstIndex(of: "=") else { return }
+    add(name: String(text[..<equals]), value: String(text[text.index(after: equals)...]))
+  }
+
   package mutating func add(name rawName: String, value rawValue: String) {
     let value = rawValue.trimmingSpaces
     guard !value.isEmpty else { return }

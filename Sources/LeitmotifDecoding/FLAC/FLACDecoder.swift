@@ -254,9 +254,7 @@ private final class FLACCallbacks {
       for index in 0..<Int(comments.num_comments) {
         let entry = entries[index]
         guard let bytes = entry.entry else { continue }
-        let text = String(decoding: UnsafeBufferPointer(start: bytes, count: Int(entry.length)), as: UTF8.self)
-        guard let equals = text.firstIndex(of: "=") else { continue }
-        tags.add(name: String(text[..<equals]), value: String(text[text.index(after: equals)...]))
+        tags.add(comment: UnsafeRawBufferPointer(start: bytes, count: Int(entry.length)))
       }
     default: break
     }

@@ -78,9 +78,7 @@ final class OpusDecoder: AudioDecoder {
       for index in 0..<Int(comments.pointee.comments) {
         guard let entry = entries[index] else { continue }
         let length = Int(comments.pointee.comment_lengths[index])
-        let text = String(decoding: UnsafeRawBufferPointer(start: entry, count: length), as: UTF8.self)
-        guard let equals = text.firstIndex(of: "=") else { continue }
-        collector.add(name: String(text[..<equals]), value: String(text[text.index(after: equals)...]))
+        collector.add(comment: UnsafeRawBufferPointer(start: entry, count: length))
       }
     }
     tags = collector.finished(lengthFrames: total)

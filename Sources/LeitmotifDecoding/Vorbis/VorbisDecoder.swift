@@ -141,9 +141,7 @@ final class VorbisDecoder: AudioDecoder {
       for index in 0..<Int(comment.pointee.comments) {
         guard let entry = comment.pointee.user_comments[index] else { continue }
         let length = Int(comment.pointee.comment_lengths[index])
-        let text = String(decoding: UnsafeRawBufferPointer(start: entry, count: length), as: UTF8.self)
-        guard let equals = text.firstIndex(of: "=") else { continue }
-        collector.add(name: String(text[..<equals]), value: String(text[text.index(after: equals)...]))
+        collector.add(comment: UnsafeRawBufferPointer(start: entry, count: length))
       }
     }
     isTruncated = !Self.endsWithEndOfStreamPage(source)
