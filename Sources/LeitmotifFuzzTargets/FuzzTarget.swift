@@ -95,9 +95,10 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     let split = bytes.firstIndex(of: 0) ?? bytes.count
     var collector = TagCollector()
     let text = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[0..<split]), as: UTF8.self)
+    // Each line as the decoders hand a Vorbis comment over (Vorbis, Opus and FLAC alike).
     for line in text.split(whereSeparator: \.isNewline) {
-      guard let equals = line.firstIndex(of: "=") else { continue }
-      collector.add(name: String(line[..<equals]), value: String(line[line.index(after: equals)...]))
+      var bytes = Array(line.utf8)
+      bytes.withUnsafeMutableBytes { collector.add(comment: UnsafeRawBufferPointer($0)) }
     }
     for length in [Int64(0), 1, 44_100, Int64.max] { _ = collector.finished(lengthFrames: length) }
     // The rest: an ID3v2.3 tag's frames (the header is made here, so the size always fits) in

@@ -41,6 +41,25 @@ enum EngineHarness {
     return (try AudioFile.decodeAll(decoder), decoder.format)
   }
 
+  /// Reads `decoder` in blocks of 4096 frames until it ends, fails, or `limit` frames are read:
+  /// the frames read and the failure, if one ended it (damaged and cut-off files).
+  static func readUntilFailure(_ decoder: any AudioDecoder, limit: Int = .max) -> (frames: Int, failure: DecodeError?) {
+    var frames = 0
+    var block = [Float](repeating: 0, count: 4096 * decoder.format.channelCount)
+    while frames < limit {
+      do {
+        let got = try block.withUnsafeMutableBufferPointer { (pointer) throws(DecodeError) -> Int in
+          try decoder.readFrames(into: pointer.baseAddress!, frameCapacity: 4096)
+        }
+        if got == 0 { break }
+        frames += got
+      } catch {
+        return (frames, error)
+      }
+    }
+    return (frames, nil)
+  }
+
   static func offlineEngine(sampleRate: Int = 48_000) throws -> AudioEngine {
     try AudioEngine(output: .offline(sampleRate: sampleRate, renderFrames: renderFrames))
   }

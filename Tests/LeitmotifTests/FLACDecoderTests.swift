@@ -116,21 +116,7 @@ struct FLACDecoderTests {
     let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
     try bytes.prefix(bytes.count / 2).write(to: URL(fileURLWithPath: path))
     let decoder = try AudioFile.openDecoder(path: path)
-    var block = [Float](repeating: 0, count: 2 * 4096)
-    var total = 0
-    var failure: DecodeError?
-    while true {
-      do {
-        let got = try block.withUnsafeMutableBufferPointer { (pointer) throws(DecodeError) -> Int in
-          try decoder.readFrames(into: pointer.baseAddress!, frameCapacity: 4096)
-        }
-        if got == 0 { break }
-        total += got
-      } catch {
-        failure = error
-        break
-      }
-    }
+    let (total, failure) = EngineHarness.readUntilFailure(decoder)
     #expect(total > 10_000 && total < 40_000, "\(total) frames before the cut")
     guard case .truncated? = failure?.reason else {
       Issue.record("expected .truncated, got \(String(describing: failure))")

@@ -192,7 +192,8 @@ struct HostileHeaderTests {
     #expect(info.errors.contains(path) && info.errors.contains("\(rate) Hz"), "\(info.errors)")
   }
 
-  @Test("A later link of a chain at 1, 2 or 100 Hz is refused, whole or cut off, without upsampling into memory",
+  @Test(
+    "A later link of a chain at 1, 2 or 100 Hz is refused, whole or cut off, without upsampling into memory",
     .timeLimit(.minutes(1)), arguments: [UInt32(1), 2, 100])
   func slowLaterLink(rate: UInt32) throws {
     let directory = try TemporaryDirectory(prefix: "leitmotif-hostile-link")
@@ -223,27 +224,14 @@ struct HostileHeaderTests {
       return
     }
     #expect(decoder.lengthFrames <= 44_100 + 4_096, "length \(decoder.lengthFrames)")
-    var frames = 0
-    var failure: DecodeError?
-    var block = [Float](repeating: 0, count: 4096 * 2)
-    while frames < 10 * 44_100 {
-      do {
-        let got = try block.withUnsafeMutableBufferPointer { (pointer) throws(DecodeError) -> Int in
-          try decoder.readFrames(into: pointer.baseAddress!, frameCapacity: 4096)
-        }
-        if got == 0 { break }
-        frames += got
-      } catch {
-        failure = error
-        break
-      }
-    }
+    let (frames, failure) = EngineHarness.readUntilFailure(decoder, limit: 10 * 44_100)
     #expect(frames <= 44_100 + 4_096, "\(frames) frames decoded")
     let error = try #require(failure, "the refused link is reported")
     #expect(error.path == cut && error.description.contains("\(rate) Hz"), "\(error)")
   }
 
-  @Test("Last granule positions near 2^63 are not believed: the file plays what it holds, info and render work",
+  @Test(
+    "Last granule positions near 2^63 are not believed: the file plays what it holds, info and render work",
     .timeLimit(.minutes(1)))
   func granulesNearInt64Max() throws {
     // libvorbisfile 1.3.7 already bounds these (checked with a C program: ov_pcm_total stays

@@ -11,7 +11,7 @@ import CSoxr
 /// 0.0021 to 0.0026 (measured here in C, 44.1 to 48 kHz), but it allocates now and then while
 /// it runs (every call at 8 kHz) and in `soxr_clear`: allowed on a decode thread, not on the
 /// streaming thread. Its output is time-aligned (checked here with an impulse at 8, 22.05, 44.1
-/// and 96 kHz, and by `FixedRateConverterTests`): output frame j shows input time
+/// and 96 kHz, and by `DecodeResamplingTests`): output frame j shows input time
 /// j × input rate / output rate, so positions stay exact. A rate other than 1 is still done
 /// by the voice's `VoiceResampler`, on mix-rate input.
 ///
