@@ -6,7 +6,7 @@
 # libsamplerate, libsoxr),
 # pkg-config for SwiftPM to find them, lame for the benchmark's MP3 and the fixture script, and a
 # real sound server for the device-loss test (PulseAudio with a null sink, recorded with parec).
-PACKAGES := pkg-config libopenal-dev libvorbis-dev libmpg123-dev libflac-dev libopusfile-dev libsqlite3-dev libsamplerate0-dev libsoxr-dev lame tmux \
+PACKAGES := pkg-config libopenal-dev libvorbis-dev libmpg123-dev libflac-dev libopusfile-dev libsqlite3-dev libsamplerate0-dev libsoxr-dev libebur128-dev lame tmux \
   pulseaudio pulseaudio-utils
 
 .PHONY: deps test test-tsan fuzz soak demo bench format fixtures assets c-api c-game docs

@@ -1,12 +1,15 @@
 // swift-tools-version:6.0
 // Leitmotif's layers, lowest first; no layer names a type of one above it:
-//   C libraries (COpenAL, CVorbisFile, CMPG123, CFLAC, COpusFile, CSQLite, CSampleRate, CSoxr) one target each
+//   C libraries (COpenAL, CVorbisFile, CMPG123, CFLAC, COpusFile, CSQLite, CSampleRate, CSoxr, CEbur128) one
+//                       target each
 //   LeitmotifDecoding   streaming decoders (Ogg Vorbis, MP3, FLAC, Opus), tags -> CVorbisFile, CMPG123, CFLAC, COpusFile
 //   LeitmotifOutput     OpenAL devices, sources, buffers, loopback, WAV        -> COpenAL
 //   LeitmotifEngine     the mixer and voices: mix clock, voice handles, music bus, resampling
 //                                                                       -> Decoding, Output, CSampleRate, CSoxr
-//   LeitmotifLibrary    the player's music library: index (SQLite), queries, consent, picker
-//                                                                              -> Engine (diagnostics), CSQLite
+//   LeitmotifAnalysis   what a whole song tells: loudness (EBU R128), tempo and beats, energy
+//                                                                              -> Decoding, CEbur128
+//   LeitmotifLibrary    the player's music library: index (SQLite), queries, consent, picker, analysis at scan
+//                                                          -> Engine (diagnostics), Analysis, CSQLite
 //   LeitmotifPlayers    Player, QueuePlayer, transitions, offline rendering    -> Engine, Library
 //   LeitmotifCues       cue files (JSON5), the level-event bus, the music director -> Players
 //   Leitmotif           re-exports them all: a game writes `import Leitmotif`
@@ -51,20 +54,23 @@ let package = Package(
     // libsoxr, LGPL-2.1 (linked dynamically): the decode threads' fixed-ratio resampler, from a
     // file's rate to the mix rate.
     .systemLibrary(name: "CSoxr", pkgConfig: "soxr", providers: [.apt(["libsoxr-dev"])]),
+    // libebur128, MIT: EBU R128 loudness, loudness range and true peak of each scanned song.
+    .systemLibrary(name: "CEbur128", pkgConfig: "libebur128", providers: [.apt(["libebur128-dev"])]),
     // glibc's <malloc.h> (the C library itself): heap statistics for the soak benchmark.
     .systemLibrary(name: "CMalloc"),
 
     .target(name: "LeitmotifDecoding", dependencies: ["CVorbisFile", "CMPG123", "CFLAC", "COpusFile"]),
     .target(name: "LeitmotifOutput", dependencies: ["COpenAL"]),
     .target(name: "LeitmotifEngine", dependencies: ["LeitmotifDecoding", "LeitmotifOutput", "CSampleRate", "CSoxr"]),
-    .target(name: "LeitmotifLibrary", dependencies: ["LeitmotifEngine", "CSQLite"]),
+    .target(name: "LeitmotifAnalysis", dependencies: ["LeitmotifDecoding", "CEbur128"]),
+    .target(name: "LeitmotifLibrary", dependencies: ["LeitmotifEngine", "LeitmotifAnalysis", "CSQLite"]),
     .target(name: "LeitmotifPlayers", dependencies: ["LeitmotifEngine", "LeitmotifLibrary"]),
     .target(name: "LeitmotifCues", dependencies: ["LeitmotifPlayers"]),
     .target(
       name: "Leitmotif",
       dependencies: [
-        "LeitmotifDecoding", "LeitmotifOutput", "LeitmotifEngine", "LeitmotifLibrary", "LeitmotifPlayers",
-        "LeitmotifCues",
+        "LeitmotifDecoding", "LeitmotifOutput", "LeitmotifEngine", "LeitmotifAnalysis", "LeitmotifLibrary",
+        "LeitmotifPlayers", "LeitmotifCues",
       ]),
 
     // The C API: the header's declarations for the Swift side, and the @_cdecl functions.
@@ -94,7 +100,8 @@ let package = Package(
     .testTarget(
       name: "LeitmotifTests",
       dependencies: [
-        "Leitmotif", "LeitmotifEngine", "LeitmotifLibrary", "LeitmotifPlayers", "LeitmotifCues", "LeitmotifFixtures",
+        "Leitmotif", "LeitmotifEngine", "LeitmotifAnalysis", "LeitmotifLibrary", "LeitmotifPlayers", "LeitmotifCues",
+        "LeitmotifFixtures",
         "LeitmotifRealtimeAudit", "LeitmotifFuzzTargets", "CVorbisFile", "CMPG123",
       ],
       resources: [.copy("Fixtures")]),

@@ -66,6 +66,10 @@ let usage = """
         second a pumped director applies (N per case, default 100000), live-reload latency, and
         the CPU a director on its own thread adds to playing music (S seconds per case, default 10)
       --pause MICROSECONDS   the game thread's sleep after each burst of 100 posts (default 2000)
+    leitmotif-bench tempo [--assets DIR]
+        tempo and beat detection on songs of known tempo (the fixtures' synthesized songs and the
+        bundled pieces in DIR, default Assets/music): tempo error, octave errors, beat F-measure
+        within +-70 ms, and analysis speed against real time (not part of `all`)
     leitmotif-bench soak [--minutes M]
         M minutes (default 30) of live playback on the headless device under load (two busy loops):
         a director and three queue players, a cue every 100 ms, parameters every frame, the cue
@@ -209,6 +213,12 @@ case "latency-child":
 case "soak-assets":
   do { try SoakBenchmark.makeAssets(in: arguments.first ?? "") } catch { fail("\(error)") }
   exit(0)
+case "tempo":
+  do {
+    try TempoBenchmark(options: TempoBenchmark.Options(parsing: Array(arguments))).run()
+  } catch {
+    fail("\(error)")
+  }
 case "voices-child":
   do { try VoicesBenchmark.child(Array(arguments)) } catch { fail("\(error)") }
   exit(0)

@@ -33,7 +33,8 @@ enum QueryCommand {
     "bpm": .beatsPerMinute, "duration": .playbackDuration, "year": .year, "plays": .playCount,
     "skips": .skipCount, "rating": .rating, "album": .albumTitle, "title": .title, "artist": .artist,
     "genre": .genre, "composer": .composer, "track": .albumTrackNumber, "disc": .discNumber,
-    "compilation": .isCompilation, "id": .persistentID, "path": .assetURL,
+    "compilation": .isCompilation, "id": .persistentID, "path": .assetURL, "loudness": .loudness,
+    "energy": .energy,
   ]
 
   struct Options {
@@ -157,6 +158,7 @@ enum QueryCommand {
     add("albumTrackNumber", number: item.albumTrackNumber)
     add("discNumber", number: item.discNumber)
     add("beatsPerMinute", number: item.beatsPerMinute)
+    if item.isBeatsPerMinuteDetected { fields.append(("isBeatsPerMinuteDetected", "true")) }
     add("year", number: item.year)
     add("playCount", number: item.playCount)
     add("skipCount", number: item.skipCount)
@@ -165,6 +167,15 @@ enum QueryCommand {
     add("lastPlayedDate", date: item.lastPlayedDate)
     add("dateAdded", date: item.dateAdded)
     add("assetURL", item.assetURL.absoluteString)
+    func figure(_ name: String, _ value: Double?, _ digits: Int) {
+      if let value { fields.append((name, String(format: "%.\(digits)f", value))) }
+    }
+    figure("loudness", item.loudness, 2)
+    figure("loudnessRange", item.loudnessRange, 2)
+    figure("truePeak", item.truePeak, 2)
+    figure("detectedBeatsPerMinute", item.detectedBeatsPerMinute, 2)
+    figure("firstBeatSeconds", item.firstBeatSeconds, 3)
+    figure("energy", item.energy, 2)
     return "{" + fields.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}"
   }
 

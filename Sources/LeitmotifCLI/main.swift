@@ -8,8 +8,10 @@ import Leitmotif
 
 let usage = """
   usage:
-    leitmotif info FILE...
-        one JSON object per line: path, format, sampleRate, channels, frames, duration, tags
+    leitmotif info [--analyze] FILE...
+        one JSON object per line: path, format, sampleRate, channels, frames, duration, tags; with
+        --analyze also loudness (LUFS), loudnessRange (LU), truePeak (dBTP), detectedBeatsPerMinute,
+        firstBeatSeconds, beatConfidence and energy (0...1), from a full decode
     leitmotif render --out OUT.wav [OPTIONS] [--sample-rate HZ] [--format f32|s16] FILE...
         renders offline through the OpenAL loopback device, faster than real time
     leitmotif play [OPTIONS] [--device NAME] FILE...
@@ -262,7 +264,7 @@ func jsonString(_ value: String) -> String {
   return String(text.dropFirst().dropLast())
 }
 
-func info(_ paths: [String]) -> Int32 {
+func info(_ paths: [String], analyze: Bool) -> Int32 {
   guard !paths.isEmpty else { fail("info needs at least one FILE") }
   var status: Int32 = 0
   for path in paths {
@@ -296,6 +298,19 @@ func info(_ paths: [String]) -> Int32 {
       add("replayGainTrackPeak", tags.replayGainTrackPeak)
       add("replayGainAlbumGain", tags.replayGainAlbumGainDecibels)
       add("replayGainAlbumPeak", tags.replayGainAlbumPeak)
+      if analyze {
+        let analysis = try AudioAnalysis.measure(decoder)
+        func figure(_ name: String, _ value: Double?, _ digits: Int) {
+          fields.append((name, value.map { String(format: "%.\(digits)f", $0) } ?? "null"))
+        }
+        figure("loudness", analysis.loudness, 2)
+        figure("loudnessRange", analysis.loudnessRange, 2)
+        figure("truePeak", analysis.truePeak, 2)
+        figure("detectedBeatsPerMinute", analysis.beatsPerMinute, 2)
+        figure("firstBeatSeconds", analysis.firstBeatSeconds, 3)
+        figure("beatConfidence", analysis.beatConfidence, 2)
+        figure("energy", analysis.energy, 2)
+      }
       print("{" + fields.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}")
       for warning in decoder.warnings {
         FileHandle.standardError.write(Data("leitmotif: warning: \(path): \(warning)\n".utf8))
@@ -479,7 +494,9 @@ func playQueue(_ arguments: Arguments) -> Int32 {
 var commandLine = CommandLine.arguments.dropFirst()
 guard let command = commandLine.popFirst() else { fail(usage) }
 switch command {
-case "info": exit(info(Array(commandLine)))
+case "info":
+  let analyze = commandLine.contains("--analyze")
+  exit(info(commandLine.filter { $0 != "--analyze" }, analyze: analyze))
 case "render": exit(render(Arguments(commandLine, command: "render", known: OptionNames.render)))
 case "play": exit(play(Arguments(commandLine, command: "play", known: OptionNames.play)))
 case "devices":

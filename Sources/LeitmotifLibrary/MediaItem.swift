@@ -1,4 +1,5 @@
 import Foundation
+import LeitmotifAnalysis
 import LeitmotifDecoding
 import LeitmotifEngine
 import LeitmotifOutput
@@ -92,6 +93,26 @@ public struct MediaItem: Sendable, Hashable {
   /// in frames when only the start is tagged (the loop runs to the end). Nil without a loop.
   public var loopEndFrame: Int64?
 
+  // What listening to the whole song told (`AudioAnalysis`): filled for library items by the scan
+  // and for bundled items by the cue file's catalogue; nil until the item is analysed. Not part of
+  // the item's identity either.
+
+  /// Integrated loudness in LUFS (EBU R128): the director levels every item to one target by it.
+  public var loudness: Double?
+  /// Loudness range in LU (EBU Tech 3342).
+  public var loudnessRange: Double?
+  /// The highest true peak in dBTP: a level boost stops where it would reach the ceiling.
+  public var truePeak: Double?
+  /// The tempo the analysis found, whatever the tags say.
+  public var detectedBeatsPerMinute: Double?
+  /// Where the analysis found the first beat, in seconds of the file: the phase of the grid of an
+  /// item whose tempo is detected.
+  public var firstBeatSeconds: Double?
+  /// How energetic the song is, 0 (calm) to 1 (intense).
+  public var energy: Double?
+  /// True when `beatsPerMinute` is the detected tempo (the file has no BPM tag).
+  public var isBeatsPerMinuteDetected = false
+
   /// An item for the file at `assetURL` with what the caller knows of it; the rest stays nil until
   /// `MediaItem.load(path:)` reads the tags. Nothing is read here.
   public init(assetURL: URL, title: String? = nil, artist: String? = nil, albumTitle: String? = nil) {
@@ -109,6 +130,38 @@ public struct MediaItem: Sendable, Hashable {
   /// - Throws: `DecodeError` naming the file and the reason.
   public static func load(path: String) throws(DecodeError) -> MediaItem {
     MediaItem(path: path, decoder: try AudioFile.openDecoder(path: path))
+  }
+
+  /// The item's analysis figures, as one value (nil figures where the item was not analysed).
+  public var analysis: AudioAnalysis {
+    AudioAnalysis(
+      loudness: loudness, loudnessRange: loudnessRange, truePeak: truePeak, beatsPerMinute: detectedBeatsPerMinute,
+      firstBeatSeconds: firstBeatSeconds, energy: energy)
+  }
+
+  /// Takes `analysis`'s figures; a detected tempo fills `beatsPerMinute` when no tag gave one (and
+  /// `isBeatsPerMinuteDetected` says so), so beat and bar changes follow the song's own grid.
+  public mutating func apply(_ analysis: AudioAnalysis) {
+    loudness = analysis.loudness
+    loudnessRange = analysis.loudnessRange
+    truePeak = analysis.truePeak
+    detectedBeatsPerMinute = analysis.beatsPerMinute
+    firstBeatSeconds = analysis.firstBeatSeconds
+    energy = analysis.energy
+    if beatsPerMinute == nil || isBeatsPerMinuteDetected {
+      beatsPerMinute = analysis.beatsPerMinute
+      isBeatsPerMinuteDetected = analysis.beatsPerMinute != nil
+    }
+  }
+
+  /// Like `load(path:)`, and listens to the whole song too (`AudioAnalysis`: loudness, tempo,
+  /// beats, energy), decoding it once from start to end: about 1 % of its length in CPU time.
+  /// - Throws: `DecodeError` naming the file and the reason.
+  public static func loadAnalyzed(path: String) throws(DecodeError) -> MediaItem {
+    let decoder = try AudioFile.openDecoder(path: path)
+    var item = MediaItem(path: path, decoder: decoder)
+    item.apply(try AudioAnalysis.measure(decoder))
+    return item
   }
 
   /// An item with everything `decoder`'s tags and format say (the library's scanner adds its

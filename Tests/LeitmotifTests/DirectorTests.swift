@@ -792,7 +792,7 @@ struct DirectorEntryTests {
     #expect(Listen.loudest(cue, 1.3, 1.9, among: pitches) == 550)
   }
 
-  @Test("A source's gain and ReplayGain level its items")
+  @Test("With loudness levelling off, a source's gain and ReplayGain level its items")
   func levels() throws {
     let game = try DirectorFixture()
     try DirectorFixture.tone(
@@ -800,7 +800,7 @@ struct DirectorEntryTests {
     func level(_ source: String) throws -> Double {
       let sheet = try game.sheet(
         """
-        { start: "s", assets: "assets", sources: { music: \(source) },
+        { start: "s", assets: "assets", loudness: "off", sources: { music: \(source) },
           states: { s: { music: "music", transition: { seconds: 0 } } } }
         """)
       return Listen.rms(Listen.window(try game.simulate(sheet, [], seconds: 1).left, 0.2, 0.9))

@@ -15,7 +15,7 @@ import Testing
 
 /// The index gate without the consent check, for testing the scanner itself (the consent gate is
 /// `MediaLibrary.withIndex`, tested with the authorization).
-private final class DirectIndex: LibraryIndexAccess, @unchecked Sendable {
+final class DirectIndex: LibraryIndexAccess, @unchecked Sendable {
   let index: LibraryIndex
   let lock = NSLock()
   init(path: String, warn: (String) -> Void = { _ in }) throws {
@@ -31,7 +31,7 @@ private final class DirectIndex: LibraryIndexAccess, @unchecked Sendable {
 }
 
 /// A library folder with tiny real Ogg Vorbis files (a sine each, so each has its own audio).
-private struct LibraryFolder {
+struct LibraryFolder {
   let temporary: TemporaryDirectory
   let music: String
   let indexPath: String

@@ -17,6 +17,8 @@ final class DirectorCore {
   let player: QueuePlayer
   private(set) var sheet: CueSheet
   private(set) var catalog: BundledCatalog
+  /// The loudness every item is levelled to (the sheet's target, else the bundled music's median).
+  var loudnessTarget: Double? { sheet.loudness.target(catalog: catalog) }
   private(set) var resolved: [String: SourceResolution]
   /// The director's clock, in seconds (see `DirectorReport.time`).
   private(set) var now: Double = 0
@@ -379,6 +381,10 @@ final class DirectorCore {
       "\(spec.seconds > 0 ? "crossfade" : "cut") to \"\(name)\""
       + (spec.seconds > 0 ? " (\(Self.format(spec.seconds)) s \(spec.curve.rawValue))" : "")
     if landsAt > now + 0.5 / Double(engine.sampleRate) {
+      // Said of the playing item's grid, before the incoming item is queued behind it.
+      let gridNote =
+        spec.moment == .beat || spec.moment == .bar
+        ? player.nowPlayingItem.flatMap { gridFallback(for: $0) }.map { "; \($0)" } ?? "" : ""
       report(
         .scheduled(
           what: description + " on the \(spec.moment == .end ? "item's end" : spec.moment.rawValue)", at: landsAt),
@@ -391,7 +397,7 @@ final class DirectorCore {
       } else {
         schedule(.changeState(name: name, spec: spec, landsAt: landsAt), at: landsAt, cause: cause)
       }
-      return description + " at \(spec.moment.rawValue) (\(Self.format(landsAt)) s)"
+      return description + " at \(spec.moment.rawValue) (\(Self.format(landsAt)) s)" + gridNote
     }
     applyStateChange(name, spec: spec, cause: cause)
     return description
@@ -437,8 +443,12 @@ final class DirectorCore {
     return item.loopEndFrame.map { Double($0) / Double(rate) } ?? item.playbackDuration
   }
 
-  /// The beat grid of `item`: its BPM tag (and meter tag), else its source's, its state's or the
-  /// file's `tempo`: a user song with no tempo known follows that time grid.
+  /// The beat grid of `item`: its BPM tag (and meter tag), else the tempo and first beat the
+  /// analysis detected, else its source's, its state's or the file's `tempo`: a song with no
+  /// tempo known follows that time grid (and `gridFallback(for:)` says so).
+  ///
+  /// A detected grid starts its bars on the first detected beat (the analysis finds beats, not
+  /// downbeats; most music starts on one); a source's `tempo.offset` overrides that phase.
   func grid(for item: MediaItem) -> BeatGrid {
     let source = origins[item.assetURL.path].flatMap { sheet.sources[$0.source] }
     let state = currentState.flatMap { sheet.states[$0] }
@@ -447,8 +457,20 @@ final class DirectorCore {
       grid.beatsPerMinute = bpm
       grid.offsetSeconds = source?.grid?.offsetSeconds ?? 0
       if let meter = item.beatsPerBar, meter > 0 { grid.beatsPerBar = meter }
+      if item.isBeatsPerMinuteDetected, source?.grid?.offsetSeconds == nil, let first = item.firstBeatSeconds {
+        grid.offsetSeconds = max(0, first).truncatingRemainder(dividingBy: grid.secondsPerBar)
+      }
     }
     return grid
+  }
+
+  /// Why `item`'s beats and bars follow the cue file's `tempo` rather than its own, or nil when
+  /// they follow its own (a BPM tag or a detected tempo).
+  func gridFallback(for item: MediaItem) -> String? {
+    guard item.beatsPerMinute == nil || item.beatsPerMinute! <= 0 else { return nil }
+    let grid = self.grid(for: item)
+    return "\"\(item.title ?? item.assetURL.lastPathComponent)\" has no BPM tag and no detected tempo: "
+      + "its grid is the cue file's tempo (\(Self.format(grid.beatsPerMinute)) BPM, \(grid.beatsPerBar) a bar)"
   }
 
   /// `landing`: the new music starts on that line of the playing item, heard at `at` (the
@@ -461,7 +483,9 @@ final class DirectorCore {
   ) {
     guard let state = sheet.states[name] else { return }
     let music =
-      built ?? StateMusic.build(state, sheet: sheet, resolved: resolved, failed: failedPaths, generator: &generator)
+      built ?? StateMusic.build(
+        state, sheet: sheet, resolved: resolved, failed: failedPaths, loudnessTarget: loudnessTarget,
+        generator: &generator)
     for fallback in music.fallbacks { report(fallback, cause: cause) }
     guard let first = music.entries.first else {
       report(.problem("state \"\(name)\" has no music to play: what played goes on"), cause: cause)
@@ -534,7 +558,9 @@ final class DirectorCore {
     let spec = TransitionSpec(seconds: 0.25, curve: .equalPower, moment: .now, entry: .start)
     func build(_ name: String) -> StateMusic? {
       sheet.states[name].map {
-        StateMusic.build($0, sheet: sheet, resolved: resolved, failed: failedPaths, generator: &generator)
+        StateMusic.build(
+          $0, sheet: sheet, resolved: resolved, failed: failedPaths, loudnessTarget: loudnessTarget,
+          generator: &generator)
       }
     }
     isQuiet = false
@@ -632,7 +658,8 @@ final class DirectorCore {
       let work = Work.stinger(
         name: stinger.sound, item: item, volume: stinger.volume, duck: stinger.duck, prepared: prepared)
       schedule(work, at: at, cause: cause)
-      return "stinger \"\(stinger.sound)\" on the \(stinger.moment.rawValue) (\(Self.format(at)) s)"
+      let fallback = player.nowPlayingItem.flatMap { gridFallback(for: $0) }.map { "; \($0)" } ?? ""
+      return "stinger \"\(stinger.sound)\" on the \(stinger.moment.rawValue) (\(Self.format(at)) s)\(fallback)"
     }
     let work = Work.stinger(name: stinger.sound, item: item, volume: stinger.volume, duck: stinger.duck, prepared: nil)
     run(Scheduled(time: now, order: 0, work: work, cause: cause))

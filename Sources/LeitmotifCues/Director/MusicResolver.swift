@@ -84,9 +84,10 @@ struct StateMusic {
 
   /// `failed`: paths of files that failed to play since the cue file was loaded; they are left
   /// out, so a source whose every file failed gives nothing and its `fallback` takes over.
+  /// `loudnessTarget`: the level every item is brought to (`LoudnessLevelling.target(catalog:)`).
   static func build(
     _ state: MusicState, sheet: CueSheet, resolved: [String: SourceResolution], failed: Set<String> = [],
-    generator: inout SeededGenerator
+    loudnessTarget: Double?, generator: inout SeededGenerator
   ) -> StateMusic {
     var music = StateMusic(entries: [], origins: [:], fallbacks: [])
     /// Follows a source's fallback chain to the first that gives items, saying why at each step.
@@ -125,7 +126,7 @@ struct StateMusic {
     func add(_ item: MediaItem, from name: String) {
       let source = sheet.sources[name]!
       var entry = QueueDescriptor.Entry(item: item, loopRepeat: state.loop)
-      entry.gainDecibels = Self.gain(for: item, source: source)
+      entry.gainDecibels = Self.gain(for: item, source: source, levelling: sheet.loudness, target: loudnessTarget)
       music.entries.append(entry)
       music.origins[item.assetURL.path] = (name, source.kind.isUserMusic)
     }
@@ -149,16 +150,46 @@ struct StateMusic {
     return music
   }
 
-  /// The entry's level: the source's gain plus its ReplayGain, never above the file's own level
-  /// when the gain would boost it (no peak is known, so a boost could clip).
-  static func gain(for item: MediaItem, source: MusicSource) -> Double? {
+  /// The entry's level in dB (nil: 0), as `LoudnessLevelling` describes: `target - loudness`,
+  /// limited by the true-peak ceiling, plus the source's gain. Without a target or a loudness
+  /// (levelling off, nothing measured and no tag), the ReplayGain tag alone, never above the
+  /// file's own level when it would boost it (no peak is known, so a boost could clip).
+  static func gain(for item: MediaItem, source: MusicSource, levelling: LoudnessLevelling, target: Double?)
+    -> Double?
+  {
     var decibels = source.gainDecibels
-    switch source.replayGain {
-    case .off: break
-    case .track: decibels += item.replayGainTrackDecibels ?? item.replayGainAlbumDecibels ?? 0
-    case .album: decibels += item.replayGainAlbumDecibels ?? item.replayGainTrackDecibels ?? 0
+    if source.replayGain != .off, let target, let loudness = loudness(of: item, mode: source.replayGain) {
+      var level = target - loudness
+      if level > 0 {
+        level = item.truePeak.map { min(level, max(0, levelling.truePeakCeiling - $0)) } ?? 0
+        level = min(level, LoudnessLevelling.maximumBoostDecibels)
+      }
+      decibels += level
+    } else {
+      switch source.replayGain {
+      case .off: break
+      case .track: decibels += item.replayGainTrackDecibels ?? item.replayGainAlbumDecibels ?? 0
+      case .album: decibels += item.replayGainAlbumDecibels ?? item.replayGainTrackDecibels ?? 0
+      }
+      decibels = min(decibels, max(0, source.gainDecibels))
     }
-    decibels = min(decibels, max(0, source.gainDecibels))
+    // A queue entry takes at most +24 dB; a designer's gain on top of a boost stops there.
+    decibels = min(decibels, 24)
     return decibels == 0 ? nil : decibels
+  }
+
+  /// ReplayGain 2.0's reference level: a tag's gain brings a track to it.
+  static let replayGainReferenceLUFS = -18.0
+
+  /// The item's loudness for levelling: for album gain the album's (from its tag), keeping the
+  /// album's own dynamics between tracks; otherwise the measured one, else the one a tag implies.
+  static func loudness(of item: MediaItem, mode: MusicSource.ReplayGainMode) -> Double? {
+    let fromTrackTag = item.replayGainTrackDecibels.map { replayGainReferenceLUFS - $0 }
+    let fromAlbumTag = item.replayGainAlbumDecibels.map { replayGainReferenceLUFS - $0 }
+    switch mode {
+    case .off: return nil
+    case .track: return item.loudness ?? fromTrackTag ?? fromAlbumTag
+    case .album: return fromAlbumTag ?? item.loudness ?? fromTrackTag
+    }
   }
 }

@@ -21,6 +21,8 @@ public struct CueSheet: Sendable {
   public var startState: String?
   /// The beat grid for music whose tempo is unknown (`tempo`): user songs without a BPM tag.
   public var grid: BeatGrid
+  /// How every item is levelled to one loudness (`loudness`).
+  public var loudness: LoudnessLevelling
   /// Seeds shuffles and random cue points (`seed`): offline runs repeat exactly.
   public var seed: UInt64
   /// Game parameters, in file order.
@@ -42,6 +44,7 @@ public struct CueSheet: Sendable {
     self.assetsDirectory = assetsDirectory
     startState = nil
     grid = BeatGrid()
+    loudness = LoudnessLevelling()
     seed = 0
     parameters = []
     sources = [:]
@@ -75,6 +78,42 @@ public struct BeatGrid: Sendable, Equatable {
   public var secondsPerBeat: Double { 60 / beatsPerMinute }
   /// The length of one bar, in seconds.
   public var secondsPerBar: Double { secondsPerBeat * Double(beatsPerBar) }
+}
+
+/// How the director levels its music (`loudness`), so a quiet bundled piece and a loud song of
+/// the player's sound alike when one follows the other.
+///
+/// Each item plays at `target - its loudness` dB: its measured integrated loudness (EBU R128,
+/// from the library scan or the catalogue's analysis), or the one its ReplayGain tag implies
+/// (ReplayGain 2.0's reference, -18 LUFS, minus the tag's gain) when it was not measured or the
+/// source asks for album gain. A boost stops where the item's true peak would pass
+/// `truePeakCeiling`, and at `maximumBoostDecibels` (a near-silent track is not raised into its
+/// noise floor); an item with no known peak is never boosted. A source's own `gain` is added
+/// after, as the designer's deliberate offset.
+public struct LoudnessLevelling: Sendable, Equatable {
+  /// The most an item is raised, in dB.
+  public static let maximumBoostDecibels = 20.0
+
+  /// False (`loudness: "off"`): items play at their own level, or their ReplayGain tags' (as a
+  /// source's `replayGain` says), never boosted.
+  public var isEnabled: Bool
+  /// The loudness every item is brought to, in LUFS (`target`); nil: the bundled music's median.
+  public var targetLUFS: Double?
+  /// No item is boosted past this true peak, in dBTP (`truePeak`; default -1).
+  public var truePeakCeiling: Double
+
+  /// Levelling on, to `targetLUFS` (nil: the bundled music's median), boosts up to `truePeakCeiling`.
+  public init(isEnabled: Bool = true, targetLUFS: Double? = nil, truePeakCeiling: Double = -1) {
+    self.isEnabled = isEnabled
+    self.targetLUFS = targetLUFS
+    self.truePeakCeiling = truePeakCeiling
+  }
+
+  /// The target with `catalog`'s music: the given one, else the catalogue's median loudness; nil
+  /// when levelling is off or nothing is known to level to.
+  public func target(catalog: BundledCatalog?) -> Double? {
+    isEnabled ? (targetLUFS ?? catalog?.medianLoudness) : nil
+  }
 }
 
 // MARK: - Parameters

@@ -255,17 +255,29 @@ extension CueSheetDecoder {
         + Self.suggestion(for: name, among: catalog.relativePaths))
   }
 
-  /// `{ PROPERTY: value | { equals | contains | below | atMost | above | atLeast: value } }`.
+  /// Short names a library query may use for a property (`bpm: [120, 160]`).
+  static let libraryPropertyAliases: [String: MediaProperty] = ["bpm": .beatsPerMinute]
+
+  /// `{ PROPERTY: value | [low, high] | { equals | contains | below | atMost | above | atLeast: value } }`;
+  /// `[low, high]` is both bounds, included (`energy: [0.6, 1]`).
   private mutating func libraryQuery(_ value: JSON5Value, _ path: String) -> MediaQuery? {
-    let properties = MediaProperty.allCases.map(\.rawValue)
+    let properties = MediaProperty.allCases.map(\.rawValue) + Self.libraryPropertyAliases.keys.sorted()
     guard let query = fields(value, path, allowed: properties) else { return nil }
     var predicates: Set<MediaPropertyPredicate> = []
     var valid = true
     for member in query.object.members where query.members[member.key]?.keyLocation == member.keyLocation {
-      let property = MediaProperty(rawValue: member.key)!
+      let property = MediaProperty(rawValue: member.key) ?? Self.libraryPropertyAliases[member.key]!
       let memberPath = query.path(member.key)
       var comparisons: [(MediaPredicateComparison, JSON5Value, String)] = []
-      if let object = member.value.objectValue {
+      if case .array(let bounds) = member.value.kind {
+        guard bounds.count == 2 else {
+          error(member.value.location, memberPath, "expected [low, high], found \(bounds.count) values")
+          valid = false
+          continue
+        }
+        comparisons.append((.greaterThanOrEqualTo, bounds[0], memberPath + "[0]"))
+        comparisons.append((.lessThanOrEqualTo, bounds[1], memberPath + "[1]"))
+      } else if let object = member.value.objectValue {
         let names = Self.libraryComparisons.map(\.word)
         guard let tests = fields(member.value, memberPath, allowed: names) else { continue }
         if object.members.isEmpty {

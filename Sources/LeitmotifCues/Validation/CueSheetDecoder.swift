@@ -169,7 +169,7 @@ struct CueSheetDecoder {
   // MARK: The top level
 
   static let topLevelKeys = [
-    "version", "assets", "start", "seed", "tempo", "parameters", "sources", "states", "rules",
+    "version", "assets", "start", "seed", "tempo", "loudness", "parameters", "sources", "states", "rules",
   ]
 
   mutating func decode(_ text: String) -> CueSheet {
@@ -204,6 +204,7 @@ struct CueSheetDecoder {
       sheet.seed = UInt64(value)
     }
     if let tempo = top["tempo"], let grid = beatGrid(tempo, top.path("tempo")) { sheet.grid = grid }
+    if let loudness = top["loudness"] { decodeLoudness(loudness, top.path("loudness")) }
     if let parameters = top["parameters"] { decodeParameters(parameters, top.path("parameters")) }
     if let sources = top["sources"] { decodeSources(sources, top.path("sources")) }
     checkFallbacks()
@@ -234,6 +235,25 @@ struct CueSheetDecoder {
       assetsUsable = false
     }
     sheet.assetsDirectory = url
+  }
+
+  /// `loudness: { target: LUFS, truePeak: dBTP }` or `loudness: "off"` (or `false`).
+  mutating func decodeLoudness(_ value: JSON5Value, _ path: String) {
+    switch value.kind {
+    case .string("off"), .bool(false):
+      sheet.loudness.isEnabled = false
+      return
+    case .bool(true):
+      return
+    case .object:
+      break
+    default:
+      mismatch(value, path, expected: "an object { target, truePeak } or \"off\"")
+      return
+    }
+    guard let levelling = fields(value, path, allowed: ["target", "truePeak"]) else { return }
+    if let target = number(levelling, "target", NumberRange(-70, 0)) { sheet.loudness.targetLUFS = target }
+    if let peak = number(levelling, "truePeak", NumberRange(-20, 0)) { sheet.loudness.truePeakCeiling = peak }
   }
 
   /// `{ bpm, meter, offset }`: top level, a source's or a state's `tempo`.

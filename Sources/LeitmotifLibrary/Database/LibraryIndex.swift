@@ -1,4 +1,5 @@
 import Foundation
+import LeitmotifAnalysis
 import LeitmotifDecoding
 import LeitmotifEngine
 import LeitmotifOutput
@@ -12,8 +13,28 @@ import LeitmotifOutput
 /// which is why a damaged or newer-schema file is rebuilt with a warning rather than refused.
 // @unchecked Sendable: used only under `MediaLibrary`'s index lock.
 package final class LibraryIndex: @unchecked Sendable {
-  /// Bump when the schema changes; an index with another version is rebuilt.
-  static let schemaVersion = 1
+  /// Bump when the schema changes. An index of an older version that `migrations` knows is
+  /// brought up to date in place (play counts and ratings kept); any other is rebuilt.
+  static let schemaVersion = 2
+
+  /// The statements that take an index from version N to N + 1, by N.
+  static let migrations: [Int: String] = [
+    // 1 -> 2: what the scan's analysis measures, and the ReplayGain tags (library items ignored
+    // them before). Rows of version 1 have analysis_version 0, so the next scan analyses them.
+    1: """
+      ALTER TABLE items ADD COLUMN loudness REAL;
+      ALTER TABLE items ADD COLUMN loudness_range REAL;
+      ALTER TABLE items ADD COLUMN true_peak REAL;
+      ALTER TABLE items ADD COLUMN detected_bpm REAL;
+      ALTER TABLE items ADD COLUMN first_beat REAL;
+      ALTER TABLE items ADD COLUMN energy REAL;
+      ALTER TABLE items ADD COLUMN bpm_detected INTEGER NOT NULL DEFAULT 0;
+      ALTER TABLE items ADD COLUMN beats_per_bar INTEGER;
+      ALTER TABLE items ADD COLUMN replay_gain_track REAL;
+      ALTER TABLE items ADD COLUMN replay_gain_album REAL;
+      ALTER TABLE items ADD COLUMN analysis_version INTEGER NOT NULL DEFAULT 0;
+      """
+  ]
 
   let database: SQLiteDatabase
   let path: String
@@ -22,10 +43,12 @@ package final class LibraryIndex: @unchecked Sendable {
   static let itemColumns = """
     persistent_id, path, title, artist, album_title, album_artist, genre, composer, duration, \
     track_number, disc_number, bpm, year, play_count, skip_count, last_played, date_added, rating, \
-    is_compilation, sample_rate
+    is_compilation, sample_rate, loudness, loudness_range, true_peak, detected_bpm, first_beat, energy, \
+    bpm_detected, beats_per_bar, replay_gain_track, replay_gain_album
     """
 
-  static let schema = """
+  /// The tables of the current schema (an older index keeps its own until migrated).
+  static let schemaTables = """
     CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
     CREATE TABLE IF NOT EXISTS items (
       persistent_id INTEGER PRIMARY KEY,      -- from the audio content: survives renames and moves
@@ -34,21 +57,22 @@ package final class LibraryIndex: @unchecked Sendable {
       mtime_ns INTEGER NOT NULL,              -- re-reads a file only when one of them changed
       fingerprint TEXT NOT NULL,              -- content hash the persistent id comes from
       title TEXT, artist TEXT, album_title TEXT, album_artist TEXT, genre TEXT, composer TEXT,
-      duration REAL, track_number INTEGER, disc_number INTEGER, bpm REAL, year INTEGER,
+      duration REAL, track_number INTEGER, disc_number INTEGER,
+      bpm REAL,                               -- the BPM tag, else the detected tempo (bpm_detected 1)
+      year INTEGER,
       play_count INTEGER NOT NULL DEFAULT 0, skip_count INTEGER NOT NULL DEFAULT 0,
       last_played REAL, date_added REAL NOT NULL, rating INTEGER NOT NULL DEFAULT 0,
       is_compilation INTEGER NOT NULL DEFAULT 0, sample_rate INTEGER,
       -- Search and sort keys: folded (case and diacritics) and, for sorting, without a leading
       -- "The " or "A ".
       title_key TEXT, artist_key TEXT, album_key TEXT, album_artist_key TEXT, genre_key TEXT,
-      composer_key TEXT, title_sort TEXT, artist_sort TEXT, album_sort TEXT, album_artist_sort TEXT
+      composer_key TEXT, title_sort TEXT, artist_sort TEXT, album_sort TEXT, album_artist_sort TEXT,
+      -- The scan's analysis (AudioAnalysis): LUFS, LU, dBTP, BPM, seconds, 0...1; the version of
+      -- the analysis that measured them (0: not analysed yet).
+      loudness REAL, loudness_range REAL, true_peak REAL, detected_bpm REAL, first_beat REAL, energy REAL,
+      bpm_detected INTEGER NOT NULL DEFAULT 0, beats_per_bar INTEGER, replay_gain_track REAL,
+      replay_gain_album REAL, analysis_version INTEGER NOT NULL DEFAULT 0
     );
-    CREATE INDEX IF NOT EXISTS items_artist ON items(artist_key);
-    CREATE INDEX IF NOT EXISTS items_album ON items(album_key);
-    CREATE INDEX IF NOT EXISTS items_title ON items(title_key);
-    CREATE INDEX IF NOT EXISTS items_bpm ON items(bpm);
-    CREATE INDEX IF NOT EXISTS items_duration ON items(duration);
-    CREATE INDEX IF NOT EXISTS items_fingerprint ON items(fingerprint);
     -- Files that could not be read, so a rescan does not retry them until they change.
     CREATE TABLE IF NOT EXISTS failures (
       path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, reason TEXT NOT NULL
@@ -62,6 +86,18 @@ package final class LibraryIndex: @unchecked Sendable {
       position INTEGER NOT NULL, persistent_id INTEGER NOT NULL,
       PRIMARY KEY (playlist_id, position)
     );
+    """
+
+  /// The indexes, made once the tables have every column they name.
+  static let schemaIndexes = """
+    CREATE INDEX IF NOT EXISTS items_artist ON items(artist_key);
+    CREATE INDEX IF NOT EXISTS items_album ON items(album_key);
+    CREATE INDEX IF NOT EXISTS items_title ON items(title_key);
+    CREATE INDEX IF NOT EXISTS items_bpm ON items(bpm);
+    CREATE INDEX IF NOT EXISTS items_duration ON items(duration);
+    CREATE INDEX IF NOT EXISTS items_fingerprint ON items(fingerprint);
+    CREATE INDEX IF NOT EXISTS items_energy ON items(energy);
+    CREATE INDEX IF NOT EXISTS items_loudness ON items(loudness);
     """
 
   /// Opens the index at `path`, creating it; a damaged file, or one of another schema version, is
@@ -122,14 +158,27 @@ package final class LibraryIndex: @unchecked Sendable {
       if try check.step(), let result = check.text(0), result != "ok" {
         throw OpenFailure(reason: "damaged (\(result))")
       }
-      try database.execute(schema)
+      // The tables first (an empty file gets the current schema), then the version: an older
+      // index keeps its `items` table, and the migrations add what it lacks.
+      try database.execute(schemaTables)
       let versionRow = try database.prepare("SELECT value FROM meta WHERE key = 'schema_version'")
       if try versionRow.step() {
-        let version = Int(versionRow.text(0) ?? "") ?? -1
+        var version = Int(versionRow.text(0) ?? "") ?? -1
+        while version < schemaVersion, let migration = migrations[version] {
+          try database.transaction { () throws(SQLiteError) in
+            try database.execute(migration)
+            try database.prepare("UPDATE meta SET value = ? WHERE key = 'schema_version'").run([
+              .text("\(version + 1)")
+            ])
+          }
+          version += 1
+        }
         guard version == schemaVersion else {
           throw OpenFailure(reason: "schema version \(version), this build reads version \(schemaVersion)")
         }
+        try database.execute(schemaIndexes)
       } else {
+        try database.execute(schemaIndexes)
         try database.prepare("INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', ?)").run([
           .text("\(schemaVersion)")
         ])
@@ -162,16 +211,22 @@ package final class LibraryIndex: @unchecked Sendable {
   /// Inserts or updates the item for `item.assetURL` (its `persistentID` must be set). Play and
   /// skip counts, ratings, last-played and date-added survive an update (they are the player's,
   /// not the file's); `dateAdded` is set on insert (now, unless the item carries one).
-  func upsert(_ item: MediaItem, size: Int64, mtimeNanoseconds: Int64, fingerprint: String) throws(SQLiteError) {
+  /// `analysisVersion`: the `AudioAnalysis.version` that measured the item's figures, 0 when the
+  /// item was not analysed (the next scan analyses it).
+  func upsert(
+    _ item: MediaItem, size: Int64, mtimeNanoseconds: Int64, fingerprint: String, analysisVersion: Int = 0
+  ) throws(SQLiteError) {
     let statement = try database.prepare(
       """
       INSERT INTO items (persistent_id, path, size, mtime_ns, fingerprint, title, artist, album_title,
         album_artist, genre, composer, duration, track_number, disc_number, bpm, year, date_added,
         is_compilation, sample_rate, title_key, artist_key, album_key, album_artist_key, genre_key,
         composer_key, title_sort, artist_sort, album_sort, album_artist_sort, play_count, skip_count, rating,
-        last_played)
+        last_played, loudness, loudness_range, true_peak, detected_bpm, first_beat, energy, bpm_detected,
+        beats_per_bar, replay_gain_track, replay_gain_album, analysis_version)
       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21,
-        ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33)
+        ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34, ?35, ?36, ?37, ?38, ?39, ?40, ?41, ?42,
+        ?43, ?44)
       ON CONFLICT(persistent_id) DO UPDATE SET
         path = excluded.path, size = excluded.size, mtime_ns = excluded.mtime_ns,
         fingerprint = excluded.fingerprint, title = excluded.title, artist = excluded.artist,
@@ -183,7 +238,12 @@ package final class LibraryIndex: @unchecked Sendable {
         album_artist_key = excluded.album_artist_key, genre_key = excluded.genre_key,
         composer_key = excluded.composer_key, title_sort = excluded.title_sort,
         artist_sort = excluded.artist_sort, album_sort = excluded.album_sort,
-        album_artist_sort = excluded.album_artist_sort
+        album_artist_sort = excluded.album_artist_sort, loudness = excluded.loudness,
+        loudness_range = excluded.loudness_range, true_peak = excluded.true_peak,
+        detected_bpm = excluded.detected_bpm, first_beat = excluded.first_beat, energy = excluded.energy,
+        bpm_detected = excluded.bpm_detected, beats_per_bar = excluded.beats_per_bar,
+        replay_gain_track = excluded.replay_gain_track, replay_gain_album = excluded.replay_gain_album,
+        analysis_version = excluded.analysis_version
       """)
     func text(_ value: String?) -> SQLiteStatement.Value { value.map { .text($0) } ?? .null }
     func int(_ value: Int?) -> SQLiteStatement.Value { value.map { .integer(Int64($0)) } ?? .null }
@@ -199,7 +259,10 @@ package final class LibraryIndex: @unchecked Sendable {
       text(Self.searchKey(item.genre)), text(Self.searchKey(item.composer)), text(Self.sortKey(item.title)),
       text(Self.sortKey(item.artist)), text(Self.sortKey(item.albumTitle)), text(Self.sortKey(item.albumArtist)),
       .integer(Int64(item.playCount)), .integer(Int64(item.skipCount)), .integer(Int64(item.rating)),
-      real(item.lastPlayedDate?.timeIntervalSince1970),
+      real(item.lastPlayedDate?.timeIntervalSince1970), real(item.loudness), real(item.loudnessRange),
+      real(item.truePeak), real(item.detectedBeatsPerMinute), real(item.firstBeatSeconds), real(item.energy),
+      .integer(item.isBeatsPerMinuteDetected ? 1 : 0), int(item.beatsPerBar), real(item.replayGainTrackDecibels),
+      real(item.replayGainAlbumDecibels), .integer(Int64(analysisVersion)),
     ])
   }
 
@@ -227,6 +290,16 @@ package final class LibraryIndex: @unchecked Sendable {
     item.rating = Int(statement.integer(o + 17) ?? 0)
     item.isCompilation = (statement.integer(o + 18) ?? 0) != 0
     item.sampleRate = statement.integer(o + 19).map { Int($0) }
+    item.loudness = statement.real(o + 20)
+    item.loudnessRange = statement.real(o + 21)
+    item.truePeak = statement.real(o + 22)
+    item.detectedBeatsPerMinute = statement.real(o + 23)
+    item.firstBeatSeconds = statement.real(o + 24)
+    item.energy = statement.real(o + 25)
+    item.isBeatsPerMinuteDetected = (statement.integer(o + 26) ?? 0) != 0
+    item.beatsPerBar = statement.integer(o + 27).map { Int($0) }
+    item.replayGainTrackDecibels = statement.real(o + 28)
+    item.replayGainAlbumDecibels = statement.real(o + 29)
     return item
   }
 
@@ -256,18 +329,21 @@ package extension LibraryIndex {
     var sizeBytes: Int64
     var modificationNanoseconds: Int64
     var fingerprint: String
+    /// The `AudioAnalysis.version` that measured the item (0: not analysed).
+    var analysisVersion: Int = 0
   }
 
   /// Every item's file record (one query; about 100 ms for 100,000 items).
   func fileRecords() throws(SQLiteError) -> [FileRecord] {
-    let statement = try database.prepare("SELECT persistent_id, path, size, mtime_ns, fingerprint FROM items")
+    let statement = try database.prepare(
+      "SELECT persistent_id, path, size, mtime_ns, fingerprint, analysis_version FROM items")
     var records: [FileRecord] = []
     while try statement.step() {
       records.append(
         FileRecord(
           persistentID: statement.integer(0) ?? 0, path: statement.text(1) ?? "",
           sizeBytes: statement.integer(2) ?? -1, modificationNanoseconds: statement.integer(3) ?? -1,
-          fingerprint: statement.text(4) ?? ""))
+          fingerprint: statement.text(4) ?? "", analysisVersion: Int(statement.integer(5) ?? 0)))
     }
     return records
   }

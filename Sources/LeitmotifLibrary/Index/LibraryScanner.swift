@@ -1,4 +1,5 @@
 import Foundation
+import LeitmotifAnalysis
 import LeitmotifDecoding
 import LeitmotifEngine
 import LeitmotifOutput
@@ -25,8 +26,9 @@ package extension LibraryIndexAccess {
 /// Phases, so the index lock is held only for the short ones and consent is checked before any
 /// library file is read:
 /// 1. through the gate: read what the index knows (paths, sizes, modification times, fingerprints);
-/// 2. outside the lock: walk the folders (`FolderWalker`) and open only new or changed files
-///    (tags, length, `AudioFingerprint`);
+/// 2. outside the lock: walk the folders (`FolderWalker`) and open only new or changed files, and
+///    those an older analysis measured: tags, length, then one full decode that feeds both the
+///    `AudioFingerprint` and the `AudioAnalysis` (loudness, tempo, beats, energy);
 /// 3. through the gate: write everything in one transaction, then hand the playlist files to
 ///    `PlaylistImporter.importPlaylists(_:folders:index:)` (Library/Playlists/).
 ///
@@ -87,7 +89,8 @@ package struct LibraryScanner {
     for file in walk.audioFiles {
       present.insert(file.path)
       if let record = byPath[file.path], record.sizeBytes == file.sizeBytes,
-        record.modificationNanoseconds == file.modificationNanoseconds
+        record.modificationNanoseconds == file.modificationNanoseconds,
+        record.analysisVersion == AudioAnalysis.version
       {
         report.unchanged += 1
         continue
@@ -174,7 +177,8 @@ package struct LibraryScanner {
           }
           for (item, file, key) in changes.upserts {
             try index.upsert(
-              item, size: file.sizeBytes, mtimeNanoseconds: file.modificationNanoseconds, fingerprint: key)
+              item, size: file.sizeBytes, mtimeNanoseconds: file.modificationNanoseconds, fingerprint: key,
+              analysisVersion: AudioAnalysis.version)
           }
           if changed { try index.touch() }
         }
@@ -207,14 +211,20 @@ package struct LibraryScanner {
     case changedWhileRead
   }
 
-  /// Opens one file: tags, length, fingerprint; then checks it did not change meanwhile.
+  /// Opens one file: tags, length, then one decode from start to end for the fingerprint and the
+  /// analysis; then checks it did not change meanwhile.
   static func read(_ file: FolderWalker.File) -> ReadResult {
-    let item: MediaItem
+    var item: MediaItem
     let fingerprint: UInt64
     do {
       let decoder = try AudioFile.openDecoder(path: file.path)
-      fingerprint = try AudioFingerprint.compute(decoder)
+      var accumulator = AudioFingerprint.Accumulator(decoder: decoder)
+      let analysis = try AudioAnalysis.measure(decoder) { start, samples, frames in
+        accumulator.add(startFrame: start, samples: samples, frames: frames)
+      }
+      fingerprint = accumulator.value
       item = Self.item(path: file.path, decoder: decoder)
+      item.apply(analysis)
     } catch {
       if error.reason == .fileNotFound { return .vanished }
       guard let now = FolderWalker.status(of: file.path) else { return .vanished }

@@ -24,7 +24,8 @@ public struct ScanFailure: Sendable, Hashable, CustomStringConvertible {
 public struct ScanReport: Sendable, CustomStringConvertible {
   /// Items new to the index.
   public var added = 0
-  /// Items whose file changed (size or modification time) and was read again: tags, length.
+  /// Items whose file changed (size or modification time) and was read again (tags, length,
+  /// analysis), or whose analysis an older version of Leitmotif made.
   public var updated = 0
   /// Items found under a new path with the audio of a file that vanished: same persistent id,
   /// play counts kept.

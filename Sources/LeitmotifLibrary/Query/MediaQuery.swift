@@ -5,9 +5,12 @@ import LeitmotifOutput
 
 /// The properties a query can filter on (MediaPlayer's `MPMediaItemProperty...` keys).
 public enum MediaProperty: String, Sendable, CaseIterable {
-  /// The ``MediaItem`` property of the same name (`assetURL` matches the file's path).
+  /// The ``MediaItem`` property of the same name (`assetURL` matches the file's path;
+  /// `beatsPerMinute` is the BPM tag, else the detected tempo; `loudness` and `energy` are the
+  /// scan's analysis).
   case persistentID, title, artist, albumTitle, albumArtist, genre, composer, playbackDuration, albumTrackNumber,
-    discNumber, beatsPerMinute, year, playCount, skipCount, rating, isCompilation, lastPlayedDate, dateAdded, assetURL
+    discNumber, beatsPerMinute, year, playCount, skipCount, rating, isCompilation, lastPlayedDate, dateAdded, assetURL,
+    loudness, energy
 
   /// What kind of value the property holds, which says which comparisons it takes.
   package enum Kind {
@@ -27,7 +30,7 @@ public enum MediaProperty: String, Sendable, CaseIterable {
     switch self {
     case .title, .artist, .albumTitle, .albumArtist, .genre, .composer: return .text
     case .playbackDuration, .albumTrackNumber, .discNumber, .beatsPerMinute, .year, .playCount, .skipCount, .rating,
-      .lastPlayedDate, .dateAdded:
+      .lastPlayedDate, .dateAdded, .loudness, .energy:
       return .number
     case .isCompilation: return .flag
     case .persistentID: return .identifier
@@ -201,6 +204,8 @@ public struct MediaPropertyPredicate: Sendable, Hashable, CustomStringConvertibl
     case .lastPlayedDate: return "last_played"
     case .dateAdded: return "date_added"
     case .assetURL: return "items.path"
+    case .loudness: return "loudness"
+    case .energy: return "energy"
     }
   }
 }

@@ -1,0 +1,97 @@
+import Foundation
+import LeitmotifDecoding
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// Analyses kept between runs, so a game's bundled music is listened to once (its first run, or
+/// after a file changed) rather than at every cue-file load.
+///
+/// Keyed by content, not by path: the file's size and a 64-bit hash of all its bytes. A game's
+/// assets then keep their analyses when they are installed elsewhere, copied, or checked out
+/// again with new modification times, and a changed file is never mistaken for the old one.
+/// Reading a file to hash it costs about a millisecond per megabyte, against the hundreds a full
+/// decode takes.
+///
+/// One small JSON file per analysis, `$XDG_CACHE_HOME/leitmotif/analysis/SIZE-HASH.json`
+/// (default `~/.cache/leitmotif/...`), holding the `AudioAnalysis.version` that made it: no file
+/// is shared between writers, so processes and threads need no lock, and a write is a temporary
+/// file renamed into place. It is a cache: a missing, damaged, old or unwritable entry costs a
+/// re-analysis, never an error.
+package struct AnalysisCache: Sendable {
+  private struct Entry: Codable {
+    var version: Int
+    var analysis: AudioAnalysis
+  }
+
+  /// Where the entries live (nil: neither `XDG_CACHE_HOME` nor `HOME` names a folder).
+  package let directory: URL?
+
+  package init(environment: [String: String] = ProcessInfo.processInfo.environment) {
+    if let cache = environment["XDG_CACHE_HOME"], cache.hasPrefix("/") {
+      directory = URL(fileURLWithPath: cache + "/leitmotif/analysis", isDirectory: true)
+    } else if let home = environment["HOME"], home.hasPrefix("/") {
+      directory = URL(fileURLWithPath: home + "/.cache/leitmotif/analysis", isDirectory: true)
+    } else {
+      directory = nil
+    }
+  }
+
+  /// The entry's name for the file at `path` ("SIZE-HASH"), nil when the file cannot be read.
+  package static func key(forFileAt path: String) -> String? {
+    guard let file = fopen(path, "rb") else { return nil }
+    defer { fclose(file) }
+    // FNV-1a over 8-byte little-endian words (the tail zero-padded), then the size: a fast, stable
+    // content hash; not cryptographic, and needs not be.
+    var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+    var size: Int64 = 0
+    let capacity = 1 << 16
+    let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: capacity, alignment: 8)
+    defer { buffer.deallocate() }
+    while true {
+      let count = fread(buffer.baseAddress, 1, capacity, file)
+      if count == 0 { break }
+      size += Int64(count)
+      let words = (count + 7) / 8
+      if count % 8 != 0 { (buffer.baseAddress! + count).initializeMemory(as: UInt8.self, repeating: 0, count: 8 - count % 8) }
+      let pointer = buffer.baseAddress!.assumingMemoryBound(to: UInt64.self)
+      for index in 0..<words {
+        hash ^= UInt64(littleEndian: pointer[index])
+        hash &*= 0x100_0000_01b3
+      }
+    }
+    guard ferror(file) == 0 else { return nil }
+    return "\(size)-\(String(hash, radix: 16))"
+  }
+
+  /// The stored analysis for `key`, if one of the current version is there.
+  package func analysis(for key: String) -> AudioAnalysis? {
+    guard let url = directory?.appendingPathComponent(key + ".json"), let data = try? Data(contentsOf: url),
+      let entry = try? JSONDecoder().decode(Entry.self, from: data), entry.version == AudioAnalysis.version
+    else { return nil }
+    return entry.analysis
+  }
+
+  /// Stores `analysis` under `key` (silently not, when the folder cannot be written).
+  package func store(_ analysis: AudioAnalysis, for key: String) {
+    guard let directory, let data = try? JSONEncoder().encode(Entry(version: AudioAnalysis.version, analysis: analysis))
+    else { return }
+    try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    let target = directory.appendingPathComponent(key + ".json")
+    let temporary = directory.appendingPathComponent(".\(key).\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp")
+    guard (try? data.write(to: temporary)) != nil else { return }
+    if rename(temporary.path, target.path) != 0 { try? FileManager.default.removeItem(at: temporary) }
+  }
+
+  /// The analysis of the file at `path`: from the cache when it has one, else measured (a full
+  /// decode) and stored.
+  /// - Throws: `DecodeError` naming the file when it must be measured and does not decode.
+  package func analysis(ofFileAt path: String) throws(DecodeError) -> AudioAnalysis {
+    let key = Self.key(forFileAt: path)
+    if let key, let known = analysis(for: key) { return known }
+    let measured = try AudioAnalysis.measure(path: path)
+    if let key { store(measured, for: key) }
+    return measured
+  }
+}
