@@ -167,15 +167,7 @@ enum QueryCommand {
     add("lastPlayedDate", date: item.lastPlayedDate)
     add("dateAdded", date: item.dateAdded)
     add("assetURL", item.assetURL.absoluteString)
-    func figure(_ name: String, _ value: Double?, _ digits: Int) {
-      if let value { fields.append((name, String(format: "%.\(digits)f", value))) }
-    }
-    figure("loudness", item.loudness, 2)
-    figure("loudnessRange", item.loudnessRange, 2)
-    figure("truePeak", item.truePeak, 2)
-    figure("detectedBeatsPerMinute", item.detectedBeatsPerMinute, 2)
-    figure("firstBeatSeconds", item.firstBeatSeconds, 3)
-    figure("energy", item.energy, 2)
+    fields += analysisFields(item.analysis, unknownAsNull: false)
     return "{" + fields.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}"
   }
 

@@ -264,6 +264,21 @@ func jsonString(_ value: String) -> String {
   return String(text.dropFirst().dropLast())
 }
 
+/// The analysis's figures as JSON members, in the order `info --analyze` and `query --json` print
+/// them; an unknown figure is `null` (`unknownAsNull`) or left out.
+func analysisFields(_ analysis: AudioAnalysis, unknownAsNull: Bool) -> [(String, String)] {
+  let figures: [(String, Double?, Int)] = [
+    ("loudness", analysis.loudness, 2), ("loudnessRange", analysis.loudnessRange, 2),
+    ("truePeak", analysis.truePeak, 2), ("detectedBeatsPerMinute", analysis.beatsPerMinute, 2),
+    ("firstBeatSeconds", analysis.firstBeatSeconds, 3), ("beatConfidence", analysis.beatConfidence, 2),
+    ("energy", analysis.energy, 2),
+  ]
+  return figures.compactMap { name, value, digits in
+    guard let value else { return unknownAsNull ? (name, "null") : nil }
+    return (name, String(format: "%.\(digits)f", value))
+  }
+}
+
 func info(_ paths: [String], analyze: Bool) -> Int32 {
   guard !paths.isEmpty else { fail("info needs at least one FILE") }
   var status: Int32 = 0
@@ -298,19 +313,7 @@ func info(_ paths: [String], analyze: Bool) -> Int32 {
       add("replayGainTrackPeak", tags.replayGainTrackPeak)
       add("replayGainAlbumGain", tags.replayGainAlbumGainDecibels)
       add("replayGainAlbumPeak", tags.replayGainAlbumPeak)
-      if analyze {
-        let analysis = try AudioAnalysis.measure(decoder)
-        func figure(_ name: String, _ value: Double?, _ digits: Int) {
-          fields.append((name, value.map { String(format: "%.\(digits)f", $0) } ?? "null"))
-        }
-        figure("loudness", analysis.loudness, 2)
-        figure("loudnessRange", analysis.loudnessRange, 2)
-        figure("truePeak", analysis.truePeak, 2)
-        figure("detectedBeatsPerMinute", analysis.beatsPerMinute, 2)
-        figure("firstBeatSeconds", analysis.firstBeatSeconds, 3)
-        figure("beatConfidence", analysis.beatConfidence, 2)
-        figure("energy", analysis.energy, 2)
-      }
+      if analyze { fields += analysisFields(try AudioAnalysis.measure(decoder), unknownAsNull: true) }
       print("{" + fields.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}")
       for warning in decoder.warnings {
         FileHandle.standardError.write(Data("leitmotif: warning: \(path): \(warning)\n".utf8))

@@ -136,6 +136,20 @@ struct LibraryScanTests {
     #expect(report.filesOpened == 1, "only the Ogg file is opened")
   }
 
+  @Test("A scan reports its progress after each file it reads; a rescan of nothing new reads none")
+  func progress() throws {
+    let library = try LibraryFolder()
+    for (index, pitch) in [440.0, 550, 660].enumerated() { try library.song("\(index).ogg", frequency: pitch, title: "\(index)") }
+    let index = try DirectIndex(path: library.indexPath)
+    var seen: [ScanProgress] = []
+    _ = try library.scanner.scan(through: index) { seen.append($0) }
+    #expect(seen.map(\.filesRead) == [1, 2, 3] && seen.allSatisfy { $0.filesToRead == 3 })
+    #expect(seen.last?.secondsLeft == 0)
+    seen = []
+    _ = try library.scanner.scan(through: index) { seen.append($0) }
+    #expect(seen.isEmpty)
+  }
+
   @Test func aFileThatGrowsOrVanishesAfterTheWalkIsNotIndexedFromAHalfRead() throws {
     let library = try LibraryFolder()
     let path = try library.song("growing.ogg", frequency: 440, title: "Growing")

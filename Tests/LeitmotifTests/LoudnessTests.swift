@@ -37,6 +37,33 @@ struct LoudnessTests {
     #expect(abs(try #require(louder.integratedLoudness) - -13.98) < 0.1, "6.02 dB louder")
   }
 
+  @Test("The true peak counts peaks between samples: a quarter-rate sine sampled 45 degrees off its crests")
+  func interSamplePeaks() throws {
+    // At a quarter of the rate, sampled at 45 degrees, every sample is at 0.707 of the crest:
+    // the sample peak is 3 dB under the true one. After 2 s of a quiet tone (the meter skips
+    // chunks that cannot reach the peak so far), then the burst.
+    let rate = 48_000
+    var samples = ToneGenerator.sine(frequencies: [440, 440], amplitude: 0.05, frameCount: 2 * rate, sampleRate: rate)
+    for frame in 0..<rate {
+      let value = Float(0.5 * sin(Double.pi / 2 * Double(frame) + Double.pi / 4))
+      samples += [value, -value]
+    }
+    var meter = TruePeakMeter(channels: 2, sampleRate: rate)
+    samples.withUnsafeBufferPointer { meter.add($0.baseAddress!, frames: samples.count / 2) }
+    let peak = try #require(meter.decibels)
+    #expect(abs(peak - 20 * log10(0.5)) < 0.2, "true peak \(peak) dBTP, the crest -6.02, the samples -9.03")
+    // Fed in odd-sized blocks, the same figure.
+    var pieces = TruePeakMeter(channels: 2, sampleRate: rate)
+    var start = 0
+    for size in [1, 7, 255, 256, 257, 4096] where start < samples.count / 2 {
+      let frames = min(size, samples.count / 2 - start)
+      samples.withUnsafeBufferPointer { pieces.add($0.baseAddress! + 2 * start, frames: frames) }
+      start += frames
+    }
+    samples.withUnsafeBufferPointer { pieces.add($0.baseAddress! + 2 * start, frames: samples.count / 2 - start) }
+    #expect(pieces.decibels == meter.decibels)
+  }
+
   @Test("Silence has no loudness and no peak; a file's analysis agrees with its PCM within 0.3 LU")
   func files() throws {
     let silent = try Self.measure([Float](repeating: 0, count: 96_000), channels: 2)

@@ -41,6 +41,9 @@ final class DirectorCore {
   private var stingers: [Player] = []
   private var stingerTurns: [String: Int] = [:]
   private var origins: [String: (source: String, isUserMusic: Bool)] = [:]
+  /// Where the player's songs of each state were when the state was left: their order (by file),
+  /// the song that played and its position (seconds of the file), for `MusicState.resumesPlayerMusic`.
+  private var resumePoints: [String: (order: [String], path: String, seconds: Double)] = [:]
   private var lastNowPlaying: MediaItem?
   private var lastNowPlayingEntry: Int?
   /// Files that failed to play (replaced by text, cut off, unreadable) since the cue file was
@@ -487,20 +490,37 @@ final class DirectorCore {
         state, sheet: sheet, resolved: resolved, failed: failedPaths, loudnessTarget: loudnessTarget,
         generator: &generator)
     for fallback in music.fallbacks { report(fallback, cause: cause) }
-    guard let first = music.entries.first else {
+    guard !music.entries.isEmpty else {
       report(.problem("state \"\(name)\" has no music to play: what played goes on"), cause: cause)
       return
     }
     origins.merge(music.origins) { _, new in new }
     let from = player.nowPlayingItem
     let wasPlaying = player.playbackState == .playing && from != nil
-    let entrySeconds = entryPosition(
-      spec.entry, for: first.item, outgoing: wasPlaying ? from : nil, at: landing?.0.fileSeconds)
+    // Leaving a state that plays the player's songs: remember where they are.
+    if let left = lastReportedState, left != name, wasPlaying, let from, currentEntries[left] != nil,
+      origins[from.assetURL.path]?.isUserMusic == true
+    {
+      resumePoints[left] = (currentEntries[left]!, from.assetURL.path, landing?.0.fileSeconds ?? playingPosition)
+    }
+    var entries = music.entries
+    var resumeSeconds: Double?
+    if state.resumesPlayerMusic, spec.entry == .start, !isRebuild, let point = resumePoints[name],
+      music.origins[point.path]?.isUserMusic == true
+    {
+      (entries, resumeSeconds) = Self.resumed(entries, at: point, repeating: state.repeatMode == .all)
+    }
+    resumePoints[name] = nil
+    currentEntries = [name: entries.map { $0.item.assetURL.path }]
+    let first = entries[0]
+    let entrySeconds =
+      resumeSeconds
+      ?? entryPosition(spec.entry, for: first.item, outgoing: wasPlaying ? from : nil, at: landing?.0.fileSeconds)
     let heardAt = landing?.at ?? now
     player.repeatMode = state.repeatMode
     player.loopRepeat = state.loop
     player.transition = state.itemTransition
-    let descriptor = QueueDescriptor(entries: music.entries)
+    let descriptor = QueueDescriptor(entries: entries)
     do {
       if wasPlaying {
         try player.setQueue(
@@ -534,6 +554,25 @@ final class DirectorCore {
     }
     if lastReportedState != name { previousState = lastReportedState }
     lastReportedState = name
+  }
+
+  /// The order (by file path) of the entries of the state now playing, for its resume point.
+  private var currentEntries: [String: [String]] = [:]
+
+  /// `entries` put back in the remembered order (files new since go at the end, gone ones are
+  /// left out), starting at the remembered song (the ones before it follow when the queue
+  /// repeats), and the position to start that song at.
+  static func resumed(
+    _ entries: [QueueDescriptor.Entry], at point: (order: [String], path: String, seconds: Double), repeating: Bool
+  ) -> ([QueueDescriptor.Entry], Double?) {
+    let rank = Dictionary(point.order.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
+    let ordered = entries.enumerated().sorted {
+      (rank[$0.element.item.assetURL.path] ?? point.order.count + $0.offset)
+        < (rank[$1.element.item.assetURL.path] ?? point.order.count + $1.offset)
+    }.map(\.element)
+    guard let start = ordered.firstIndex(where: { $0.item.assetURL.path == point.path }) else { return (entries, nil) }
+    let rotated = Array(ordered[start...]) + (repeating ? Array(ordered[..<start]) : [])
+    return (rotated, point.seconds)
   }
 
   /// Items of the queue failed (a file replaced by text after the cue file was checked, a file

@@ -341,6 +341,11 @@ public struct MusicState: Sendable {
   public var itemTransition: Transition
   /// The time grid for quantized transitions when the playing item's tempo is unknown.
   public var grid: BeatGrid?
+  /// Whether the player's songs go on where they were left when the state is entered again
+  /// (`resume`, default true): the same song, from the same place, then the rest in the same
+  /// order. False: they start again from the first. Bundled music always starts as the
+  /// transition's `enter` says.
+  public var resumesPlayerMusic: Bool
 
   /// A state `name` with the defaults: user songs first, repeating, looping until released, rate
   /// and volume 1, priority 0, a 2 s equal-power transition and the default item crossfade.
@@ -357,6 +362,7 @@ public struct MusicState: Sendable {
     transition = TransitionSpec()
     itemTransition = .defaultCrossfade
     grid = nil
+    resumesPlayerMusic = true
   }
 }
 

@@ -385,7 +385,9 @@ extension CueSheetDecoder {
 
   // MARK: States
 
-  static let stateKeys = ["music", "repeat", "loop", "rate", "volume", "priority", "transition", "between", "tempo"]
+  static let stateKeys = [
+    "music", "repeat", "loop", "rate", "volume", "priority", "transition", "between", "tempo", "resume",
+  ]
 
   private enum MixWord: String, CaseIterable {
     case userFirst = "user-first"
@@ -417,6 +419,9 @@ extension CueSheetDecoder {
       if let rate = number(fields, "rate", .rate) { state.rate = Float(rate) }
       if let volume = number(fields, "volume", .unit) { state.volume = Float(volume) }
       if let priority = integer(fields, "priority") { state.priority = Int(priority) }
+      if let resume = fields["resume"], let flag = bool(resume, fields.path("resume")) {
+        state.resumesPlayerMusic = flag
+      }
       if let transition = fields["transition"] {
         state.transition = transitionSpec(transition, fields.path("transition")) ?? state.transition
       }

@@ -39,7 +39,10 @@ package extension LibraryIndexAccess {
 package struct LibraryScanner {
   let folders: [URL]
 
-  func scan(through gate: some LibraryIndexAccess) throws(LibraryError) -> ScanReport {
+  /// `progress` is called after each file read, on this thread.
+  func scan(
+    through gate: some LibraryIndexAccess, progress: (ScanProgress) -> Void = { _ in }
+  ) throws(LibraryError) -> ScanReport {
     let started = DispatchTime.now().uptimeNanoseconds
     // 1. What the index knows; first of all, the file the last scan died in, if it did.
     var journal: ScanJournal? = nil
@@ -86,6 +89,7 @@ package struct LibraryScanner {
     var present = Set<String>()
     present.reserveCapacity(walk.audioFiles.count)
     var opened: [(file: FolderWalker.File, read: ReadResult)] = []
+    var toRead: [FolderWalker.File] = []
     for file in walk.audioFiles {
       present.insert(file.path)
       if let record = byPath[file.path], record.sizeBytes == file.sizeBytes,
@@ -101,11 +105,19 @@ package struct LibraryScanner {
         if file.path != diedIn?.path { report.failedUnchanged += 1 }
         continue
       }
+      toRead.append(file)
+    }
+    let reading = DispatchTime.now().uptimeNanoseconds
+    for file in toRead {
       try gate.checkAccess()
       journal?.reading(
         ScanJournal.Entry(
           path: file.path, sizeBytes: file.sizeBytes, modificationNanoseconds: file.modificationNanoseconds))
       opened.append((file, Self.read(file)))
+      progress(
+        ScanProgress(
+          filesRead: opened.count, filesToRead: toRead.count,
+          elapsedSeconds: Double(DispatchTime.now().uptimeNanoseconds - reading) / 1e9))
     }
     journal?.clear()
 

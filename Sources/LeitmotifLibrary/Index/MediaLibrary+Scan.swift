@@ -38,16 +38,21 @@ extension MediaLibrary {
   /// Thread safety: any thread; it does I/O (seconds for a first scan of a large library), so not
   /// on the game's frame thread. One scan at a time per index, across processes (a lock file
   /// next to the index).
-  /// - Parameter waitingUpToSeconds: how long to wait for another scan to finish (0: do not wait).
+  /// - Parameters:
+  ///   - waitingUpToSeconds: how long to wait for another scan to finish (0: do not wait).
+  ///   - progress: told after each file the scan reads (on this thread): a first scan decodes
+  ///     and analyses every song, which takes about 1 % of the music's length.
   /// - Throws: `LibraryError.accessDenied` (nothing was read), `.busy` when another scan held the
   ///   index all that time, `.index` when the index cannot be written.
   @discardableResult
-  public func scan(waitingUpToSeconds: Double) throws(LibraryError) -> ScanReport {
+  public func scan(
+    waitingUpToSeconds: Double, progress: (ScanProgress) -> Void = { _ in }
+  ) throws(LibraryError) -> ScanReport {
     // The gate first: consent, and the index (which creates the cache folder).
     try withIndex { _ in }
     let lock = try ScanLock(path: configuration.indexPath + ".scan-lock", waitingUpToSeconds: waitingUpToSeconds)
     defer { _ = lock }
-    let report = try LibraryScanner(folders: folders).scan(through: self)
+    let report = try LibraryScanner(folders: folders).scan(through: self, progress: progress)
     withExtendedLifetime(lock) {}
     if report.hasChanges { scanState.notify(report) }
     return report

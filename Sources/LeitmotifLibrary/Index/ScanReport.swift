@@ -20,6 +20,23 @@ public struct ScanFailure: Sendable, Hashable, CustomStringConvertible {
   public var description: String { "\(path): \(reason)" }
 }
 
+/// How far a scan is: reported after each file it reads (`MediaLibrary.scan(waitingUpToSeconds:progress:)`).
+public struct ScanProgress: Sendable {
+  /// Files read (decoded and analysed) so far.
+  public var filesRead: Int
+  /// Files this scan must read: the new and changed ones, and those an older analysis measured.
+  public var filesToRead: Int
+  /// Seconds since the scan started reading files.
+  public var elapsedSeconds: Double
+
+  /// Files per second so far (0 before the first).
+  public var filesPerSecond: Double { elapsedSeconds > 0 ? Double(filesRead) / elapsedSeconds : 0 }
+  /// Seconds left at the rate so far; nil before the first file.
+  public var secondsLeft: Double? {
+    filesRead > 0 ? Double(filesToRead - filesRead) / max(filesPerSecond, 1e-9) : nil
+  }
+}
+
 /// What one scan of the library folders did.
 public struct ScanReport: Sendable, CustomStringConvertible {
   /// Items new to the index.

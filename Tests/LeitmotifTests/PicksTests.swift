@@ -1,0 +1,73 @@
+import Foundation
+import LeitmotifFixtures
+import Testing
+
+@testable import Leitmotif
+@testable import LeitmotifCues
+@testable import LeitmotifLibrary
+
+/// The player's picked songs as a state's music.
+@Suite("Picks: every picked song plays, and a state re-entered goes on where they left off")
+struct PicksTests {
+  static let pitches = [330.0, 440.0, 550.0]
+
+  func run(_ state: String, script: [CueScript.Step], seconds: Double) throws -> [Float] {
+    let game = try DirectorFixture()
+    var items: [MediaItem] = []
+    for (index, pitch) in Self.pitches.enumerated() {
+      let path = game.directory.file("pick\(index).ogg")
+      try DirectorFixture.tone(path, pitch: pitch, seconds: 2, tags: [("TITLE", "Pick \(index)")])
+      items.append(try MediaItem.load(path: path))
+    }
+    let sheet = try game.sheet(
+      """
+      { start: "mine", assets: "assets",
+        sources: { picked: { picks: true }, calm: { bundled: "explore.ogg" } },
+        states: { mine: { music: "picked", transition: { seconds: 0 }, between: "gapless" \(state) },
+                  other: { music: "calm", transition: { seconds: 0 } } },
+        rules: [ { on: "away", do: { crossfade: "other", seconds: 0 } }, { on: "back", do: { crossfade: "mine", seconds: 0 } } ] }
+      """)
+    var options = CueSimulation.Options()
+    options.picks = MediaItemCollection(items: items, name: "Picks")
+    return try game.simulate(sheet, script, seconds: seconds, options: options).left
+  }
+
+  func heard(_ left: [Float], _ from: Double) -> Double? {
+    Listen.loudest(left, from, from + 0.4, among: Self.pitches + [DirectorFixture.explorePitch])
+  }
+
+  @Test("Three picked songs play one after the other")
+  func allPlay() throws {
+    let left = try run("", script: [], seconds: 6.5)
+    #expect(heard(left, 0.5) == 330 && heard(left, 2.5) == 440 && heard(left, 4.5) == 550)
+  }
+
+  @Test("Back in the state, the picks go on from where they were left, not from the first song")
+  func resume() throws {
+    // Away at 2.9 s (the second song, 0.9 s in), back at 4 s: the second song goes on from 0.9 s,
+    // so the third starts at 4 + 1.1 s.
+    let left = try run("", script: [.cue(2.9, "away"), .cue(4, "back")], seconds: 7.5)
+    #expect(heard(left, 3.2) == DirectorFixture.explorePitch)
+    #expect(heard(left, 4.2) == 440, "the second song again, where it was")
+    #expect(heard(left, 5.4) == 550, "then the third")
+  }
+
+  @Test("resume: false starts the picks again from the first song")
+  func restart() throws {
+    let left = try run(", resume: false", script: [.cue(2.9, "away"), .cue(4, "back")], seconds: 6.5)
+    #expect(heard(left, 4.2) == 330 && heard(left, 6.05) == 440)
+  }
+
+  @Test("The remembered order is kept (shuffled songs stay in their order), and new songs go last")
+  func order() {
+    func entry(_ name: String) -> QueueDescriptor.Entry { QueueDescriptor.Entry(item: MediaItem(path: "/m/" + name)) }
+    let fresh = ["c", "a", "new", "b"].map(entry)
+    let (resumed, seconds) = DirectorCore.resumed(
+      fresh, at: (order: ["/m/a", "/m/b", "/m/c"], path: "/m/b", seconds: 12), repeating: true)
+    #expect(resumed.map { $0.item.assetURL.lastPathComponent } == ["b", "c", "new", "a"] && seconds == 12)
+    let once = DirectorCore.resumed(fresh, at: (order: ["/m/a", "/m/b", "/m/c"], path: "/m/b", seconds: 12), repeating: false)
+    #expect(once.0.map { $0.item.assetURL.lastPathComponent } == ["b", "c", "new"])
+    let gone = DirectorCore.resumed(fresh, at: (order: ["/m/x"], path: "/m/x", seconds: 3), repeating: true)
+    #expect(gone.1 == nil && gone.0.count == 4, "the song is gone: from the start")
+  }
+}
