@@ -150,6 +150,38 @@ struct LibraryScanTests {
     #expect(seen.isEmpty)
   }
 
+  /// A gate that lets `allowed` files be read, then refuses (as a consent revoked mid-scan would).
+  final class StoppingIndex: LibraryIndexAccess, @unchecked Sendable {
+    let inner: DirectIndex
+    var allowed: Int
+    init(_ inner: DirectIndex, allowed: Int) {
+      self.inner = inner
+      self.allowed = allowed
+    }
+    func withIndex<T>(_ body: (LibraryIndex) throws(LibraryError) -> T) throws(LibraryError) -> T {
+      try inner.withIndex(body)
+    }
+    func checkAccess() throws(LibraryError) {
+      allowed -= 1
+      if allowed < 0 { throw LibraryError.accessDenied(.denied, reason: "stopped by the test") }
+    }
+  }
+
+  @Test("A scan stopped part-way keeps the batches it finished; the next one reads only the rest")
+  func interruptedScanResumes() throws {
+    let library = try LibraryFolder()
+    let count = LibraryScanner.batchFiles + 6
+    for index in 0..<count { try library.song("\(index).ogg", frequency: 200 + Double(index) * 7, title: "\(index)") }
+    let index = try DirectIndex(path: library.indexPath)
+    #expect(throws: LibraryError.self) {
+      try library.scanner.scan(through: StoppingIndex(index, allowed: LibraryScanner.batchFiles + 3))
+    }
+    #expect(try index.items().count == LibraryScanner.batchFiles, "the first batch was written")
+    let report = try library.scanner.scan(through: index)
+    #expect(report.unchanged == LibraryScanner.batchFiles && report.added == 6 && report.filesOpened == 6, "\(report)")
+    #expect(try index.items().count == count)
+  }
+
   @Test func aFileThatGrowsOrVanishesAfterTheWalkIsNotIndexedFromAHalfRead() throws {
     let library = try LibraryFolder()
     let path = try library.song("growing.ogg", frequency: 440, title: "Growing")

@@ -29,8 +29,10 @@ package extension LibraryIndexAccess {
 /// 2. outside the lock: walk the folders (`FolderWalker`) and open only new or changed files, and
 ///    those an older analysis measured: tags, length, then one full decode that feeds both the
 ///    `AudioFingerprint` and the `AudioAnalysis` (loudness, tempo, beats, energy);
-/// 3. through the gate: write everything in one transaction, then hand the playlist files to
-///    `PlaylistImporter.importPlaylists(_:folders:index:)` (Library/Playlists/).
+/// 3. through the gate: the files read, a transaction per batch of `batchFiles` (an interrupted
+///    scan keeps what its finished batches wrote), then the removals of files that are gone in one
+///    more, then hand the playlist files to `PlaylistImporter.importPlaylists(_:folders:index:)`
+///    (Library/Playlists/).
 ///
 /// Identity: an item's persistent id is its fingerprint (as a signed 64-bit integer, never 0). A
 /// file that changed in place keeps its row's id whatever its audio; a new path whose fingerprint
@@ -88,7 +90,6 @@ package struct LibraryScanner {
     var changes = Changes()
     var present = Set<String>()
     present.reserveCapacity(walk.audioFiles.count)
-    var opened: [(file: FolderWalker.File, read: ReadResult)] = []
     var toRead: [FolderWalker.File] = []
     for file in walk.audioFiles {
       present.insert(file.path)
@@ -107,20 +108,6 @@ package struct LibraryScanner {
       }
       toRead.append(file)
     }
-    let reading = DispatchTime.now().uptimeNanoseconds
-    for file in toRead {
-      try gate.checkAccess()
-      journal?.reading(
-        ScanJournal.Entry(
-          path: file.path, sizeBytes: file.sizeBytes, modificationNanoseconds: file.modificationNanoseconds))
-      opened.append((file, Self.read(file)))
-      progress(
-        ScanProgress(
-          filesRead: opened.count, filesToRead: toRead.count,
-          elapsedSeconds: Double(DispatchTime.now().uptimeNanoseconds - reading) / 1e9))
-    }
-    journal?.clear()
-
     // Rows whose file is gone (except under folders that could not be read: they may be back).
     var vanishedByFingerprint: [String: [LibraryIndex.FileRecord]] = [:]
     for record in records where !present.contains(record.path) {
@@ -133,51 +120,102 @@ package struct LibraryScanner {
       changes.forgetFailures.append(path)
     }
 
-    report.filesOpened = opened.count
-    for (file, result) in opened {
-      switch result {
-      case .vanished:
-        present.remove(file.path)
-        if let record = byPath[file.path] { vanishedByFingerprint[record.fingerprint, default: []].append(record) }
-      case .changedWhileRead:
-        // Not recorded: its size or time moved on, so the next scan reads it again.
-        report.failed.append(
-          ScanFailure(path: file.path, reason: "changed while being read (still being written?): read again next scan"))
-      case .failed(let reason):
-        report.failed.append(ScanFailure(path: file.path, reason: reason))
-        changes.failures.append((file, reason))
-        // A file that no longer decodes is no longer playable: its item goes.
-        if let record = byPath[file.path] {
-          changes.removals.append(record.persistentID)
-          report.removed += 1
+    // The files, read and written in batches: a first scan reads every song whole, which takes
+    // minutes for a large library, and a scan that is stopped (the game quits) keeps what its
+    // finished batches wrote, so the next one goes on from there.
+    let reading = DispatchTime.now().uptimeNanoseconds
+    var batchStart = 0
+    while batchStart < toRead.count {
+      let batch = toRead[batchStart..<min(toRead.count, batchStart + Self.batchFiles)]
+      batchStart = batch.endIndex
+      var batchChanges = Changes()
+      for file in batch {
+        do {
+          try gate.checkAccess()
+        } catch {
+          // Stopped, not crashed: no file was being read.
+          journal?.clear()
+          throw error
         }
-      case .item(var item, let fingerprint):
-        if failureRecords[file.path] != nil { changes.forgetFailures.append(file.path) }
-        let key = String(fingerprint, radix: 16)
-        if let record = byPath[file.path] {
-          item.persistentID = UInt64(bitPattern: record.persistentID)
-          report.updated += 1
-        } else if var candidates = vanishedByFingerprint[key], let record = candidates.popLast() {
-          vanishedByFingerprint[key] = candidates
-          item.persistentID = UInt64(bitPattern: record.persistentID)
-          report.moved += 1
-        } else {
-          let id = Self.newID(fingerprint: fingerprint, used: usedIDs)
-          usedIDs.insert(id)
-          item.persistentID = UInt64(bitPattern: id)
-          report.added += 1
+        journal?.reading(
+          ScanJournal.Entry(
+            path: file.path, sizeBytes: file.sizeBytes, modificationNanoseconds: file.modificationNanoseconds))
+        let result = Self.read(file)
+        report.filesOpened += 1
+        progress(
+          ScanProgress(
+            filesRead: report.filesOpened, filesToRead: toRead.count,
+            elapsedSeconds: Double(DispatchTime.now().uptimeNanoseconds - reading) / 1e9))
+        switch result {
+        case .vanished:
+          present.remove(file.path)
+          if let record = byPath[file.path] { vanishedByFingerprint[record.fingerprint, default: []].append(record) }
+        case .changedWhileRead:
+          // Not recorded: its size or time moved on, so the next scan reads it again.
+          report.failed.append(
+            ScanFailure(path: file.path, reason: "changed while being read (still being written?): read again next scan"))
+        case .failed(let reason):
+          report.failed.append(ScanFailure(path: file.path, reason: reason))
+          batchChanges.failures.append((file, reason))
+          // A file that no longer decodes is no longer playable: its item goes.
+          if let record = byPath[file.path] {
+            batchChanges.removals.append(record.persistentID)
+            report.removed += 1
+          }
+        case .item(var item, let fingerprint):
+          if failureRecords[file.path] != nil { batchChanges.forgetFailures.append(file.path) }
+          let key = String(fingerprint, radix: 16)
+          if let record = byPath[file.path] {
+            item.persistentID = UInt64(bitPattern: record.persistentID)
+            report.updated += 1
+          } else if var candidates = vanishedByFingerprint[key], let record = candidates.popLast() {
+            vanishedByFingerprint[key] = candidates
+            item.persistentID = UInt64(bitPattern: record.persistentID)
+            report.moved += 1
+          } else {
+            let id = Self.newID(fingerprint: fingerprint, used: usedIDs)
+            usedIDs.insert(id)
+            item.persistentID = UInt64(bitPattern: id)
+            report.added += 1
+          }
+          batchChanges.upserts.append((item, file, key))
         }
-        changes.upserts.append((item, file, key))
+      }
+      do {
+        try write(batchChanges, through: gate)
+      } catch {
+        journal?.clear()
+        throw error
       }
     }
+    journal?.clear()
+
+    // 3. What is gone, then the playlists.
     for record in vanishedByFingerprint.values.joined() {
       changes.removals.append(record.persistentID)
       report.removed += 1
     }
-
-    // 3. One transaction for every write, then the playlists.
-    let changed = report.hasChanges
+    try write(changes, through: gate, touching: report.hasChanges)
     report.playlistFailures = try gate.withIndex { (index) throws(LibraryError) -> [ScanFailure] in
+      // Always called, with no files too: it removes the playlists whose files are gone.
+      PlaylistImporter.importPlaylists(walk.playlists, folders: folders, index: index)
+    }
+    report.durationSeconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
+    return report
+  }
+
+  /// Files read between two writes to the index.
+  static let batchFiles = 64
+
+  /// Writes `changes` in one transaction (and marks the index changed when they change it).
+  private func write(
+    _ changes: Changes, through gate: some LibraryIndexAccess, touching: Bool? = nil
+  ) throws(LibraryError) {
+    let changesItems = !(changes.upserts.isEmpty && changes.removals.isEmpty)
+    guard changesItems || !changes.failures.isEmpty || !changes.forgetFailures.isEmpty || touching == true else {
+      return
+    }
+    try gate.withIndex { (index) throws(LibraryError) in
       do throws(SQLiteError) {
         try index.database.transaction { () throws(SQLiteError) in
           for id in changes.removals { try index.removeItem(persistentID: id) }
@@ -192,17 +230,13 @@ package struct LibraryScanner {
               item, size: file.sizeBytes, mtimeNanoseconds: file.modificationNanoseconds, fingerprint: key,
               analysisVersion: AudioAnalysis.version)
           }
-          if changed { try index.touch() }
+          if touching ?? changesItems { try index.touch() }
         }
       } catch {
         throw error.isBusy
           ? LibraryError.busy(path: index.path) : LibraryError.index(path: index.path, reason: error.description)
       }
-      // Always called, with no files too: it removes the playlists whose files are gone.
-      return PlaylistImporter.importPlaylists(walk.playlists, folders: folders, index: index)
     }
-    report.durationSeconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
-    return report
   }
 
   /// The failure recorded for a file that a scan was reading when it ended (see `ScanJournal`).
