@@ -470,7 +470,7 @@ final class DirectorCore {
   /// Why `item`'s beats and bars follow the cue file's `tempo` rather than its own, or nil when
   /// they follow its own (a BPM tag or a detected tempo).
   func gridFallback(for item: MediaItem) -> String? {
-    guard item.beatsPerMinute == nil || item.beatsPerMinute! <= 0 else { return nil }
+    guard (item.beatsPerMinute ?? 0) <= 0 else { return nil }
     let grid = self.grid(for: item)
     return "\"\(item.title ?? item.assetURL.lastPathComponent)\" has no BPM tag and no detected tempo: "
       + "its grid is the cue file's tempo (\(Self.format(grid.beatsPerMinute)) BPM, \(grid.beatsPerBar) a bar)"
@@ -498,10 +498,10 @@ final class DirectorCore {
     let from = player.nowPlayingItem
     let wasPlaying = player.playbackState == .playing && from != nil
     // Leaving a state that plays the player's songs: remember where they are.
-    if let left = lastReportedState, left != name, wasPlaying, let from, currentEntries[left] != nil,
+    if let playing = playingOrder, playing.state != name, wasPlaying, let from,
       origins[from.assetURL.path]?.isUserMusic == true
     {
-      resumePoints[left] = (currentEntries[left]!, from.assetURL.path, landing?.0.fileSeconds ?? playingPosition)
+      resumePoints[playing.state] = (playing.paths, from.assetURL.path, landing?.0.fileSeconds ?? playingPosition)
     }
     var entries = music.entries
     var resumeSeconds: Double?
@@ -511,7 +511,7 @@ final class DirectorCore {
       (entries, resumeSeconds) = Self.resumed(entries, at: point, repeating: state.repeatMode == .all)
     }
     resumePoints[name] = nil
-    currentEntries = [name: entries.map { $0.item.assetURL.path }]
+    playingOrder = (name, entries.map { $0.item.assetURL.path })
     let first = entries[0]
     let entrySeconds =
       resumeSeconds
@@ -556,8 +556,8 @@ final class DirectorCore {
     lastReportedState = name
   }
 
-  /// The order (by file path) of the entries of the state now playing, for its resume point.
-  private var currentEntries: [String: [String]] = [:]
+  /// The state whose queue plays, and its entries' files in order: its resume point when it is left.
+  private var playingOrder: (state: String, paths: [String])?
 
   /// `entries` put back in the remembered order (files new since go at the end, gone ones are
   /// left out), starting at the remembered song (the ones before it follow when the queue
