@@ -142,7 +142,8 @@ typedef struct lm_config {
   int render_frames;
   /* Real-time engines: who advances the director. Offline engines ignore it (lm_render does). */
   lm_clocking clocking;
-  /* The player's music folder for `library` sources; NULL: XDG_MUSIC_DIR, else ~/Music. */
+  /* The player's music folder for `library` sources, any bytes (need not be UTF-8);
+     NULL: XDG_MUSIC_DIR, else ~/Music. */
   const char *library_folder;
   /* Events the bus holds before posts are dropped, 2 to 1048576 (0: 4096). */
   int bus_capacity;

@@ -40,7 +40,7 @@ package struct AnalysisCache: Sendable {
 
   /// The entry's name for the file at `path` ("SIZE-HASH"), nil when the file cannot be read.
   package static func key(forFileAt path: String) -> String? {
-    guard let file = fopen(path, "rb") else { return nil }
+    guard let file = FileSystemPath.withCString(path, { fopen($0, "rb") }) else { return nil }
     defer { fclose(file) }
     // FNV-1a over 8-byte little-endian words (the tail zero-padded), then the size: a fast, stable
     // content hash; not cryptographic, and needs not be.
@@ -54,7 +54,9 @@ package struct AnalysisCache: Sendable {
       if count == 0 { break }
       size += Int64(count)
       let words = (count + 7) / 8
-      if count % 8 != 0 { (buffer.baseAddress! + count).initializeMemory(as: UInt8.self, repeating: 0, count: 8 - count % 8) }
+      if count % 8 != 0 {
+        (buffer.baseAddress! + count).initializeMemory(as: UInt8.self, repeating: 0, count: 8 - count % 8)
+      }
       let pointer = buffer.baseAddress!.assumingMemoryBound(to: UInt64.self)
       for index in 0..<words {
         hash ^= UInt64(littleEndian: pointer[index])

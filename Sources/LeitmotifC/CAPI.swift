@@ -247,7 +247,7 @@ public func lmNowPlaying(_ handle: OpaquePointer?, _ out: UnsafeMutablePointer<l
     var info = lm_now_playing_info()
     info.struct_size = MemoryLayout<lm_now_playing_info>.size
     info.has_item = now == nil ? 0 : 1
-    info.title = session.hand(now.map { $0.item.title ?? $0.item.assetURL.lastPathComponent }, as: .title)
+    info.title = session.hand(now.map { $0.item.displayName }, as: .title)
     info.artist = session.hand(now?.item.artist, as: .artist)
     info.path = session.hand(now?.item.assetURL.path, as: .path)
     info.source = session.hand(now?.source, as: .source)

@@ -1,4 +1,5 @@
 import CLeitmotifHeader
+import Leitmotif
 
 #if canImport(Glibc)
   import Glibc
@@ -37,6 +38,12 @@ enum CString {
     let string = try required(pointer, name)
     guard !string.isEmpty else { throw .invalidArgument("\(name) is empty") }
     return string
+  }
+
+  /// A file-system path from C: any bytes but NUL (a folder named on a Latin-1 system is not
+  /// UTF-8), kept exact through `FileSystemPath`.
+  static func optionalPath(_ pointer: UnsafePointer<CChar>?) -> String? {
+    pointer.map { FileSystemPath.string(cString: $0) }
   }
 
   /// A static, NUL-terminated string for C (string literals are stored with their terminator).

@@ -29,7 +29,7 @@ final class EngineSession: @unchecked Sendable {
     let applicationID = try CString.nonEmpty(config.application_id, "application_id")
     let usage = try CString.optional(config.usage_description, "usage_description")
     let cueFile = try CString.nonEmpty(config.cue_file, "cue_file")
-    let folder = try CString.optional(config.library_folder, "library_folder")
+    let folder = CString.optionalPath(config.library_folder)
     let capacity = config.bus_capacity == 0 ? LevelEventBus.defaultCapacity : Int(config.bus_capacity)
     guard (2...(1 << 20)).contains(capacity) else {
       throw .invalidArgument("bus_capacity \(config.bus_capacity): expected 2 to 1048576 (0: 4096)")

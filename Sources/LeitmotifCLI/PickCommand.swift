@@ -242,7 +242,7 @@ enum PickCommand {
   }
 
   static func line(_ item: MediaItem) -> String {
-    "\(item.persistentID ?? 0)\t\(item.title ?? item.assetURL.lastPathComponent)"
+    "\(item.persistentID ?? 0)\t\(item.displayName)"
   }
 
   struct PickedItem: Encodable {
@@ -259,7 +259,7 @@ enum PickCommand {
     encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
     let picked = PickedItem(
       persistentID: item.persistentID, title: item.title, artist: item.artist, albumTitle: item.albumTitle,
-      playbackDuration: item.playbackDuration, assetURL: item.assetURL.absoluteString)
+      playbackDuration: item.playbackDuration, assetURL: FileSystemPath.fileURLString(item.assetURL.path))
     return (try? encoder.encode(picked)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
   }
 

@@ -111,7 +111,7 @@ struct PickScreen {
 
   /// "Title — Artist · Album", leaving out what is unknown (the file name stands in for a title).
   static func describe(_ item: MediaItem) -> String {
-    var text = item.title ?? item.assetURL.lastPathComponent
+    var text = item.displayName
     if let artist = item.artist, !artist.isEmpty { text += " — \(artist)" }
     if let album = item.albumTitle, !album.isEmpty { text += " · \(album)" }
     return text

@@ -166,7 +166,7 @@ enum QueryCommand {
     fields.append(("isCompilation", item.isCompilation ? "true" : "false"))
     add("lastPlayedDate", date: item.lastPlayedDate)
     add("dateAdded", date: item.dateAdded)
-    add("assetURL", item.assetURL.absoluteString)
+    add("assetURL", FileSystemPath.fileURLString(item.assetURL.path))
     fields += analysisFields(item.analysis, unknownAsNull: false)
     return "{" + fields.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}"
   }
@@ -185,7 +185,7 @@ enum QueryCommand {
   static func printTable(_ items: [MediaItem]) {
     let rows = items.map { item in
       [
-        item.title ?? item.assetURL.lastPathComponent, item.artist ?? "", item.albumTitle ?? "",
+        item.displayName, item.artist ?? "", item.albumTitle ?? "",
         item.playbackDuration.map(minutes) ?? "", item.beatsPerMinute.map { String(format: "%.0f", $0) } ?? "",
         item.persistentID.map { "\($0)" } ?? "",
       ]

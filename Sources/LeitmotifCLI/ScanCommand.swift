@@ -93,10 +93,11 @@ enum ScanCommand {
   static func progressLine(_ progress: ScanProgress) -> String {
     let width = 24
     let done = progress.filesToRead > 0 ? width * progress.filesRead / progress.filesToRead : width
-    let left = progress.secondsLeft.map { seconds -> String in
-      let whole = Int(seconds.rounded(.up))
-      return String(format: "%d:%02d left", whole / 60, whole % 60)
-    } ?? "estimating"
+    let left =
+      progress.secondsLeft.map { seconds -> String in
+        let whole = Int(seconds.rounded(.up))
+        return String(format: "%d:%02d left", whole / 60, whole % 60)
+      } ?? "estimating"
     return "[" + String(repeating: "#", count: done) + String(repeating: ".", count: width - done) + "] "
       + "\(progress.filesRead)/\(progress.filesToRead) files, "
       + String(format: "%.1f files/s, ", progress.filesPerSecond) + left
@@ -104,16 +105,20 @@ enum ScanCommand {
 
   static func printLines(_ report: ScanReport, folders: [URL]) {
     say("scanned \(folders.map(\.path).joined(separator: ", ")): \(report)")
-    for failure in report.failed { say("failed: \(failure.path): \(failure.reason)") }
-    for skipped in report.skipped { say("skipped: \(skipped.path): \(skipped.reason)") }
+    for failure in report.failed { say("failed: \(FileSystemPath.displayed(failure.path)): \(failure.reason)") }
+    for skipped in report.skipped { say("skipped: \(FileSystemPath.displayed(skipped.path)): \(skipped.reason)") }
     if !report.playlists.isEmpty { say("playlists: \(report.playlists.count)") }
-    for failure in report.playlistFailures { say("playlist: \(failure.path): \(failure.reason)") }
+    for failure in report.playlistFailures {
+      say("playlist: \(FileSystemPath.displayed(failure.path)): \(failure.reason)")
+    }
   }
 
   static func jsonObject(_ report: ScanReport, folders: [URL]) -> String {
     func list(_ failures: [ScanFailure]) -> String {
       "["
-        + failures.map { "{\"path\":\(jsonString($0.path)),\"reason\":\(jsonString($0.reason))}" }.joined(
+        + failures.map {
+          "{\"path\":\(jsonString(FileSystemPath.displayed($0.path))),\"reason\":\(jsonString($0.reason))}"
+        }.joined(
           separator: ",")
         + "]"
     }

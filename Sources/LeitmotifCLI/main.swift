@@ -131,11 +131,15 @@ struct Arguments {
     return value
   }
 
-  var seekSeconds: Double? { double("seek", expected: "a time from 0 to 86400 s (one day)") { $0 >= 0 && $0 <= FrameMath.maximumSeconds } }
+  var seekSeconds: Double? {
+    double("seek", expected: "a time from 0 to 86400 s (one day)") { $0 >= 0 && $0 <= FrameMath.maximumSeconds }
+  }
   var rate: Float { Float(double("rate", expected: "a speed in (0, 4]") { $0 > 0 && $0 <= 4 } ?? 1) }
-  var durationSeconds: Double? { double("duration", expected: "a duration of more than 0 s, at most 86400 s (one day)") {
+  var durationSeconds: Double? {
+    double("duration", expected: "a duration of more than 0 s, at most 86400 s (one day)") {
       $0 > 0 && $0 <= FrameMath.maximumSeconds
-    } }
+    }
+  }
 
   /// `--sample-rate` and `--format`, for render.
   var sampleRate: Int? {
@@ -245,7 +249,7 @@ final class QueueEventPrinter: @unchecked Sendable {
     }
   }
 
-  static func name(_ item: MediaItem) -> String { item.title ?? item.assetURL.lastPathComponent }
+  static func name(_ item: MediaItem) -> String { item.displayName }
 
   static func words(_ reason: NowPlayingChangeReason) -> String {
     switch reason {
@@ -287,7 +291,7 @@ func info(_ paths: [String], analyze: Bool) -> Int32 {
       let decoder = try AudioFile.openDecoder(path: path)
       let tags = decoder.tags
       var fields: [(String, String)] = [
-        ("path", jsonString(path)),
+        ("path", jsonString(FileSystemPath.displayed(path))),
         ("format", jsonString(decoder.containerFormat.rawValue)),
         ("sampleRate", "\(decoder.format.sampleRate)"),
         ("channels", "\(decoder.format.channelCount)"),
@@ -316,7 +320,7 @@ func info(_ paths: [String], analyze: Bool) -> Int32 {
       if analyze { fields += analysisFields(try AudioAnalysis.measure(decoder), unknownAsNull: true) }
       print("{" + fields.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}")
       for warning in decoder.warnings {
-        FileHandle.standardError.write(Data("leitmotif: warning: \(path): \(warning)\n".utf8))
+        FileHandle.standardError.write(Data("leitmotif: warning: \(FileSystemPath.displayed(path)): \(warning)\n".utf8))
       }
     } catch {
       FileHandle.standardError.write(Data("leitmotif: \(error)\n".utf8))
@@ -494,7 +498,11 @@ func playQueue(_ arguments: Arguments) -> Int32 {
   return failed.isSet ? 1 : 0
 }
 
-var commandLine = CommandLine.arguments.dropFirst()
+// The arguments' own bytes (`FileSystemPath`): `CommandLine.arguments` repairs bytes that are
+// not UTF-8 into U+FFFD, and a file named so could then not be opened.
+var commandLine = (0..<Int(CommandLine.argc)).map { index in
+  CommandLine.unsafeArgv[index].map { FileSystemPath.string(cString: $0) } ?? ""
+}.dropFirst()
 guard let command = commandLine.popFirst() else { fail(usage) }
 switch command {
 case "info":

@@ -63,6 +63,6 @@ public struct DecodeError: Error, Sendable, Equatable, CustomStringConvertible {
     case .unsupported(let why): what = "unsupported: \(why)"
     case .pointsOutsideFile(let why): what = "points do not fit the file: \(why)"
     }
-    return "\(path): \(what)" + (code.map { " [code \($0)]" } ?? "")
+    return "\(FileSystemPath.displayed(path)): \(what)" + (code.map { " [code \($0)]" } ?? "")
   }
 }

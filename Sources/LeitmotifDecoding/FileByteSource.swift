@@ -24,7 +24,8 @@ final class FileByteSource {
     // Non-blocking for the open only: opening a FIFO (or a device) for reading would otherwise
     // wait for a writer forever, hanging whoever opened it (the loader thread, a scan). fstat
     // then refuses everything but a regular file, and reads go back to blocking.
-    let descriptor = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
+    // The path's own bytes (`FileSystemPath`), so a name that is not UTF-8 opens too.
+    let descriptor = FileSystemPath.withCString(path) { Glibc.open($0, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY) }
     if descriptor < 0 {
       let code = errno
       switch code {

@@ -326,7 +326,7 @@ package final class StreamingLoop: @unchecked Sendable {
               .diagnostic(
                 Diagnostic(
                   .notice,
-                  "\(voices[slot].map { "\"\(($0.stream.path as NSString).lastPathComponent)\"" } ?? "the incoming music") was not ready for its grid line at \(trigger.fileSeconds) s of the playing music: it starts on the next one, at \(trigger.fileSeconds + every) s"
+                  "\(voices[slot].map { "\"\(FileSystemPath.displayed(($0.stream.path as NSString).lastPathComponent))\"" } ?? "the incoming music") was not ready for its grid line at \(trigger.fileSeconds) s of the playing music: it starts on the next one, at \(trigger.fileSeconds + every) s"
                 )))
           }
           continue

@@ -7,7 +7,8 @@ import Foundation
 /// (OpusHead with the encoder's pre-skip, OpusTags with the tags). The input must be 48 kHz
 /// (what the tests need; Opus itself always decodes at 48 kHz). The last page's granule position
 /// marks the real end, so a decoder trims the padding of the last packet: the file decodes to
-/// exactly as many frames as went in.
+/// exactly as many frames as went in. Files with different `serial`s written one after the other
+/// make a chained file.
 public enum OpusEncoder {
   public struct Error: Swift.Error, CustomStringConvertible {
     public var path: String
@@ -16,7 +17,8 @@ public enum OpusEncoder {
   }
 
   public static func encode(
-    samples: [Float], channels: Int, tags: [(String, String)] = [], bitrate: Int = 128_000, to path: String
+    samples: [Float], channels: Int, tags: [(String, String)] = [], bitrate: Int = 128_000,
+    serial: Int32 = 0x4C4D_4F50, to path: String
   ) throws(Error) {
     guard channels == 1 || channels == 2 else { throw Error(path: path, reason: "1 or 2 channels") }
     var code: Int32 = 0
@@ -30,7 +32,9 @@ public enum OpusEncoder {
 
     let stream = UnsafeMutablePointer<ogg_stream_state>.allocate(capacity: 1)
     defer { stream.deallocate() }
-    ogg_stream_init(stream, 0x4C4D_4F50)  // "LMOP"
+    // "LMOP" unless told: the links of a chained file (files written one after the other)
+    // need serial numbers of their own (RFC 3533).
+    ogg_stream_init(stream, serial)
     defer { ogg_stream_clear(stream) }
     var output = Data()
     func write(_ page: ogg_page) {

@@ -33,7 +33,7 @@ public enum LibraryError: Error, Sendable, CustomStringConvertible {
       return "\(path): the remembered library-access answers cannot be used: \(reason)"
     case .index(let path, let reason): return "\(path): the library index cannot be used: \(reason)"
     case .busy(let path): return "\(path): another scan is running; try again when it is done"
-    case .folder(let path, let reason): return "\(path): \(reason)"
+    case .folder(let path, let reason): return "\(FileSystemPath.displayed(path)): \(reason)"
     case .invalidPredicate(let predicate, let reason): return "invalid predicate (\(predicate)): \(reason)"
     }
   }

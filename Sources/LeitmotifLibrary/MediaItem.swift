@@ -125,6 +125,10 @@ public struct MediaItem: Sendable, Hashable {
   /// An item for the file at `path`, properties unknown until it is prepared.
   public init(path: String) { self.init(assetURL: URL(fileURLWithPath: path)) }
 
+  /// What to call the item for people: its title, else its file name, with any bytes of the
+  /// name that are not UTF-8 shown as U+FFFD (`FileSystemPath.displayed`).
+  public var displayName: String { title ?? FileSystemPath.displayed(assetURL.lastPathComponent) }
+
   /// Opens the file, reads its tags and length, and returns a complete item. Does I/O: not on a
   /// game thread that must not wait.
   /// - Throws: `DecodeError` naming the file and the reason.

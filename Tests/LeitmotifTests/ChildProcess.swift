@@ -1,4 +1,5 @@
 import Foundation
+import LeitmotifDecoding
 
 #if canImport(Glibc)
   import Glibc
@@ -35,7 +36,8 @@ final class ChildProcess {
     posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
     posix_spawn_file_actions_addopen(&actions, 1, output ?? "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0o644)
     posix_spawn_file_actions_addopen(&actions, 2, errorsPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-    let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+    // The arguments' own bytes (`FileSystemPath`): a test may name a file that is not UTF-8.
+    let argv = ([executable] + arguments).map { FileSystemPath.withCString($0) { strdup($0) } } + [nil]
     let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
     defer {
       argv.forEach { free($0) }

@@ -139,7 +139,9 @@ struct LibraryScanTests {
   @Test("A scan reports its progress after each file it reads; a rescan of nothing new reads none")
   func progress() throws {
     let library = try LibraryFolder()
-    for (index, pitch) in [440.0, 550, 660].enumerated() { try library.song("\(index).ogg", frequency: pitch, title: "\(index)") }
+    for (index, pitch) in [440.0, 550, 660].enumerated() {
+      try library.song("\(index).ogg", frequency: pitch, title: "\(index)")
+    }
     let index = try DirectIndex(path: library.indexPath)
     var seen: [ScanProgress] = []
     _ = try library.scanner.scan(through: index) { seen.append($0) }
@@ -148,6 +150,42 @@ struct LibraryScanTests {
     seen = []
     _ = try library.scanner.scan(through: index) { seen.append($0) }
     #expect(seen.isEmpty)
+  }
+
+  /// The nice values of this process's threads named `name` (from /proc/self/task/*/stat).
+  static func niceValues(ofThreadsNamed name: String) -> [Int] {
+    let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+    return tasks.compactMap { task in
+      guard let comm = try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8),
+        comm.trimmingCharacters(in: .newlines) == name,
+        let stat = try? String(contentsOfFile: "/proc/self/task/\(task)/stat", encoding: .utf8),
+        let close = stat.lastIndex(of: ")")
+      else { return nil }
+      // After "pid (comm)": state is field 3, nice field 19.
+      let fields = stat[stat.index(after: close)...].split(separator: " ")
+      return fields.count > 16 ? Int(fields[16]) : nil
+    }
+  }
+
+  @Test("Files are read and analysed on a thread at nice 10; the caller's thread keeps its priority")
+  func readingRunsAtLowPriority() throws {
+    let library = try LibraryFolder()
+    for (index, pitch) in [440.0, 550].enumerated() {
+      try library.song("\(index).ogg", frequency: pitch, title: "\(index)")
+    }
+    let index = try DirectIndex(path: library.indexPath)
+    let callerBefore = getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0)
+    var readers: [[Int]] = []
+    var callerDuring: [Int32] = []
+    let report = try library.scanner.scan(through: index) { _ in
+      readers.append(Self.niceValues(ofThreadsNamed: LowPriorityReader.threadName))
+      callerDuring.append(getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0))
+    }
+    #expect(report.added == 2)
+    #expect(readers.count == 2 && readers.allSatisfy { !$0.isEmpty && $0.allSatisfy { $0 == 10 } }, "\(readers)")
+    #expect(
+      callerDuring.allSatisfy { $0 == callerBefore }
+        && getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0) == callerBefore)
   }
 
   /// A gate that lets `allowed` files be read, then refuses (as a consent revoked mid-scan would).
@@ -368,26 +406,6 @@ struct LibraryScanTests {
     #expect(skipped == ["to-elsewhere", "secret.ogg", "loop-a", "loop-b"])
     #expect(report.skipped.first { $0.path.hasSuffix("loop-a") }?.reason.contains("loop") == true)
     #expect(report.skipped.first { $0.path.hasSuffix("to-elsewhere") }?.reason.contains("leaves") == true)
-  }
-
-  @Test func aFileNameThatIsNotUTF8IsReportedAndTheScanGoesOn() throws {
-    let library = try LibraryFolder()
-    try library.song("good.ogg", frequency: 440, title: "Good")
-    var bytes = Array((library.music + "/bad-").utf8) + [0xFF, 0xFE] + Array(".ogg".utf8) + [0]
-    let fd = bytes.withUnsafeMutableBufferPointer { buffer in
-      buffer.baseAddress!.withMemoryRebound(to: CChar.self, capacity: buffer.count) {
-        open($0, O_CREAT | O_WRONLY, 0o644)
-      }
-    }
-    #expect(fd >= 0)
-    close(fd)
-    let index = try DirectIndex(path: library.indexPath)
-
-    let report = try library.scanner.scan(through: index)
-
-    #expect(report.added == 1)
-    #expect(report.failed.count == 1)
-    #expect(report.failed.first?.reason.contains("UTF-8") == true)
   }
 
   @Test(.enabled(if: geteuid() != 0, "root reads every folder"))

@@ -73,7 +73,9 @@ struct LoudnessTests {
     let samples = ToneGenerator.musicLike(seed: 3, frameCount: 6 * 48_000, format: .stereo48000)
     let pcm = try #require(try Self.measure(samples, channels: 2).integratedLoudness)
     for (name, write) in [
-      ("a.ogg", { (path: String) throws in try VorbisEncoder.encode(samples: samples, format: .stereo48000, to: path) }),
+      (
+        "a.ogg", { (path: String) throws in try VorbisEncoder.encode(samples: samples, format: .stereo48000, to: path) }
+      ),
       ("a.flac", { (path: String) throws in try FLACEncoder.encode(samples: samples, format: .stereo48000, to: path) }),
     ] {
       let path = directory.file(name)
@@ -264,5 +266,107 @@ struct LoudnessTests {
       let problems = CueSheet.check("{ \(text) }", path: "cues.json5").problems.filter { $0.severity == .error }
       #expect(problems.map { $0.message } == [message], "\(text)")
     }
+  }
+}
+
+/// The levelling as the real-time engine plays it: the bundled music, then two of the player's
+/// songs 17 LU apart (one loud, one quiet), captured from OpenAL Soft's wave backend.
+///
+/// Every piece is steady (drums, bass and chords at one level throughout), so a 3 s window's
+/// short-term loudness is the piece's own: with the bundled exploration music (loudness range
+/// 3.8 LU: its first bars sit 2.3 LU under its integrated loudness) two windows would differ by
+/// what the composer wrote, not by what the levelling did.
+@Suite(
+  "Loudness live: the player's songs and the bundled music as the wave backend captures them",
+  .disabled(if: CGame.underThreadSanitizer, "the live run is timing-bound; see make test-tsan"))
+struct LiveLoudnessTests {
+  /// A drum, bass and chords song, scaled to `loudness` LUFS.
+  static func song(
+    _ path: String, title: String, loudness: Double, seconds: Double = 12, rate: Int = 44_100,
+    style: RhythmSynthesizer.Style = .rock, seed: UInt64
+  ) throws {
+    let song = RhythmSynthesizer.song(
+      bpm: 124, rate: rate, style: style, seconds: seconds, leadIn: 0.2, pickup: false, harmony: true, seed: seed)
+    let measured = try #require(try LoudnessTests.measure(song.samples, channels: 2, rate: rate).integratedLoudness)
+    let gain = Float(pow(10, (loudness - measured) / 20))
+    try VorbisEncoder.encode(
+      samples: song.samples.map { $0 * gain }, format: song.format, tags: [("TITLE", title), ("ARTIST", "Player")],
+      to: path)
+  }
+
+  @Test(
+    "Bundled music, a loud song (-11 LUFS) and a quiet one (-28 LUFS) of the player's play within 1 LU of each other, live",
+    .enabled(if: LeitmotifCommand.executable != nil, "the leitmotif executable is not next to the test bundle"))
+  func playersSongsMatchTheScoreLive() throws {
+    let directory = try TemporaryDirectory(prefix: "leitmotif-live-loudness")
+    let assets = directory.file("music")
+    let library = directory.file("Player Music")
+    for folder in [assets, library] {
+      try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+    }
+    // The game's music at -20 LUFS: the bundled median, so the target.
+    try Self.song(
+      assets + "/explore.ogg", title: "Explore", loudness: -20, seconds: 8, rate: 48_000, style: .fourOnFloor, seed: 20)
+    try Self.song(library + "/loud.ogg", title: "Loud", loudness: -11, seed: 11)
+    try Self.song(library + "/quiet.ogg", title: "Quiet", loudness: -28, seed: 28)
+    let cues = directory.file("level.json5")
+    try """
+    {
+      assets: "\(assets)",
+      start: "explore",
+      sources: {
+        calm: { bundled: "explore.ogg" },
+        loud: { library: { title: "Loud" } },
+        quiet: { library: { title: "Quiet" } },
+      },
+      states: {
+        explore: { music: "calm" },
+        loud: { music: "loud", transition: { seconds: 0.5 } },
+        quiet: { music: "quiet", transition: { seconds: 0.5 } },
+      },
+      rules: [{ on: "loud", do: { state: "loud" } }, { on: "quiet", do: { state: "quiet" } }],
+    }
+    """.write(toFile: cues, atomically: true, encoding: .utf8)
+    let events = directory.file("script.json5")
+    try #"[{ at: 4, cue: "loud" }, { at: 10, cue: "quiet" }]"#.write(toFile: events, atomically: true, encoding: .utf8)
+    let capture = directory.file("live.wav")
+    let configuration = directory.file("wave.conf")
+    try "[general]\ndrivers=wave\nfrequency=48000\n[wave]\nfile=\(capture)\n".write(
+      toFile: configuration, atomically: true, encoding: .utf8)
+    var environment = ProcessInfo.processInfo.environment
+    environment["ALSOFT_DRIVERS"] = "wave"
+    environment["ALSOFT_CONF"] = configuration
+    environment["HOME"] = directory.path
+    environment["XDG_STATE_HOME"] = directory.file("state")
+    environment["XDG_CACHE_HOME"] = directory.file("cache")
+
+    let allowed = try LeitmotifCommand.run(["access", "allow", "leitmotif"], environment: environment)
+    #expect(allowed.status == 0, "\(allowed.errors)")
+    let live = try LeitmotifCommand.run(
+      [
+        "cues", "simulate", cues, "--events", events, "--live", "--duration", "16", "--library", library, "--lead",
+        "0.06",
+      ],
+      environment: environment)
+    #expect(live.status == 0, "\(live.errors)")
+    #expect(live.output.contains("-> \"loud\"") && live.output.contains("-> \"quiet\""), "\(live.output)")
+
+    let heard = try DemoTests.floatSamples(capture)
+    let lead = try #require((0..<(heard.count / 2)).first { heard[2 * $0] != 0 || heard[2 * $0 + 1] != 0 })
+    /// Short-term loudness (3 s, stereo) from `from` seconds after the first sound.
+    func shortTerm(from: Double) throws -> Double {
+      let start = 2 * (lead + Int(from * 48_000))
+      try #require(start + 2 * 3 * 48_000 <= heard.count, "the capture ends at \(heard.count / 2) frames")
+      return try #require(
+        try LoudnessTests.measure(Array(heard[start..<(start + 2 * 3 * 48_000)]), channels: 2).integratedLoudness)
+    }
+    // Each window starts after its fade and ends before the next change.
+    let bundled = try shortTerm(from: 0.5)
+    let loud = try shortTerm(from: 5.5)
+    let quiet = try shortTerm(from: 11.5)
+    #expect(abs(bundled - -20) < 1, "the bundled music \(bundled) LUFS, the target -20")
+    #expect(abs(loud - bundled) < 1, "bundled \(bundled) LUFS, then the loud song \(loud) LUFS")
+    #expect(abs(quiet - loud) < 1, "the loud song \(loud) LUFS, then the quiet one \(quiet) LUFS")
+    print("live short-term loudness: bundled \(bundled), loud song \(loud), quiet song \(quiet) LUFS")
   }
 }

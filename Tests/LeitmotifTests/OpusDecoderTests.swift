@@ -101,6 +101,40 @@ struct OpusDecoderTests {
     #expect(throws: DecodeError.self) { try decoder.seek(toFrame: 96_001) }
   }
 
+  @Test("A chained Opus file (a mono link, then a stereo one) plays both links gaplessly, folded to stereo, and seeks across")
+  func chained() throws {
+    let directory = try TemporaryDirectory()
+    let first = directory.file("first.opus")
+    let second = directory.file("second.opus")
+    let mono = tone(frames: 48_000, channels: 1)
+    let stereo = tone(frames: 24_000, channels: 2)
+    try OpusEncoder.encode(samples: mono, channels: 1, tags: [("TITLE", "Link One")], serial: 1, to: first)
+    try OpusEncoder.encode(samples: stereo, channels: 2, tags: [("TITLE", "Link Two")], serial: 2, to: second)
+    let path = directory.file("chained.opus")
+    try (try Data(contentsOf: URL(fileURLWithPath: first)) + Data(contentsOf: URL(fileURLWithPath: second)))
+      .write(to: URL(fileURLWithPath: path))
+
+    let (decoder, output) = try decodeAll(path)
+    #expect(decoder.format == AudioFormat(sampleRate: 48_000, channelCount: 2))
+    #expect(decoder.lengthFrames == 72_000, "\(decoder.lengthFrames) frames")
+    #expect(output.count == 2 * 72_000)
+    #expect(decoder.tags.title == "Link One")
+    // Each link where it belongs, no lag: the first (mono on both sides), then the second.
+    let firstPart = Array(output[0..<(2 * 48_000)])
+    #expect(bestLag(mono.flatMap { [$0, $0] }, firstPart, channels: 2) == 0)
+    let secondPart = Array(output[(2 * 48_000)...])
+    #expect(bestLag(stereo, secondPart, channels: 2) == 0)
+    // A seek into the second link lands on its frame.
+    try decoder.seek(toFrame: 60_000)
+    var block = [Float](repeating: 0, count: 2 * 1_000)
+    let got = try block.withUnsafeMutableBufferPointer { (pointer) throws(DecodeError) -> Int in
+      try decoder.readFrames(into: pointer.baseAddress!, frameCapacity: 1_000)
+    }
+    #expect(got == 1_000)
+    let reference = output[(2 * 60_000)..<(2 * 61_000)]
+    #expect((zip(block, reference).map { abs($0 - $1) }.max() ?? 1) < 0.1)
+  }
+
   @Test("An Ogg Opus file plays in a 48 kHz engine; garbage after OpusHead is refused by name")
   func playsAndRefuses() throws {
     let directory = try TemporaryDirectory()

@@ -190,7 +190,9 @@ final class DirectorCore {
           // even when the step that takes it comes a little later.
           let stepTime = now
           now = time
-          engine.performing(atMixFrame: mixFrameOrigin + FrameMath.frames(seconds: time, rate: Double(engine.sampleRate))) {
+          engine.performing(
+            atMixFrame: mixFrameOrigin + FrameMath.frames(seconds: time, rate: Double(engine.sampleRate))
+          ) {
             handle(event)
           }
           now = stepTime
@@ -203,7 +205,9 @@ final class DirectorCore {
         // comes a little later (a real-time step lands on the director's grid of frames).
         let stepTime = now
         now = min(stepTime, work.time)
-        engine.performing(atMixFrame: mixFrameOrigin + FrameMath.frames(seconds: work.time, rate: Double(engine.sampleRate))) {
+        engine.performing(
+          atMixFrame: mixFrameOrigin + FrameMath.frames(seconds: work.time, rate: Double(engine.sampleRate))
+        ) {
           run(work)
         }
         now = stepTime
@@ -472,7 +476,7 @@ final class DirectorCore {
   func gridFallback(for item: MediaItem) -> String? {
     guard (item.beatsPerMinute ?? 0) <= 0 else { return nil }
     let grid = self.grid(for: item)
-    return "\"\(item.title ?? item.assetURL.lastPathComponent)\" has no BPM tag and no detected tempo: "
+    return "\"\(item.displayName)\" has no BPM tag and no detected tempo: "
       + "its grid is the cue file's tempo (\(Self.format(grid.beatsPerMinute)) BPM, \(grid.beatsPerBar) a bar)"
   }
 
@@ -486,7 +490,8 @@ final class DirectorCore {
   ) {
     guard let state = sheet.states[name] else { return }
     let music =
-      built ?? StateMusic.build(
+      built
+      ?? StateMusic.build(
         state, sheet: sheet, resolved: resolved, failed: failedPaths, loudnessTarget: loudnessTarget,
         generator: &generator)
     for fallback in music.fallbacks { report(fallback, cause: cause) }
@@ -589,7 +594,7 @@ final class DirectorCore {
       let origin = origins[item.assetURL.path].map { " of source \"\($0.source)\"" } ?? ""
       report(
         .problem(
-          "\(currentState.map { "state \"\($0)\": " } ?? "")\(item.displayName)\(origin) cannot be played, and is "
+          "\(currentState.map { "state \"\($0)\": " } ?? "")\(item.reportName)\(origin) cannot be played, and is "
             + "left out until the cue file is reloaded: \(error)"))
     }
     guard player.playbackState == .stopped, let state = currentState, !hasScheduledStateChange else { return }

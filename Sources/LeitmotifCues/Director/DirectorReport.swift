@@ -61,16 +61,16 @@ extension DirectorReport.Kind: CustomStringConvertible {
     case .fired(let rule, let actions): return "rule \"\(rule)\": " + actions.joined(separator: "; ")
     case .ignored(let reason): return "ignored: \(reason)"
     case .stateChanged(let from, let to, let item, let source, let isUser):
-      let what = item.map { " playing \($0.displayName)" } ?? ""
+      let what = item.map { " playing \($0.reportName)" } ?? ""
       let origin = source.map { " from \"\($0)\" (\(isUser ? "user song" : "bundled"))" } ?? ""
       return "state \(from.map { "\"\($0)\"" } ?? "none") -> \"\(to)\"\(what)\(origin)"
     case .scheduled(let what, let at): return "\(what) scheduled at \(String(format: "%.3f", at)) s"
     case .fallback(let state, let source, let replacement, let reason):
       return "state \"\(state)\": source \"\(source)\" gives nothing (\(reason)); "
         + (replacement.map { "playing \"\($0)\" instead" } ?? "nothing to play")
-    case .stinger(let name, let item): return "stinger \"\(name)\": \(item.displayName)"
+    case .stinger(let name, let item): return "stinger \"\(name)\": \(item.reportName)"
     case .nowPlaying(let item, let source, let isUser):
-      return "now playing \(item.displayName)" + (source.map { " from \"\($0)\"" } ?? "")
+      return "now playing \(item.reportName)" + (source.map { " from \"\($0)\"" } ?? "")
         + (isUser ? " (user song)" : " (bundled)")
     case .dropped(let count): return "\(count) event\(count == 1 ? "" : "s") dropped: the bus was full"
     case .reloaded(let path, let warnings):
@@ -85,8 +85,8 @@ extension DirectorReport.Kind: CustomStringConvertible {
 
 extension MediaItem {
   /// How reports name an item: "Title" by Artist, else its file name.
-  var displayName: String {
-    let name = "\"\(title ?? assetURL.lastPathComponent)\""
+  var reportName: String {
+    let name = "\"\(displayName)\""
     return artist.map { "\(name) by \($0)" } ?? name
   }
 }

@@ -102,7 +102,8 @@ public struct CueTimeline: Sendable, Codable {
     }
     var labels: [String: String] = [:]
     for (slot, voice) in director.voiceItems where gains[String(slot)] != nil {
-      let title = voice.item.title ?? voice.item.assetURL.deletingPathExtension().lastPathComponent
+      let title =
+        voice.item.title ?? FileSystemPath.displayed(voice.item.assetURL.deletingPathExtension().lastPathComponent)
       labels[String(slot)] = (voice.isStinger ? "stinger: " : "") + title
     }
     self.gains.append(
@@ -144,8 +145,8 @@ public struct CueTimeline: Sendable, Codable {
 
   private static func item(_ item: MediaItem, at time: Double, source: String?, isUser: Bool) -> Item {
     Item(
-      at: time, title: item.title ?? item.assetURL.deletingPathExtension().lastPathComponent,
-      file: item.assetURL.lastPathComponent, source: source, userMusic: isUser)
+      at: time, title: item.title ?? FileSystemPath.displayed(item.assetURL.deletingPathExtension().lastPathComponent),
+      file: FileSystemPath.displayed(item.assetURL.lastPathComponent), source: source, userMusic: isUser)
   }
 
   /// The timeline as JSON (for `--timeline`).

@@ -23,8 +23,11 @@ import LeitmotifOutput
 ///   reported in `skipped`. So nothing outside the folders is read and link loops cannot recur.
 /// - Folders are walked once each (by device and inode), which also covers bind mounts and
 ///   overlapping library folders.
-/// - A name that is not UTF-8 cannot be stored or played by path: it is reported and skipped.
-///   An unreadable folder is reported, and its indexed items are kept (they may come back).
+/// - A name that is not UTF-8 (an old Latin-1 rip's `Caf\xE9.mp3`) is indexed like any other:
+///   its path is the `FileSystemPath` string that keeps its bytes exact (so it opens), shown with
+///   replacement characters. Every call that hands a path to the kernel goes through
+///   `FileSystemPath.withCString`.
+/// - An unreadable folder is reported, and its indexed items are kept (they may come back).
 ///
 /// Thread safety: a value type; walk on any thread.
 package struct FolderWalker {
@@ -87,7 +90,7 @@ package struct FolderWalker {
     var pending = roots.reversed().map { $0 }
     while let folder = pending.popLast() {
       var status = stat()
-      guard stat(folder, &status) == 0 else {
+      guard FileSystemPath.withCString(folder, { stat($0, &status) }) == 0 else {
         result.failures.append(ScanFailure(path: folder, reason: "cannot read folder: \(Self.errnoText(errno))"))
         result.unreadableFolders.append(folder)
         continue
@@ -95,7 +98,7 @@ package struct FolderWalker {
       guard visited.insert(FolderID(device: UInt64(status.st_dev), inode: UInt64(status.st_ino))).inserted else {
         continue
       }
-      guard let directory = opendir(folder) else {
+      guard let directory = FileSystemPath.withCString(folder, { opendir($0) }) else {
         result.failures.append(ScanFailure(path: folder, reason: "cannot read folder: \(Self.errnoText(errno))"))
         result.unreadableFolders.append(folder)
         continue
@@ -107,14 +110,7 @@ package struct FolderWalker {
           (Array(raw.prefix(while: { $0 != 0 })), entry.pointee.d_type)
         }
         if nameBytes.first == UInt8(ascii: ".") { continue }  // ".", ".." and hidden names
-        guard let name = String(validating: nameBytes, as: UTF8.self) else {
-          let shown = folder + "/" + String(decoding: nameBytes, as: UTF8.self)
-          if type == UInt8(DT_DIR) || Self.kind(of: shown) != nil {
-            result.failures.append(
-              ScanFailure(path: shown, reason: "the name is not valid UTF-8: rename it to index it"))
-          }
-          continue
-        }
+        let name = FileSystemPath.string(decoding: nameBytes)
         let path = folder == "/" ? "/" + name : folder + "/" + name
         switch type {
         case UInt8(DT_DIR):
@@ -126,7 +122,7 @@ package struct FolderWalker {
         default:
           // DT_UNKNOWN (some file systems): ask lstat.
           var entryStatus = stat()
-          guard lstat(path, &entryStatus) == 0 else { continue }
+          guard FileSystemPath.withCString(path, { lstat($0, &entryStatus) }) == 0 else { continue }
           switch entryStatus.st_mode & S_IFMT {
           case S_IFDIR: subfolders.append(path)
           case S_IFREG: add(path, name: name, in: dirfd(directory), to: &result)
@@ -158,7 +154,9 @@ package struct FolderWalker {
     case .audio:
       // A file that vanished since readdir is simply not there.
       var status = stat()
-      guard fstatat(folder, name, &status, AT_SYMLINK_NOFOLLOW) == 0, status.st_mode & S_IFMT == S_IFREG else {
+      guard FileSystemPath.withCString(name, { fstatat(folder, $0, &status, AT_SYMLINK_NOFOLLOW) }) == 0,
+        status.st_mode & S_IFMT == S_IFREG
+      else {
         return
       }
       result.audioFiles.append(Self.file(path, status))
@@ -193,7 +191,9 @@ package struct FolderWalker {
   /// Size and modification time (`lstat`), or nil when the file is gone or not a regular file.
   static func status(of path: String) -> File? {
     var status = stat()
-    guard lstat(path, &status) == 0, status.st_mode & S_IFMT == S_IFREG else { return nil }
+    guard FileSystemPath.withCString(path, { lstat($0, &status) }) == 0, status.st_mode & S_IFMT == S_IFREG else {
+      return nil
+    }
     return file(path, status)
   }
 
@@ -202,11 +202,7 @@ package struct FolderWalker {
     return File(path: path, sizeBytes: Int64(status.st_size), modificationNanoseconds: nanoseconds)
   }
 
-  package static func realPath(_ path: String) -> String? {
-    guard let resolved = realpath(path, nil) else { return nil }
-    defer { free(resolved) }
-    return String(validatingCString: resolved)
-  }
+  package static func realPath(_ path: String) -> String? { FileSystemPath.realPath(path) }
 
   package static func errnoText(_ code: Int32) -> String { String(cString: strerror(code)) }
 

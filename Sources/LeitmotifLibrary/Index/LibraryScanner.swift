@@ -28,7 +28,8 @@ package extension LibraryIndexAccess {
 /// 1. through the gate: read what the index knows (paths, sizes, modification times, fingerprints);
 /// 2. outside the lock: walk the folders (`FolderWalker`) and open only new or changed files, and
 ///    those an older analysis measured: tags, length, then one full decode that feeds both the
-///    `AudioFingerprint` and the `AudioAnalysis` (loudness, tempo, beats, energy);
+///    `AudioFingerprint` and the `AudioAnalysis` (loudness, tempo, beats, energy), on a reading
+///    thread at nice 10 (`LowPriorityReader`);
 /// 3. through the gate: the files read, a transaction per batch of `batchFiles` (an interrupted
 ///    scan keeps what its finished batches wrote), then the removals of files that are gone in one
 ///    more, then hand the playlist files to `PlaylistImporter.importPlaylists(_:folders:index:)`
@@ -124,6 +125,9 @@ package struct LibraryScanner {
     // minutes for a large library, and a scan that is stopped (the game quits) keeps what its
     // finished batches wrote, so the next one goes on from there.
     let reading = DispatchTime.now().uptimeNanoseconds
+    // Decoding and listening happen at nice 10 (`LowPriorityReader`), never on the caller's thread.
+    // Made at the first file to read: a rescan of an unchanged library starts no thread.
+    var reader: LowPriorityReader?
     var batchStart = 0
     while batchStart < toRead.count {
       let batch = toRead[batchStart..<min(toRead.count, batchStart + Self.batchFiles)]
@@ -140,7 +144,9 @@ package struct LibraryScanner {
         journal?.reading(
           ScanJournal.Entry(
             path: file.path, sizeBytes: file.sizeBytes, modificationNanoseconds: file.modificationNanoseconds))
-        let result = Self.read(file)
+        let current = reader ?? LowPriorityReader()
+        reader = current
+        let result = current.perform { Self.read(file) }
         report.filesOpened += 1
         progress(
           ScanProgress(
@@ -153,7 +159,8 @@ package struct LibraryScanner {
         case .changedWhileRead:
           // Not recorded: its size or time moved on, so the next scan reads it again.
           report.failed.append(
-            ScanFailure(path: file.path, reason: "changed while being read (still being written?): read again next scan"))
+            ScanFailure(
+              path: file.path, reason: "changed while being read (still being written?): read again next scan"))
         case .failed(let reason):
           report.failed.append(ScanFailure(path: file.path, reason: reason))
           batchChanges.failures.append((file, reason))
@@ -295,7 +302,10 @@ package struct LibraryScanner {
   static func item(path: String, decoder: any AudioDecoder) -> MediaItem {
     var item = MediaItem(path: path, decoder: decoder)
     let tags = decoder.tags
-    if item.title == nil { item.title = ((path as NSString).lastPathComponent as NSString).deletingPathExtension }
+    if item.title == nil {
+      // A title is for people: a name that is not UTF-8 shows its odd bytes as U+FFFD.
+      item.title = FileSystemPath.displayed(((path as NSString).lastPathComponent as NSString).deletingPathExtension)
+    }
     if tags.isCompilation == nil, let albumArtist = tags.albumArtist?.lowercased(),
       albumArtist == "various artists" || albumArtist == "various"
     {

@@ -60,13 +60,16 @@ package final class LibraryWatcher: Sendable {
   func stop() { stopping.store(true, ordering: .releasing) }
 
   private func addWatches(_ folders: [String]) {
-    for folder in folders where inotify_add_watch(descriptor, folder, Self.eventMask) < 0 {
+    for folder in folders
+    where FileSystemPath.withCString(folder, { inotify_add_watch(descriptor, $0, Self.eventMask) }) < 0 {
       let code = errno
       if code == ENOSPC {
-        warn("cannot watch \(folder): too many watches (raise fs.inotify.max_user_watches); rescan by hand")
+        warn(
+          "cannot watch \(FileSystemPath.displayed(folder)): too many watches (raise fs.inotify.max_user_watches); rescan by hand"
+        )
         return
       }
-      if code != ENOENT { warn("cannot watch \(folder): \(FolderWalker.errnoText(code))") }
+      if code != ENOENT { warn("cannot watch \(FileSystemPath.displayed(folder)): \(FolderWalker.errnoText(code))") }
     }
   }
 

@@ -17,7 +17,7 @@ public struct ScanFailure: Sendable, Hashable, CustomStringConvertible {
   }
 
   /// "PATH: REASON".
-  public var description: String { "\(path): \(reason)" }
+  public var description: String { "\(FileSystemPath.displayed(path)): \(reason)" }
 }
 
 /// How far a scan is: reported after each file it reads (`MediaLibrary.scan(waitingUpToSeconds:progress:)`).

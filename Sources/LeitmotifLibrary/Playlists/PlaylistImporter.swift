@@ -60,7 +60,7 @@ package enum PlaylistImporter {
   ) throws(SQLiteError) -> Bool {
     // Opened without blocking (a FIFO would wait for a writer forever) and only if it is a
     // regular file; then read as usual.
-    let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
+    let descriptor = FileSystemPath.withCString(path) { open($0, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY) }
     var info = stat()
     guard descriptor >= 0 else {
       failures.append(
@@ -78,12 +78,13 @@ package enum PlaylistImporter {
     defer { fclose(file) }
     let isPLS = path.lowercased().hasSuffix(".pls")
     let folder = (path as NSString).deletingLastPathComponent
-    var name = ((path as NSString).lastPathComponent as NSString).deletingPathExtension
+    var name = FileSystemPath.displayed(((path as NSString).lastPathComponent as NSString).deletingPathExtension)
     var problems = 0
     func report(_ line: Int, _ entry: String, _ why: String) {
       problems += 1
       if problems <= maximumReportedEntries {
-        failures.append(ScanFailure(path: path, reason: "line \(line): \(entry): \(why); skipped"))
+        failures.append(
+          ScanFailure(path: path, reason: "line \(line): \(FileSystemPath.displayed(entry)): \(why); skipped"))
       }
     }
 
@@ -130,9 +131,10 @@ package enum PlaylistImporter {
         if start == length { continue }
         if !isPLS && buffer[start] == 0x23 && !(length - start > 10 && buffer[start + 1] == 0x50) { continue }
         buffer[length] = 0
+        // The line's exact bytes: an M3U written on a Latin-1 system names Latin-1 files, and
+        // `resolve` tries the bytes as they are before reading them as Latin-1.
         let line = buffer.withUnsafeBufferPointer { pointer in
-          String(validatingCString: pointer.baseAddress! + start)
-            ?? String(bytes: pointer[start..<length].map { UInt8(bitPattern: $0) }, encoding: .isoLatin1) ?? ""
+          FileSystemPath.string(decoding: pointer[start..<length].lazy.map { UInt8(bitPattern: $0) })
         }
         guard let entry = Self.entry(in: line, isPLS: isPLS, name: &name) else { continue }
         let outcome: Result<Int64, EntryProblem>
@@ -205,27 +207,30 @@ package enum PlaylistImporter {
 
   /// The real path an entry names (relative entries are relative to the playlist's folder), or
   /// nil when it does not exist or is not a local file.
+  ///
+  /// An entry's bytes are tried as they are first (the file's name may be those very bytes);
+  /// an entry that is not UTF-8 is then read as Latin-1 (a playlist written by an old Windows
+  /// player, naming files that have since been renamed to UTF-8).
   package static func resolve(_ entry: String, relativeTo folder: String) -> String? {
     var path = entry
     if entry.lowercased().hasPrefix("file://") {
-      guard let url = URL(string: entry), url.isFileURL else { return nil }
-      path = url.path
+      guard let local = FileSystemPath.path(fileURL: entry) else { return nil }
+      path = local
     } else if entry.contains("://") {
       return nil
     }
     if !path.hasPrefix("/") { path = folder + "/" + path }
-    return realPath(path)
+    if let real = realPath(path) { return real }
+    guard FileSystemPath.isEscaped(path) else { return nil }
+    let latin1 = String(FileSystemPath.bytes(of: path).map { Character(Unicode.Scalar($0)) })
+    return realPath(latin1)
   }
 
   static func isInside(_ path: String, _ roots: [String]) -> Bool {
     roots.contains { root in path == root || path.hasPrefix(root.hasSuffix("/") ? root : root + "/") }
   }
 
-  static func realPath(_ path: String) -> String? {
-    guard let resolved = realpath(path, nil) else { return nil }
-    defer { free(resolved) }
-    return String(cString: resolved)
-  }
+  static func realPath(_ path: String) -> String? { FileSystemPath.realPath(path) }
 
   /// Removes the playlists inside `roots` whose file was not imported this time.
   private static func removePlaylists(notIn imported: Set<String>, roots: [String], index: LibraryIndex)

@@ -5,5 +5,5 @@ import LeitmotifOutput
 
 package extension MediaItem {
   /// How errors name the item: its title, else its file name.
-  var errorName: String { "\"\(title ?? assetURL.lastPathComponent)\"" }
+  var errorName: String { "\"\(displayName)\"" }
 }
