@@ -155,7 +155,8 @@ struct FileNameTests {
     let fixture = try Latin1Library()
     // An M3U written on a Latin-1 system: the folder and file by their bytes, the same file by a
     // file URL, and "Straße" in Latin-1 (0xDF) for the file that is now named in UTF-8.
-    var text = Array("#EXTM3U\n".utf8) + fixture.dejaLatin1Relative + Array("\n".utf8)
+    var text = Array("#EXTM3U\n#PLAYLIST:Vieux Caf".utf8) + [0xE9] + Array("\n".utf8)
+    text += fixture.dejaLatin1Relative + Array("\n".utf8)
     text += Array(FileSystemPath.fileURLString(fixture.songPath).utf8) + Array("\n".utf8)
     text += Array("Stra".utf8) + [0xDF] + Array("e.ogg\n".utf8)
     try Data(text).write(to: URL(fileURLWithPath: fixture.library.music + "/old.m3u"))
@@ -165,6 +166,7 @@ struct FileNameTests {
     #expect(report.playlistFailures.isEmpty, "\(report.playlistFailures)")
     let playlist = try #require(try index.index.run(.playlists()).collections.first)
     #expect(playlist.items.map(\.displayName) == ["Caf\u{FFFD}", "Caf\u{FFFD}", "Straße"])
+    #expect(playlist.name == "Vieux Café")
   }
 
   @Test(

@@ -198,7 +198,8 @@ package enum PlaylistImporter {
     if line.hasPrefix("#") {
       if line.hasPrefix("#PLAYLIST:") {
         let given = line.dropFirst("#PLAYLIST:".count).trimmingCharacters(in: .whitespaces)
-        if !given.isEmpty { name = given }
+        // A name is text, not a path: one that is not UTF-8 was written in Latin-1.
+        if !given.isEmpty { name = FileSystemPath.isEscaped(given) ? latin1Reading(given) : given }
       }
       return nil
     }
@@ -222,8 +223,14 @@ package enum PlaylistImporter {
     if !path.hasPrefix("/") { path = folder + "/" + path }
     if let real = realPath(path) { return real }
     guard FileSystemPath.isEscaped(path) else { return nil }
-    let latin1 = String(FileSystemPath.bytes(of: path).map { Character(Unicode.Scalar($0)) })
-    return realPath(latin1)
+    return realPath(latin1Reading(path))
+  }
+
+  /// The text `string`'s bytes make when read as Latin-1 (each byte the code point of its value).
+  static func latin1Reading(_ string: String) -> String {
+    var scalars = String.UnicodeScalarView()
+    for byte in FileSystemPath.bytes(of: string) { scalars.append(Unicode.Scalar(byte)) }
+    return String(scalars)
   }
 
   static func isInside(_ path: String, _ roots: [String]) -> Bool {
