@@ -52,11 +52,7 @@ struct LatencyBenchmark {
     let fifo = work.file("output.fifo")
     guard mkfifo(fifo, 0o600) == 0 else { throw BenchFiles.Failure(description: "mkfifo \(fifo): errno \(errno)") }
     let configuration = work.file("wave.conf")
-    try "[general]\ndrivers=wave\nfrequency=48000\n[wave]\nfile=\(fifo)\n".write(
-      toFile: configuration, atomically: true, encoding: .utf8)
-    var environment = ProcessInfo.processInfo.environment
-    environment["ALSOFT_DRIVERS"] = "wave"
-    environment["ALSOFT_CONF"] = configuration
+    let environment = try WaveBackend.environment(capturingTo: fifo, configuration: configuration)
     let process = Process()
     process.executableURL = URL(fileURLWithPath: VoicesBenchmark.ownExecutable)
     process.arguments = ["latency-child", fifo, music, String(options.trials)]

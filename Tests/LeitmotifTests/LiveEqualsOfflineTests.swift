@@ -100,11 +100,7 @@ struct LiveEqualsOfflineTests {
     let configuration = directory.file("wave.conf")
     try Self.level(assets: try Self.assets(in: directory)).write(toFile: cues, atomically: true, encoding: .utf8)
     try Self.script.write(toFile: events, atomically: true, encoding: .utf8)
-    try "[general]\ndrivers=wave\nfrequency=48000\n[wave]\nfile=\(capture)\n".write(
-      toFile: configuration, atomically: true, encoding: .utf8)
-    var environment = ProcessInfo.processInfo.environment
-    environment["ALSOFT_DRIVERS"] = "wave"
-    environment["ALSOFT_CONF"] = configuration
+    let environment = try WaveBackend.environment(capturingTo: capture, configuration: configuration)
 
     let live = try LeitmotifCommand.run(
       // A lead of 60 ms: time enough for the director's thread while the rest of the tests run.

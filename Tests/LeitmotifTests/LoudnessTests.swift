@@ -331,11 +331,7 @@ struct LiveLoudnessTests {
     try #"[{ at: 4, cue: "loud" }, { at: 10, cue: "quiet" }]"#.write(toFile: events, atomically: true, encoding: .utf8)
     let capture = directory.file("live.wav")
     let configuration = directory.file("wave.conf")
-    try "[general]\ndrivers=wave\nfrequency=48000\n[wave]\nfile=\(capture)\n".write(
-      toFile: configuration, atomically: true, encoding: .utf8)
-    var environment = ProcessInfo.processInfo.environment
-    environment["ALSOFT_DRIVERS"] = "wave"
-    environment["ALSOFT_CONF"] = configuration
+    var environment = try WaveBackend.environment(capturingTo: capture, configuration: configuration)
     environment["HOME"] = directory.path
     environment["XDG_STATE_HOME"] = directory.file("state")
     environment["XDG_CACHE_HOME"] = directory.file("cache")
