@@ -270,7 +270,7 @@ typedef struct lm_now_playing_info {
   /* The item's title tag, else its file name. */
   const char *title;
   const char *artist;
-  /* The file's path. */
+  /* The file's path, its exact bytes (a name need not be UTF-8: open it as it is). */
   const char *path;
   /* The cue file's source it came from (NULL if the director did not queue it). */
   const char *source;

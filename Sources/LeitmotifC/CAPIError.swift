@@ -57,6 +57,8 @@ struct OwnedCString: @unchecked Sendable {
   let pointer: UnsafeMutablePointer<CChar>
 
   init(_ string: String) { pointer = strdup(string) }
+  /// A path as the bytes the kernel knows it by (`FileSystemPath`: need not be UTF-8).
+  init(path: String) { pointer = FileSystemPath.withCString(path) { strdup($0) } }
   func free() { Glibc.free(pointer) }
 }
 

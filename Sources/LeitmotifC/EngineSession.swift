@@ -106,7 +106,8 @@ final class EngineSession: @unchecked Sendable {
   /// Keeps `string` as the calling thread's `slot` (freeing what was there) and returns it.
   func hand(_ string: String?, as slot: StringSlot) -> UnsafePointer<CChar>? {
     let thread = UInt(pthread_self())
-    let owned = string.map(OwnedCString.init)
+    // A path goes out as its own bytes; other strings as UTF-8.
+    let owned = string.map { slot == .path ? OwnedCString(path: $0) : OwnedCString($0) }
     strings.withLock { byThread in
       byThread[thread, default: [:]][slot]?.free()
       byThread[thread, default: [:]][slot] = owned
