@@ -105,12 +105,10 @@ enum ScanCommand {
 
   static func printLines(_ report: ScanReport, folders: [URL]) {
     say("scanned \(folders.map(\.path).joined(separator: ", ")): \(report)")
-    for failure in report.failed { say("failed: \(FileSystemPath.displayed(failure.path)): \(failure.reason)") }
-    for skipped in report.skipped { say("skipped: \(FileSystemPath.displayed(skipped.path)): \(skipped.reason)") }
+    for failure in report.failed { say("failed: \(failure)") }
+    for skipped in report.skipped { say("skipped: \(skipped)") }
     if !report.playlists.isEmpty { say("playlists: \(report.playlists.count)") }
-    for failure in report.playlistFailures {
-      say("playlist: \(FileSystemPath.displayed(failure.path)): \(failure.reason)")
-    }
+    for failure in report.playlistFailures { say("playlist: \(failure)") }
   }
 
   static func jsonObject(_ report: ScanReport, folders: [URL]) -> String {

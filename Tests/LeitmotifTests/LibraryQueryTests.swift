@@ -21,7 +21,7 @@ struct QueryFixture {
     let directory = try directory ?? TemporaryDirectory()
     self.directory = directory
     try FileManager.default.createDirectory(atPath: directory.file("Music"), withIntermediateDirectories: true)
-    folder = PlaylistImporter.realPath(directory.file("Music"))!
+    folder = FileSystemPath.realPath(directory.file("Music"))!
     index = try LibraryIndex(path: indexPath ?? directory.file("index.sqlite")) { _ in }
   }
 

@@ -62,7 +62,7 @@ public final class BundledCatalog: Sendable {
   public init(directory: URL, analyzing: Bool = true) {
     self.directory = directory
     // The walker works on the folder's real path; relative paths are taken against that.
-    guard let root = FolderWalker.realPath(directory.path) else {
+    guard let root = FileSystemPath.realPath(directory.path) else {
       let reason = FolderWalker.errnoText(errno)
       items = []
       relativePaths = []

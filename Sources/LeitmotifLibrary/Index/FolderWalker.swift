@@ -67,7 +67,7 @@ package struct FolderWalker {
     var roots: [String] = []
     var missing: [ScanFailure] = []
     for folder in folders {
-      if let real = Self.realPath(folder.path) {
+      if let real = FileSystemPath.realPath(folder.path) {
         if !roots.contains(real) { roots.append(real) }
       } else {
         missing.append(ScanFailure(path: folder.path, reason: "library folder: \(Self.errnoText(errno))"))
@@ -173,7 +173,7 @@ package struct FolderWalker {
   /// A symbolic link: never followed (see the type's comment); reported when it leaves the
   /// library, loops or dangles.
   private func checkLink(_ path: String, into result: inout Result) {
-    guard let target = Self.realPath(path) else {
+    guard let target = FileSystemPath.realPath(path) else {
       let code = errno
       let reason =
         code == ELOOP
@@ -201,8 +201,6 @@ package struct FolderWalker {
     let nanoseconds = Int64(status.st_mtim.tv_sec) &* 1_000_000_000 &+ Int64(status.st_mtim.tv_nsec)
     return File(path: path, sizeBytes: Int64(status.st_size), modificationNanoseconds: nanoseconds)
   }
-
-  package static func realPath(_ path: String) -> String? { FileSystemPath.realPath(path) }
 
   package static func errnoText(_ code: Int32) -> String { String(cString: strerror(code)) }
 

@@ -28,11 +28,11 @@ package enum PlaylistImporter {
 
   /// Imports `files` (paths of .m3u, .m3u8 and .pls files) and returns what could not be used.
   static func importPlaylists(_ files: [String], folders: [URL], index: LibraryIndex) -> [ScanFailure] {
-    let roots = folders.compactMap { realPath($0.path) }
+    let roots = folders.compactMap { FileSystemPath.realPath($0.path) }
     var failures: [ScanFailure] = []
     var imported: Set<String> = []
     for file in files {
-      guard let real = realPath(file) else {
+      guard let real = FileSystemPath.realPath(file) else {
         failures.append(ScanFailure(path: file, reason: "the playlist vanished before it could be read"))
         continue
       }
@@ -221,9 +221,9 @@ package enum PlaylistImporter {
       return nil
     }
     if !path.hasPrefix("/") { path = folder + "/" + path }
-    if let real = realPath(path) { return real }
+    if let real = FileSystemPath.realPath(path) { return real }
     guard FileSystemPath.isEscaped(path) else { return nil }
-    return realPath(latin1Reading(path))
+    return FileSystemPath.realPath(latin1Reading(path))
   }
 
   /// The text `string`'s bytes make when read as Latin-1 (each byte the code point of its value).
@@ -236,8 +236,6 @@ package enum PlaylistImporter {
   static func isInside(_ path: String, _ roots: [String]) -> Bool {
     roots.contains { root in path == root || path.hasPrefix(root.hasSuffix("/") ? root : root + "/") }
   }
-
-  static func realPath(_ path: String) -> String? { FileSystemPath.realPath(path) }
 
   /// Removes the playlists inside `roots` whose file was not imported this time.
   private static func removePlaylists(notIn imported: Set<String>, roots: [String], index: LibraryIndex)
