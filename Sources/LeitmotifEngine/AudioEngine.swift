@@ -231,16 +231,18 @@ public final class AudioEngine: @unchecked Sendable {
     // two, 0.017 to 0.018 at one (SFML: 0.017 to 0.018); one a period leaves no slack for a late
     // wake-up. Commands wait for the next pump; scheduled ones are stamped ahead of their frame
     // (the director's lead), so only immediate ones feel it. With nothing playing, sleep until a
-    // command comes (or 100 ms pass, for the device watch): an idle engine costs next to nothing.
+    // command comes (or 100 ms pass, for the device watch): an idle engine costs next to nothing
+    // (after two idle seconds OpenAL's own mixer is paused too, see `StreamingLoop`). The clocked
+    // headless device sleeps until its next period is due instead (`sleepMicroseconds`).
     let periodMicroseconds = initialDevice.mixPeriodFrames * 1_000_000 / max(1, initialDevice.sampleRate)
-    let interval = useconds_t(max(2_000, min(12_000, periodMicroseconds / 2)))
+    let interval = max(2_000, min(12_000, periodMicroseconds / 2))
     let hooks = streamingThreadHooks
     let streaming = Thread {
       nameCurrentThread("lm.streaming")
       hooks?.enter()
       while running.value.load(ordering: .acquiring) {
         if loop.pump() {
-          usleep(interval)
+          usleep(useconds_t(loop.sleepMicroseconds(interval: interval)))
         } else {
           commands.waitForPost(timeout: .milliseconds(100))
         }
@@ -449,6 +451,13 @@ public final class AudioEngine: @unchecked Sendable {
     switch event {
     case .reclaim: return  // dropping the reference here frees it, off the streaming thread
     case .diagnostic(let diagnostic): report(diagnostic)
+    case .outputPaused(let name, let paused):
+      report(
+        Diagnostic(
+          .notice,
+          paused
+            ? "nothing played for 2 s: OpenAL's mixer on \"\(name)\" is paused until something plays"
+            : "OpenAL's mixer on \"\(name)\" runs again"))
     case .deviceLost(let name):
       report(Diagnostic(.warning, "audio device \"\(name)\" disconnected; reopening the default device"))
     case .deviceRestored(let kind, let name, let replayed, let held):

@@ -101,6 +101,10 @@ package enum EngineEvent: @unchecked Sendable {
   /// unless it held more than the bus keeps of what it played).
   case deviceRestored(OutputDevice.Kind, String, replayedFrames: Int, heldFrames: Int)
   case interrupted(voice: VoiceHandle, Bool)
+  /// OpenAL's mixer on the named device was paused (true: nothing played for a while) or
+  /// started again (false). A case of its own, not a `Diagnostic`: the streaming thread makes no
+  /// message text.
+  case outputPaused(String, Bool)
   case diagnostic(Diagnostic)
   /// The voice pool gave this voice to another owner (see `VoicePool.claim`); delivered to the
   /// listener it had, which no longer owns the slot.
@@ -117,7 +121,7 @@ package enum EngineEvent: @unchecked Sendable {
       return voice
     case .handedOff(let from, _):
       return from
-    case .deviceLost, .deviceRestored, .diagnostic, .reclaim:
+    case .deviceLost, .deviceRestored, .outputPaused, .diagnostic, .reclaim:
       return nil
     }
   }

@@ -130,11 +130,44 @@ package final class StreamingLoop: @unchecked Sendable {
     let busy = isBusy
     if !isOffline { keepClockPace(busy: busy) }
     if !deviceLost && !device.rendersOnDemand {
-      if busy { refillBus() } else { bus.idle() }
+      if busy {
+        if devicePaused { resumeDevice() }
+        refillBus()
+      } else {
+        bus.idle()
+        if !devicePaused { pauseDeviceWhenIdleLong() }
+      }
     }
     if device.rendersOnDemand && !isOffline { renderHeadlessDue(busy: busy) }
     flushEvents()
     return busy
+  }
+
+  /// How long the engine stays idle before it pauses OpenAL's mixer (`OutputDevice.pauseMixing`).
+  /// Not at once: a game that stops one piece and starts the next a moment later should not pay
+  /// a backend restart between them (PulseAudio's is a round trip to the server).
+  static let idleNanosecondsBeforeDevicePause: UInt64 = 2_000_000_000
+  /// OpenAL's mixer is paused because nothing played for a while (see `pauseDeviceWhenIdleLong`).
+  private var devicePaused = false
+
+  /// An idle engine should cost no more than an idle OpenAL device; an idle OpenAL device still
+  /// mixes a period of silence every period. So after a while with nothing to play (and nothing
+  /// left queued on the bus) the mixer is paused; the first pump with something to play
+  /// resumes it before it queues any audio.
+  private func pauseDeviceWhenIdleLong() {
+    guard idleSinceNanoseconds != 0,
+      DispatchTime.now().uptimeNanoseconds &- idleSinceNanoseconds >= Self.idleNanosecondsBeforeDevicePause,
+      bus.queuedFrames == 0 || bus.sourceStopped, device.canPauseMixing
+    else { return }
+    device.pauseMixing()
+    devicePaused = true
+    pendingEvents.append(.outputPaused(device.name, true))
+  }
+
+  private func resumeDevice() {
+    device.resumeMixing()
+    devicePaused = false
+    pendingEvents.append(.outputPaused(device.name, false))
   }
 
   /// Live: while nothing plays the mix clock runs on with the wall clock (published as idle);
@@ -381,6 +414,23 @@ package final class StreamingLoop: @unchecked Sendable {
     } else {
       pendingEvents.append(.reclaim(voice))
     }
+  }
+
+  /// How long the streaming thread sleeps after a pump that found something playing: `interval`
+  /// for a device OpenAL plays (the bus needs topping up), but for the clocked headless device
+  /// until its next period is due. It mixes only whole periods when the wall clock says they are
+  /// due, so waking in between did nothing but cost a wake-up (three of every four pumps), and a
+  /// command taken then took effect on the same mix frame as one taken at the next render.
+  func sleepMicroseconds(interval: Int) -> Int {
+    guard device.rendersOnDemand && !isOffline && headlessStartNanoseconds != 0 else { return interval }
+    let rate = UInt64(device.sampleRate)
+    let nextDue =
+      headlessStartNanoseconds + UInt64(headlessFramesRendered + Int64(device.mixPeriodFrames)) * 1_000_000_000 / rate
+    let now = DispatchTime.now().uptimeNanoseconds
+    let periodMicroseconds = device.mixPeriodFrames * 1_000_000 / device.sampleRate
+    // A fifth of a millisecond past the due time, so the wake-up does not come a hair early.
+    let wait = nextDue > now ? Int((nextDue - now) / 1000) + 200 : 0
+    return max(500, min(wait, periodMicroseconds))
   }
 
   /// Mixes and renders (and throws away) the frames the wall clock says a real device would have
@@ -644,6 +694,7 @@ package final class StreamingLoop: @unchecked Sendable {
       return
     }
     device = newDevice
+    devicePaused = false
     pendingEvents.append(.reclaim(oldDevice))
     deviceLost = false
     averageLatencyFrames = nil

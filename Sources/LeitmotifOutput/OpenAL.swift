@@ -68,6 +68,24 @@ public enum OpenALRuntime {
     return Setup(choseHeadless: true, reason: "no sound card or sound server found")
   }()
 
+  /// Whether OpenAL Soft was told to write a WAV file instead of playing (its `wave` backend
+  /// first in `ALSOFT_DRIVERS`, or in the `drivers` line of the `ALSOFT_CONF` file): every device
+  /// is then called "OpenAL Soft" like any other, so this is how the wave writer is told apart.
+  public static let writesWaveFile: Bool = {
+    func firstIsWave(_ list: Substring) -> Bool {
+      list.split(separator: ",").first.map { $0.trimmingCharacters(in: .whitespaces) == "wave" } ?? false
+    }
+    if let drivers = getenv("ALSOFT_DRIVERS") { return firstIsWave(Substring(String(cString: drivers))) }
+    guard let path = getenv("ALSOFT_CONF").map({ String(cString: $0) }),
+      let text = try? String(contentsOfFile: path, encoding: .utf8)
+    else { return false }
+    for line in text.split(separator: "\n") {
+      let parts = line.split(separator: "=", maxSplits: 1)
+      if parts.count == 2, parts[0].trimmingCharacters(in: .whitespaces) == "drivers" { return firstIsWave(parts[1]) }
+    }
+    return false
+  }()
+
   /// Runs the one-time set-up (idempotent) and says what it decided.
   @discardableResult
   public static func prepare() -> Setup { setup }

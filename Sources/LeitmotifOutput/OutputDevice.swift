@@ -1,5 +1,9 @@
 import COpenAL
 
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 /// An open OpenAL device and the one context Leitmotif mixes in. Frees both in `deinit`.
 ///
 /// Three kinds: a real playback device (the default or a named one), the headless null backend
@@ -152,6 +156,59 @@ public final class OutputDevice: @unchecked Sendable {
   /// Makes this device's context current for the calling thread (`alcSetThreadContext`), if it is not.
   public func makeCurrent() {
     if alcGetThreadContext() != context { alcSetThreadContext(context) }
+  }
+
+  /// Stops OpenAL's own mixer on this device (ALC_SOFT_pause_device) until `resumeMixing()`:
+  /// an idle OpenAL device still wakes once a period to mix silence, and that costs about as
+  /// much as everything else an idle engine does. Sources keep their state. Playback devices
+  /// only (OpenAL refuses it for loopback devices, which mix only when asked anyway).
+  public func pauseMixing() {
+    guard canPauseMixing else { return }
+    alcDevicePauseSOFT(device)
+  }
+
+  /// Whether `pauseMixing()` works here: a playback device, but not OpenAL Soft 1.19's wave
+  /// writer (its stop seeks back to the header to write the sizes, and a restart then writes
+  /// the audio over the header: the capture would be lost).
+  public var canPauseMixing: Bool { !rendersOnDemand && !OpenALRuntime.writesWaveFile }
+
+  /// Starts OpenAL's mixer again after `pauseMixing()`. A backend that cannot start again marks
+  /// the device disconnected (`isConnected` turns false), as a lost device does.
+  public func resumeMixing() {
+    guard canPauseMixing else { return }
+    // OpenAL starts its mixer thread here, and a new thread inherits the caller's name: without
+    // this the mixer would go by the engine's "lm.streaming" until OpenAL closes the device.
+    // The name goes through procfs (Swift's Glibc does not show pthread_setname_np): a write to
+    // the kernel, no file on a disk, and nothing allocated.
+    var saved = (UInt64(0), UInt64(0))
+    let savedLength = withUnsafeMutableBytes(of: &saved) { Self.threadName(read: $0) }
+    Self.setThreadName("alsoft-mixer")
+    alcDeviceResumeSOFT(device)
+    if savedLength > 0 {
+      withUnsafeBytes(of: &saved) { raw in
+        let descriptor = open("/proc/thread-self/comm", O_WRONLY)
+        if descriptor >= 0 {
+          _ = write(descriptor, raw.baseAddress, savedLength)
+          close(descriptor)
+        }
+      }
+    }
+  }
+
+  private static func threadName(read buffer: UnsafeMutableRawBufferPointer) -> Int {
+    let descriptor = open("/proc/thread-self/comm", O_RDONLY)
+    guard descriptor >= 0 else { return 0 }
+    defer { close(descriptor) }
+    let count = read(descriptor, buffer.baseAddress, buffer.count)
+    // Without the trailing newline.
+    return count > 1 ? count - 1 : 0
+  }
+
+  private static func setThreadName(_ name: StaticString) {
+    let descriptor = open("/proc/thread-self/comm", O_WRONLY)
+    guard descriptor >= 0 else { return }
+    _ = write(descriptor, name.utf8Start, name.utf8CodeUnitCount)
+    close(descriptor)
   }
 
   /// False once OpenAL reports the device gone (ALC_EXT_disconnect). Loopback devices never go.
