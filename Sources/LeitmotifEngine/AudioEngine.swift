@@ -456,7 +456,8 @@ public final class AudioEngine: @unchecked Sendable {
         Diagnostic(
           .notice,
           paused
-            ? "nothing played for 2 s: OpenAL's mixer on \"\(name)\" is paused until something plays"
+            ? "nothing played for \(StreamingLoop.idleNanosecondsBeforeDevicePause / 1_000_000_000) s: "
+              + "OpenAL's mixer on \"\(name)\" is paused until something plays"
             : "OpenAL's mixer on \"\(name)\" runs again"))
     case .deviceLost(let name):
       report(Diagnostic(.warning, "audio device \"\(name)\" disconnected; reopening the default device"))

@@ -182,16 +182,11 @@ public final class OutputDevice: @unchecked Sendable {
     // the kernel, no file on a disk, and nothing allocated.
     var saved = (UInt64(0), UInt64(0))
     let savedLength = withUnsafeMutableBytes(of: &saved) { Self.threadName(read: $0) }
-    Self.setThreadName("alsoft-mixer")
+    let mixerName: StaticString = "alsoft-mixer"
+    Self.writeThreadName(mixerName.utf8Start, count: mixerName.utf8CodeUnitCount)
     alcDeviceResumeSOFT(device)
     if savedLength > 0 {
-      withUnsafeBytes(of: &saved) { raw in
-        let descriptor = open("/proc/thread-self/comm", O_WRONLY)
-        if descriptor >= 0 {
-          _ = write(descriptor, raw.baseAddress, savedLength)
-          close(descriptor)
-        }
-      }
+      withUnsafeBytes(of: &saved) { Self.writeThreadName($0.baseAddress!, count: savedLength) }
     }
   }
 
@@ -204,10 +199,10 @@ public final class OutputDevice: @unchecked Sendable {
     return count > 1 ? count - 1 : 0
   }
 
-  private static func setThreadName(_ name: StaticString) {
+  private static func writeThreadName(_ bytes: UnsafeRawPointer, count: Int) {
     let descriptor = open("/proc/thread-self/comm", O_WRONLY)
     guard descriptor >= 0 else { return }
-    _ = write(descriptor, name.utf8Start, name.utf8CodeUnitCount)
+    _ = write(descriptor, bytes, count)
     close(descriptor)
   }
 

@@ -153,10 +153,10 @@ package final class MusicBus {
     return ranDry
   }
 
-  /// Nothing plays: the bus is no longer fed and may run out; that is no underrun.
   /// The source is not playing (played out, stopped, or never started).
   var sourceStopped: Bool { source.state != .playing }
 
+  /// Nothing plays: the bus is no longer fed and may run out; that is no underrun.
   func idle() {
     wasFed = false
     if queued.count == 0 || source.state != .playing { lastSeenPlayingNanoseconds = 0 }
