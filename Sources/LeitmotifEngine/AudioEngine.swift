@@ -500,11 +500,6 @@ public final class AudioEngine: @unchecked Sendable {
   func stallStreamingThread(milliseconds: Int) { commands.post(.stallForTesting(milliseconds: milliseconds)) }
 }
 
-/// Names the calling thread for the kernel, so `top -H`, `perf` and `/proc/PID/task/*/comm` tell
-/// the engine's threads apart (Foundation's `Thread.name` does not reach the kernel on Linux).
-/// At most 15 bytes.
-/// (`pthread_setname_np` and `prctl` are not visible from Swift's Glibc module; the kernel takes
-/// the name from /proc/thread-self/comm as well.)
 /// The real-time engines not shut down yet, so that process exit can stop them first.
 ///
 /// A game that returns from `main` (or calls `exit`) without `shutdown()` leaves the streaming
@@ -537,13 +532,6 @@ private enum RunningEngines {
     let running = engines.withLock { entries in entries.values.compactMap(\.engine) }
     for engine in running { engine.shutdown() }
   }
-}
-
-package func nameCurrentThread(_ name: String) {
-  let descriptor = open("/proc/thread-self/comm", O_WRONLY)
-  guard descriptor >= 0 else { return }
-  _ = name.utf8CString.withUnsafeBufferPointer { write(descriptor, $0.baseAddress, min(15, $0.count - 1)) }
-  close(descriptor)
 }
 
 /// Each voice's stream, shared with the loader's closures; a stream is found only under the

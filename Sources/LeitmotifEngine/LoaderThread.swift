@@ -1,4 +1,5 @@
 import Foundation
+import LeitmotifOutput
 import Synchronization
 
 /// The engine's loader: one thread of its own, for the whole life of the engine, that opens

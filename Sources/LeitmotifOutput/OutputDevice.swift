@@ -1,9 +1,5 @@
 import COpenAL
 
-#if canImport(Glibc)
-  import Glibc
-#endif
-
 /// An open OpenAL device and the one context Leitmotif mixes in. Frees both in `deinit`.
 ///
 /// Three kinds: a real playback device (the default or a named one), the headless null backend
@@ -178,32 +174,7 @@ public final class OutputDevice: @unchecked Sendable {
     guard canPauseMixing else { return }
     // OpenAL starts its mixer thread here, and a new thread inherits the caller's name: without
     // this the mixer would go by the engine's "lm.streaming" until OpenAL closes the device.
-    // The name goes through procfs (Swift's Glibc does not show pthread_setname_np): a write to
-    // the kernel, no file on a disk, and nothing allocated.
-    var saved = (UInt64(0), UInt64(0))
-    let savedLength = withUnsafeMutableBytes(of: &saved) { Self.threadName(read: $0) }
-    let mixerName: StaticString = "alsoft-mixer"
-    Self.writeThreadName(mixerName.utf8Start, count: mixerName.utf8CodeUnitCount)
-    alcDeviceResumeSOFT(device)
-    if savedLength > 0 {
-      withUnsafeBytes(of: &saved) { Self.writeThreadName($0.baseAddress!, count: savedLength) }
-    }
-  }
-
-  private static func threadName(read buffer: UnsafeMutableRawBufferPointer) -> Int {
-    let descriptor = open("/proc/thread-self/comm", O_RDONLY)
-    guard descriptor >= 0 else { return 0 }
-    defer { close(descriptor) }
-    let count = read(descriptor, buffer.baseAddress, buffer.count)
-    // Without the trailing newline.
-    return count > 1 ? count - 1 : 0
-  }
-
-  private static func writeThreadName(_ bytes: UnsafeRawPointer, count: Int) {
-    let descriptor = open("/proc/thread-self/comm", O_WRONLY)
-    guard descriptor >= 0 else { return }
-    _ = write(descriptor, bytes, count)
-    close(descriptor)
+    ThreadName.whileNamed("alsoft-mixer") { alcDeviceResumeSOFT(device) }
   }
 
   /// False once OpenAL reports the device gone (ALC_EXT_disconnect). Loopback devices never go.

@@ -1,4 +1,5 @@
 import Foundation
+import LeitmotifOutput
 import LeitmotifEngine
 
 #if canImport(Glibc)
