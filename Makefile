@@ -9,7 +9,7 @@
 PACKAGES := pkg-config libopenal-dev libvorbis-dev libmpg123-dev libflac-dev libopusfile-dev libsqlite3-dev libsamplerate0-dev libsoxr-dev libebur128-dev lame tmux \
   pulseaudio pulseaudio-utils
 
-.PHONY: deps test test-tsan fuzz soak demo bench format fixtures assets c-api c-game docs
+.PHONY: deps test test-tsan fuzz soak demo bench format fixtures assets sdk install uninstall deb c-api c-game docs
 
 deps:
 	@missing=$$(for package in $(PACKAGES); do \
@@ -26,7 +26,8 @@ deps:
 	  fi; \
 	fi
 
-test: deps
+# The tests; the SDK first, because a test installs it and runs the C example against it.
+test: deps sdk
 	swift test
 
 # The tests under the thread sanitizer, built in their own scratch path so the normal build stays.
@@ -122,26 +123,62 @@ fixtures:
 assets: deps
 	swift run -c release leitmotif-compose --out Assets/music
 
-# The C API: builds libLeitmotifC.so (include/leitmotif.h is its header) and writes
-# .build/leitmotif.pc, so that a game's build finds both:
-#   PKG_CONFIG_PATH=$(CURDIR)/.build pkg-config --cflags --libs leitmotif
-# SWIFT_FLAGS passes options to SwiftPM, e.g. SWIFT_FLAGS="--scratch-path /tmp/build" or "-c release".
-c-api: deps
-	swift build --product LeitmotifC $(SWIFT_FLAGS)
-	@mkdir -p .build
-	@libdir=$$(swift build --show-bin-path $(SWIFT_FLAGS)); \
-	version=$$(sed -n 's/^#define LM_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\)$$/\2/p' include/leitmotif.h | paste -sd.); \
-	printf '%s\n' \
-	  "prefix=$(CURDIR)" \
-	  'includedir=$${prefix}/include' \
-	  "libdir=$$libdir" \
-	  '' \
-	  'Name: leitmotif' \
-	  'Description: Leitmotif, game music that follows the game: the C API' \
-	  "Version: $$version" \
-	  'Cflags: -I$${includedir}' \
-	  'Libs: -L$${libdir} -lLeitmotifC -Wl,-rpath,$${libdir}' > .build/leitmotif.pc; \
-	echo "wrote .build/leitmotif.pc (libdir $$libdir)"
+# The C API as a game installs it (SDK/ holds the parts): libleitmotif.so.MAJOR.MINOR.PATCH
+# (soname libleitmotif.so.MAJOR) with the Swift runtime, Dispatch and Foundation linked in, so a
+# game needs no Swift toolchain to run; include/leitmotif.h; lib/pkgconfig/leitmotif.pc. Only the
+# lm_ functions are exported (SDK/leitmotif.map). VERSION holds the version, and the header's
+# LM_VERSION_* must say the same.
+#   make sdk                      builds it (release) into .build/sdk/lib, when missing or stale
+#   sudo make install             installs it into PREFIX (default /usr/local); `make uninstall`
+#   make install PREFIX=~/sdk     anywhere; DESTDIR=... stages it (packagers)
+#   make deb                      Debian packages libleitmotif0 and libleitmotif-dev in .build/deb
+VERSION := $(shell cat VERSION)
+MAJOR := $(firstword $(subst ., ,$(VERSION)))
+PREFIX ?= /usr/local
+LIBDIR ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+SDK_LIBRARY := .build/sdk/lib/libleitmotif.so.$(VERSION)
+# LeitmotifC and every Swift target it depends on (Package.swift): the objects the library holds.
+SDK_TARGETS := LeitmotifC Leitmotif LeitmotifCues LeitmotifPlayers LeitmotifLibrary LeitmotifAnalysis \
+  LeitmotifEngine LeitmotifOutput LeitmotifDecoding
+
+sdk: deps
+	@header=$$(sed -n 's/^#define LM_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\)$$/\2/p' include/leitmotif.h | paste -sd.); \
+	if [ "$$header" != "$(VERSION)" ]; then \
+	  echo "VERSION says $(VERSION) but include/leitmotif.h's LM_VERSION_* say $$header: make them agree"; exit 1; \
+	fi
+	swift build -c release --target LeitmotifC --static-swift-stdlib --scratch-path .build/sdk
+	@if [ ! -f $(SDK_LIBRARY) ] || [ -n "$$(find .build/sdk/release SDK -newer $(SDK_LIBRARY) \( -name '*.o' -o -path 'SDK/*' \) | head -1)" ]; then \
+	  echo "linking $(SDK_LIBRARY)"; \
+	  sh SDK/link-library.sh .build/sdk/release $(SDK_LIBRARY) libleitmotif.so.$(MAJOR) $(SDK_TARGETS) || exit 1; \
+	fi
+	@echo "$(SDK_LIBRARY): $$(du -k $(SDK_LIBRARY) | cut -f1) KiB, needs $$(readelf -d $(SDK_LIBRARY) | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p' | paste -sd' ')"
+
+install: sdk
+	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)
+	install -m 644 include/leitmotif.h $(DESTDIR)$(INCLUDEDIR)/leitmotif.h
+	install -m 755 $(SDK_LIBRARY) $(DESTDIR)$(LIBDIR)/libleitmotif.so.$(VERSION)
+	ln -sf libleitmotif.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libleitmotif.so.$(MAJOR)
+	ln -sf libleitmotif.so.$(MAJOR) $(DESTDIR)$(LIBDIR)/libleitmotif.so
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
+	  -e 's|@VERSION@|$(VERSION)|' SDK/leitmotif.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/leitmotif.pc
+	@# The dynamic linker's cache, for a system folder such as /usr/local/lib (not when staging).
+	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && command -v ldconfig >/dev/null; then ldconfig; fi
+	@echo "installed Leitmotif $(VERSION) in $(DESTDIR)$(PREFIX): $$(du -ck $(DESTDIR)$(INCLUDEDIR)/leitmotif.h $(DESTDIR)$(LIBDIR)/libleitmotif.so.$(VERSION) $(DESTDIR)$(LIBDIR)/pkgconfig/leitmotif.pc | tail -1 | cut -f1) KiB"
+
+uninstall:
+	rm -f $(DESTDIR)$(INCLUDEDIR)/leitmotif.h $(DESTDIR)$(LIBDIR)/pkgconfig/leitmotif.pc \
+	  $(DESTDIR)$(LIBDIR)/libleitmotif.so $(DESTDIR)$(LIBDIR)/libleitmotif.so.$(MAJOR) \
+	  $(DESTDIR)$(LIBDIR)/libleitmotif.so.$(VERSION)
+	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && command -v ldconfig >/dev/null; then ldconfig; fi
+
+deb: sdk
+	sh SDK/build-deb.sh $(VERSION) $(SDK_LIBRARY) .build/deb
+
+# The C API for working on it: the SDK installed into .build/prefix, for the C example below.
+#   PKG_CONFIG_PATH=$(CURDIR)/.build/prefix/lib/pkgconfig pkg-config --cflags --libs leitmotif
+c-api:
+	@$(MAKE) -s install PREFIX=$(CURDIR)/.build/prefix
 
 # The C example (Demo/c-game): built with the C compiler against the C API through pkg-config,
 # then run: rendered offline to .build/c-game.wav by default; C_GAME_FLAGS="" plays it live.
@@ -152,5 +189,6 @@ ifeq ($(origin CC),default)
 endif
 c-game: c-api
 	$(CC) -std=c99 -Wall -Wextra -o .build/c-game Demo/c-game/game.c \
-	  $$(PKG_CONFIG_PATH=$(CURDIR)/.build pkg-config --cflags --libs leitmotif) -lm
+	  $$(PKG_CONFIG_PATH=$(CURDIR)/.build/prefix/lib/pkgconfig pkg-config --cflags --libs leitmotif) \
+	  -Wl,-rpath,$(CURDIR)/.build/prefix/lib -lm
 	.build/c-game $(C_GAME_FLAGS)

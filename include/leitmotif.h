@@ -1,8 +1,19 @@
 /*
- * leitmotif.h: Leitmotif's C API (libLeitmotifC.so), C99, usable from C++.
+ * leitmotif.h: Leitmotif's C API (libleitmotif.so; SwiftPM's own build calls it libLeitmotifC.so), C99, usable from C++.
  *
- * Build and find it:  make c-api   (builds .build/debug/libLeitmotifC.so, writes .build/leitmotif.pc)
- *                     cc game.c $(PKG_CONFIG_PATH=.build pkg-config --cflags --libs leitmotif)
+ * Install it:  make sdk && sudo make install   (libleitmotif.so, this header, leitmotif.pc in
+ *                                                /usr/local; PREFIX=... elsewhere; make deb for
+ *                                                Debian packages)
+ * Build with:  cc game.c $(pkg-config --cflags --libs leitmotif)
+ *
+ * ## Versions
+ *
+ * Semantic versions: LM_VERSION_MAJOR/MINOR/PATCH below are this header's, lm_version() is the
+ * library's. Within a major version the library only adds (functions, enum values, lm_config
+ * fields at the end, which struct_size governs), so a program built against an older header of
+ * the same major runs with a newer library; the library's soname (libleitmotif.so.MAJOR)
+ * changes with the major version. lm_engine_create checks this when the game starts: a header
+ * of another major version, or newer than the library, is refused with LM_ERROR_VERSION.
  *
  * ## Conventions (they hold for every function below)
  *
@@ -70,7 +81,10 @@ typedef enum lm_error {
      engine's own callbacks. */
   LM_ERROR_WRONG_MODE = 7,
   /* The engine table is full (65535 engines alive at once). */
-  LM_ERROR_TOO_MANY_ENGINES = 8
+  LM_ERROR_TOO_MANY_ENGINES = 8,
+  /* The program was built against a leitmotif.h this library cannot serve: another major
+     version, or a newer one (the message names both versions). */
+  LM_ERROR_VERSION = 9
 } lm_error;
 
 /* The enumerator's name ("LM_ERROR_BUS_FULL"), a static string; "LM_ERROR_UNKNOWN" for other
@@ -159,9 +173,15 @@ typedef struct lm_config {
    (or the first lm_update / lm_render).
    On success *out is the new handle; on failure *out is NULL and lm_last_error() says why
    (LM_ERROR_CUE_FILE lists every problem of the file).
-   Errors: LM_ERROR_INVALID_ARGUMENT, LM_ERROR_CUE_FILE, LM_ERROR_OUTPUT, LM_ERROR_TOO_MANY_ENGINES.
-   Thread safety: any thread. */
-lm_error lm_engine_create(const lm_config *config, lm_engine **out);
+   Errors: LM_ERROR_INVALID_ARGUMENT, LM_ERROR_CUE_FILE, LM_ERROR_OUTPUT, LM_ERROR_TOO_MANY_ENGINES,
+   LM_ERROR_VERSION (see "Versions" above).
+   Thread safety: any thread.
+   lm_engine_create is a macro that passes this header's LM_VERSION on to
+   lm_engine_create_versioned, which checks it against the library's before anything else.
+   Bindings from other languages, which do not see macros, call lm_engine_create_versioned with
+   the version of the header they were written against. */
+lm_error lm_engine_create_versioned(const lm_config *config, lm_engine **out, int header_version);
+#define lm_engine_create(config, out) lm_engine_create_versioned((config), (out), LM_VERSION)
 
 /* Stops the director and the music, closes the output and invalidates the handle: every later
    call with it returns LM_ERROR_INVALID_HANDLE. Waits for a callback of this engine that is

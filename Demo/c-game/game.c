@@ -345,6 +345,21 @@ static int self_test(const char *cues) {
   config.output = (lm_output_kind)42;
   expect(lm_engine_create(&config, &engine), LM_ERROR_INVALID_ARGUMENT, "create with an unknown output kind");
 
+  /* A program built against another major version's header, or a newer one, is refused. */
+  config = offline_config(cues);
+  expect(lm_engine_create_versioned(&config, &engine, LM_VERSION + 10000), LM_ERROR_VERSION,
+         "create from a header of the next major version");
+  expect_true(strstr(lm_last_error(), "another major version") != NULL, "the message says another major version");
+  expect(lm_engine_create_versioned(&config, &engine, LM_VERSION + 100), LM_ERROR_VERSION,
+         "create from a newer header of the same major version");
+  expect_true(strcmp(lm_error_name(LM_ERROR_VERSION), "LM_ERROR_VERSION") == 0, "LM_ERROR_VERSION has its name");
+  if (LM_VERSION_MINOR > 0 || LM_VERSION_PATCH > 0) {
+    expect(lm_engine_create_versioned(&config, &engine, LM_VERSION_MAJOR * 10000), LM_OK,
+           "create from an older header of the same major version");
+    expect(lm_engine_destroy(engine), LM_OK, "destroy it");
+    engine = NULL;
+  }
+
   /* NULL and made-up handles. */
   expect(lm_post(NULL, "level.start", NULL, 0), LM_ERROR_INVALID_HANDLE, "post on a NULL handle");
   expect_true(strlen(lm_engine_last_error(NULL)) > 0, "lm_engine_last_error(NULL) is a message");

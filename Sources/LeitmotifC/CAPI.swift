@@ -65,12 +65,33 @@ public func lmErrorName(_ error: lm_error) -> UnsafePointer<CChar> {
   case LM_ERROR_BUS_FULL: return CString.literal("LM_ERROR_BUS_FULL")
   case LM_ERROR_WRONG_MODE: return CString.literal("LM_ERROR_WRONG_MODE")
   case LM_ERROR_TOO_MANY_ENGINES: return CString.literal("LM_ERROR_TOO_MANY_ENGINES")
+  case LM_ERROR_VERSION: return CString.literal("LM_ERROR_VERSION")
   default: return CString.literal("LM_ERROR_UNKNOWN")
   }
 }
 
+/// The library's version, LM_VERSION as the header it was built with computes it.
+private let libraryVersion = LM_VERSION_MAJOR * 10_000 + LM_VERSION_MINOR * 100 + LM_VERSION_PATCH
+
 @_cdecl("lm_version")
-public func lmVersion() -> Int32 { LM_VERSION_MAJOR * 10_000 + LM_VERSION_MINOR * 100 + LM_VERSION_PATCH }
+public func lmVersion() -> Int32 { libraryVersion }
+
+/// "1.2.3" for LM_VERSION's 10203.
+private func versionText(_ version: Int32) -> String { "\(version / 10_000).\(version / 100 % 100).\(version % 100)" }
+
+/// A program built against `header` can use this library when the major versions are the same
+/// and the library is at least as new: within a major version the library only adds.
+private func checkHeader(_ header: Int32) throws(CAPIError) {
+  guard header / 10_000 == libraryVersion / 10_000, header <= libraryVersion else {
+    throw CAPIError(
+      LM_ERROR_VERSION,
+      "this program was built against leitmotif.h \(versionText(header)), which libleitmotif.so "
+        + "\(versionText(libraryVersion)) cannot serve ("
+        + (header / 10_000 != libraryVersion / 10_000 ? "another major version" : "a newer header than the library")
+        + "): rebuild the game against the installed leitmotif.h, or install libleitmotif \(versionText(header)) or later "
+        + "of major version \(header / 10_000)")
+  }
+}
 
 @_cdecl("lm_last_error")
 public func lmLastError() -> UnsafePointer<CChar> { ThreadLastError.current }
@@ -87,12 +108,13 @@ public func lmEngineLastError(_ handle: OpaquePointer?) -> UnsafePointer<CChar> 
 
 // MARK: - Creating and destroying
 
-@_cdecl("lm_engine_create")
-public func lmEngineCreate(_ config: UnsafePointer<lm_config>?, _ out: UnsafeMutablePointer<OpaquePointer?>?)
-  -> lm_error
-{
+@_cdecl("lm_engine_create_versioned")
+public func lmEngineCreateVersioned(
+  _ config: UnsafePointer<lm_config>?, _ out: UnsafeMutablePointer<OpaquePointer?>?, _ headerVersion: Int32
+) -> lm_error {
   out?.pointee = nil
   return withoutEngine { () throws(CAPIError) in
+    try checkHeader(headerVersion)
     let config = try required(config, "config")
     let out = try required(out, "out")
     let size = UnsafeRawPointer(config).load(as: Int.self)

@@ -69,6 +69,8 @@ struct CAPITests {
     #expect(counts.count == 2 && counts[0] == counts[1] && counts[0] >= 60, "\(summary)")
     for line in [
       "ok   post on a NULL handle: LM_ERROR_INVALID_HANDLE",
+      "ok   create from a header of the next major version: LM_ERROR_VERSION",
+      "ok   create from a newer header of the same major version: LM_ERROR_VERSION",
       "ok   post on a destroyed engine: LM_ERROR_INVALID_HANDLE",
       "ok   post a bad UTF-8 cue name: LM_ERROR_INVALID_ARGUMENT",
       "ok   rate 9 (out of range): LM_ERROR_INVALID_ARGUMENT",
