@@ -16,11 +16,12 @@ struct DemoOptions {
                        edit it while the level runs and hear the change
       --level FILE     another level script (default Demo/level.json5)
       --library DIR    the player's music for the exploration state (asks for consent first)
-      --pick           in real time, pick songs for the exploration state first (one per line
-                       from the library's titles, numbered; needs --library)
+      --pick           first pick the songs for the exploration state in the full-screen terminal
+                       picker (leitmotif pick: type to search, Space marks, Enter picks); needs --library
       --out FILE       the rendered level (default demo-level.wav)
-      --timeline FILE  the timeline picture (default demo-level.svg; a PNG and the JSON are
-                       written beside it, the PNG where rsvg-convert or ImageMagick is installed)
+      --timeline FILE  the timeline: FILE.svg (the picture), FILE.json (its data) and FILE.png
+                       (where rsvg-convert or ImageMagick is installed), FILE without its
+                       extension (default demo-level); the same as leitmotif cues simulate's
     """
 
   var mode = Mode.automatic
@@ -70,8 +71,6 @@ struct DemoOptions {
   }
 
   /// The JSON and PNG beside the timeline picture.
-  var timelineJSONPath: String { (timelinePath as NSString).deletingPathExtension + ".json" }
-  var timelinePNGPath: String { (timelinePath as NSString).deletingPathExtension + ".png" }
 }
 
 struct UsageError: Error {

@@ -90,7 +90,9 @@ enum RealtimeLevel {
       reporter.report(report)
     }
     Output.shared.print(
-      "playing the level in real time on \"\(engine.initialDevice.name)\""
+      "playing the level in real time "
+        + (engine.initialDevice.kind == .headless
+          ? "headless (no sound card: nothing is heard)" : "on \"\(engine.initialDevice.name)\"")
         + (speed == 1 ? "" : " at \(speed)x speed") + "; edit \(options.cuesPath) to hear changes; Ctrl-C stops")
     var timeline = CueTimeline(sampleRate: engine.sampleRate, durationSeconds: levelSeconds / speed)
     let start = Date()

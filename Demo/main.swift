@@ -78,16 +78,12 @@ if mode == .offline {
     engine: engine!, script: script, library: library, picks: picks, levelSeconds: levelSeconds)
 }
 
-// The timeline: the picture (and a PNG where a converter exists) and the data behind it.
+// The timeline: the data, the picture, and a PNG where a converter exists (`--timeline`).
 do {
-  try TimelinePicture.svg(timeline, title: "Leitmotif demo level: \((options.levelPath as NSString).lastPathComponent)")
-    .write(toFile: options.timelinePath, atomically: true, encoding: .utf8)
-  try timeline.jsonData().write(to: URL(fileURLWithPath: options.timelineJSONPath))
-  Output.shared.print("timeline picture: \(options.timelinePath)")
-  if TimelinePicture.writePNG(svgPath: options.timelinePath, pngPath: options.timelinePNGPath) {
-    Output.shared.print("timeline picture: \(options.timelinePNGPath)")
+  let title = "Leitmotif demo level: \((options.levelPath as NSString).lastPathComponent)"
+  for file in try TimelinePicture.write(timeline, title: title, named: options.timelinePath) {
+    Output.shared.print((file.hasSuffix(".json") ? "timeline data: " : "timeline picture: ") + file)
   }
-  Output.shared.print("timeline data: \(options.timelineJSONPath)")
 } catch {
   complain("cannot write the timeline: \(error)")
 }

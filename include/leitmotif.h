@@ -46,6 +46,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -134,9 +135,10 @@ typedef enum lm_diagnostic_severity {
    lm_engine_destroy. */
 typedef void (*lm_diagnostic_fn)(lm_diagnostic_severity severity, const char *message, void *user_data);
 
-/* How to make an engine. Zero it (memset or `= {0}`), set struct_size to sizeof(lm_config), then
-   the fields you need: the zero value of every field is its default. struct_size lets later
-   versions add fields at the end: a library reads only the fields a caller's struct_size covers. */
+/* How to make an engine. Start from lm_config_defaults() (or zero it with memset and set
+   struct_size to sizeof(lm_config)), then set the fields you need: the zero value of every
+   field is its default. struct_size lets later versions add fields at the end: a library reads
+   only the fields a caller's struct_size covers. */
 typedef struct lm_config {
   size_t struct_size;
   /* Required: whose consent to the music library this is (the answer is remembered per id),
@@ -167,6 +169,16 @@ typedef struct lm_config {
   lm_diagnostic_fn diagnostic_callback;
   void *diagnostic_user_data;
 } lm_config;
+
+/* A config with every field at its default and struct_size set: `lm_config config =
+   lm_config_defaults();`, then the fields you need. Clean at -Wall -Wextra in C and C++, where
+   `= {0}` is a missing-field-initializers warning in C++. (Inline: not a library function.) */
+static inline lm_config lm_config_defaults(void) {
+  lm_config config;
+  memset(&config, 0, sizeof config);
+  config.struct_size = sizeof config;
+  return config;
+}
 
 /* Makes an engine: opens the output, reads the cue file and the bundled music's tags. Does I/O:
    call it while the game loads, not in its frame loop. The music does not start until lm_start
@@ -221,6 +233,33 @@ typedef struct lm_value {
   const char *string;
   int boolean;
 } lm_value;
+
+/* Payload values, clean in C and C++ at -Wextra: `lm_value payload[] = {lm_number("threat", 2),
+   lm_string("weapon", "axe")};`. (Inline: not library functions.) */
+static inline lm_value lm_number(const char *key, double number) {
+  lm_value value;
+  memset(&value, 0, sizeof value);
+  value.key = key;
+  value.type = LM_VALUE_NUMBER;
+  value.number = number;
+  return value;
+}
+static inline lm_value lm_string(const char *key, const char *string) {
+  lm_value value;
+  memset(&value, 0, sizeof value);
+  value.key = key;
+  value.type = LM_VALUE_STRING;
+  value.string = string;
+  return value;
+}
+static inline lm_value lm_bool(const char *key, int boolean) {
+  lm_value value;
+  memset(&value, 0, sizeof value);
+  value.key = key;
+  value.type = LM_VALUE_BOOL;
+  value.boolean = boolean;
+  return value;
+}
 
 /* Starts the music: enters `state` (NULL: the cue file's start state) and, with own-thread
    clocking, the director's thread. Idempotent (a second call does nothing). Offline engines

@@ -150,8 +150,7 @@ static void print_now_playing(lm_engine *engine, double game_seconds) {
 }
 
 static int run_game(const char *cues, const char *offline_path, double seconds) {
-  lm_config config = {0};
-  config.struct_size = sizeof config;
+  lm_config config = lm_config_defaults();
   config.application_id = "org.leitmotif.c-game";
   config.usage_description = "The game plays your own songs while you explore.";
   config.cue_file = cues;
@@ -312,8 +311,7 @@ static void *race(void *argument) {
 }
 
 static lm_config offline_config(const char *cues) {
-  lm_config config = {0};
-  config.struct_size = sizeof config;
+  lm_config config = lm_config_defaults();
   config.application_id = "org.leitmotif.c-game.self-test";
   config.usage_description = "Tests ask.";
   config.cue_file = cues;

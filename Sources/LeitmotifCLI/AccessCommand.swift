@@ -67,11 +67,18 @@ enum AccessCommand {
 
   private static func change(_ store: LibraryAccessStore, verb: String, application: String) -> Int32 {
     do {
+      // Each says what it did: a player who runs it wants to see that it took.
       switch verb {
-      case "allow": try store.remember(.authorized, for: application)
-      case "deny": try store.remember(.denied, for: application)
+      case "allow":
+        try store.remember(.authorized, for: application)
+        say("\(application) may now read your music library (authorized; remembered in \(store.file.path))")
+      case "deny":
+        try store.remember(.denied, for: application)
+        say("\(application) may no longer read your music library (denied; remembered in \(store.file.path))")
       default:
-        if !(try store.forget(application)) {
+        if try store.forget(application) {
+          say("forgot the answer for \(application): it asks again next time (notDetermined)")
+        } else {
           FileHandle.standardError.write(Data("leitmotif: \(application) had no remembered answer\n".utf8))
         }
       }

@@ -12,7 +12,7 @@ enum CuesCommand {
   static let usage = """
     usage:
       leitmotif cues check FILE    checks a cue file: every error and warning, with its line and column
-      leitmotif cues simulate CUES --events SCRIPT --out OUT.wav [--library DIR] [--timeline OUT.json]
+      leitmotif cues simulate CUES --events SCRIPT --out OUT.wav [--library DIR] [--timeline FILE]
                                    plays a scripted level offline and prints what each event did
     exit status: 0 the file is valid (it may have warnings), 2 it is not, or a usage error
     """

@@ -2,7 +2,7 @@ import Foundation
 import Leitmotif
 import Synchronization
 
-/// `leitmotif cues simulate CUES --events SCRIPT --out OUT.wav [--library DIR] [--timeline OUT.json]
+/// `leitmotif cues simulate CUES --events SCRIPT --out OUT.wav [--library DIR] [--timeline FILE]
 /// [--duration S] [--state NAME]`: renders a scripted level offline through the director,
 /// deterministically, and prints the timeline (one line per thing the director did).
 /// With `--live` instead of `--out`, plays the same script in real time on the sound device
@@ -14,7 +14,7 @@ import Synchronization
 enum CuesSimulateCommand {
   static let usage = """
     usage: leitmotif cues simulate CUES --events SCRIPT (--out OUT.wav | --live) [--library DIR]
-                                   [--timeline OUT.json] [--duration SECONDS] [--state NAME]
+                                   [--timeline FILE] [--duration SECONDS] [--state NAME]
       --events SCRIPT     a JSON5 list of timed events: [{ at: 12.5, cue: "enemy.spotted", payload: { threat: 2 } }]
       --out OUT.wav       where the render goes (32-bit float, 48 kHz stereo)
       --live              play in real time on the sound device instead (headless without one)
@@ -24,7 +24,9 @@ enum CuesSimulateCommand {
                           the exact time (mix frame) it took effect: rendering that script
                           offline gives what was heard, sample for sample
       --library DIR       the player's music for library sources (asks for consent on a terminal)
-      --timeline OUT.json the timeline as JSON: events and what they did, states, items, voice gains
+      --timeline FILE     the timeline: FILE.json (events and what they did, states, items, voice
+                          gains), its picture FILE.svg and FILE.png (with a converter), FILE
+                          without its extension; the same as leitmotif-demo's --timeline
       --duration SECONDS  how long to render (default: 8 s after the last event)
       --state NAME        the state to start in (default: the cue file's "start")
     """
@@ -120,8 +122,10 @@ enum CuesSimulateCommand {
         seconds / max(elapsed, 0.001)))
     if let timelinePath {
       do {
-        try result.timeline.jsonData().write(to: URL(fileURLWithPath: timelinePath))
-        say("timeline: \(timelinePath)")
+        let title = "leitmotif cues simulate: \(URL(fileURLWithPath: eventsPath).lastPathComponent)"
+        for file in try TimelinePicture.write(result.timeline, title: title, named: timelinePath) {
+          say("timeline: \(file)")
+        }
       } catch {
         FileHandle.standardError.write(Data("cues simulate: \(timelinePath): cannot write: \(error)\n".utf8))
         return 1

@@ -69,6 +69,7 @@ enum QueryCommand {
           printTable(collections, group: options.group)
         }
       }
+      noteEmptyIndex(library)
       return 0
     } catch {
       switch error {
@@ -77,6 +78,15 @@ enum QueryCommand {
       default: fail("\(error)", status: 1)
       }
     }
+  }
+
+  /// An empty answer from an index that holds no songs at all most likely means nobody scanned
+  /// yet: say what to run (on standard error, so the output stays the table or the JSON lines).
+  static func noteEmptyIndex(_ library: MediaLibrary) {
+    guard (try? library.items(matching: .songs()).isEmpty) == true else { return }
+    let folders = library.folders.map { FileSystemPath.displayed($0.path) }.joined(separator: ", ")
+    FileHandle.standardError.write(
+      Data("leitmotif: the library index holds no songs from \(folders): run `leitmotif scan` first\n".utf8))
   }
 
   static func parse(_ arguments: [String]) -> Options {

@@ -20,6 +20,8 @@ let usage = """
         lists the playback devices OpenAL can open
     leitmotif cues check FILE
         checks a cue file (JSON5): every error and warning as FILE:LINE:COLUMN; exit status 2 if invalid
+    leitmotif cues simulate CUES --events SCRIPT (--out OUT.wav | --live) [--timeline FILE] ...
+        plays a scripted level against a cue file: rendered offline, or live on the sound device
 
   the player's music library (each for one application id: --app ID, default leitmotif; without
   the player's consent: an error naming the state, exit status 3):

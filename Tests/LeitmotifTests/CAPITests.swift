@@ -84,6 +84,34 @@ struct CAPITests {
     }
   }
 
+  @Test("The header is clean C99 and C++ at -Wall -Wextra -Wpedantic -Werror, its config and payload helpers too")
+  func headerWarnings() throws {
+    let directory = try TemporaryDirectory(prefix: "leitmotif-c-header")
+    let source = directory.file("uses.c")
+    try Data(
+      """
+      #include "leitmotif.h"
+      int uses(void);
+      int uses(void) {
+        lm_config config = lm_config_defaults();
+        lm_value payload[] = {lm_number("threat", 2), lm_string("kind", "wolf"), lm_bool("boss", 1)};
+        lm_engine *engine = NULL;
+        if (lm_engine_create(&config, &engine) != LM_OK) return 1;
+        return (int)lm_post(engine, "enemy.spotted", payload, 3) + (int)config.struct_size;
+      }
+      """.utf8
+    ).write(to: URL(fileURLWithPath: source))
+    for language in [["-x", "c", "-std=c99"], ["-x", "c++", "-std=c++11"], ["-x", "c++", "-std=c++17"]] {
+      let run = try CGame.run(
+        CGame.compiler,
+        language + [
+          "-Wall", "-Wextra", "-Wpedantic", "-Werror", "-I", CGame.repository + "/include", "-fsyntax-only", source,
+        ],
+        in: directory)
+      #expect(run.status == 0, "\(language): \(run.errors)")
+    }
+  }
+
   /// The C program for `exitWithoutDestroy`: it plays, then returns from `main` with the engine
   /// alive. Its own `atexit` handler, registered before the engine exists, runs after
   /// Leitmotif's and lists the threads still there.

@@ -113,8 +113,12 @@ struct DirectorRuleTests {
 
   @Test("A cue no rule answers is reported as such")
   func unanswered() throws {
-    let timeline = try run([.cue(1, "door.opened")])
+    let timeline = try run([.cue(1, "door.opened"), .cue(2, "player.hti")])
     #expect(timeline.events.first?.reason == "no rule answers cue \"door.opened\"", "\(timeline.summary)")
+    // A misspelt cue names the rule's cue it is closest to.
+    #expect(
+      timeline.events.last?.reason == "no rule answers cue \"player.hti\"; did you mean \"player.hit\"?",
+      "\(timeline.summary)")
   }
 }
 
@@ -728,6 +732,10 @@ struct CuesSimulateCommandTests {
     #expect(size >= 4 * 48_000 * 2 * 4 && size < 4 * 48_000 * 2 * 4 + 100, "\(size) bytes")
     let timeline = try JSONDecoder().decode(CueTimeline.self, from: Data(contentsOf: URL(fileURLWithPath: json)))
     #expect(timeline.states.map(\.state) == ["explore", "combat"])
+    // --timeline means what it means in the demo: the picture is written beside the data.
+    let picture = try String(contentsOfFile: game.directory.file("timeline.svg"), encoding: .utf8)
+    #expect(picture.hasPrefix("<svg") || picture.hasPrefix("<?xml"), "\(picture.prefix(80))")
+    #expect(run.output.contains("timeline: \(game.directory.file("timeline.svg"))"), "\(run.output)")
     // Heard on the beat after the event: 2.5 s.
     #expect(abs((timeline.states.last?.from ?? 0) - 2.5) < 0.001, "\(timeline.states)")
   }
@@ -743,7 +751,8 @@ struct CuesSimulateCommandTests {
       "cues", "simulate", game.cuePath, "--events", script, "--out", game.directory.file("out.wav"),
     ])
     #expect(run.status == 2)
-    #expect(run.errors.contains("bad.json5:2:9: error: [0].at: expected a time from 0 to 86400 s (one day)"), "\(run.errors)")
+    #expect(
+      run.errors.contains("bad.json5:2:9: error: [0].at: expected a time from 0 to 86400 s (one day)"), "\(run.errors)")
     #expect(
       run.errors.contains("bad.json5:3:22: error: [1].paylod: unknown key \"paylod\"; did you mean \"payload\"?"),
       "\(run.errors)")

@@ -817,6 +817,7 @@ struct LibraryAccessCLITests {
     let allow = try run(["allow", "com.example.dungeon"], stateHome: stateHome)
     #expect(allow.status == 0, "\(allow.errors)")
     #expect(library.authorizationStatus == .authorized)
+    #expect(allow.output.contains("com.example.dungeon may now read your music library (authorized"), "\(allow.output)")
     #expect(try run(["deny", "org.example.racer"], stateHome: stateHome).status == 0)
 
     let list = try run(["list"], stateHome: stateHome)
@@ -826,9 +827,13 @@ struct LibraryAccessCLITests {
     #expect(lines.map { $0.dropFirst().first } == ["authorized", "denied"])
     #expect(lines.allSatisfy { $0.last?.hasSuffix("Z") == true && $0.count == 3 }, "\(list.output)")
 
-    #expect(try run(["deny", "com.example.dungeon"], stateHome: stateHome).status == 0)
+    let deny = try run(["deny", "com.example.dungeon"], stateHome: stateHome)
+    #expect(deny.status == 0)
+    #expect(deny.output.contains("may no longer read your music library (denied"), "\(deny.output)")
     #expect(library.authorizationStatus == .denied)
-    #expect(try run(["reset", "com.example.dungeon"], stateHome: stateHome).status == 0)
+    let reset = try run(["reset", "com.example.dungeon"], stateHome: stateHome)
+    #expect(reset.status == 0)
+    #expect(reset.output.contains("forgot the answer for com.example.dungeon"), "\(reset.output)")
     #expect(library.authorizationStatus == .notDetermined)
     let again = try run(["reset", "com.example.dungeon"], stateHome: stateHome)
     #expect(again.status == 0)

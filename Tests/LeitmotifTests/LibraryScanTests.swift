@@ -642,9 +642,14 @@ struct LibraryScanCLITests {
     try folder.song("odd.ogg", frequency: 440, title: "Red\u{1B}[31mAlert\nSecond line\u{7}")
     let home = folder.temporary.path
     #expect(try run(["access", "allow", "query-cli-test"], home: home).status == 0)
+    // Before any scan, an empty answer says what to run.
+    let unscanned = try run(["query", "--app", "query-cli-test", "--library", folder.music], home: home)
+    #expect(unscanned.status == 0, "\(unscanned.errors)")
+    #expect(unscanned.errors.contains("holds no songs from") && unscanned.errors.contains("run `leitmotif scan` first"))
     #expect(try run(["scan", "--app", "query-cli-test", "--library", folder.music], home: home).status == 0)
     let query = try run(["query", "--app", "query-cli-test", "--library", folder.music], home: home)
     #expect(query.status == 0, "\(query.errors)")
+    #expect(!query.errors.contains("leitmotif scan"), "\(query.errors)")
     #expect(!query.output.unicodeScalars.contains { $0.value < 0x20 && $0 != "\n" }, "\(query.output)")
     #expect(query.output.contains("Red\\e[31mAlert\\nSecond line\\u{7}"), "\(query.output)")
     // The header, one row, the count: the newline in the title did not break the row.

@@ -258,7 +258,11 @@ final class DirectorCore {
       .sorted { ($0.element.priority, -$0.offset) > ($1.element.priority, -$1.offset) }
       .map(\.element)
     guard !candidates.isEmpty else {
-      report(.ignored(reason: "no rule answers cue \"\(event.cue)\""), cause: event)
+      // A game's typo ("combat.strat") should not look like a cue the file just ignores: name
+      // the rule's cue it is closest to. The director's thread, not the mixer's, does this.
+      let named = sheet.rules.flatMap(\.cues).filter { $0 != "*" && !$0.hasSuffix(".*") }
+      let hint = closestMatch(to: event.cue, among: named).map { "; did you mean \"\($0)\"?" } ?? ""
+      report(.ignored(reason: "no rule answers cue \"\(event.cue)\"\(hint)"), cause: event)
       return
     }
     var reasons: [String] = []

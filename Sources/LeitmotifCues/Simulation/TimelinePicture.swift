@@ -30,6 +30,23 @@ public enum TimelinePicture {
     return picture.draw(title: title)
   }
 
+  /// What `--timeline FILE` writes, in the demo and in `leitmotif cues simulate` alike: the
+  /// timeline's data (BASE.json, `CueTimeline.jsonData()`), its picture (BASE.svg) and, where a
+  /// converter exists, BASE.png, where BASE is FILE without its extension. One meaning in both
+  /// tools, so `--timeline level.json` and `--timeline level.svg` give the same three files.
+  /// - Returns: the files written, in that order.
+  /// - Throws: the error of a file that could not be written.
+  public static func write(_ timeline: CueTimeline, title: String, named path: String) throws -> [String] {
+    let url = URL(fileURLWithPath: path)
+    let base = url.pathExtension.isEmpty ? url : url.deletingPathExtension()
+    let json = base.appendingPathExtension("json").path
+    let svg = base.appendingPathExtension("svg").path
+    let png = base.appendingPathExtension("png").path
+    try timeline.jsonData().write(to: URL(fileURLWithPath: json))
+    try Data(self.svg(timeline, title: title).utf8).write(to: URL(fileURLWithPath: svg))
+    return [json, svg] + (writePNG(svgPath: svg, pngPath: png) ? [png] : [])
+  }
+
   /// Converts an SVG file to PNG with a converter found on `PATH`: `rsvg-convert` (Debian
   /// package `librsvg2-bin`) or else ImageMagick's `convert`. Optional: the SVG is the picture;
   /// without a converter nothing happens and the result is false.
