@@ -4,12 +4,13 @@
 
 # C libraries the package links (OpenAL Soft, libvorbis/vorbisfile/vorbisenc, libmpg123, libFLAC, opusfile, SQLite,
 # libsamplerate, libsoxr),
-# pkg-config for SwiftPM to find them, lame for the benchmark's MP3 and the fixture script, and a
-# real sound server for the device-loss test (PulseAudio with a null sink, recorded with parec).
-PACKAGES := pkg-config libopenal-dev libvorbis-dev libmpg123-dev libflac-dev libopusfile-dev libsqlite3-dev libsamplerate0-dev libsoxr-dev libebur128-dev lame tmux \
+# pkg-config for SwiftPM to find them, lame for the benchmark's MP3 and the fixture script, CMake
+# for the C example (Examples/c-game), and a real sound server for the device-loss test
+# (PulseAudio with a null sink, recorded with parec).
+PACKAGES := pkg-config libopenal-dev libvorbis-dev libmpg123-dev libflac-dev libopusfile-dev libsqlite3-dev libsamplerate0-dev libsoxr-dev libebur128-dev lame tmux cmake \
   pulseaudio pulseaudio-utils
 
-.PHONY: deps test test-tsan fuzz soak demo bench format fixtures assets sdk install uninstall deb c-api c-game docs
+.PHONY: deps test test-tsan fuzz soak demo bench format fixtures assets sdk install uninstall deb c-api examples c-game docs
 
 deps:
 	@missing=$$(for package in $(PACKAGES); do \
@@ -26,8 +27,8 @@ deps:
 	  fi; \
 	fi
 
-# The tests; the SDK first, because a test installs it and runs the C example against it.
-test: deps sdk
+# The tests; the SDK and the examples first, because tests install the one and run the others.
+test: deps sdk examples
 	swift test
 
 # The tests under the thread sanitizer, built in their own scratch path so the normal build stays.
@@ -148,7 +149,7 @@ sdk: deps
 	  echo "VERSION says $(VERSION) but include/leitmotif.h's LM_VERSION_* say $$header: make them agree"; exit 1; \
 	fi
 	swift build -c release --target LeitmotifC --static-swift-stdlib --scratch-path .build/sdk
-	@if [ ! -f $(SDK_LIBRARY) ] || [ -n "$$(find .build/sdk/release SDK -newer $(SDK_LIBRARY) \( -name '*.o' -o -path 'SDK/*' \) | head -1)" ]; then \
+	@if [ ! -f $(SDK_LIBRARY) ] || [ -n "$$(find .build/sdk/release/ SDK -newer $(SDK_LIBRARY) \( -name '*.o' -o -path 'SDK/*' \) | head -1)" ]; then \
 	  echo "linking $(SDK_LIBRARY)"; \
 	  sh SDK/link-library.sh .build/sdk/release $(SDK_LIBRARY) libleitmotif.so.$(MAJOR) $(SDK_TARGETS) || exit 1; \
 	fi
@@ -180,15 +181,17 @@ deb: sdk
 c-api:
 	@$(MAKE) -s install PREFIX=$(CURDIR)/.build/prefix
 
-# The C example (Demo/c-game): built with the C compiler against the C API through pkg-config,
-# then run: rendered offline to .build/c-game.wav by default; C_GAME_FLAGS="" plays it live.
+# The examples (Examples/): hello-music, a Swift package of its own that depends on this one by
+# path (built in .build/examples/hello-music), and c-game, built with CMake through pkg-config
+# against the SDK installed into .build/prefix (`make c-api`), in .build/examples/c-game.
+# `make test` builds them first; the tests run them.
+examples: c-api
+	swift build --package-path Examples/hello-music --scratch-path .build/examples/hello-music
+	PKG_CONFIG_PATH=$(CURDIR)/.build/prefix/lib/pkgconfig cmake -S Examples/c-game -B .build/examples/c-game \
+	  -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_FLAGS=-Werror > .build/examples-cmake.log || { cat .build/examples-cmake.log; exit 1; }
+	cmake --build .build/examples/c-game
+
+# The C example, run: rendered offline to .build/c-game.wav by default; C_GAME_FLAGS="" plays it live.
 C_GAME_FLAGS ?= --offline .build/c-game.wav
-# The C compiler: cc, else the clang that comes with the Swift toolchain.
-ifeq ($(origin CC),default)
-  CC := $(shell command -v cc 2>/dev/null || command -v clang 2>/dev/null || echo cc)
-endif
-c-game: c-api
-	$(CC) -std=c99 -Wall -Wextra -o .build/c-game Demo/c-game/game.c \
-	  $$(PKG_CONFIG_PATH=$(CURDIR)/.build/prefix/lib/pkgconfig pkg-config --cflags --libs leitmotif) \
-	  -Wl,-rpath,$(CURDIR)/.build/prefix/lib -lm
-	.build/c-game $(C_GAME_FLAGS)
+c-game: examples
+	.build/examples/c-game/c-game $(C_GAME_FLAGS)

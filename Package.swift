@@ -94,7 +94,7 @@ let package = Package(
 
     .executableTarget(
       name: "LeitmotifDemo", dependencies: ["Leitmotif"], path: "Demo",
-      exclude: ["README.md", "level.json5", "c-game"]),
+      exclude: ["README.md", "level.json5"]),
     .executableTarget(name: "LeitmotifCompose", dependencies: ["LeitmotifFixtures"]),
 
     .testTarget(

@@ -281,7 +281,8 @@ lm_error lm_post(lm_engine *engine, const char *cue, const lm_value *payload, si
    negative ramp). Thread safety: any thread; takes a short lock the director's step also takes. */
 lm_error lm_set_parameter(lm_engine *engine, const char *name, double value, double ramp_seconds);
 
-/* Reads parameter `name`'s current value (mid-ramp values included). Any thread. */
+/* Reads parameter `name`'s current value (mid-ramp values included). A value just set without
+   a ramp reads back at once, before the director's next step applies it. Any thread. */
 lm_error lm_get_parameter(lm_engine *engine, const char *name, double *out_value);
 
 /* Pumped clocking: applies the events and parameters posted since the last call and moves ramps
@@ -299,7 +300,7 @@ lm_error lm_update(lm_engine *engine);
    Offline engines open music files inside this call (that keeps runs deterministic): it does
    file I/O and allocates. From a game's real-time audio callback, render ahead into a ring.
    Errors: LM_ERROR_WRONG_MODE on a real-time engine; LM_ERROR_INVALID_ARGUMENT for a NULL
-   buffer (frames 0 is fine and does nothing).
+   buffer with frames above 0 (frames 0 is fine, with any buffer, NULL too, and does nothing).
    Thread safety: any thread; calls on one engine are serialized. */
 lm_error lm_render(lm_engine *engine, float *buffer, size_t frames);
 

@@ -242,9 +242,11 @@ public func lmRender(_ handle: OpaquePointer?, _ buffer: UnsafeMutablePointer<Fl
     guard session.engine.isOffline else {
       throw .wrongMode("lm_render on a real-time engine: only LM_OUTPUT_OFFLINE engines render on demand")
     }
-    let buffer = try required(buffer, "buffer")
     // 2^31 frames (12 hours at 48 kHz) per call is far beyond any buffer; above it, a bad size.
     guard frames >= 0, frames <= Int(Int32.max) else { throw .invalidArgument("frames \(frames) is out of range") }
+    // 0 frames renders nothing and needs no buffer (the header says so): NULL is fine then.
+    guard frames > 0 else { return }
+    let buffer = try required(buffer, "buffer")
     session.render(into: buffer, frames: frames)
   }
 }

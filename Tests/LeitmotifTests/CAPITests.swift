@@ -2,7 +2,7 @@ import Foundation
 import LeitmotifFixtures
 import Testing
 
-/// The C API from C: Demo/c-game/game.c compiled with the toolchain's C compiler against
+/// The C API from C: Examples/c-game/game.c compiled with the toolchain's C compiler against
 /// include/leitmotif.h and the libLeitmotifC.so SwiftPM built next to this test bundle, then run:
 /// offline (its WAV checked by ear, its reports against its script) and in `--self-test` mode
 /// (every error path an error code, and no crash).
@@ -52,6 +52,18 @@ struct CAPITests {
         "\(change.state) at \(change.time) s, its cue \(cue.cue) at \(cue.at) s")
     }
     #expect(run.output.contains("report 36.000 FIRED - "), "player.hit fired its rule at once")
+    // One cue's reports come in the order of their times: the rule, then what it scheduled.
+    let reports = run.output.split(separator: "\n").filter { $0.hasPrefix("report ") }.compactMap {
+      line -> (time: Double, cue: Substring)? in
+      guard let time = Double(line.split(separator: " ")[1]), let open = line.firstIndex(of: "["),
+        let close = line[open...].firstIndex(of: "]")
+      else { return nil }
+      return (time, line[open...close])
+    }
+    for (earlier, later) in zip(reports, reports.dropFirst()) where earlier.cue == later.cue {
+      #expect(earlier.time <= later.time, "\(earlier.cue): a report at \(earlier.time) s before one at \(later.time) s")
+    }
+    #expect(reports.count > 10, "\(run.output)")
     #expect(run.output.contains("game: finished 60 s in state menu"))
   }
 
@@ -75,6 +87,8 @@ struct CAPITests {
       "ok   post a bad UTF-8 cue name: LM_ERROR_INVALID_ARGUMENT",
       "ok   rate 9 (out of range): LM_ERROR_INVALID_ARGUMENT",
       "ok   render on a real-time engine: LM_ERROR_WRONG_MODE",
+      "ok   render 0 frames into NULL: LM_OK",
+      "ok   a parameter set without a ramp reads back at once",
       "ok   post on a full bus: LM_ERROR_BUS_FULL",
       "ok   destroy from inside the callback: LM_ERROR_WRONG_MODE",
       "ok   the game's prompt was asked; yes",
@@ -231,10 +245,10 @@ enum CGame {
     var description: String
   }
 
-  /// Compiles Demo/c-game/game.c into `directory` as C99 with warnings, against the header and
+  /// Compiles Examples/c-game/game.c into `directory` as C99 with warnings, against the header and
   /// the library, with the library's folder as its run path (as the pkg-config file gives it).
   static func build(in directory: TemporaryDirectory) throws -> String {
-    try build(source: repository + "/Demo/c-game/game.c", named: "c-game", in: directory)
+    try build(source: repository + "/Examples/c-game/game.c", named: "c-game", in: directory)
   }
 
   /// Compiles the C file at `source` the same way, into `directory` as `name`.

@@ -157,7 +157,7 @@ struct InstallTests {
     let game = directory.file("c-game")
     let compile = try CGame.run(
       CGame.compiler,
-      ["-std=c99", "-Wall", "-Wextra", "-Werror", CGame.repository + "/Demo/c-game/game.c"]
+      ["-std=c99", "-Wall", "-Wextra", "-Werror", CGame.repository + "/Examples/c-game/game.c"]
         + flags.split(whereSeparator: \.isWhitespace).map(String.init)
         + ["-Wl,-rpath,\(installed.prefix)/lib", "-lm", "-o", game], in: directory)
     try #require(compile.status == 0, "\(compile.errors)")

@@ -147,7 +147,7 @@ public final class Director: @unchecked Sendable {
         core.advance(to: time, newEvents: [], dropped: 0)
         core.start(state: state)
         core.advance(to: time, newEvents: [], dropped: 0)
-        return takeOutbox(&core.outbox)
+        return takeOutbox(core)
       }
     }
     deliver(reports)
@@ -182,8 +182,19 @@ public final class Director: @unchecked Sendable {
     bus.wakeConsumer()
   }
 
-  /// A parameter's current value (nil for a name the cue file does not have).
-  public func parameter(_ name: String) -> Double? { core.withLock { $0.parameterValue(name) } }
+  /// A parameter's current value (nil for a name the cue file does not have). A value set
+  /// without a ramp counts at once, before the director's next step applies it: a game that
+  /// sets a parameter and reads it back sees what it set (clamped to the cue file's range).
+  public func parameter(_ name: String) -> Double? {
+    let pending = pendingParameters.withLock { $0.last { $0.name == name } }
+    return core.withLock { core in
+      guard let current = core.parameterValue(name) else { return nil }
+      guard let pending, pending.ramp == 0, pending.value.isFinite, let spec = core.sheet.parameter(named: name) else {
+        return current
+      }
+      return min(spec.maximum, max(spec.minimum, pending.value))
+    }
+  }
 
   /// The player's picks from the media picker: the music of `picks` sources. Resolved on the
   /// calling thread (no I/O: the items are in memory).
@@ -362,7 +373,7 @@ public final class Director: @unchecked Sendable {
       core.advance(to: time, newEvents: [], dropped: 0)
       for parameter in parameters { core.setParameter(parameter.name, parameter.value, rampSeconds: parameter.ramp) }
       core.advance(to: time, newEvents: events, dropped: dropped)
-      return takeOutbox(&core.outbox)
+      return takeOutbox(core)
     }
     deliver(reports)
     return !events.isEmpty || dropped > 0 || !parameters.isEmpty
@@ -371,10 +382,7 @@ public final class Director: @unchecked Sendable {
   /// When the next scheduled thing is due, and whether ramps need steady updates.
   func timing() -> (deadline: Double?, moving: Bool) { core.withLock { ($0.nextDeadline, $0.isMoving) } }
 
-  private func takeOutbox(_ outbox: inout [DirectorReport]) -> [DirectorReport] {
-    defer { outbox.removeAll(keepingCapacity: true) }
-    return outbox
-  }
+  private func takeOutbox(_ core: DirectorCore) -> [DirectorReport] { core.takeDueReports() }
 
   private func startThread() {
     let running = self.running
@@ -447,7 +455,7 @@ public final class Director: @unchecked Sendable {
       let failure = CueFileError(problems: checked.problems)
       let reports = core.withLock { core -> [DirectorReport] in
         core.report(.reloadFailed(failure))
-        return takeOutbox(&core.outbox)
+        return takeOutbox(core)
       }
       deliver(reports)
       return checked.problems
@@ -459,7 +467,7 @@ public final class Director: @unchecked Sendable {
     let reports = core.withLock { core -> [DirectorReport] in
       core.replace(sheet: sheet, catalog: catalog, resolved: resolved)
       core.report(.reloaded(path: path, warnings: checked.problems))
-      return takeOutbox(&core.outbox)
+      return takeOutbox(core)
     }
     deliver(reports)
     return checked.problems

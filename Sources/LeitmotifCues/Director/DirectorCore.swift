@@ -228,9 +228,10 @@ final class DirectorCore {
   /// something comes in (see `advance`). Anything that changes the mix from outside clears it.
   private var isQuiet = false
 
-  /// The next time something is due (an event's audio time, a scheduled change), if any.
+  /// The next time something is due (an event's audio time, a scheduled change, a held
+  /// report), if any.
   var nextDeadline: Double? {
-    let times = [waiting.first?.audioTime, scheduled.first?.time].compactMap { $0 }
+    let times = [waiting.first?.audioTime, scheduled.first?.time, heldReports.map(\.time).min()].compactMap { $0 }
     return times.min()
   }
 
@@ -272,9 +273,12 @@ final class DirectorCore {
         continue
       }
       lastFired[rule.name] = now
+      // The rule's report goes before the reports its actions make (what it scheduled, the
+      // stinger, the state change), though its text needs their results first.
+      let mark = outbox.count
       var done: [String] = []
       for action in rule.actions { done.append(perform(action, cause: event)) }
-      report(.fired(rule: rule.name, actions: done), cause: event)
+      outbox.insert(DirectorReport(time: now, event: event, kind: .fired(rule: rule.name, actions: done)), at: mark)
       return
     }
     report(.ignored(reason: reasons.joined(separator: "; ")), cause: event)
@@ -827,6 +831,27 @@ final class DirectorCore {
 
   func report(_ kind: DirectorReport.Kind, cause: LevelEvent? = nil, at time: Double? = nil) {
     outbox.append(DirectorReport(time: time ?? now, event: cause, kind: kind))
+  }
+
+  /// Reports stamped later than `now` (a state change waiting for its bar), held until then.
+  private var heldReports: [DirectorReport] = []
+
+  /// The reports due by `now`, in the order of the audio times they carry (ties in the order
+  /// made). A report stamped in the future waits until the director reaches its time, so the
+  /// game hears of a change when it sounds, and one cue's reports (the rule, its stinger on the
+  /// beat, the state change on the bar) arrive in time order across steps.
+  func takeDueReports() -> [DirectorReport] {
+    guard !outbox.isEmpty || !heldReports.isEmpty else { return [] }
+    // A hair of slack: a change stamped at this step's own frame counts as due now.
+    let horizon = now + 1e-9
+    var due: [(order: Int, report: DirectorReport)] = []
+    var held: [DirectorReport] = []
+    for (order, report) in (heldReports + outbox).enumerated() {
+      if report.time <= horizon { due.append((order, report)) } else { held.append(report) }
+    }
+    heldReports = held
+    outbox.removeAll(keepingCapacity: true)
+    return due.sorted { ($0.report.time, $0.order) < ($1.report.time, $1.order) }.map(\.report)
   }
 
   /// Where each item came from (the timeline and the demo say "user song" or "bundled").

@@ -389,6 +389,14 @@ static int self_test(const char *cues) {
   expect(lm_start(engine, "no.such.state"), LM_ERROR_INVALID_ARGUMENT, "start in an unknown state");
   expect(lm_update(engine), LM_ERROR_WRONG_MODE, "lm_update on an offline engine");
   expect(lm_render(engine, NULL, 16), LM_ERROR_INVALID_ARGUMENT, "render into NULL");
+  expect(lm_render(engine, NULL, 0), LM_OK, "render 0 frames into NULL");
+  {
+    double health = -1;
+    expect(lm_set_parameter(engine, "health", 0.25, 0), LM_OK, "set health to 0.25");
+    expect(lm_get_parameter(engine, "health", &health), LM_OK, "read health back");
+    expect_true(health == 0.25, "a parameter set without a ramp reads back at once");
+    expect(lm_set_parameter(engine, "health", 1, 0), LM_OK, "set health back to 1");
+  }
   lm_now_playing_info info = {0};
   expect(lm_now_playing(engine, &info), LM_ERROR_INVALID_ARGUMENT, "now playing with struct_size 0");
   lm_authorization status = (lm_authorization)-1;

@@ -1,0 +1,104 @@
+import Foundation
+import LeitmotifFixtures
+import Testing
+
+/// The examples in Examples/ run as a newcomer runs them: hello-music, a Swift package of its
+/// own, from its folder; the C programs built with CMake through the installed pkg-config file,
+/// from the repository's top folder. And the README shows their code as it is, so its snippets
+/// compile.
+///
+/// `make test` builds them first (`make examples`: its own scratch path and CMake folder); under
+/// plain `swift test` the suite builds them itself. Serialized: one build at a time.
+@Suite(
+  "The examples: hello-music and the CMake C game run, and the README shows their code", .serialized,
+  .disabled(if: CGame.underThreadSanitizer, "the examples build without the sanitizer"))
+struct ExamplesTests {
+  static let helloMusic = CGame.repository + "/.build/examples/hello-music/debug/hello-music"
+  static let cGame = CGame.repository + "/.build/examples/c-game/c-game"
+  static let helloC = CGame.repository + "/.build/examples/c-game/hello"
+
+  /// Builds the examples when one is missing (`make examples`).
+  static func built(in directory: TemporaryDirectory) throws {
+    let files = FileManager.default
+    guard ![helloMusic, cGame, helloC].allSatisfy({ files.isExecutableFile(atPath: $0) }) else { return }
+    let home = ProcessInfo.processInfo.environment["HOME"] ?? directory.path
+    let run = try CGame.run(
+      "/usr/bin/make", ["-s", "-C", CGame.repository, "examples"], in: directory, extraEnvironment: ["HOME": home])
+    try #require(run.status == 0, "make examples failed: \(run.output)\(run.errors)")
+  }
+
+  /// Runs `program` in `folder` (the examples find their cue files relative to where they run).
+  static func run(_ program: String, _ arguments: [String], in folder: String, directory: TemporaryDirectory) throws
+    -> CGame.Run
+  {
+    // CGame.run starts programs in the temporary directory; a shell moves to `folder` first.
+    let quoted = ([program] + arguments).map { "'" + $0 + "'" }.joined(separator: " ")
+    return try CGame.run(
+      "/bin/sh", ["-c", "cd '\(folder)' && exec \(quoted)"], in: directory,
+      extraEnvironment: ["ALSOFT_DRIVERS": "null"])
+  }
+
+  /// The lines of one cue's reports ("[enemy.spotted] ..."), in the order printed, with their times.
+  static func reportTimes(_ output: String, cue: String) -> [Double] {
+    output.split(separator: "\n").filter { $0.contains("[\(cue)]") }.compactMap {
+      Double($0.split(separator: " ").first { !$0.isEmpty } ?? "")
+    }
+  }
+
+  @Test("hello-music plays its cues live (headless here): the fight starts on the bar, ends, and it shuts down")
+  func helloMusicRuns() throws {
+    let directory = try TemporaryDirectory(prefix: "leitmotif-hello-music")
+    try Self.built(in: directory)
+    let run = try Self.run(Self.helloMusic, ["9"], in: CGame.repository + "/Examples/hello-music", directory: directory)
+    #expect(run.status == 0, "\(run.output)\(run.errors)")
+    #expect(run.output.contains("state none -> \"explore\""), "\(run.output)")
+    #expect(run.output.contains("rule \"fight\""), "\(run.output)")
+    #expect(run.output.contains("state \"explore\" -> \"combat\""), "\(run.output)")
+    #expect(run.output.contains("state \"combat\" -> \"explore\""), "\(run.output)")
+    #expect(run.output.contains("rule \"ouch\""), "\(run.output)")
+    #expect(run.output.hasSuffix("hello-music: done\n"), "\(run.output)")
+    for cue in ["enemy.spotted", "combat.end"] {
+      let times = Self.reportTimes(run.output, cue: cue)
+      #expect(times.count >= 2 && times == times.sorted(), "\(cue): \(times)")
+    }
+  }
+
+  @Test("The CMake-built C programs run against the installed SDK: hello.c and the game's scripted minute")
+  func cProgramsRun() throws {
+    let directory = try TemporaryDirectory(prefix: "leitmotif-c-examples")
+    try Self.built(in: directory)
+    let hello = try Self.run(Self.helloC, [], in: CGame.repository, directory: directory)
+    #expect(hello.status == 0, "\(hello.output)\(hello.errors)")
+    #expect(hello.output.contains("[enemy.spotted] rule \"fight\""), "\(hello.output)")
+    #expect(hello.output.contains("state \"combat\" -> \"explore\""), "\(hello.output)")
+    #expect(hello.output.hasSuffix("hello: done\n"), "\(hello.output)")
+    #expect(
+      Self.reportTimes(hello.output, cue: "enemy.spotted")
+        == Self.reportTimes(hello.output, cue: "enemy.spotted").sorted())
+
+    // Linked against the SDK installed into .build/prefix, as pkg-config gave it.
+    let libraries = try CGame.run("/usr/bin/ldd", [Self.cGame], in: directory)
+    #expect(libraries.output.contains("/.build/prefix/lib/libleitmotif.so.0"), "\(libraries.output)")
+
+    let wav = directory.file("game.wav")
+    let game = try Self.run(
+      Self.cGame, ["--offline", wav, "--seconds", "10"], in: CGame.repository, directory: directory)
+    #expect(game.status == 0, "\(game.output)\(game.errors)")
+    #expect(game.output.contains("game: rendered 480000 frames"), "\(game.output)")
+    #expect(try DemoTests.floatSamples(wav).contains { abs($0) > 0.05 }, "the music plays")
+  }
+
+  @Test("The README's Swift and C snippets are the examples' code, as it is")
+  func readmeShowsTheExamples() throws {
+    let readme = try String(contentsOfFile: CGame.repository + "/README.md", encoding: .utf8)
+    for (file, from) in [
+      ("Examples/hello-music/Sources/main.swift", "import Foundation"),
+      ("Examples/c-game/hello.c", "#include <leitmotif.h>"),
+    ] {
+      let source = try String(contentsOfFile: CGame.repository + "/" + file, encoding: .utf8)
+      let start = try #require(source.range(of: from), "\(file) has \(from)")
+      let body = String(source[start.lowerBound...])
+      #expect(readme.contains(body), "README.md does not show \(file) as it is: copy it from `\(from)` to its end")
+    }
+  }
+}
