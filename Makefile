@@ -112,7 +112,7 @@ docs: deps
 	@echo "  docc preview Sources/Leitmotif/Leitmotif.docc --additional-symbol-graph-dir .build/docs-graphs"
 
 format:
-	swift format --in-place --recursive Package.swift Sources Tests Demo
+	swift format --in-place --recursive Package.swift Sources Tests Demo Examples/hello-music
 
 # Remakes the committed MP3 test files (they are small and made from sox tones; see the script).
 fixtures:

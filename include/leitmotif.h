@@ -29,8 +29,10 @@
  * (LM_ERROR_INVALID_HANDLE), even when a new engine took its slot.
  *
  * Strings in: every const char * argument is NUL-terminated UTF-8, read during the call only
- * (Leitmotif copies what it keeps). Strings out: owned by Leitmotif, never freed by the caller;
- * each function says how long they stay valid.
+ * (Leitmotif copies what it keeps). Strings out: what describes the music (lm_now_playing,
+ * lm_get_state) is copied into the caller's buffers; error names are static; error messages
+ * and a report's strings are owned by Leitmotif, never freed by the caller, and each function
+ * says how long they stay valid.
  *
  * Threads: each function's comment says from which threads it may be called. "Any thread" means
  * concurrently with every other function on the same engine, lm_engine_destroy excepted: a
@@ -321,19 +323,27 @@ typedef enum lm_playback_state {
   LM_PLAYBACK_SEEKING_BACKWARD = 5
 } lm_playback_state;
 
+/* The capacities of lm_now_playing_info's strings, the terminating NUL included. */
+#define LM_TEXT_CAPACITY 256
+#define LM_PATH_CAPACITY 4096
+
 /* Set struct_size to sizeof(lm_now_playing_info) before the call; the library writes only the
-   fields it covers. Strings are NULL when absent. */
+   fields it covers. The strings are the caller's: copied into these arrays, NUL-terminated,
+   "" when absent, so they stay valid whatever another thread does with the engine. A longer
+   one is cut to fit (text at a UTF-8 character boundary) and `truncated` says so. */
 typedef struct lm_now_playing_info {
   size_t struct_size;
-  /* Nonzero when an item is the now-playing one; when zero the strings below are NULL. */
+  /* Nonzero when an item is the now-playing one; when zero the strings below are "". */
   int has_item;
+  /* Nonzero when a string below was cut to fit its array. */
+  int truncated;
   /* The item's title tag, else its file name. */
-  const char *title;
-  const char *artist;
+  char title[LM_TEXT_CAPACITY];
+  char artist[LM_TEXT_CAPACITY];
   /* The file's path, its exact bytes (a name need not be UTF-8: open it as it is). */
-  const char *path;
-  /* The cue file's source it came from (NULL if the director did not queue it). */
-  const char *source;
+  char path[LM_PATH_CAPACITY];
+  /* The cue file's source it came from ("" if the director did not queue it). */
+  char source[LM_TEXT_CAPACITY];
   /* Nonzero for one of the player's own songs (from their library or picks). */
   int is_user_music;
   lm_playback_state playback_state;
@@ -343,21 +353,20 @@ typedef struct lm_now_playing_info {
   /* The speed (0 when not playing) and the player's volume (0 to 1). */
   float rate;
   float volume;
-  /* The state whose music is heard now (NULL before the music starts). */
-  const char *audible_state;
+  /* The state whose music is heard now ("" before the music starts). */
+  char audible_state[LM_TEXT_CAPACITY];
 } lm_now_playing_info;
 
-/* Fills `out` with what plays now. The strings are owned by the engine and stay valid until the
-   calling thread's next lm_now_playing on this engine, or lm_engine_destroy.
-   Thread safety: any thread. */
+/* Fills `out` with what plays now. Thread safety: any thread. */
 lm_error lm_now_playing(lm_engine *engine, lm_now_playing_info *out);
 
-/* The music state the rules see (*out_current: set when a rule changes it, even while the music
-   waits for the beat grid) and the one heard now (*out_audible). Either pointer may be NULL (not
-   wanted); a state is NULL before the music starts. The strings are owned by the engine and stay
-   valid until the calling thread's next lm_get_state on this engine, or lm_engine_destroy.
+/* The music state the rules see (`current`: set when a rule changes it, even while the music
+   waits for the beat grid) and the one heard now (`audible`), copied into the caller's buffers
+   of `current_size` and `audible_size` bytes (NUL included; a name cut to fit at a UTF-8
+   boundary), "" before the music starts. A buffer may be NULL with size 0 (not wanted).
+   Errors: LM_ERROR_INVALID_ARGUMENT for a non-NULL buffer of size 0 or a NULL one of a size.
    Thread safety: any thread. */
-lm_error lm_get_state(lm_engine *engine, const char **out_current, const char **out_audible);
+lm_error lm_get_state(lm_engine *engine, char *current, size_t current_size, char *audible, size_t audible_size);
 
 /* ---------------------------------------------------------------------------------------------
  * The player (the director's queue player; the director may change these too, by its rules)

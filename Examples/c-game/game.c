@@ -145,7 +145,7 @@ static void print_now_playing(lm_engine *engine, double game_seconds) {
     return;
   }
   printf("game %.3f now playing: \"%s\" from %s, state %s, %.1f of %.1f s, volume %.2f\n", game_seconds,
-         info.title, info.source ? info.source : "-", info.audible_state ? info.audible_state : "-",
+         info.title, info.source[0] ? info.source : "-", info.audible_state[0] ? info.audible_state : "-",
          info.position_seconds, info.duration_seconds, info.volume);
 }
 
@@ -227,9 +227,9 @@ static int run_game(const char *cues, const char *offline_path, double seconds) 
   }
 
   check(engine, lm_flush_reports(engine), "lm_flush_reports");
-  const char *current = NULL;
-  check(engine, lm_get_state(engine, &current, NULL), "lm_get_state");
-  printf("game: finished %.0f s in state %s\n", seconds, current ? current : "-");
+  char current[64];
+  check(engine, lm_get_state(engine, current, sizeof current, NULL, 0), "lm_get_state");
+  printf("game: finished %.0f s in state %s\n", seconds, current[0] ? current : "-");
   if (out) {
     if (wav) write_wav_header(out, frames_written);
     fclose(out);
@@ -412,9 +412,17 @@ static int self_test(const char *cues) {
   expect(lm_set_parameter(engine, "health", 0.5, 0), LM_OK, "a known parameter");
   expect(lm_player_set_rate(engine, 1.0f), LM_OK, "rate 1");
   expect(lm_render(engine, buffer, 512), LM_OK, "render 512 frames");
-  const char *state = NULL;
-  expect(lm_get_state(engine, &state, NULL), LM_OK, "get the state");
-  expect_true(state && strcmp(state, "menu") == 0, "the start state is menu");
+  char state[64], tiny[3];
+  expect(lm_get_state(engine, state, sizeof state, NULL, 0), LM_OK, "get the state");
+  expect_true(strcmp(state, "menu") == 0, "the start state is menu");
+  info.struct_size = sizeof info;
+  expect(lm_now_playing(engine, &info), LM_OK, "now playing");
+  expect_true(info.has_item && info.title[0] && info.path[0] == '/' && !info.truncated,
+              "now playing: a title and a path, copied into the caller's struct");
+  expect(lm_get_state(engine, tiny, sizeof tiny, NULL, 0), LM_OK, "get the state into 3 bytes");
+  expect_true(strcmp(tiny, "me") == 0, "a state name is cut to fit, NUL-terminated");
+  expect(lm_get_state(engine, state, 0, NULL, 0), LM_ERROR_INVALID_ARGUMENT, "a buffer of size 0");
+  expect(lm_get_state(engine, NULL, 8, NULL, 0), LM_ERROR_INVALID_ARGUMENT, "a NULL buffer with a size");
 
   /* A stale handle: destroyed, then its slot reused by a new engine. */
   lm_engine *stale = engine;

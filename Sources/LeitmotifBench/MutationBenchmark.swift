@@ -54,7 +54,8 @@ struct MutationBenchmark {
       "leitmotif"
     ).path
     guard FileManager.default.isExecutableFile(atPath: tool) else {
-      throw UsageError(description: "mutate needs the leitmotif tool next to the bench: swift build --product leitmotif (same -c)")
+      throw UsageError(
+        description: "mutate needs the leitmotif tool next to the bench: swift build --product leitmotif (same -c)")
     }
     let directory = try TemporaryDirectory(prefix: "leitmotif-mutate")
     let kept = NSTemporaryDirectory() + "leitmotif-mutate-found"
@@ -71,7 +72,8 @@ struct MutationBenchmark {
         let path = directory.file("m-\(name)-\(index)" + (isOgg ? ".ogg" : ".mp3"))
         try Data(bytes).write(to: URL(fileURLWithPath: path))
         for (command, arguments) in [
-          ("info", ["info", path]), ("render", ["render", "--out", directory.file("out.wav"), "--duration", "1", path]),
+          ("info", ["info", path]),
+          ("render", ["render", "--out", directory.file("out.wav"), "--duration", "1", path]),
         ] {
           let outcome = Self.runLimited(tool, arguments, seconds: 10)
           counts[command]![outcome, default: 0] += 1
@@ -95,7 +97,8 @@ struct MutationBenchmark {
     print(
       "Mutated files through the CLI: \(options.files) mutations of each file (seed \(options.seed)), "
         + "each run in its own process with a 10 s limit, in \(Int(Date().timeIntervalSince(started))) s")
-    var table = TextTable(["file", "command", "files", "ok", "refused (an error)", "crashed", "hung"], rightAligned: [2, 3, 4, 5, 6])
+    var table = TextTable(
+      ["file", "command", "files", "ok", "refused (an error)", "crashed", "hung"], rightAligned: [2, 3, 4, 5, 6])
     for row in rows { table.add(row) }
     print(table.render())
     print(found.isEmpty ? "no crash and no hang" : "kept:\n" + found.map { "  \($0)" }.joined(separator: "\n"))

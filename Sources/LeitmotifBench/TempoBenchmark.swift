@@ -87,7 +87,8 @@ struct TempoBenchmark {
     print(String(format: "mean beat F-measure: %.3f (goal 0.8: %@)", meanF, verdict(meanF >= 0.8)))
     print(
       String(
-        format: "speed on one core: rhythm %.0fx, whole analysis %.0fx real time (%.0f s of audio in %.2f s CPU; goal 100x: %@)",
+        format:
+          "speed on one core: rhythm %.0fx, whole analysis %.0fx real time (%.0f s of audio in %.2f s CPU; goal 100x: %@)",
         audioSeconds / rhythmCPU, speed, audioSeconds, analysisCPU, verdict(speed >= 100)))
   }
 

@@ -268,21 +268,24 @@ public func lmNowPlaying(_ handle: OpaquePointer?, _ out: UnsafeMutablePointer<l
     try checkedSize(size, of: "lm_now_playing_info", MemoryLayout<lm_now_playing_info>.size)
     let player = session.director.player
     let now = session.director.nowPlaying
-    var info = lm_now_playing_info()
-    info.struct_size = MemoryLayout<lm_now_playing_info>.size
-    info.has_item = now == nil ? 0 : 1
-    info.title = session.hand(now.map { $0.item.displayName }, as: .title)
-    info.artist = session.hand(now?.item.artist, as: .artist)
-    info.path = session.hand(now?.item.assetURL.path, as: .path)
-    info.source = session.hand(now?.source, as: .source)
-    info.is_user_music = now?.isUserMusic == true ? 1 : 0
-    info.playback_state = playbackState(player.playbackState)
-    info.position_seconds = player.currentPlaybackTime
-    info.duration_seconds = now?.item.playbackDuration ?? -1
-    info.rate = player.currentPlaybackRate
-    info.volume = player.volume
-    info.audible_state = session.hand(session.director.audibleState, as: .audibleState)
-    out.pointee = info
+    // Written in place: the struct is about 5 KB of arrays, and the caller's memory is where
+    // the strings must end up anyway.
+    let info = out
+    info.pointee.struct_size = MemoryLayout<lm_now_playing_info>.size
+    info.pointee.has_item = now == nil ? 0 : 1
+    var cut = false
+    cut = CString.copy(now.map { $0.item.displayName }, into: &info.pointee.title) || cut
+    cut = CString.copy(now?.item.artist, into: &info.pointee.artist) || cut
+    cut = CString.copy(path: now?.item.assetURL.path, into: &info.pointee.path) || cut
+    cut = CString.copy(now?.source, into: &info.pointee.source) || cut
+    cut = CString.copy(session.director.audibleState, into: &info.pointee.audible_state) || cut
+    info.pointee.truncated = cut ? 1 : 0
+    info.pointee.is_user_music = now?.isUserMusic == true ? 1 : 0
+    info.pointee.playback_state = playbackState(player.playbackState)
+    info.pointee.position_seconds = player.currentPlaybackTime
+    info.pointee.duration_seconds = now?.item.playbackDuration ?? -1
+    info.pointee.rate = player.currentPlaybackRate
+    info.pointee.volume = player.volume
   }
 }
 
@@ -299,12 +302,17 @@ private func playbackState(_ state: PlaybackState) -> lm_playback_state {
 
 @_cdecl("lm_get_state")
 public func lmGetState(
-  _ handle: OpaquePointer?, _ current: UnsafeMutablePointer<UnsafePointer<CChar>?>?,
-  _ audible: UnsafeMutablePointer<UnsafePointer<CChar>?>?
+  _ handle: OpaquePointer?, _ current: UnsafeMutablePointer<CChar>?, _ currentSize: Int,
+  _ audible: UnsafeMutablePointer<CChar>?, _ audibleSize: Int
 ) -> lm_error {
-  withEngine(handle) { session in
-    if let current { current.pointee = session.hand(session.director.currentState, as: .currentState) }
-    if let audible { audible.pointee = session.hand(session.director.audibleState, as: .stateAudible) }
+  withEngine(handle) { session throws(CAPIError) in
+    for (buffer, size, name) in [(current, currentSize, "current"), (audible, audibleSize, "audible")] {
+      guard (buffer == nil) == (size == 0) else {
+        throw .invalidArgument("\(name) is \(buffer == nil ? "NULL with a size of \(size)" : "a buffer of size 0")")
+      }
+    }
+    if let current { CString.copy(session.director.currentState, into: current, capacity: currentSize) }
+    if let audible { CString.copy(session.director.audibleState, into: audible, capacity: audibleSize) }
   }
 }
 

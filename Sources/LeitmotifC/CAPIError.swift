@@ -46,6 +46,53 @@ enum CString {
     pointer.map { FileSystemPath.string(cString: $0) }
   }
 
+  /// Copies `string` (UTF-8; nil is "") into the caller's buffer of `capacity` bytes (at least
+  /// 1), NUL-terminated; a longer one is cut at a UTF-8 character boundary.
+  /// - Returns: whether it was cut.
+  @discardableResult
+  static func copy(_ string: String?, into buffer: UnsafeMutablePointer<CChar>, capacity: Int) -> Bool {
+    var string = string ?? ""
+    return string.withUTF8 { copy(bytes: $0, into: buffer, capacity: capacity, keepingCharacters: true) }
+  }
+
+  /// The same into a fixed-size array of a C struct (which Swift sees as a tuple of CChar).
+  static func copy<Field>(_ string: String?, into field: inout Field) -> Bool {
+    withUnsafeMutableBytes(of: &field) { raw in
+      copy(string, into: raw.baseAddress!.assumingMemoryBound(to: CChar.self), capacity: raw.count)
+    }
+  }
+
+  /// A path, as the bytes the kernel knows it by (`FileSystemPath`: need not be UTF-8), into a
+  /// fixed-size array; cut where it must, since those bytes need not be characters.
+  static func copy<Field>(path: String?, into field: inout Field) -> Bool {
+    withUnsafeMutableBytes(of: &field) { raw in
+      let buffer = raw.baseAddress!.assumingMemoryBound(to: CChar.self)
+      guard let path else { return copy(nil, into: buffer, capacity: raw.count) }
+      return FileSystemPath.withCString(path) { bytes in
+        bytes.withMemoryRebound(to: UInt8.self, capacity: strlen(bytes)) { start in
+          copy(
+            bytes: UnsafeBufferPointer(start: start, count: strlen(bytes)), into: buffer, capacity: raw.count,
+            keepingCharacters: false)
+        }
+      }
+    }
+  }
+
+  private static func copy(
+    bytes: UnsafeBufferPointer<UInt8>, into buffer: UnsafeMutablePointer<CChar>, capacity: Int,
+    keepingCharacters: Bool
+  ) -> Bool {
+    var count = min(bytes.count, capacity - 1)
+    let cut = count < bytes.count
+    // Back off from a cut inside a character: bytes 10xxxxxx continue the one before.
+    if cut && keepingCharacters { while count > 0 && bytes[count] & 0xC0 == 0x80 { count -= 1 } }
+    buffer.withMemoryRebound(to: UInt8.self, capacity: capacity) { out in
+      if let start = bytes.baseAddress, count > 0 { out.update(from: start, count: count) }
+      out[count] = 0
+    }
+    return cut
+  }
+
   /// A static, NUL-terminated string for C (string literals are stored with their terminator).
   static func literal(_ string: StaticString) -> UnsafePointer<CChar> {
     UnsafeRawPointer(string.utf8Start).assumingMemoryBound(to: CChar.self)
@@ -57,8 +104,6 @@ struct OwnedCString: @unchecked Sendable {
   let pointer: UnsafeMutablePointer<CChar>
 
   init(_ string: String) { pointer = strdup(string) }
-  /// A path as the bytes the kernel knows it by (`FileSystemPath`: need not be UTF-8).
-  init(path: String) { pointer = FileSystemPath.withCString(path) { strdup($0) } }
   func free() { Glibc.free(pointer) }
 }
 

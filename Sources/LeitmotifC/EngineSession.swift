@@ -18,9 +18,10 @@ final class EngineSession: @unchecked Sendable {
   /// Who `lm_library_request_authorization` is asking now (one request at a time).
   private let requesting = Mutex<Void>(())
 
-  /// Strings handed to C, by calling thread and by what they are.
+  /// Strings handed to C, by calling thread and by what they are. (What describes the music,
+  /// lm_now_playing and lm_get_state, is copied into the caller's buffers instead.)
   enum StringSlot: Hashable {
-    case lastError, title, artist, path, source, audibleState, currentState, stateAudible
+    case lastError
   }
   private let strings = Mutex<[UInt: [StringSlot: OwnedCString]]>([:])
 
@@ -106,8 +107,7 @@ final class EngineSession: @unchecked Sendable {
   /// Keeps `string` as the calling thread's `slot` (freeing what was there) and returns it.
   func hand(_ string: String?, as slot: StringSlot) -> UnsafePointer<CChar>? {
     let thread = UInt(pthread_self())
-    // A path goes out as its own bytes; other strings as UTF-8.
-    let owned = string.map { slot == .path ? OwnedCString(path: $0) : OwnedCString($0) }
+    let owned = string.map { OwnedCString($0) }
     strings.withLock { byThread in
       byThread[thread, default: [:]][slot]?.free()
       byThread[thread, default: [:]][slot] = owned

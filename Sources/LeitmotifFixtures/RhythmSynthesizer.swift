@@ -98,7 +98,9 @@ public enum RhythmSynthesizer {
           synth.tone(t, beat * 0.9, Self.midiHertz(root + [0, 4, 7, 9][position]), 0.3, attack: 0.005, pan: 0)
         case .funk:  // syncopated: anticipations of the next beat
           synth.tone(t, beat * 0.4, Self.midiHertz(root), 0.3, attack: 0.005, pan: 0)
-          if position == 1 || position == 3 { synth.tone(t + beat * 0.75, beat * 0.2, Self.midiHertz(root + 12), 0.25, attack: 0.005, pan: 0) }
+          if position == 1 || position == 3 {
+            synth.tone(t + beat * 0.75, beat * 0.2, Self.midiHertz(root + 12), 0.25, attack: 0.005, pan: 0)
+          }
         default:
           synth.tone(t, beat * 0.45, Self.midiHertz(root), 0.3, attack: 0.005, pan: 0)
           synth.tone(off, beat * 0.45, Self.midiHertz(root + (position == 3 ? 7 : 0)), 0.2, attack: 0.005, pan: 0)
@@ -112,7 +114,6 @@ public enum RhythmSynthesizer {
       format: AudioFormat(sampleRate: rate, channelCount: 2), samples: synth.interleaved(), beatsPerMinute: bpm,
       beats: beats)
   }
-
 
   /// The test set of `leitmotif-bench tempo`: eleven songs from 72 to 174 BPM, every style, at
   /// 44.1 and 48 kHz in turn, 30 to 60 s long, first beats at 0.37, 0.6 or 1 s.
@@ -142,7 +143,9 @@ public enum RhythmSynthesizer {
       var best = -1
       var bestDistance = window
       while index < truth.count && truth[index] <= time + window {
-        if !used[index] && abs(truth[index] - time) <= bestDistance { best = index; bestDistance = abs(truth[index] - time) }
+        if !used[index] && abs(truth[index] - time) <= bestDistance {
+          best = index; bestDistance = abs(truth[index] - time)
+        }
         index += 1
       }
       if best >= 0 { used[best] = true; matches += 1 }
@@ -151,7 +154,6 @@ public enum RhythmSynthesizer {
     let recall = Double(matches) / Double(truth.count)
     return precision + recall > 0 ? 2 * precision * recall / (precision + recall) : 0
   }
-
 
   static func midiHertz(_ note: Int) -> Double { 440 * pow(2, Double(note - 69) / 12) }
 }
@@ -209,7 +211,9 @@ private struct Synth {
 
   mutating func tone(_ time: Double, _ seconds: Double, _ frequency: Double, _ amp: Float, attack: Double, pan: Float) {
     add(time, seconds + 0.1, pan: pan) { t, _ in
-      let envelope = min(1, t / attack) * (t < seconds ? exp(-t / (seconds * 2)) : exp(-seconds / (seconds * 2)) * exp(-(t - seconds) / 0.03))
+      let envelope =
+        min(1, t / attack)
+        * (t < seconds ? exp(-t / (seconds * 2)) : exp(-seconds / (seconds * 2)) * exp(-(t - seconds) / 0.03))
       return amp * Float(envelope * (sin(2 * Double.pi * frequency * t) + 0.3 * sin(4 * Double.pi * frequency * t)))
     }
   }
@@ -230,7 +234,6 @@ private struct Synth {
     return out
   }
 }
-
 
 extension SplitMix64 {
   /// Uniform in -1...1.

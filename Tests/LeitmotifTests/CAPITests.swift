@@ -88,6 +88,8 @@ struct CAPITests {
       "ok   rate 9 (out of range): LM_ERROR_INVALID_ARGUMENT",
       "ok   render on a real-time engine: LM_ERROR_WRONG_MODE",
       "ok   render 0 frames into NULL: LM_OK",
+      "ok   a state name is cut to fit, NUL-terminated",
+      "ok   now playing: a title and a path, copied into the caller's struct",
       "ok   a parameter set without a ramp reads back at once",
       "ok   post on a full bus: LM_ERROR_BUS_FULL",
       "ok   destroy from inside the callback: LM_ERROR_WRONG_MODE",

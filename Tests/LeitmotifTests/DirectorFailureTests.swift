@@ -74,11 +74,15 @@ struct DirectorFailureTests {
       "the fallback plays: \(reports.lines.joined(separator: "\n"))")
     let lines = reports.lines
     #expect(
-      lines.contains { $0.hasPrefix("problem: state \"combat\": \"Combat\" of source \"tense\" cannot be played")
-          && $0.contains("combat.ogg: not Ogg Vorbis, Opus, MP3 or FLAC") },
+      lines.contains {
+        $0.hasPrefix("problem: state \"combat\": \"Combat\" of source \"tense\" cannot be played")
+          && $0.contains("combat.ogg: not Ogg Vorbis, Opus, MP3 or FLAC")
+      },
       "\(lines.joined(separator: "\n"))")
     #expect(
-      lines.contains { $0.contains("source \"tense\" gives nothing (its files failed to play); playing \"boss\" instead") },
+      lines.contains {
+        $0.contains("source \"tense\" gives nothing (its files failed to play); playing \"boss\" instead")
+      },
       "\(lines.joined(separator: "\n"))")
     #expect(lines.contains("now playing \"Boss\" from \"boss\" (bundled)"), "\(lines.joined(separator: "\n"))")
     // No stretch of silence longer than the failure's gap (a mix or two, and the fade in).

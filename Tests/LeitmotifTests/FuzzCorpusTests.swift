@@ -17,7 +17,8 @@ struct FuzzCorpusTests {
     }
   }
 
-  @Test("Each target's corpus and crash inputs run without a trap", .timeLimit(.minutes(2)), arguments: FuzzTarget.allCases)
+  @Test(
+    "Each target's corpus and crash inputs run without a trap", .timeLimit(.minutes(2)), arguments: FuzzTarget.allCases)
   func replay(target: FuzzTarget) throws {
     let inputs = Self.inputs(of: target)
     #expect(!inputs.isEmpty, "no committed input for \(target.rawValue) under \(Self.fuzz)/Corpus")

@@ -57,7 +57,8 @@ struct HostileTimeTests {
       "rules[2].do[0].hold", "rules[2].do[0].release", "rules[2].do[1].ramp", "rules[3].do[0].seconds",
       "rules[3].do[1].fade",
     ]
-    #expect(expected.subtracting(paths).isEmpty, "not refused: \(expected.subtracting(paths).sorted()); all: \(problems)")
+    #expect(
+      expected.subtracting(paths).isEmpty, "not refused: \(expected.subtracting(paths).sorted()); all: \(problems)")
 
     // One day is still accepted.
     let day = CueSheet.check(text.replacingOccurrences(of: huge, with: "86400"), path: directory.file("cues.json5"))

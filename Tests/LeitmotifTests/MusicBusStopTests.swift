@@ -8,7 +8,9 @@ import Testing
 /// sound-server test under issue 13's CI runs, which lost 16,586 frames once).
 @Suite("Music bus: a source stopped by its device keeps what it had not played")
 struct MusicBusStopTests {
-  @Test("Stopped with 12 blocks queued: nothing is taken as played, early or after the queue's length; a requeue puts all back")
+  @Test(
+    "Stopped with 12 blocks queued: nothing is taken as played, early or after the queue's length; a requeue puts all back"
+  )
   func stoppedSourceKeepsItsQueue() throws {
     let device = try OutputDevice.openLoopback(sampleRate: 48_000)
     let bus = try MusicBus(device: device)

@@ -101,7 +101,9 @@ struct OpusDecoderTests {
     #expect(throws: DecodeError.self) { try decoder.seek(toFrame: 96_001) }
   }
 
-  @Test("A chained Opus file (a mono link, then a stereo one) plays both links gaplessly, folded to stereo, and seeks across")
+  @Test(
+    "A chained Opus file (a mono link, then a stereo one) plays both links gaplessly, folded to stereo, and seeks across"
+  )
   func chained() throws {
     let directory = try TemporaryDirectory()
     let first = directory.file("first.opus")

@@ -65,7 +65,8 @@ struct PicksTests {
     let (resumed, seconds) = DirectorCore.resumed(
       fresh, at: (order: ["/m/a", "/m/b", "/m/c"], path: "/m/b", seconds: 12), repeating: true)
     #expect(resumed.map { $0.item.assetURL.lastPathComponent } == ["b", "c", "new", "a"] && seconds == 12)
-    let once = DirectorCore.resumed(fresh, at: (order: ["/m/a", "/m/b", "/m/c"], path: "/m/b", seconds: 12), repeating: false)
+    let once = DirectorCore.resumed(
+      fresh, at: (order: ["/m/a", "/m/b", "/m/c"], path: "/m/b", seconds: 12), repeating: false)
     #expect(once.0.map { $0.item.assetURL.lastPathComponent } == ["b", "c", "new"])
     let gone = DirectorCore.resumed(fresh, at: (order: ["/m/x"], path: "/m/x", seconds: 3), repeating: true)
     #expect(gone.1 == nil && gone.0.count == 4, "the song is gone: from the start")

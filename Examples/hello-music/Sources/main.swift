@@ -45,7 +45,8 @@ while Date().timeIntervalSince(start) < seconds {
   Thread.sleep(forTimeInterval: 1.0 / 60)
 }
 if let playing = director.nowPlaying {
-  print("hello-music: after \(seconds) s, \(director.audibleState ?? "no state") plays \"\(playing.item.title ?? "?")\"")
+  print(
+    "hello-music: after \(seconds) s, \(director.audibleState ?? "no state") plays \"\(playing.item.title ?? "?")\"")
 }
 
 // 5. Shut down before exit: the director first, then the engine (its threads stop, OpenAL closes).

@@ -91,7 +91,8 @@ struct OnsetEnvelope {
     powerScale = 1 / ((windowSum / 2) * (windowSum / 2))
     bands = MelBand.bank(count: Self.bandCount, binCount: fftSize / 2 + 1, fftSize: fftSize, sampleRate: analysisRate)
     let binHertz = analysisRate / Double(fftSize)
-    bassBandCount = max(1, bands.filter { Double($0.firstBin + $0.weights.count) * binHertz <= Self.bassTopHertz }.count)
+    bassBandCount = max(
+      1, bands.filter { Double($0.firstBin + $0.weights.count) * binHertz <= Self.bassTopHertz }.count)
     pending = [Float](repeating: 0, count: length)
     windowed = [Float](repeating: 0, count: fftSize)
     power = [Float](repeating: 0, count: fftSize / 2 + 1)

@@ -97,7 +97,8 @@ struct StateMusic {
       while let current = name, !seen.contains(current), let source = sheet.sources[current] {
         seen.insert(current)
         let resolution = resolved[current] ?? .unavailable("not resolved yet")
-        let playable = failed.isEmpty ? resolution.items : resolution.items.filter { !failed.contains($0.assetURL.path) }
+        let playable =
+          failed.isEmpty ? resolution.items : resolution.items.filter { !failed.contains($0.assetURL.path) }
         if !playable.isEmpty {
           var list = playable
           if source.order == .shuffle { list.shuffle(using: &generator) }

@@ -246,7 +246,8 @@ extension CueSheetDecoder {
     if FileManager.default.fileExists(atPath: full) {
       error(
         location, path,
-        "bundled file \"\(name)\" is not an Ogg Vorbis, Opus, MP3 or FLAC file (.ogg, .oga, .opus, .mp3 or .flac, not hidden, not a link)")
+        "bundled file \"\(name)\" is not an Ogg Vorbis, Opus, MP3 or FLAC file (.ogg, .oga, .opus, .mp3 or .flac, not hidden, not a link)"
+      )
       return
     }
     error(

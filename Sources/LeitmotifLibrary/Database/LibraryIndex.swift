@@ -22,18 +22,18 @@ package final class LibraryIndex: @unchecked Sendable {
     // 1 -> 2: what the scan's analysis measures, and the ReplayGain tags (library items ignored
     // them before). Rows of version 1 have analysis_version 0, so the next scan analyses them.
     1: """
-      ALTER TABLE items ADD COLUMN loudness REAL;
-      ALTER TABLE items ADD COLUMN loudness_range REAL;
-      ALTER TABLE items ADD COLUMN true_peak REAL;
-      ALTER TABLE items ADD COLUMN detected_bpm REAL;
-      ALTER TABLE items ADD COLUMN first_beat REAL;
-      ALTER TABLE items ADD COLUMN energy REAL;
-      ALTER TABLE items ADD COLUMN bpm_detected INTEGER NOT NULL DEFAULT 0;
-      ALTER TABLE items ADD COLUMN beats_per_bar INTEGER;
-      ALTER TABLE items ADD COLUMN replay_gain_track REAL;
-      ALTER TABLE items ADD COLUMN replay_gain_album REAL;
-      ALTER TABLE items ADD COLUMN analysis_version INTEGER NOT NULL DEFAULT 0;
-      """
+    ALTER TABLE items ADD COLUMN loudness REAL;
+    ALTER TABLE items ADD COLUMN loudness_range REAL;
+    ALTER TABLE items ADD COLUMN true_peak REAL;
+    ALTER TABLE items ADD COLUMN detected_bpm REAL;
+    ALTER TABLE items ADD COLUMN first_beat REAL;
+    ALTER TABLE items ADD COLUMN energy REAL;
+    ALTER TABLE items ADD COLUMN bpm_detected INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE items ADD COLUMN beats_per_bar INTEGER;
+    ALTER TABLE items ADD COLUMN replay_gain_track REAL;
+    ALTER TABLE items ADD COLUMN replay_gain_album REAL;
+    ALTER TABLE items ADD COLUMN analysis_version INTEGER NOT NULL DEFAULT 0;
+    """
   ]
 
   let database: SQLiteDatabase

@@ -1,6 +1,6 @@
 import Foundation
-import LeitmotifOutput
 import LeitmotifEngine
+import LeitmotifOutput
 
 #if canImport(Glibc)
   import Glibc

@@ -103,7 +103,9 @@ public struct OfflineRenderer {
     let itemFrames = Int64(
       (Double(lengthFrames - startFrame) / Double(options.rate) * Double(outputRate) / Double(fileRate)).rounded(.up))
     var limit = itemFrames
-    if let duration = options.durationSeconds { limit = min(limit, FrameMath.frames(seconds: duration, rate: Double(outputRate), rounding: .towardZero)) }
+    if let duration = options.durationSeconds {
+      limit = min(limit, FrameMath.frames(seconds: duration, rate: Double(outputRate), rounding: .towardZero))
+    }
 
     var written: Int64 = 0
     while written < limit {

@@ -172,7 +172,9 @@ public struct QueueRenderer {
     // many times as it may loop, slowed by the rate, plus slack. Past it, the render stops and says so.
     let loopPasses = Double((options.loopRepeat.count ?? 0) + 1)
     let queueSeconds = items.reduce(0) { $0 + ($1.playbackDuration ?? 0) } * loopPasses / Double(options.rate)
-    let safetyLimit = options.durationSeconds == nil ? FrameMath.frames(seconds: queueSeconds + 10, rate: Double(outputRate), rounding: .towardZero) : Int64.max
+    let safetyLimit =
+      options.durationSeconds == nil
+      ? FrameMath.frames(seconds: queueSeconds + 10, rate: Double(outputRate), rounding: .towardZero) : Int64.max
 
     var written: Int64 = 0
     // Each mix is written when the next one shows the queue still going, so that the mix the
