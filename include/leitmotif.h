@@ -385,6 +385,47 @@ lm_error lm_player_seek(lm_engine *engine, double seconds);
 lm_error lm_player_set_volume(lm_engine *engine, float volume);
 
 /* ---------------------------------------------------------------------------------------------
+ * The game's commands: what a rule of the cue file could do, without a cue
+ * Each is checked at once (an unknown state or source, a value out of range:
+ * LM_ERROR_INVALID_ARGUMENT), then applied at the director's next step, in the order called,
+ * and reported as fired by the rule "(game)". They never block; any thread.
+ * ------------------------------------------------------------------------------------------- */
+
+/* When a change lands: at once, or on the playing music's next beat, next bar, or its end. */
+typedef enum lm_moment {
+  LM_AT_NOW = 0,
+  LM_AT_BEAT = 1,
+  LM_AT_BAR = 2,
+  LM_AT_END = 3
+} lm_moment;
+
+/* Stops the music, fading out over fade_seconds (0 or more); lm_resume starts the current
+   state's music again, fading in over fade_seconds. */
+lm_error lm_stop(lm_engine *engine, double fade_seconds);
+lm_error lm_resume(lm_engine *engine, double fade_seconds);
+
+/* Moves to `state` (the rules are not asked), crossfading over `seconds` (0 or more: 0 is a cut)
+   with an equal-power curve at `at` on the outgoing music's grid. */
+lm_error lm_set_state(lm_engine *engine, const char *state, double seconds, lm_moment at);
+
+/* Plays the cue file's source `source` once over the music, at `at`, with `volume` 0 to 1. */
+lm_error lm_play_stinger(lm_engine *engine, const char *source, lm_moment at, float volume);
+
+typedef enum lm_skip_direction {
+  LM_SKIP_NEXT = 0,
+  LM_SKIP_PREVIOUS = 1,
+  /* Back to the start of the playing item. */
+  LM_SKIP_BEGINNING = 2
+} lm_skip_direction;
+
+/* Moves through the playing state's queue, with the state's own item transition. */
+lm_error lm_skip(lm_engine *engine, lm_skip_direction direction);
+
+/* The music's volume as the cue file's `volume` action sets it, 0 to 1, over ramp_seconds (0 or
+   more); it multiplies the player's gain (lm_player_set_volume) and the parameters' drives. */
+lm_error lm_set_music_volume(lm_engine *engine, float volume, double ramp_seconds);
+
+/* ---------------------------------------------------------------------------------------------
  * The player's music library: consent
  * ------------------------------------------------------------------------------------------- */
 

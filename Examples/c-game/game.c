@@ -415,12 +415,33 @@ static int self_test(const char *cues) {
   char state[64], tiny[3];
   expect(lm_get_state(engine, state, sizeof state, NULL, 0), LM_OK, "get the state");
   expect_true(strcmp(state, "menu") == 0, "the start state is menu");
+  /* The game's commands: a state of its own choosing, a stinger, a stop with a fade. */
+  expect(lm_set_state(engine, "combat", 0, LM_AT_NOW), LM_OK, "set the state to combat");
+  expect(lm_set_state(engine, "no.such.state", 0, LM_AT_NOW), LM_ERROR_INVALID_ARGUMENT, "set an unknown state");
+  expect(lm_set_state(engine, "combat", -1, LM_AT_NOW), LM_ERROR_INVALID_ARGUMENT, "a negative crossfade");
+  expect(lm_play_stinger(engine, "no.such.source", LM_AT_NOW, 1), LM_ERROR_INVALID_ARGUMENT, "an unknown stinger");
+  expect(lm_skip(engine, (lm_skip_direction)42), LM_ERROR_INVALID_ARGUMENT, "an unknown skip direction");
+  expect(lm_set_music_volume(engine, 2, 0), LM_ERROR_INVALID_ARGUMENT, "music volume 2");
+  expect(lm_render(engine, buffer, 512), LM_OK, "render after the commands");
+  expect(lm_get_state(engine, state, sizeof state, NULL, 0), LM_OK, "get the state again");
+  expect_true(strcmp(state, "combat") == 0, "lm_set_state moved to combat");
+  expect(lm_stop(engine, 0.05), LM_OK, "stop with a 50 ms fade");
+  {
+    float loudest = 0;
+    for (int i = 0; i < 20; i++) lm_render(engine, buffer, 512); /* 0.2 s: past the fade */
+    for (int i = 0; i < 512 * 2; i++) loudest = fabsf(buffer[i]) > loudest ? fabsf(buffer[i]) : loudest;
+    expect_true(loudest < 1e-4f, "after lm_stop's fade the music is silent");
+  }
+  expect(lm_resume(engine, 0), LM_OK, "resume");
+  expect(lm_play_stinger(engine, "spotted", LM_AT_BEAT, 0.8f), LM_OK, "a stinger on the beat");
   info.struct_size = sizeof info;
   expect(lm_now_playing(engine, &info), LM_OK, "now playing");
   expect_true(info.has_item && info.title[0] && info.path[0] == '/' && !info.truncated,
               "now playing: a title and a path, copied into the caller's struct");
   expect(lm_get_state(engine, tiny, sizeof tiny, NULL, 0), LM_OK, "get the state into 3 bytes");
-  expect_true(strcmp(tiny, "me") == 0, "a state name is cut to fit, NUL-terminated");
+  expect(lm_get_state(engine, state, sizeof state, NULL, 0), LM_OK, "get the state in full");
+  expect_true(strlen(state) > 2 && strlen(tiny) == 2 && strncmp(tiny, state, 2) == 0,
+              "a state name is cut to fit, NUL-terminated");
   expect(lm_get_state(engine, state, 0, NULL, 0), LM_ERROR_INVALID_ARGUMENT, "a buffer of size 0");
   expect(lm_get_state(engine, NULL, 8, NULL, 0), LM_ERROR_INVALID_ARGUMENT, "a NULL buffer with a size");
 

@@ -357,6 +357,95 @@ public func lmPlayerSetVolume(_ handle: OpaquePointer?, _ volume: Float) -> lm_e
   }
 }
 
+// MARK: - The game's commands
+
+/// Seconds from C for a fade, a crossfade or a ramp: finite and not negative.
+private func checkedSeconds(_ seconds: Double, _ name: String) throws(CAPIError) -> Double {
+  guard seconds.isFinite, seconds >= 0 else { throw .invalidArgument("\(name) \(seconds): expected 0 or more seconds") }
+  return seconds
+}
+
+private func moment(_ at: lm_moment) throws(CAPIError) -> TransitionSpec.Moment {
+  switch at {
+  case LM_AT_NOW: return .now
+  case LM_AT_BEAT: return .beat
+  case LM_AT_BAR: return .bar
+  case LM_AT_END: return .end
+  default: throw .invalidArgument("at \(at.rawValue): expected LM_AT_NOW, LM_AT_BEAT, LM_AT_BAR or LM_AT_END")
+  }
+}
+
+@_cdecl("lm_stop")
+public func lmStop(_ handle: OpaquePointer?, _ fadeSeconds: Double) -> lm_error {
+  withEngine(handle) { session throws(CAPIError) in
+    session.director.perform([.stop(fadeSeconds: try checkedSeconds(fadeSeconds, "fade_seconds"))])
+  }
+}
+
+@_cdecl("lm_resume")
+public func lmResume(_ handle: OpaquePointer?, _ fadeSeconds: Double) -> lm_error {
+  withEngine(handle) { session throws(CAPIError) in
+    session.director.perform([.resume(fadeSeconds: try checkedSeconds(fadeSeconds, "fade_seconds"))])
+  }
+}
+
+@_cdecl("lm_set_state")
+public func lmSetState(_ handle: OpaquePointer?, _ state: UnsafePointer<CChar>?, _ seconds: Double, _ at: lm_moment)
+  -> lm_error
+{
+  withEngine(handle) { session throws(CAPIError) in
+    let state = try CString.nonEmpty(state, "state")
+    let sheet = session.director.sheet
+    guard sheet.states[state] != nil else {
+      throw .invalidArgument(
+        "the cue file has no state \"\(state)\" (it has: \(sheet.states.keys.sorted().joined(separator: ", ")))")
+    }
+    let transition = TransitionSpec(seconds: try checkedSeconds(seconds, "seconds"), moment: try moment(at))
+    session.director.perform([.changeState(state, transition: transition)])
+  }
+}
+
+@_cdecl("lm_play_stinger")
+public func lmPlayStinger(_ handle: OpaquePointer?, _ source: UnsafePointer<CChar>?, _ at: lm_moment, _ volume: Float)
+  -> lm_error
+{
+  withEngine(handle) { session throws(CAPIError) in
+    let source = try CString.nonEmpty(source, "source")
+    let sheet = session.director.sheet
+    guard sheet.sources[source] != nil else {
+      throw .invalidArgument(
+        "the cue file has no source \"\(source)\" (it has: \(sheet.sources.keys.sorted().joined(separator: ", ")))")
+    }
+    guard volume.isFinite, (0...1).contains(volume) else { throw .invalidArgument("volume \(volume): expected 0 to 1") }
+    let stinger = StingerAction(sound: source, isSource: true, moment: try moment(at), volume: volume)
+    session.director.perform([.stinger(stinger)])
+  }
+}
+
+@_cdecl("lm_skip")
+public func lmSkip(_ handle: OpaquePointer?, _ direction: lm_skip_direction) -> lm_error {
+  withEngine(handle) { session throws(CAPIError) in
+    let skip: SkipDirection
+    switch direction {
+    case LM_SKIP_NEXT: skip = .next
+    case LM_SKIP_PREVIOUS: skip = .previous
+    case LM_SKIP_BEGINNING: skip = .beginning
+    default:
+      throw .invalidArgument(
+        "direction \(direction.rawValue): expected LM_SKIP_NEXT, LM_SKIP_PREVIOUS or LM_SKIP_BEGINNING")
+    }
+    session.director.perform([.skip(skip, transition: nil)])
+  }
+}
+
+@_cdecl("lm_set_music_volume")
+public func lmSetMusicVolume(_ handle: OpaquePointer?, _ volume: Float, _ rampSeconds: Double) -> lm_error {
+  withEngine(handle) { session throws(CAPIError) in
+    guard volume.isFinite, (0...1).contains(volume) else { throw .invalidArgument("volume \(volume): expected 0 to 1") }
+    session.director.perform([.volume(volume, rampSeconds: try checkedSeconds(rampSeconds, "ramp_seconds"))])
+  }
+}
+
 // MARK: - The library
 
 private func authorization(_ status: AuthorizationStatus) -> lm_authorization {

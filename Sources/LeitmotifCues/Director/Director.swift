@@ -182,6 +182,21 @@ public final class Director: @unchecked Sendable {
     bus.wakeConsumer()
   }
 
+  /// Does what a rule could do, without a cue: the game's own commands ("stop the music with a
+  /// 3 s fade", "play the spotted stinger on the beat", "go to combat now", "skip this song").
+  /// Applied at the director's next step, in order, reported as fired by the rule `(game)`;
+  /// each action's own checks apply (an unknown state or source is reported, not thrown).
+  /// Never blocks for long (a short lock that only the director's step also takes).
+  /// Thread safety: any thread.
+  public func perform(_ actions: [CueAction]) {
+    guard !actions.isEmpty else { return }
+    pendingCommands.withLock { $0.append(actions) }
+    bus.wakeConsumer()
+  }
+
+  /// The game's commands (`perform`), taken by the director's next step.
+  private let pendingCommands = Mutex<[[CueAction]]>([])
+
   /// A parameter's current value (nil for a name the cue file does not have). A value set
   /// without a ramp counts at once, before the director's next step applies it: a game that
   /// sets a parameter and reads it back sees what it set (clamped to the cue file's range).
@@ -369,14 +384,19 @@ public final class Director: @unchecked Sendable {
       defer { pending.removeAll(keepingCapacity: true) }
       return pending
     }
+    let commands = pendingCommands.withLock { pending -> [[CueAction]] in
+      defer { pending.removeAll(keepingCapacity: true) }
+      return pending
+    }
     let reports = core.withLock { core -> [DirectorReport] in
       core.advance(to: time, newEvents: [], dropped: 0)
       for parameter in parameters { core.setParameter(parameter.name, parameter.value, rampSeconds: parameter.ramp) }
+      for actions in commands { core.perform(commands: actions) }
       core.advance(to: time, newEvents: events, dropped: dropped)
       return takeOutbox(core)
     }
     deliver(reports)
-    return !events.isEmpty || dropped > 0 || !parameters.isEmpty
+    return !events.isEmpty || dropped > 0 || !parameters.isEmpty || !commands.isEmpty
   }
 
   /// When the next scheduled thing is due, and whether ramps need steady updates.

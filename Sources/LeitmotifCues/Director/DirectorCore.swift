@@ -284,6 +284,15 @@ final class DirectorCore {
     report(.ignored(reason: reasons.joined(separator: "; ")), cause: event)
   }
 
+  /// The game's own commands (`Director.perform`): the actions, as if the rule "(game)" fired.
+  func perform(commands actions: [CueAction]) {
+    isQuiet = false
+    let mark = outbox.count
+    var done: [String] = []
+    for action in actions { done.append(perform(action, cause: nil)) }
+    outbox.insert(DirectorReport(time: now, event: nil, kind: .fired(rule: "(game)", actions: done)), at: mark)
+  }
+
   /// Why `rule` cannot fire for `event` now (nil: it can).
   private func whyNot(_ rule: CueRule, _ event: LevelEvent) -> String? {
     let conditions = rule.conditions
