@@ -499,6 +499,17 @@ typedef struct lm_report {
   const char *state;
   /* The whole report in a line, as `leitmotif cues simulate` prints it. */
   const char *text;
+  /* LM_REPORT_FIRED: the rule's name ("(game)" for lm_stop and the other commands); else NULL. */
+  const char *rule;
+  /* LM_REPORT_STATE_CHANGED, LM_REPORT_NOW_PLAYING, LM_REPORT_STINGER: the item's title (its
+     title tag, else its file name); else NULL. */
+  const char *title;
+  /* When the director decided it, and when it sounds (audio time, as time_seconds). A state
+     change that waited for the bar is reported when it sounds (time_seconds = sounding_seconds)
+     and was decided earlier; a LM_REPORT_SCHEDULED report is made when decided and says when
+     the change will sound. */
+  double decided_seconds;
+  double sounding_seconds;
 } lm_report;
 
 /* Called with every report, in order, one at a time, on the director's notification queue: a

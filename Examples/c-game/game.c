@@ -82,6 +82,12 @@ static void on_report(const lm_report *report, void *user_data) {
   (void)user_data;
   printf("report %.3f %s %s %s\n", report->time_seconds, report_kind_name(report->kind),
          report->state ? report->state : "-", report->text);
+  /* The same as fields, no text to parse: who decided, what plays, and when it sounds. */
+  if (report->rule || report->title || report->decided_seconds != report->sounding_seconds) {
+    printf("fields %s rule=%s title=%s decided=%.3f sounding=%.3f\n", report_kind_name(report->kind),
+           report->rule ? report->rule : "-", report->title ? report->title : "-", report->decided_seconds,
+           report->sounding_seconds);
+  }
   fflush(stdout);
 }
 

@@ -255,34 +255,42 @@ final class Callbacks: @unchecked Sendable {
 
   func deliver(_ report: DirectorReport) {
     guard let callback = self.report.withLock({ $0 }) else { return }
-    let (kind, state) = Self.describe(report.kind)
+    let fields = Self.describe(report.kind)
     gated {
       withOptionalCString(report.event?.cue) { cue in
-        withOptionalCString(state) { state in
-          report.description.withCString { text in
-            var value = lm_report(
-              struct_size: MemoryLayout<lm_report>.size, time_seconds: report.time, kind: kind, cue: cue,
-              sequence: report.event?.sequence ?? 0, state: state, text: text)
-            callback.function(&value, callback.userData)
+        withOptionalCString(fields.state) { state in
+          withOptionalCString(fields.rule) { rule in
+            withOptionalCString(fields.title) { title in
+              report.description.withCString { text in
+                var value = lm_report(
+                  struct_size: MemoryLayout<lm_report>.size, time_seconds: report.time, kind: fields.kind, cue: cue,
+                  sequence: report.event?.sequence ?? 0, state: state, text: text, rule: rule, title: title,
+                  decided_seconds: report.decidedAt, sounding_seconds: report.soundingTime)
+                callback.function(&value, callback.userData)
+              }
+            }
           }
         }
       }
     }
   }
 
-  private static func describe(_ kind: DirectorReport.Kind) -> (lm_report_kind, String?) {
+  /// A report's kind and the fields C reads apart from the text.
+  private static func describe(_ kind: DirectorReport.Kind)
+    -> (kind: lm_report_kind, state: String?, rule: String?, title: String?)
+  {
     switch kind {
-    case .fired: return (LM_REPORT_FIRED, nil)
-    case .ignored: return (LM_REPORT_IGNORED, nil)
-    case .stateChanged(_, let to, _, _, _): return (LM_REPORT_STATE_CHANGED, to)
-    case .scheduled: return (LM_REPORT_SCHEDULED, nil)
-    case .fallback(let state, _, _, _): return (LM_REPORT_FALLBACK, state)
-    case .stinger: return (LM_REPORT_STINGER, nil)
-    case .nowPlaying: return (LM_REPORT_NOW_PLAYING, nil)
-    case .dropped: return (LM_REPORT_DROPPED, nil)
-    case .reloaded: return (LM_REPORT_RELOADED, nil)
-    case .reloadFailed: return (LM_REPORT_RELOAD_FAILED, nil)
-    case .problem: return (LM_REPORT_PROBLEM, nil)
+    case .fired(let rule, _): return (LM_REPORT_FIRED, nil, rule, nil)
+    case .ignored: return (LM_REPORT_IGNORED, nil, nil, nil)
+    case .stateChanged(_, let to, let item, _, _): return (LM_REPORT_STATE_CHANGED, to, nil, item?.displayName)
+    case .scheduled: return (LM_REPORT_SCHEDULED, nil, nil, nil)
+    case .fallback(let state, _, _, _): return (LM_REPORT_FALLBACK, state, nil, nil)
+    case .stinger(_, let item): return (LM_REPORT_STINGER, nil, nil, item.displayName)
+    case .nowPlaying(let item, _, _): return (LM_REPORT_NOW_PLAYING, nil, nil, item.displayName)
+    case .dropped: return (LM_REPORT_DROPPED, nil, nil, nil)
+    case .reloaded: return (LM_REPORT_RELOADED, nil, nil, nil)
+    case .reloadFailed: return (LM_REPORT_RELOAD_FAILED, nil, nil, nil)
+    case .problem: return (LM_REPORT_PROBLEM, nil, nil, nil)
     }
   }
 }

@@ -64,6 +64,20 @@ struct CAPITests {
       #expect(earlier.time <= later.time, "\(earlier.cue): a report at \(earlier.time) s before one at \(later.time) s")
     }
     #expect(reports.count > 10, "\(run.output)")
+    // The structured fields: the rule by name, the title of what plays, and a change that
+    // waited for the bar decided when its cue came (30 s) and sounding on the bar after.
+    #expect(run.output.contains("fields FIRED rule=fight title=- decided=30.000 sounding=30.000"), "\(run.output)")
+    let combat = try #require(
+      run.output.split(separator: "\n").first { $0.hasPrefix("fields STATE_CHANGED") && $0.contains("(Combat)") },
+      "\(run.output)")
+    let fields = Dictionary(
+      combat.split(separator: " ").compactMap { part -> (String, String)? in
+        let pair = part.split(separator: "=", maxSplits: 1)
+        return pair.count == 2 ? (String(pair[0]), String(pair[1])) : nil
+      }, uniquingKeysWith: { first, _ in first })
+    let decided = try #require(fields["decided"].flatMap(Double.init)),
+      sounding = try #require(fields["sounding"].flatMap(Double.init))
+    #expect(decided == 30 && sounding > 30 && sounding <= 30 + longestBar + 0.05, "\(combat)")
     #expect(run.output.contains("game: finished 60 s in state menu"))
   }
 

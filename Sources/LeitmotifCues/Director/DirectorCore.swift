@@ -839,7 +839,7 @@ final class DirectorCore {
   // MARK: - Reports
 
   func report(_ kind: DirectorReport.Kind, cause: LevelEvent? = nil, at time: Double? = nil) {
-    outbox.append(DirectorReport(time: time ?? now, event: cause, kind: kind))
+    outbox.append(DirectorReport(time: time ?? now, decidedAt: now, event: cause, kind: kind))
   }
 
   /// Reports stamped later than `now` (a state change waiting for its bar), held until then.

@@ -14,10 +14,27 @@ public struct DirectorReport: Sendable, CustomStringConvertible {
   /// The director's time, in seconds: audio time in an offline run, seconds since the director
   /// started otherwise.
   public var time: Double
+  /// When the director decided it (its time then): earlier than `time` for a change that waited
+  /// for the beat grid, which is reported when it sounds.
+  public var decidedAt: Double
   /// The event this answers (nil for reports of the director's own doing).
   public var event: LevelEvent?
   /// What happened.
   public var kind: Kind
+
+  /// A report at `time`, decided at `decidedAt` (default: `time`).
+  public init(time: Double, decidedAt: Double? = nil, event: LevelEvent?, kind: Kind) {
+    self.time = time
+    self.decidedAt = decidedAt ?? time
+    self.event = event
+    self.kind = kind
+  }
+
+  /// When what it reports sounds: a scheduled change's landing time, else `time`.
+  public var soundingTime: Double {
+    if case .scheduled(_, let at) = kind { return at }
+    return time
+  }
 
   /// What the director did.
   public enum Kind: Sendable {
