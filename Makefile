@@ -126,7 +126,8 @@ assets: deps
 
 # The C API as a game installs it (SDK/ holds the parts): libleitmotif.so.MAJOR.MINOR.PATCH
 # (soname libleitmotif.so.MAJOR) with the Swift runtime, Dispatch and Foundation linked in, so a
-# game needs no Swift toolchain to run; include/leitmotif.h; lib/pkgconfig/leitmotif.pc. Only the
+# game needs no Swift toolchain to run; include/leitmotif.h and leitmotif.hpp (RAII for C++);
+# lib/pkgconfig/leitmotif.pc. Only the
 # lm_ functions are exported (SDK/leitmotif.map). VERSION holds the version, and the header's
 # LM_VERSION_* must say the same.
 #   make sdk                      builds it (release) into .build/sdk/lib, when missing or stale
@@ -157,7 +158,7 @@ sdk: deps
 
 install: sdk
 	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)
-	install -m 644 include/leitmotif.h $(DESTDIR)$(INCLUDEDIR)/leitmotif.h
+	install -m 644 include/leitmotif.h include/leitmotif.hpp $(DESTDIR)$(INCLUDEDIR)/
 	install -m 755 $(SDK_LIBRARY) $(DESTDIR)$(LIBDIR)/libleitmotif.so.$(VERSION)
 	ln -sf libleitmotif.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libleitmotif.so.$(MAJOR)
 	ln -sf libleitmotif.so.$(MAJOR) $(DESTDIR)$(LIBDIR)/libleitmotif.so
@@ -165,10 +166,10 @@ install: sdk
 	  -e 's|@VERSION@|$(VERSION)|' SDK/leitmotif.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/leitmotif.pc
 	@# The dynamic linker's cache, for a system folder such as /usr/local/lib (not when staging).
 	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && command -v ldconfig >/dev/null; then ldconfig; fi
-	@echo "installed Leitmotif $(VERSION) in $(DESTDIR)$(PREFIX): $$(du -ck $(DESTDIR)$(INCLUDEDIR)/leitmotif.h $(DESTDIR)$(LIBDIR)/libleitmotif.so.$(VERSION) $(DESTDIR)$(LIBDIR)/pkgconfig/leitmotif.pc | tail -1 | cut -f1) KiB"
+	@echo "installed Leitmotif $(VERSION) in $(DESTDIR)$(PREFIX): $$(du -ck $(DESTDIR)$(INCLUDEDIR)/leitmotif.h $(DESTDIR)$(INCLUDEDIR)/leitmotif.hpp $(DESTDIR)$(LIBDIR)/libleitmotif.so.$(VERSION) $(DESTDIR)$(LIBDIR)/pkgconfig/leitmotif.pc | tail -1 | cut -f1) KiB"
 
 uninstall:
-	rm -f $(DESTDIR)$(INCLUDEDIR)/leitmotif.h $(DESTDIR)$(LIBDIR)/pkgconfig/leitmotif.pc \
+	rm -f $(DESTDIR)$(INCLUDEDIR)/leitmotif.h $(DESTDIR)$(INCLUDEDIR)/leitmotif.hpp $(DESTDIR)$(LIBDIR)/pkgconfig/leitmotif.pc \
 	  $(DESTDIR)$(LIBDIR)/libleitmotif.so $(DESTDIR)$(LIBDIR)/libleitmotif.so.$(MAJOR) \
 	  $(DESTDIR)$(LIBDIR)/libleitmotif.so.$(VERSION)
 	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && command -v ldconfig >/dev/null; then ldconfig; fi

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Builds the Debian packages of the C API with dpkg-deb (the Makefile's `deb` target):
 #   libleitmotif0     the library, /usr/lib/MULTIARCH/libleitmotif.so.MAJOR(.MINOR.PATCH)
-#   libleitmotif-dev  the header, the libleitmotif.so link and leitmotif.pc (pkg-config finds it
+#   libleitmotif-dev  the headers, the libleitmotif.so link and leitmotif.pc (pkg-config finds it
 #                     with no PKG_CONFIG_PATH)
 # Usage: SDK/build-deb.sh VERSION LIBRARY OUTPUT_FOLDER
 # libleitmotif0's Depends come from the libraries it was linked against (its NEEDED entries),
@@ -62,7 +62,7 @@ CONTROL
 # libleitmotif-dev
 dev="$out/libleitmotif-dev"
 install -d "$dev/DEBIAN" "$dev/usr/include" "$dev/usr/lib/$multiarch/pkgconfig" "$dev/usr/share/doc/libleitmotif-dev"
-install -m 644 "$here/../include/leitmotif.h" "$dev/usr/include/leitmotif.h"
+install -m 644 "$here/../include/leitmotif.h" "$here/../include/leitmotif.hpp" "$dev/usr/include/"
 ln -s "libleitmotif.so.$major" "$dev/usr/lib/$multiarch/libleitmotif.so"
 sed -e 's|@PREFIX@|/usr|' -e "s|@LIBDIR@|/usr/lib/$multiarch|" -e 's|@INCLUDEDIR@|/usr/include|' \
   -e "s|@VERSION@|$version|" "$here/leitmotif.pc.in" > "$dev/usr/lib/$multiarch/pkgconfig/leitmotif.pc"
@@ -79,7 +79,8 @@ Installed-Size: $(du -sk "$dev/usr" | cut -f1)
 Depends: libleitmotif$major (= $debian_version)
 Description: game music that follows the game (C API development files)
  Leitmotif mixes a game's music on one sample clock. This package holds the
- C header leitmotif.h, the link to the library and its pkg-config file.
+ C header leitmotif.h, the C++ header leitmotif.hpp, the link to the library
+ and its pkg-config file.
 CONTROL
 
 for package in "$root" "$dev"; do

@@ -145,6 +145,74 @@ struct CAPITests {
     }
   }
 
+  /// The C++ program for `cppHeader`: leitmotif.hpp's engine over the hello-music cue file.
+  static let cppProgram = """
+    #include <leitmotif.hpp>
+    #include <cstdio>
+    #include <vector>
+    int main(int argc, char **argv) {
+      if (argc != 2) return 2;
+      lm_config config = lm_config_defaults();
+      config.application_id = "org.leitmotif.cpp-test";
+      config.cue_file = argv[1];
+      config.output = LM_OUTPUT_OFFLINE;
+      try {
+        leitmotif::engine music(config);
+        music.on_report([](const lm_report *report, void *) { std::printf("report %s\\n", report->text); });
+        music.start();
+        std::vector<float> audio(800 * 2);
+        for (int step = 0; step < 4 * 60; step++) {
+          if (step == 60) music.post("enemy.spotted", {lm_number("threat", 3), lm_string("kind", "patrol")});
+          music.render(audio.data(), 800);
+        }
+        music.flush_reports();
+        std::printf("state %s\\n", music.state().c_str());
+        leitmotif::engine moved = std::move(music);  // the handle moves; music owns nothing now
+        std::printf("rate %d\\n", moved.sample_rate());
+        moved.set_state("no.such.state");
+        std::printf("not reached\\n");
+      } catch (const leitmotif::error &e) {
+        std::printf("caught %s: %s\\n", lm_error_name(e.code()), e.what());
+      }
+      try {
+        lm_config bad = lm_config_defaults();
+        bad.application_id = "org.leitmotif.cpp-test";
+        bad.cue_file = "/nonexistent/cues.json5";
+        leitmotif::engine never(bad);
+      } catch (const leitmotif::error &e) {
+        std::printf("create failed: %s\\n", lm_error_name(e.code()));
+      }
+      return 0;
+    }
+    """
+
+  @Test("leitmotif.hpp: an engine owner that destroys what it made, moves, and throws Leitmotif's errors")
+  func cppHeader() throws {
+    let directory = try TemporaryDirectory(prefix: "leitmotif-cpp")
+    let source = directory.file("music.cpp")
+    try Data(Self.cppProgram.utf8).write(to: URL(fileURLWithPath: source))
+    let library = try #require(CGame.library)
+    let program = directory.file("music")
+    for standard in ["c++11", "c++17"] {
+      let compile = try CGame.run(
+        CGame.cxxCompiler,
+        [
+          "-std=\(standard)", "-Wall", "-Wextra", "-Wpedantic", "-Werror", "-I", CGame.repository + "/include", source,
+          "-L", library, "-lLeitmotifC", "-Wl,-rpath," + library, "-o", program,
+        ], in: directory)
+      try #require(compile.status == 0, "\(standard): \(compile.errors)")
+    }
+    let run = try CGame.run(program, [CGame.repository + "/Examples/hello-music/cues.json5"], in: directory)
+    #expect(run.status == 0, "\(run.errors)")
+    #expect(run.output.contains("state \"explore\" -> \"combat\""), "\(run.output)")
+    #expect(run.output.contains("state combat\nrate 48000\n"), "\(run.output)")
+    #expect(
+      run.output.contains("caught LM_ERROR_INVALID_ARGUMENT: LM_ERROR_INVALID_ARGUMENT: the cue file has no state"),
+      "\(run.output)")
+    #expect(!run.output.contains("not reached"))
+    #expect(run.output.contains("create failed: LM_ERROR_CUE_FILE"), "\(run.output)")
+  }
+
   /// The C program for `exitWithoutDestroy`: it plays, then returns from `main` with the engine
   /// alive. Its own `atexit` handler, registered before the engine exists, runs after
   /// Leitmotif's and lists the threads still there.
@@ -252,6 +320,12 @@ enum CGame {
     }
     candidates += ["/usr/bin/cc", "/usr/bin/clang", "/usr/bin/gcc"]
     return candidates.first { FileManager.default.isExecutableFile(atPath: $0) } ?? "cc"
+  }()
+
+  /// The C++ compiler: the C compiler's own C++ driver (clang++), else `c++`.
+  static let cxxCompiler: String = {
+    let candidates = (compiler.hasSuffix("clang") ? [compiler + "++"] : []) + ["/usr/bin/c++", "/usr/bin/g++"]
+    return candidates.first { FileManager.default.isExecutableFile(atPath: $0) } ?? "c++"
   }()
 
   struct Run {

@@ -73,6 +73,7 @@ struct InstallTests {
 
     // The version is one number everywhere: VERSION, the header, the pkg-config file.
     let header = try String(contentsOfFile: "\(installed.prefix)/include/leitmotif.h", encoding: .utf8)
+    #expect(files.fileExists(atPath: "\(installed.prefix)/include/leitmotif.hpp"), "the C++ header too")
     let parts = installed.version.split(separator: ".")
     try #require(parts.count == 3, "VERSION is MAJOR.MINOR.PATCH: \(installed.version)")
     for (name, part) in zip(["MAJOR", "MINOR", "PATCH"], parts) {
@@ -233,5 +234,6 @@ struct InstallTests {
       try FileManager.default.destinationOfSymbolicLink(atPath: "\(root)\(libdir)/libleitmotif.so")
         == "libleitmotif.so.\(major)")
     #expect(FileManager.default.fileExists(atPath: "\(root)/usr/include/leitmotif.h"))
+    #expect(FileManager.default.fileExists(atPath: "\(root)/usr/include/leitmotif.hpp"))
   }
 }

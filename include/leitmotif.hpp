@@ -1,0 +1,160 @@
+/*
+ * leitmotif.hpp: Leitmotif's C API for C++ (C++11 or later), header only, over leitmotif.h.
+ *
+ * leitmotif::engine owns one lm_engine: it is made in the constructor, destroyed in the
+ * destructor, movable and not copyable. A failed call throws leitmotif::error, which carries
+ * the lm_error code and Leitmotif's message (what failed and why, the cue file's line and
+ * column). Every other rule of leitmotif.h holds: which threads may call what, what never
+ * blocks. Where a game builds without exceptions, use leitmotif.h directly.
+ *
+ *   leitmotif::engine music(config);          // lm_config from lm_config_defaults()
+ *   music.start();
+ *   music.post("enemy.spotted", {lm_number("threat", 3), lm_string("kind", "patrol")});
+ *   music.set_parameter("health", 0.2, 1.0);
+ *   std::string state = music.state();
+ */
+#ifndef LEITMOTIF_HPP
+#define LEITMOTIF_HPP
+
+#include <leitmotif.h>
+
+#include <cstddef>
+#include <initializer_list>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace leitmotif {
+
+/* A failed Leitmotif call: code() is the lm_error, what() the message. */
+class error : public std::runtime_error {
+ public:
+  error(lm_error code, const std::string &message) : std::runtime_error(message), code_(code) {}
+  lm_error code() const noexcept { return code_; }
+
+ private:
+  lm_error code_;
+};
+
+namespace detail {
+inline void check(lm_error code, const char *message) {
+  if (code != LM_OK) throw error(code, std::string(lm_error_name(code)) + ": " + message);
+}
+}  // namespace detail
+
+/* One engine: its output, the director for one cue file, its queue player and the library. */
+class engine {
+ public:
+  explicit engine(const lm_config &config) {
+    detail::check(lm_engine_create(&config, &handle_), lm_last_error());
+  }
+  ~engine() {
+    if (handle_) lm_engine_destroy(handle_);
+  }
+  engine(engine &&other) noexcept : handle_(other.handle_) { other.handle_ = NULL; }
+  engine &operator=(engine &&other) noexcept {
+    if (this != &other) {
+      if (handle_) lm_engine_destroy(handle_);
+      handle_ = other.handle_;
+      other.handle_ = NULL;
+    }
+    return *this;
+  }
+  engine(const engine &) = delete;
+  engine &operator=(const engine &) = delete;
+
+  /* The C handle, for the calls this header does not wrap. */
+  lm_engine *get() const noexcept { return handle_; }
+
+  void start(const char *state = NULL) { check(lm_start(handle_, state)); }
+
+  /* Posts a cue; false when the bus was full and the event was dropped (never blocks). */
+  bool post(const char *cue, std::initializer_list<lm_value> payload = {}) {
+    lm_error code = lm_post(handle_, cue, payload.size() ? payload.begin() : NULL, payload.size());
+    if (code == LM_ERROR_BUS_FULL) return false;
+    check(code);
+    return true;
+  }
+  bool post(const char *cue, const std::vector<lm_value> &payload) {
+    lm_error code = lm_post(handle_, cue, payload.empty() ? NULL : payload.data(), payload.size());
+    if (code == LM_ERROR_BUS_FULL) return false;
+    check(code);
+    return true;
+  }
+
+  void set_parameter(const char *name, double value, double ramp_seconds = 0) {
+    check(lm_set_parameter(handle_, name, value, ramp_seconds));
+  }
+  double parameter(const char *name) const {
+    double value = 0;
+    check(lm_get_parameter(handle_, name, &value));
+    return value;
+  }
+
+  void update() { check(lm_update(handle_)); }
+  /* Offline engines: `frames` interleaved stereo float frames into `buffer`. */
+  void render(float *buffer, std::size_t frames) { check(lm_render(handle_, buffer, frames)); }
+  int sample_rate() const {
+    int rate = 0;
+    check(lm_get_sample_rate(handle_, &rate));
+    return rate;
+  }
+
+  lm_now_playing_info now_playing() const {
+    lm_now_playing_info info;
+    info.struct_size = sizeof info;
+    check(lm_now_playing(handle_, &info));
+    return info;
+  }
+  /* The state the rules see ("" before the music starts). */
+  std::string state() const {
+    char name[LM_TEXT_CAPACITY];
+    check(lm_get_state(handle_, name, sizeof name, NULL, 0));
+    return name;
+  }
+  /* The state whose music is heard now. */
+  std::string audible_state() const {
+    char name[LM_TEXT_CAPACITY];
+    check(lm_get_state(handle_, NULL, 0, name, sizeof name));
+    return name;
+  }
+
+  /* The game's commands (see leitmotif.h). */
+  void stop(double fade_seconds = 0) { check(lm_stop(handle_, fade_seconds)); }
+  void resume(double fade_seconds = 0) { check(lm_resume(handle_, fade_seconds)); }
+  void set_state(const char *state, double seconds = 0, lm_moment at = LM_AT_NOW) {
+    check(lm_set_state(handle_, state, seconds, at));
+  }
+  void play_stinger(const char *source, lm_moment at = LM_AT_NOW, float volume = 1) {
+    check(lm_play_stinger(handle_, source, at, volume));
+  }
+  void skip(lm_skip_direction direction = LM_SKIP_NEXT) { check(lm_skip(handle_, direction)); }
+  void set_music_volume(float volume, double ramp_seconds = 0) {
+    check(lm_set_music_volume(handle_, volume, ramp_seconds));
+  }
+
+  /* The player. */
+  void play() { check(lm_player_play(handle_)); }
+  void pause() { check(lm_player_pause(handle_)); }
+  void set_rate(float rate) { check(lm_player_set_rate(handle_, rate)); }
+  void seek(double seconds) { check(lm_player_seek(handle_, seconds)); }
+  void set_volume(float volume) { check(lm_player_set_volume(handle_, volume)); }
+
+  /* Reports and diagnostics: C function pointers (a captureless lambda converts to one). */
+  void on_report(lm_report_fn callback, void *user_data = NULL) {
+    check(lm_set_report_callback(handle_, callback, user_data));
+  }
+  void on_diagnostic(lm_diagnostic_fn callback, void *user_data = NULL) {
+    check(lm_set_diagnostic_callback(handle_, callback, user_data));
+  }
+  void flush_reports() { check(lm_flush_reports(handle_)); }
+
+ private:
+  void check(lm_error code) const { detail::check(code, lm_engine_last_error(handle_)); }
+  lm_engine *handle_ = NULL;
+};
+
+}  // namespace leitmotif
+
+#endif /* LEITMOTIF_HPP */
