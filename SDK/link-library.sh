@@ -5,6 +5,8 @@
 #   SDK/link-library.sh BUILD_FOLDER OUTPUT SONAME TARGET...
 # BUILD_FOLDER is SwiftPM's release folder, OUTPUT the library to write, SONAME its soname
 # (libleitmotif.so.MAJOR), TARGET... LeitmotifC and every Swift target it depends on.
+# LINK_MAP=FILE also writes the linker's map: which archive member of the Swift runtime or
+# Foundation each object pulled in, and why (how to see what drags in CoreFoundation and ICU).
 #
 # Why not SwiftPM's own link of the LeitmotifC product: SwiftPM links a dynamic library against
 # the toolchain's shared Swift runtime (it ignores --static-swift-stdlib there), and a game must
@@ -44,7 +46,7 @@ rm -f "$output.unstripped"
   -L "$static" -Wl,--start-group $swift_libraries -ldispatch -lBlocksRuntime -Wl,--end-group \
   $system_libraries -lstdc++ -lm -ldl -lpthread \
   -Wl,--no-undefined -Wl,--exclude-libs,ALL -Wl,--gc-sections -Wl,--build-id -Wl,-z,relro -Wl,-z,now \
-  -Wl,-soname,"$soname" -Wl,--version-script,"$(dirname "$0")/leitmotif.map" 2>&1 |
+  ${LINK_MAP:+-Wl,-Map,$LINK_MAP} -Wl,-soname,"$soname" -Wl,--version-script,"$(dirname "$0")/leitmotif.map" 2>&1 |
   grep -v "the use of \`mktemp' is dangerous" >&2 || true
 [ -f "$output.unstripped" ] || { echo "link-library.sh: the link failed" >&2; exit 1; }
 strip --strip-unneeded -o "$output" "$output.unstripped"
