@@ -458,6 +458,14 @@ lm_error lm_library_authorization_status(lm_engine *engine, lm_authorization *ou
 lm_error lm_library_request_authorization(
   lm_engine *engine, lm_prompt_fn prompt, void *user_data, lm_authorization *out_status);
 
+/* Called with the new status each time the player's consent changes: their answer to a
+   request, `leitmotif access allow|deny|reset`, an administrator's policy. A change arrives
+   within a second (a background check twice a second, which runs only while a callback is
+   set). Runs on a thread of Leitmotif's, never the game's; it may call any lm_* function
+   except lm_engine_destroy of this engine. NULL removes the callback. Any thread. */
+typedef void (*lm_authorization_fn)(lm_authorization status, void *user_data);
+lm_error lm_set_authorization_callback(lm_engine *engine, lm_authorization_fn callback, void *user_data);
+
 /* ---------------------------------------------------------------------------------------------
  * Notifications
  * ------------------------------------------------------------------------------------------- */

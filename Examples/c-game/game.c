@@ -288,6 +288,16 @@ static int prompt_yes(const char *name, const char *usage, void *user_data) {
   return 1;
 }
 
+/* The consent callback's last status, from Leitmotif's thread (-1: not called yet). */
+static pthread_mutex_t consent_lock = PTHREAD_MUTEX_INITIALIZER;
+static int consent_seen = -1;
+static void on_consent(lm_authorization status, void *user_data) {
+  (void)user_data;
+  pthread_mutex_lock(&consent_lock);
+  consent_seen = (int)status;
+  pthread_mutex_unlock(&consent_lock);
+}
+
 /* A thread that keeps calling into an engine until it is destroyed under it: every call must
    complete (LM_OK, or LM_ERROR_BUS_FULL for a post) or see LM_ERROR_INVALID_HANDLE. */
 typedef struct racer {
@@ -409,9 +419,19 @@ static int self_test(const char *cues) {
   expect(lm_library_authorization_status(engine, &status), LM_OK, "the library's authorization");
   expect_true(status >= LM_AUTHORIZATION_NOT_DETERMINED && status <= LM_AUTHORIZATION_AUTHORIZED, "a known status");
   if (getenv("LM_SELF_TEST_LIBRARY")) { /* writes the answer under $HOME: the test sets a temporary HOME */
-    int asked = 0;
+    int asked = 0, seen = -1;
+    expect(lm_set_authorization_callback(engine, on_consent, NULL), LM_OK, "a consent callback");
     expect(lm_library_request_authorization(engine, prompt_yes, &asked, &status), LM_OK, "request authorization");
     expect_true(asked == 1 && status == LM_AUTHORIZATION_AUTHORIZED, "the game's prompt was asked; yes");
+    for (int waited = 0; waited < 300 && seen != LM_AUTHORIZATION_AUTHORIZED; waited++) { /* up to 3 s */
+      struct timespec tick = {0, 10 * 1000 * 1000};
+      nanosleep(&tick, NULL);
+      pthread_mutex_lock(&consent_lock);
+      seen = consent_seen;
+      pthread_mutex_unlock(&consent_lock);
+    }
+    expect_true(seen == LM_AUTHORIZATION_AUTHORIZED, "the consent callback heard the change to authorized");
+    expect(lm_set_authorization_callback(engine, NULL, NULL), LM_OK, "remove the consent callback");
   }
 
   /* The engine works: a render plays the start state. */

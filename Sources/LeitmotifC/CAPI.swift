@@ -448,7 +448,7 @@ public func lmSetMusicVolume(_ handle: OpaquePointer?, _ volume: Float, _ rampSe
 
 // MARK: - The library
 
-private func authorization(_ status: AuthorizationStatus) -> lm_authorization {
+func authorization(_ status: AuthorizationStatus) -> lm_authorization {
   switch status {
   case .notDetermined: return LM_AUTHORIZATION_NOT_DETERMINED
   case .denied: return LM_AUTHORIZATION_DENIED
@@ -486,6 +486,13 @@ public func lmSetReportCallback(
   -> lm_error
 {
   withEngine(handle) { $0.callbacks.setReport(callback, userData) }
+}
+
+@_cdecl("lm_set_authorization_callback")
+public func lmSetAuthorizationCallback(
+  _ handle: OpaquePointer?, _ callback: lm_authorization_fn?, _ userData: UnsafeMutableRawPointer?
+) -> lm_error {
+  withEngine(handle) { $0.observeConsent(callback, userData) }
 }
 
 @_cdecl("lm_set_diagnostic_callback")

@@ -96,6 +96,10 @@ final class EngineSession: @unchecked Sendable {
   /// Stops everything; after it returns no callback of this engine runs or starts.
   func shutdown() {
     callbacks.close()
+    consentObservation.withLock { observation in
+      observation?.cancel()
+      observation = nil
+    }
     director.shutdown()
     director.player.stop()
     director.waitForReports()
@@ -157,6 +161,24 @@ final class EngineSession: @unchecked Sendable {
 
   // MARK: The library
 
+  /// The library's observation while the game has a consent callback (it polls twice a second,
+  /// so it runs only while someone listens).
+  private let consentObservation = Mutex<AuthorizationObservation?>(nil)
+
+  /// Sets (or, with nil, removes) the game's consent-change callback.
+  func observeConsent(_ function: lm_authorization_fn?, _ userData: UnsafeMutableRawPointer?) {
+    callbacks.setAuthorization(function, userData)
+    let callbacks = self.callbacks
+    consentObservation.withLock { observation in
+      if function == nil {
+        observation?.cancel()
+        observation = nil
+      } else if observation == nil {
+        observation = library.observeAuthorization { callbacks.deliver(authorization($0)) }
+      }
+    }
+  }
+
   func requestAuthorization(_ function: lm_prompt_fn?, _ userData: UnsafeMutableRawPointer?) throws(CAPIError)
     -> AuthorizationStatus
   {
@@ -213,8 +235,13 @@ final class Callbacks: @unchecked Sendable {
     var userData: UnsafeMutableRawPointer?
   }
 
+  private struct AuthorizationCallback: @unchecked Sendable {
+    var function: lm_authorization_fn
+    var userData: UnsafeMutableRawPointer?
+  }
   private let report = Mutex<Report?>(nil)
   private let diagnostic = Mutex<DiagnosticCallback?>(nil)
+  private let authorization = Mutex<AuthorizationCallback?>(nil)
   private let open = Atomic<Bool>(true)
   private let running = Atomic<Int>(0)
   /// The handle's bits, for `CallbackThread` (set once the handle exists).
@@ -226,6 +253,15 @@ final class Callbacks: @unchecked Sendable {
 
   func setDiagnostic(_ function: lm_diagnostic_fn?, _ userData: UnsafeMutableRawPointer?) {
     diagnostic.withLock { $0 = function.map { DiagnosticCallback(function: $0, userData: userData) } }
+  }
+
+  func setAuthorization(_ function: lm_authorization_fn?, _ userData: UnsafeMutableRawPointer?) {
+    authorization.withLock { $0 = function.map { AuthorizationCallback(function: $0, userData: userData) } }
+  }
+
+  func deliver(_ status: lm_authorization) {
+    guard let callback = authorization.withLock({ $0 }) else { return }
+    gated { callback.function(status, callback.userData) }
   }
 
   /// No callback starts after this returns, and none is still running.

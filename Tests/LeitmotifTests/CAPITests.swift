@@ -111,6 +111,7 @@ struct CAPITests {
       "ok   post on a full bus: LM_ERROR_BUS_FULL",
       "ok   destroy from inside the callback: LM_ERROR_WRONG_MODE",
       "ok   the game's prompt was asked; yes",
+      "ok   the consent callback heard the change to authorized",
       "ok   calls racing with lm_engine_destroy complete or see LM_ERROR_INVALID_HANDLE",
     ] {
       #expect(run.output.contains(line), "missing: \(line)")
