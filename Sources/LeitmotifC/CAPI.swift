@@ -352,8 +352,7 @@ public func lmPlayerSeek(_ handle: OpaquePointer?, _ seconds: Double) -> lm_erro
 @_cdecl("lm_player_set_volume")
 public func lmPlayerSetVolume(_ handle: OpaquePointer?, _ volume: Float) -> lm_error {
   withEngine(handle) { session throws(CAPIError) in
-    guard volume.isFinite, (0...1).contains(volume) else { throw .invalidArgument("volume \(volume): expected 0 to 1") }
-    session.director.player.volume = volume
+    session.director.player.volume = try checkedVolume(volume)
   }
 }
 
@@ -363,6 +362,22 @@ public func lmPlayerSetVolume(_ handle: OpaquePointer?, _ volume: Float) -> lm_e
 private func checkedSeconds(_ seconds: Double, _ name: String) throws(CAPIError) -> Double {
   guard seconds.isFinite, seconds >= 0 else { throw .invalidArgument("\(name) \(seconds): expected 0 or more seconds") }
   return seconds
+}
+
+/// A volume from C: 0 to 1.
+private func checkedVolume(_ volume: Float) throws(CAPIError) -> Float {
+  guard volume.isFinite, (0...1).contains(volume) else { throw .invalidArgument("volume \(volume): expected 0 to 1") }
+  return volume
+}
+
+/// A state or source name from C that the cue file has (`kind` names the argument and the list).
+private func known(_ pointer: UnsafePointer<CChar>?, _ kind: String, in names: [String]) throws(CAPIError) -> String {
+  let name = try CString.nonEmpty(pointer, kind)
+  guard names.contains(name) else {
+    throw .invalidArgument(
+      "the cue file has no \(kind) \"\(name)\" (it has: \(names.sorted().joined(separator: ", ")))")
+  }
+  return name
 }
 
 private func moment(_ at: lm_moment) throws(CAPIError) -> TransitionSpec.Moment {
@@ -394,12 +409,7 @@ public func lmSetState(_ handle: OpaquePointer?, _ state: UnsafePointer<CChar>?,
   -> lm_error
 {
   withEngine(handle) { session throws(CAPIError) in
-    let state = try CString.nonEmpty(state, "state")
-    let sheet = session.director.sheet
-    guard sheet.states[state] != nil else {
-      throw .invalidArgument(
-        "the cue file has no state \"\(state)\" (it has: \(sheet.states.keys.sorted().joined(separator: ", ")))")
-    }
+    let state = try known(state, "state", in: Array(session.director.sheet.states.keys))
     let transition = TransitionSpec(seconds: try checkedSeconds(seconds, "seconds"), moment: try moment(at))
     session.director.perform([.changeState(state, transition: transition)])
   }
@@ -410,14 +420,9 @@ public func lmPlayStinger(_ handle: OpaquePointer?, _ source: UnsafePointer<CCha
   -> lm_error
 {
   withEngine(handle) { session throws(CAPIError) in
-    let source = try CString.nonEmpty(source, "source")
-    let sheet = session.director.sheet
-    guard sheet.sources[source] != nil else {
-      throw .invalidArgument(
-        "the cue file has no source \"\(source)\" (it has: \(sheet.sources.keys.sorted().joined(separator: ", ")))")
-    }
-    guard volume.isFinite, (0...1).contains(volume) else { throw .invalidArgument("volume \(volume): expected 0 to 1") }
-    let stinger = StingerAction(sound: source, isSource: true, moment: try moment(at), volume: volume)
+    let source = try known(source, "source", in: Array(session.director.sheet.sources.keys))
+    let stinger = StingerAction(
+      sound: source, isSource: true, moment: try moment(at), volume: try checkedVolume(volume))
     session.director.perform([.stinger(stinger)])
   }
 }
@@ -441,8 +446,9 @@ public func lmSkip(_ handle: OpaquePointer?, _ direction: lm_skip_direction) -> 
 @_cdecl("lm_set_music_volume")
 public func lmSetMusicVolume(_ handle: OpaquePointer?, _ volume: Float, _ rampSeconds: Double) -> lm_error {
   withEngine(handle) { session throws(CAPIError) in
-    guard volume.isFinite, (0...1).contains(volume) else { throw .invalidArgument("volume \(volume): expected 0 to 1") }
-    session.director.perform([.volume(volume, rampSeconds: try checkedSeconds(rampSeconds, "ramp_seconds"))])
+    session.director.perform([
+      .volume(try checkedVolume(volume), rampSeconds: try checkedSeconds(rampSeconds, "ramp_seconds"))
+    ])
   }
 }
 
