@@ -1,5 +1,9 @@
-import Foundation
+import FoundationEssentials
 import LeitmotifDecoding
+
+#if canImport(Glibc)
+  import Glibc
+#endif
 
 /// What listening to a whole song tells: how loud it is, where its beats fall and how energetic
 /// it is. Measured once, when the library scan reads a song or a bundled file is first seen, and

@@ -4,7 +4,7 @@
 // function promises (threads, string lifetimes) is written in the header.
 
 import CLeitmotifHeader
-import Foundation
+import FoundationEssentials
 import Leitmotif
 
 // MARK: - Plumbing

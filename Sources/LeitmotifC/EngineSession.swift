@@ -1,7 +1,11 @@
 import CLeitmotifHeader
-import Foundation
+import FoundationEssentials
 import Leitmotif
 import Synchronization
+
+#if canImport(Glibc)
+  import Glibc
+#endif
 
 /// One C engine: the audio engine, the director for its cue file, the player's library, the
 /// callbacks the game set, and the strings handed out to C (kept per calling thread, so that a

@@ -158,6 +158,50 @@ public enum FileSystemPath {
     return string(decoding: decoded)
   }
 
+  // Path arithmetic, as NSString's path methods did (FoundationEssentials has no NSString, and
+  // its URL would not keep the bytes of a name that is not UTF-8). On the UTF-8 bytes: the kernel
+  // splits at each "/" byte, even one a combining mark follows (one `Character` with it), and an
+  // escaped byte is never taken for "/" or "." (both ASCII).
+
+  private static let slashByte = UInt8(ascii: "/")
+
+  /// The last component of `path`, trailing slashes ignored: `/music/a.ogg` gives `a.ogg`,
+  /// `/music/` gives `music`, `/` gives `/` (NSString's `lastPathComponent`).
+  package static func lastComponent(_ path: String) -> String {
+    let bytes = withoutTrailingSlashes(path.utf8[...])
+    guard bytes.count > 1, let slash = bytes.lastIndex(of: slashByte) else {
+      return String(decoding: bytes, as: UTF8.self)
+    }
+    return String(decoding: bytes[bytes.index(after: slash)...], as: UTF8.self)
+  }
+
+  /// `path` without its last component and the slashes before it: `/music/a.ogg` gives
+  /// `/music`, `/music` gives `/`, `a.ogg` gives the empty string (NSString's
+  /// `deletingLastPathComponent`, which on Linux crashes on the last of these).
+  package static func deletingLastComponent(_ path: String) -> String {
+    let bytes = withoutTrailingSlashes(path.utf8[...])
+    guard bytes.count > 1 || bytes.first != slashByte else { return "/" }
+    guard let slash = bytes.lastIndex(of: slashByte) else { return "" }
+    let parent = withoutTrailingSlashes(bytes[...slash])
+    return String(decoding: parent, as: UTF8.self)
+  }
+
+  /// `name` (one component) without its extension, the part from its last dot: `a.tar.gz` gives
+  /// `a.tar`; a name whose only dot is its first (`.hidden`), and `.` and `..`, have none
+  /// (NSString's `deletingPathExtension` of a file name).
+  package static func deletingExtension(_ name: String) -> String {
+    guard name != ".", name != "..", let dot = name.utf8.lastIndex(of: UInt8(ascii: ".")),
+      dot != name.utf8.startIndex
+    else { return name }
+    return String(decoding: name.utf8[..<dot], as: UTF8.self)
+  }
+
+  /// `bytes` without the slashes at its end; a lone `/` stays (and the empty path).
+  private static func withoutTrailingSlashes(_ bytes: Substring.UTF8View) -> Substring.UTF8View {
+    guard let last = bytes.lastIndex(where: { $0 != slashByte }) else { return bytes.prefix(1) }
+    return bytes[...last]
+  }
+
   private static func isEscape(_ value: UInt32) -> Bool { value >= escapeBase + 0x80 && value <= escapeBase + 0xFF }
 
   private static func containsEscapeScalar(_ text: String) -> Bool {

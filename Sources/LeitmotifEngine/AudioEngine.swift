@@ -1,7 +1,12 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
 import LeitmotifDecoding
 import LeitmotifOutput
 import Synchronization
+
+#if canImport(Glibc)
+  import Glibc
+#endif
 
 /// Where the engine's sound goes.
 public enum OutputChoice: Sendable, Equatable {
@@ -58,8 +63,8 @@ public final class AudioEngine: @unchecked Sendable {
   private let running = RunFlag()
   /// Made with the engine unless it renders offline (whose loader work runs inline).
   private(set) var loader: LoaderThread?
-  private var streamingThread: Thread?
-  private var notificationThread: Thread?
+  private var streamingThread: NativeThread?
+  private var notificationThread: NativeThread?
   private let renderLock = Mutex<Void>(())
   private let startupNotice: String?
   /// Underruns across all voices since the engine started.
@@ -164,8 +169,7 @@ public final class AudioEngine: @unchecked Sendable {
     while decodeThreads.count > 0, DispatchTime.now() < deadline { usleep(1000) }
     // Not when the notification thread itself shuts down (a handler that calls `exit`, which
     // runs `RunningEngines`' handler on the calling thread): it cannot finish while it waits.
-    while let thread = notificationThread, thread !== Thread.current, !thread.isFinished, DispatchTime.now() < deadline
-    {
+    while let thread = notificationThread, !thread.isCurrent, !thread.isFinished, DispatchTime.now() < deadline {
       usleep(1000)
     }
   }
@@ -237,7 +241,7 @@ public final class AudioEngine: @unchecked Sendable {
     let periodMicroseconds = initialDevice.mixPeriodFrames * 1_000_000 / max(1, initialDevice.sampleRate)
     let interval = max(2_000, min(12_000, periodMicroseconds / 2))
     let hooks = streamingThreadHooks
-    let streaming = Thread {
+    let streaming = NativeThread {
       nameCurrentThread("lm.streaming")
       hooks?.enter()
       while running.value.load(ordering: .acquiring) {
@@ -249,11 +253,9 @@ public final class AudioEngine: @unchecked Sendable {
       }
       hooks?.leave()
     }
-    streaming.name = "leitmotif.streaming"
-    streaming.qualityOfService = .userInteractive
     streamingThread = streaming
     let events = self.events
-    let notifications = Thread { [weak self] in
+    let notifications = NativeThread { [weak self] in
       nameCurrentThread("lm.notify")
       var batch: [EngineEvent] = []
       batch.reserveCapacity(256)
@@ -265,7 +267,6 @@ public final class AudioEngine: @unchecked Sendable {
         batch.removeAll(keepingCapacity: true)
       }
     }
-    notifications.name = "leitmotif.notifications"
     notificationThread = notifications
     streaming.start()
     notifications.start()

@@ -1,4 +1,5 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
 import LeitmotifDecoding
 import LeitmotifOutput
 import Synchronization
@@ -155,12 +156,11 @@ package final class DecodeAheadStream: @unchecked Sendable {
     // The decoder (and the resampler) move to the decode thread and are used only there from now on.
     let handover = Handover((first, stage))
     census?.enter()
-    let thread = Thread { [self] in
+    let thread = NativeThread { [self] in
       nameCurrentThread("lm.decode")
       self.produce(first: handover.value.0, startFrame: startFrame, stage: handover.value.1)
       census?.leave()
     }
-    thread.name = "leitmotif.decode"
     thread.start()
   }
 

@@ -1,4 +1,5 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
 import LeitmotifOutput
 import Synchronization
 
@@ -18,18 +19,18 @@ final class LoaderThread: @unchecked Sendable {
     let stopping = Atomic<Bool>(false)
   }
   private let state = State()
-  /// Set once in `init`; only read after (Thread's own properties are thread-safe).
-  private let thread: Thread
+  /// Set once in `init`; only read after (its own properties are thread-safe).
+  private let thread: NativeThread
 
   /// Whether the thread has ended (after `stop`).
   var isFinished: Bool { thread.isFinished }
 
   /// Whether this is the loader thread (a diagnostics handler runs here, and may shut down).
-  var isCurrent: Bool { Thread.current === thread }
+  var isCurrent: Bool { thread.isCurrent }
 
   init() {
     let state = self.state
-    thread = Thread {
+    thread = NativeThread {
       nameCurrentThread("lm.loader")
       var batch: [@Sendable () -> Void] = []
       while true {
@@ -40,7 +41,6 @@ final class LoaderThread: @unchecked Sendable {
         if state.stopping.load(ordering: .acquiring) && state.pending.withLock({ $0.isEmpty }) { break }
       }
     }
-    thread.name = "leitmotif.loader"
     thread.start()
   }
 

@@ -1,7 +1,12 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
 import LeitmotifDecoding
 import LeitmotifOutput
 import Synchronization
+
+#if canImport(Glibc)
+  import Glibc
+#endif
 
 /// The mix clock as other threads see it: frames the streaming thread has mixed, and, while it
 /// mixes nothing (nothing plays), the time since it stopped, so the clock keeps pace with the

@@ -1,6 +1,11 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
 import LeitmotifDecoding
 import LeitmotifOutput
+
+#if canImport(Glibc)
+  import Glibc
+#endif
 
 /// The streaming thread's state: the mixer (every voice, on one sample clock), the music bus that
 /// carries the mix to OpenAL, and the device it plays on.
@@ -359,7 +364,7 @@ package final class StreamingLoop: @unchecked Sendable {
               .diagnostic(
                 Diagnostic(
                   .notice,
-                  "\(voices[slot].map { "\"\(FileSystemPath.displayed(($0.stream.path as NSString).lastPathComponent))\"" } ?? "the incoming music") was not ready for its grid line at \(trigger.fileSeconds) s of the playing music: it starts on the next one, at \(trigger.fileSeconds + every) s"
+                  "\(voices[slot].map { "\"\(FileSystemPath.displayed(FileSystemPath.lastComponent($0.stream.path)))\"" } ?? "the incoming music") was not ready for its grid line at \(trigger.fileSeconds) s of the playing music: it starts on the next one, at \(trigger.fileSeconds + every) s"
                 )))
           }
           continue

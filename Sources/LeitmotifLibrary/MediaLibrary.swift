@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import LeitmotifDecoding
 import LeitmotifEngine
 import LeitmotifOutput
@@ -42,7 +42,7 @@ public final class MediaLibrary: @unchecked Sendable {
       self.folders = folders
     }
 
-    var home: String { environment["HOME"] ?? NSHomeDirectory() }
+    var home: String { environment["HOME"] ?? FileManager.default.homeDirectoryForCurrentUser.path }
 
     func xdg(_ variable: String, default fallback: String) -> URL {
       if let value = environment[variable], value.hasPrefix("/") { return URL(fileURLWithPath: value) }
@@ -65,9 +65,9 @@ public final class MediaLibrary: @unchecked Sendable {
       let config = xdg("XDG_CONFIG_HOME", default: ".config").appendingPathComponent("user-dirs.dirs")
       if let text = try? String(contentsOf: config, encoding: .utf8) {
         for line in text.split(separator: "\n") where line.hasPrefix("XDG_MUSIC_DIR=") {
-          var value = String(line.dropFirst("XDG_MUSIC_DIR=".count)).trimmingCharacters(in: .whitespaces)
-          value = value.trimmingCharacters(in: CharacterSet(charactersIn: "\""))
-          value = value.replacingOccurrences(of: "$HOME", with: home)
+          var value = String(line.dropFirst("XDG_MUSIC_DIR=".count)).trimmingWhitespace()
+          value = value.trimming(where: { $0 == "\"" })
+          value = value.replacing("$HOME", with: home)
           if value.hasPrefix("/") { return [URL(fileURLWithPath: value)] }
         }
       }

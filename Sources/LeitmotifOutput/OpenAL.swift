@@ -73,7 +73,7 @@ public enum OpenALRuntime {
   /// is then called "OpenAL Soft" like any other, so this is how the wave writer is told apart.
   public static let writesWaveFile: Bool = {
     func firstIsWave(_ list: Substring) -> Bool {
-      list.split(separator: ",").first.map { $0.trimmingCharacters(in: .whitespaces) == "wave" } ?? false
+      list.split(separator: ",").first.map { $0.trimmingWhitespace() == "wave" } ?? false
     }
     if let drivers = getenv("ALSOFT_DRIVERS") { return firstIsWave(Substring(String(cString: drivers))) }
     guard let path = getenv("ALSOFT_CONF").map({ String(cString: $0) }),
@@ -81,7 +81,7 @@ public enum OpenALRuntime {
     else { return false }
     for line in text.split(separator: "\n") {
       let parts = line.split(separator: "=", maxSplits: 1)
-      if parts.count == 2, parts[0].trimmingCharacters(in: .whitespaces) == "drivers" { return firstIsWave(parts[1]) }
+      if parts.count == 2, parts[0].trimmingWhitespace() == "drivers" { return firstIsWave(parts[1]) }
     }
     return false
   }()

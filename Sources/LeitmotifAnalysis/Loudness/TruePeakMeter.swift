@@ -1,4 +1,8 @@
-import Foundation
+import FoundationEssentials
+
+#if canImport(Glibc)
+  import Glibc
+#endif
 
 /// The true peak of a stream of frames (ITU-R BS.1770-4 Annex 2): the highest magnitude of the
 /// signal oversampled 4 times (twice from 96 kHz, not at all from 192 kHz), so a peak that falls

@@ -1,10 +1,15 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
 import LeitmotifDecoding
 import LeitmotifEngine
 import LeitmotifLibrary
 import LeitmotifOutput
 import LeitmotifPlayers
 import Synchronization
+
+#if canImport(Glibc)
+  import Glibc
+#endif
 
 /// The music director: takes the game's cues from the level-event bus and, by the rules of the
 /// cue file, changes the music: states, crossfades on the beat grid, stingers, ducks, rate,
@@ -54,8 +59,8 @@ public final class Director: @unchecked Sendable {
   private let notifications = DispatchQueue(label: "leitmotif.director.notifications")
   private let running = RunFlag()
   private let started = Atomic<Bool>(false)
-  private var thread: Thread?
-  private var watcher: Thread?
+  private var thread: NativeThread?
+  private var watcher: NativeThread?
 
   /// A director for the cue file at `path`, watched for changes while the director runs.
   /// - Parameters:
@@ -406,7 +411,7 @@ public final class Director: @unchecked Sendable {
 
   private func startThread() {
     let running = self.running
-    let thread = Thread { [weak self] in
+    let thread = NativeThread { [weak self] in
       nameCurrentThread("lm.director")
       // The thread holds the director only while it steps, so releasing the director ends it.
       var lastInput = -Double.infinity
@@ -425,8 +430,6 @@ public final class Director: @unchecked Sendable {
         }
       }
     }
-    thread.name = "leitmotif.director"
-    thread.qualityOfService = .userInteractive
     self.thread = thread
     thread.start()
   }
@@ -512,7 +515,7 @@ public final class Director: @unchecked Sendable {
   /// it, so a checkout or an editor's rename dance reloads once, without a refusal first.
   private func startWatching(path: String) {
     let running = self.running
-    let watcher = Thread { [weak self] in
+    let watcher = NativeThread { [weak self] in
       nameCurrentThread("lm.cuewatch")
       var identity = FileIdentity(path: path)
       var consent = self?.library?.authorizationStatus
@@ -549,7 +552,6 @@ public final class Director: @unchecked Sendable {
         }
       }
     }
-    watcher.name = "leitmotif.cuewatch"
     self.watcher = watcher
     watcher.start()
   }

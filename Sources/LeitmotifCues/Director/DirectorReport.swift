@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import LeitmotifDecoding
 import LeitmotifEngine
 import LeitmotifLibrary
@@ -65,7 +65,7 @@ public struct DirectorReport: Sendable, CustomStringConvertible {
 
   /// "TIME s [CUE] WHAT", one line as `leitmotif cues simulate` prints it.
   public var description: String {
-    let clock = String(format: "%8.3f s", time)
+    let clock = fixedPoint(time, decimals: 3, width: 8) + " s"
     let cause = event.map { " [\($0.cue)]" } ?? ""
     return "\(clock)\(cause) \(kind)"
   }
@@ -81,7 +81,7 @@ extension DirectorReport.Kind: CustomStringConvertible {
       let what = item.map { " playing \($0.reportName)" } ?? ""
       let origin = source.map { " from \"\($0)\" (\(isUser ? "user song" : "bundled"))" } ?? ""
       return "state \(from.map { "\"\($0)\"" } ?? "none") -> \"\(to)\"\(what)\(origin)"
-    case .scheduled(let what, let at): return "\(what) scheduled at \(String(format: "%.3f", at)) s"
+    case .scheduled(let what, let at): return "\(what) scheduled at \(fixedPoint(at, decimals: 3)) s"
     case .fallback(let state, let source, let replacement, let reason):
       return "state \"\(state)\": source \"\(source)\" gives nothing (\(reason)); "
         + (replacement.map { "playing \"\($0)\" instead" } ?? "nothing to play")

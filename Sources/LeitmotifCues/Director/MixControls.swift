@@ -1,9 +1,13 @@
-import Foundation
+import FoundationEssentials
 import LeitmotifDecoding
 import LeitmotifEngine
 import LeitmotifLibrary
 import LeitmotifOutput
 import LeitmotifPlayers
+
+#if canImport(Glibc)
+  import Glibc
+#endif
 
 /// A level moving in a straight line from one value to another over a stretch of director time:
 /// volume and rate changes, parameter ramps, fades around pause, stop and seek.

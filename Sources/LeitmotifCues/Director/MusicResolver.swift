@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import LeitmotifDecoding
 import LeitmotifEngine
 import LeitmotifLibrary
@@ -53,7 +53,7 @@ struct MusicResolver {
       if let refusal = Self.refusal(library.authorizationStatus) { return .unavailable(refusal) }
       do {
         let lists = try library.collections(matching: .playlists())
-        guard let list = lists.first(where: { $0.name?.caseInsensitiveCompare(name) == .orderedSame }) else {
+        guard let list = lists.first(where: { $0.name?.equalsIgnoringCase(name) ?? false }) else {
           return .unavailable("the library has no playlist \"\(name)\"")
         }
         return list.items.isEmpty ? .unavailable("playlist \"\(name)\" is empty") : SourceResolution(items: list.items)

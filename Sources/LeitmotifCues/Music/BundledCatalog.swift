@@ -1,10 +1,14 @@
-import Foundation
+import FoundationEssentials
 import LeitmotifAnalysis
 import LeitmotifDecoding
 import LeitmotifEngine
 import LeitmotifLibrary
 import LeitmotifOutput
 import LeitmotifPlayers
+
+#if canImport(Glibc)
+  import Glibc
+#endif
 
 /// The game's own music: every Ogg Vorbis, Opus, MP3 and FLAC file in a folder (the cue file's `assets`),
 /// with its tags read once and its loudness, tempo, beats and energy measured once
@@ -137,7 +141,7 @@ public final class BundledCatalog: Sendable {
   private static func tag(_ value: String?, equals wanted: String?) -> Bool {
     guard let wanted else { return true }
     guard let value else { return false }
-    return value.compare(wanted, options: [.caseInsensitive]) == .orderedSame
+    return value.equalsIgnoringCase(wanted)
   }
 
   /// The decode error without its absolute path: the failure is already keyed by its relative one.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import LeitmotifDecoding
 import LeitmotifEngine
 import LeitmotifLibrary
@@ -60,7 +60,7 @@ public struct CueScript: Sendable {
       throw CueFileError(problems: [
         CueProblem(
           severity: .error, file: path, location: JSON5.SourceLocation(line: 1, column: 1), keyPath: "",
-          message: "cannot read the file: \(error.localizedDescription)")
+          message: "cannot read the file: \(FolderWalker.errorText(error))")
       ])
     }
     return try parse(text, path: path)

@@ -1,9 +1,13 @@
-import Foundation
+import FoundationEssentials
 import LeitmotifDecoding
 import LeitmotifEngine
 import LeitmotifLibrary
 import LeitmotifOutput
 import LeitmotifPlayers
+
+#if canImport(Glibc)
+  import Glibc
+#endif
 
 /// A picture of a simulated run (a `CueTimeline`), so that someone can follow a level's music
 /// without listening to it: time runs across; at the top, the cues the game posted (solid lines
@@ -76,17 +80,27 @@ public enum TimelinePicture {
     return nil
   }
 
+  /// Runs `executable` with its standard streams on /dev/null and waits for it; whether it
+  /// exited with 0 and wrote `output`. Through `posix_spawn`: FoundationEssentials has no
+  /// `Process`.
   private static func run(_ executable: String, _ arguments: [String], output: String) -> Bool {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    process.standardInput = FileHandle.nullDevice
-    process.standardOutput = FileHandle.nullDevice
-    process.standardError = FileHandle.nullDevice
-    do { try process.run() } catch { return false }
-    process.waitUntilExit()
-    return process.terminationReason == .exit && process.terminationStatus == 0
-      && FileManager.default.fileExists(atPath: output)
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    for descriptor: Int32 in [0, 1, 2] {
+      posix_spawn_file_actions_addopen(&actions, descriptor, "/dev/null", descriptor == 0 ? O_RDONLY : O_WRONLY, 0)
+    }
+    // argv (the program's path first, as `Process` passed it) and the environment as they are.
+    let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
+    defer { for argument in argv { free(argument) } }
+    var child = pid_t()
+    guard posix_spawn(&child, executable, &actions, nil, argv, environ) == 0 else { return false }
+    var status: Int32 = 0
+    while waitpid(child, &status, 0) < 0 {
+      guard errno == EINTR else { return false }
+    }
+    // Exited (not killed by a signal: WIFEXITED), with status 0 (WEXITSTATUS).
+    return status & 0x7F == 0 && (status >> 8) & 0xFF == 0 && FileManager.default.fileExists(atPath: output)
   }
 }
 
@@ -563,7 +577,7 @@ private struct Picture {
 
 /// A number with a fixed count of decimals (the same text on every run and platform).
 private func fixed(_ value: Double, decimals: Int = 1) -> String {
-  let text = String(format: "%.\(decimals)f", value.isFinite ? value : 0)
+  let text = fixedPoint(value.isFinite ? value : 0, decimals: decimals)
   return text.hasPrefix("-") && Double(text) == 0 ? String(text.dropFirst()) : text
 }
 

@@ -1,9 +1,13 @@
-import Foundation
+import FoundationEssentials
 import LeitmotifDecoding
 import LeitmotifEngine
 import LeitmotifLibrary
 import LeitmotifOutput
 import LeitmotifPlayers
+
+#if canImport(Glibc)
+  import Glibc
+#endif
 
 extension CueSheet {
   /// Reads and checks the cue file at `path`. The file's format is described in <doc:CueFile>.
@@ -85,24 +89,15 @@ extension CueSheet {
           message: "cannot read the cue file: \(reason)")
       ])
     }
-    var isDirectory: ObjCBool = false
-    if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+    var isDirectory = false
+    if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory {
       throw failure(String(cString: strerror(EISDIR)))
     }
     let data: Data
     do {
       data = try Data(contentsOf: URL(fileURLWithPath: path))
     } catch {
-      // Foundation's message is long and mentions Cocoa; the errno's text is what a shell says.
-      let underlying = (error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError
-      if let code = underlying?.code, underlying?.domain == NSPOSIXErrorDomain {
-        throw failure(String(cString: strerror(Int32(code))))
-      }
-      switch (error as NSError).code {
-      case NSFileReadNoSuchFileError: throw failure(String(cString: strerror(ENOENT)))
-      case NSFileReadNoPermissionError: throw failure(String(cString: strerror(EACCES)))
-      default: throw failure(error.localizedDescription)
-      }
+      throw failure(FolderWalker.errorText(error))
     }
     guard let text = String(data: data, encoding: .utf8) else {
       throw failure("the file is not UTF-8 text")
@@ -226,11 +221,11 @@ struct CueSheetDecoder {
       folder.hasPrefix("/")
       ? URL(fileURLWithPath: folder).standardizedFileURL
       : base.appendingPathComponent(folder).standardizedFileURL
-    var isDirectory: ObjCBool = false
+    var isDirectory = false
     if !FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) {
       error(location, "assets", "no folder \"\(folder)\" (looked for \(url.path))")
       assetsUsable = false
-    } else if !isDirectory.boolValue {
+    } else if !isDirectory {
       error(location, "assets", "\"\(folder)\" is a file, not a folder (\(url.path))")
       assetsUsable = false
     }

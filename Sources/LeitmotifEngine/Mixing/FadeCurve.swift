@@ -1,6 +1,10 @@
-import Foundation
+import FoundationEssentials
 import LeitmotifDecoding
 import LeitmotifOutput
+
+#if canImport(Glibc)
+  import Glibc
+#endif
 
 /// The shape of a fade: a fade-in (`fadeInGain`, rising from 0 to 1) and a fade-out
 /// (`fadeOutGain`, falling from 1 to 0) over the same progress. An outgoing and an incoming item

@@ -1,6 +1,10 @@
-import Foundation
+import FoundationEssentials
 import LeitmotifDecoding
 import LeitmotifOutput
+
+#if canImport(Glibc)
+  import Glibc
+#endif
 
 /// The "muffle" filter of a voice and of the music bus: a biquad high shelf from Robert
 /// Bristow-Johnson's Audio EQ Cookbook, with the parameters OpenAL Soft gives its EFX low-pass

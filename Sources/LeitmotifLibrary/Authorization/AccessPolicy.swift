@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import LeitmotifDecoding
 import LeitmotifEngine
 import LeitmotifOutput
@@ -64,7 +64,7 @@ package struct AccessPolicy: Sendable, Equatable {
     switch contents.libraryAccess {
     case "allowed": return AccessPolicy(restriction: nil)
     case "restricted":
-      let reason = contents.reason?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
+      let reason = contents.reason?.trimmingWhitespaceAndNewlines() ?? ""
       return AccessPolicy(
         restriction: "restricted by the administrator's policy (\(path))" + (reason.isEmpty ? "" : ": \(reason)"))
     default:

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Finds a key that appears twice in one object of a JSON text.
 ///

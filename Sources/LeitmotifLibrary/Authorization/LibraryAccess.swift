@@ -1,5 +1,5 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
 import LeitmotifDecoding
 import LeitmotifEngine
 import LeitmotifOutput
@@ -93,7 +93,7 @@ package final class LibraryAccess: Sendable {
   /// - Throws: `LibraryError.missingUsageDescription` without a usage description, before
   ///   anything is read or asked.
   func request() throws(LibraryError) -> AuthorizationStatus {
-    guard let description = configuration.usageDescription?.trimmingCharacters(in: .whitespacesAndNewlines),
+    guard let description = configuration.usageDescription?.trimmingWhitespaceAndNewlines(),
       !description.isEmpty
     else {
       throw LibraryError.missingUsageDescription(applicationID: applicationID)
@@ -140,9 +140,7 @@ package final class LibraryAccess: Sendable {
       return (id, start)
     }
     if startThread {
-      let thread = Thread { [weak self] in self?.observeLoop() }
-      thread.name = "lm.library-access"
-      thread.start()
+      NativeThread { [weak self] in self?.observeLoop() }.start()
     }
     return AuthorizationObservation { [weak self] in self?.removeObserver(id) }
   }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import LeitmotifDecoding
 import LeitmotifEngine
 import LeitmotifOutput
@@ -172,7 +172,7 @@ package struct StateFolder: ~Copyable {
   /// The folder at `path`, or nil when there is none.
   /// - Throws: `.symbolicLink` or `.notDirectory` when something else is there.
   init?(opening path: String) throws(StateFileError) {
-    let parent = try Self.openAncestor((path as NSString).deletingLastPathComponent, creatingWith: nil)
+    let parent = try Self.openAncestor(FileSystemPath.deletingLastComponent(path), creatingWith: nil)
     guard let parent else { return nil }
     defer { close(parent) }
     guard let descriptor = try Self.openChild(of: parent, path: path) else { return nil }
@@ -185,7 +185,7 @@ package struct StateFolder: ~Copyable {
   /// - Throws: `.symbolicLink` or `.notDirectory` when something else is there, `.notOwnedByUser`
   ///   for another user's folder (whose mode is not ours to change).
   init(creating path: String, mode: mode_t) throws(StateFileError) {
-    let parent = try Self.openAncestor((path as NSString).deletingLastPathComponent, creatingWith: mode)
+    let parent = try Self.openAncestor(FileSystemPath.deletingLastComponent(path), creatingWith: mode)
     guard let parent else { throw StateFileError(path: path, kind: .system(call: "open", errno: ENOENT)) }
     defer { close(parent) }
     let descriptor = try Self.makeChild(of: parent, path: path, mode: mode)
@@ -226,7 +226,7 @@ package struct StateFolder: ~Copyable {
       if mode == nil, code == ENOENT || code == ENOTDIR { return nil }
       throw StateFileError(path: folder, kind: .system(call: "open", errno: code))
     }
-    let parentPath = (folder as NSString).deletingLastPathComponent
+    let parentPath = FileSystemPath.deletingLastComponent(folder)
     guard parentPath != folder else { throw StateFileError(path: folder, kind: .system(call: "open", errno: code)) }
     guard let parent = try openAncestor(parentPath, creatingWith: mode) else {
       throw StateFileError(path: parentPath, kind: .system(call: "open", errno: ENOENT))
@@ -238,7 +238,7 @@ package struct StateFolder: ~Copyable {
   /// mkdirat, then opens what is there without following a link; a folder this call made is
   /// fchmod-ed to `mode`.
   private static func makeChild(of parent: Int32, path: String, mode: mode_t) throws(StateFileError) -> Int32 {
-    let name = (path as NSString).lastPathComponent
+    let name = FileSystemPath.lastComponent(path)
     var made = true
     if mkdirat(parent, name, mode) != 0 {
       let code = errno
@@ -259,7 +259,7 @@ package struct StateFolder: ~Copyable {
   /// The folder `path`'s last component in `parent`, opened without following a link; nil when
   /// there is nothing there.
   private static func openChild(of parent: Int32, path: String) throws(StateFileError) -> Int32? {
-    let name = (path as NSString).lastPathComponent
+    let name = FileSystemPath.lastComponent(path)
     let descriptor = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
     if descriptor >= 0 { return descriptor }
     let code = errno

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import LeitmotifDecoding
 import LeitmotifEngine
 import LeitmotifOutput
@@ -48,7 +48,7 @@ public struct TerminalPrompt: AuthorizationPrompt {
     for _ in 0..<3 {
       guard Self.write("Allow access to your music? [y/n] ", to: terminal) else { return nil }
       guard let line = Self.readLine(from: terminal) else { return nil }
-      switch line.trimmingCharacters(in: .whitespaces).lowercased() {
+      switch line.trimmingWhitespace().lowercased() {
       case "y", "yes": return true
       case "n", "no": return false
       default: continue

@@ -1,8 +1,12 @@
-import Foundation
+import FoundationEssentials
 import LeitmotifAnalysis
 import LeitmotifDecoding
 import LeitmotifEngine
 import LeitmotifOutput
+
+#if canImport(Glibc)
+  import Glibc
+#endif
 
 /// The library's SQLite index: the schema, opening (and rebuilding a damaged or newer one), and
 /// reading rows into `MediaItem`s. The scanner writes through it, queries read through it.
@@ -106,9 +110,9 @@ package final class LibraryIndex: @unchecked Sendable {
     self.path = path
     do {
       try FileManager.default.createDirectory(
-        atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        atPath: FileSystemPath.deletingLastComponent(path), withIntermediateDirectories: true)
     } catch {
-      throw LibraryError.index(path: path, reason: "cannot create its folder: \(error.localizedDescription)")
+      throw LibraryError.index(path: path, reason: "cannot create its folder: \(FolderWalker.errorText(error))")
     }
     // Another connection setting up the same file (two libraries or processes opening a new
     // index at once) can hold its lock for a moment: that is waited out, never "rebuilt" (a
@@ -305,12 +309,12 @@ package final class LibraryIndex: @unchecked Sendable {
 
   /// Folds text for matching: lowercased, diacritics removed ("Beyoncé" matches "beyonce").
   static func searchKey(_ text: String?) -> String? {
-    text.map { $0.folding(options: [.caseInsensitive, .diacriticInsensitive, .widthInsensitive], locale: nil) }
+    text.map(SearchKeyFolding.fold)
   }
 
   /// The sort key: the search key without a leading "the " or "a " ("The Beatles" sorts under B).
   static func sortKey(_ text: String?) -> String? {
-    guard var key = searchKey(text)?.trimmingCharacters(in: .whitespaces) else { return nil }
+    guard var key = searchKey(text)?.trimmingWhitespace() else { return nil }
     for article in ["the ", "a "] where key.hasPrefix(article) && key.count > article.count {
       key.removeFirst(article.count)
       break

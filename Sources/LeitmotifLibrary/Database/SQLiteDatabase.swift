@@ -1,8 +1,12 @@
 import CSQLite
-import Foundation
+import FoundationEssentials
 import LeitmotifDecoding
 import LeitmotifEngine
 import LeitmotifOutput
+
+#if canImport(Glibc)
+  import Glibc
+#endif
 
 /// The one file that talks to SQLite (3.40 on Debian 12). Every result code is turned into a
 /// `SQLiteError` here, once; every handle is owned by one Swift object that frees it.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import LeitmotifDecoding
 import LeitmotifEngine
 import LeitmotifOutput
@@ -203,6 +203,22 @@ package struct FolderWalker {
   }
 
   package static func errnoText(_ code: Int32) -> String { String(cString: strerror(code)) }
+
+  /// What a shell would say about a failed file call of FoundationEssentials (`FileManager`,
+  /// `Data(contentsOf:)`, `String(contentsOfFile:)`): the text of the errno its `CocoaError`
+  /// carries ("Not a directory"). Essentials' errors have no `localizedDescription`, and full
+  /// Foundation's was long and mentions Cocoa ("The operation could not be completed.
+  /// (NSCocoaErrorDomain error 512.)"); without an errno, the sentence Foundation gave.
+  package static func errorText(_ error: any Error) -> String {
+    guard let error = error as? CocoaError else { return String(describing: error) }
+    if let posix = error.underlying as? POSIXError { return errnoText(posix.code.rawValue) }
+    switch error.code {
+    case .fileNoSuchFile, .fileReadNoSuchFile: return errnoText(ENOENT)
+    case .fileReadNoPermission, .fileWriteNoPermission: return errnoText(EACCES)
+    case .fileReadCorruptFile: return "The file isn’t in the correct format."
+    default: return "The operation could not be completed. (NSCocoaErrorDomain error \(error.code.rawValue).)"
+    }
+  }
 
   private struct FolderID: Hashable {
     var device: UInt64

@@ -1,4 +1,5 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
 import LeitmotifAnalysis
 import LeitmotifDecoding
 import LeitmotifEngine
@@ -304,7 +305,7 @@ package struct LibraryScanner {
     let tags = decoder.tags
     if item.title == nil {
       // A title is for people: a name that is not UTF-8 shows its odd bytes as U+FFFD.
-      item.title = FileSystemPath.displayed(((path as NSString).lastPathComponent as NSString).deletingPathExtension)
+      item.title = FileSystemPath.displayed(FileSystemPath.deletingExtension(FileSystemPath.lastComponent(path)))
     }
     if tags.isCompilation == nil, let albumArtist = tags.albumArtist?.lowercased(),
       albumArtist == "various artists" || albumArtist == "various"

@@ -1,4 +1,5 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
 import LeitmotifDecoding
 import LeitmotifEngine
 import LeitmotifOutput
@@ -51,9 +52,7 @@ package final class LibraryWatcher: Sendable {
   }
 
   func start() {
-    let thread = Thread { [self] in run() }
-    thread.name = "lm.library.watch"
-    thread.start()
+    NativeThread { [self] in run() }.start()
   }
 
   /// Stops the thread (within 100 ms) and closes the inotify descriptor.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import LeitmotifEngine
 import LeitmotifOutput
 
@@ -32,9 +32,7 @@ final class LowPriorityReader: Sendable {
 
   init() {
     let mailbox = mailbox
-    let thread = Thread { mailbox.serve() }
-    thread.name = Self.threadName
-    thread.start()
+    NativeThread { mailbox.serve() }.start()
   }
 
   deinit { mailbox.close() }
@@ -49,7 +47,7 @@ final class LowPriorityReader: Sendable {
   }
 
   private final class Mailbox: @unchecked Sendable {
-    private let condition = NSCondition()
+    private let condition = Condition()
     /// The job in hand (guarded by `condition`); nil when idle.
     private var job: (() -> Void)?
     private var closed = false
@@ -89,4 +87,30 @@ final class LowPriorityReader: Sendable {
       condition.unlock()
     }
   }
+}
+
+/// A mutex and its condition variable, like Foundation's `NSCondition` (FoundationEssentials has
+/// none; Synchronization's `Mutex` has no condition to wait on). Heap-allocated: a pthread mutex
+/// must not move.
+private final class Condition: @unchecked Sendable {
+  private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+  private let variable = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+
+  init() {
+    pthread_mutex_init(mutex, nil)
+    pthread_cond_init(variable, nil)
+  }
+
+  deinit {
+    pthread_cond_destroy(variable)
+    pthread_mutex_destroy(mutex)
+    variable.deallocate()
+    mutex.deallocate()
+  }
+
+  func lock() { pthread_mutex_lock(mutex) }
+  func unlock() { pthread_mutex_unlock(mutex) }
+  /// Unlocks, waits for a `broadcast`, and locks again (it may also wake spuriously: callers loop).
+  func wait() { pthread_cond_wait(variable, mutex) }
+  func broadcast() { pthread_cond_broadcast(variable) }
 }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import LeitmotifDecoding
 import LeitmotifEngine
 import LeitmotifOutput
@@ -83,7 +83,7 @@ public struct ScanReport: Sendable, CustomStringConvertible {
   public var description: String {
     "\(added) added, \(updated) updated, \(moved) moved, \(removed) removed, \(unchanged) unchanged, "
       + "\(failed.count) failed" + (failedUnchanged > 0 ? " (\(failedUnchanged) earlier failures not retried)" : "")
-      + String(format: " in %.2f s", durationSeconds)
+      + " in \(fixedPoint(durationSeconds, decimals: 2)) s"
       + (unsupported.isEmpty ? "" : "; " + unsupportedSummary)
   }
 

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import LeitmotifDecoding
 import LeitmotifEngine
 import LeitmotifOutput
@@ -12,7 +12,7 @@ package struct LibraryPickerSource: MediaPickerSource {
 
   package func checkUsageDescription() throws(LibraryError) {
     guard let description = library.configuration.usageDescription,
-      !description.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty
+      !description.trimmingWhitespaceAndNewlines().isEmpty
     else { throw LibraryError.missingUsageDescription(applicationID: library.configuration.applicationID) }
   }
 

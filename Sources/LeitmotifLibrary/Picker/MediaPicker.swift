@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import LeitmotifDecoding
 import LeitmotifEngine
 import LeitmotifOutput
@@ -166,7 +166,7 @@ public final class MediaPicker {
   }
 
   private func applySearch() throws(LibraryError) {
-    let needle = searchText.trimmingCharacters(in: .whitespaces)
+    let needle = searchText.trimmingWhitespace()
     if needle.isEmpty || catalog.isEmpty {
       items = catalog
       sections = catalogSections

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import LeitmotifDecoding
 import LeitmotifEngine
 import LeitmotifOutput
@@ -77,8 +77,8 @@ package enum PlaylistImporter {
     }
     defer { fclose(file) }
     let isPLS = path.lowercased().hasSuffix(".pls")
-    let folder = (path as NSString).deletingLastPathComponent
-    var name = FileSystemPath.displayed(((path as NSString).lastPathComponent as NSString).deletingPathExtension)
+    let folder = FileSystemPath.deletingLastComponent(path)
+    var name = FileSystemPath.displayed(FileSystemPath.deletingExtension(FileSystemPath.lastComponent(path)))
     var problems = 0
     func report(_ line: Int, _ entry: String, _ why: String) {
       problems += 1
@@ -192,12 +192,12 @@ package enum PlaylistImporter {
         return nil
       }
       guard line[line.index(line.startIndex, offsetBy: 4)..<equals].allSatisfy(\.isNumber) else { return nil }
-      let value = line[line.index(after: equals)...].trimmingCharacters(in: .whitespaces)
+      let value = line[line.index(after: equals)...].trimmingWhitespace()
       return value.isEmpty ? nil : value
     }
     if line.hasPrefix("#") {
       if line.hasPrefix("#PLAYLIST:") {
-        let given = line.dropFirst("#PLAYLIST:".count).trimmingCharacters(in: .whitespaces)
+        let given = line.dropFirst("#PLAYLIST:".count).trimmingWhitespace()
         // A name is text, not a path: one that is not UTF-8 was written in Latin-1.
         if !given.isEmpty { name = FileSystemPath.isEscaped(given) ? latin1Reading(given) : given }
       }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import LeitmotifDecoding
 import LeitmotifEngine
 import LeitmotifOutput
@@ -153,7 +153,7 @@ public struct MediaPropertyPredicate: Sendable, Hashable, CustomStringConvertibl
       switch value {
       case .number(let given): number = given
       case .text(let text):
-        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        let trimmed = text.trimmingWhitespace()
         if property.kind == .flag, let flag = ["true": 1.0, "yes": 1, "false": 0, "no": 0][trimmed.lowercased()] {
           number = flag
         } else if property.kind == .identifier, let id = UInt64(trimmed) {

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import LeitmotifDecoding
 import LeitmotifEngine
 import LeitmotifOutput
@@ -58,7 +58,7 @@ package struct QueryRunner {
   /// `itemColumns`, each qualified with `items.` (a playlist query joins a table that also has
   /// `persistent_id`).
   static let qualifiedItemColumns = LibraryIndex.itemColumns.split(separator: ",").map {
-    "items." + $0.trimmingCharacters(in: .whitespacesAndNewlines)
+    "items." + $0.trimmingWhitespaceAndNewlines()
   }.joined(separator: ", ")
 
   /// One item of a result, with the keys it is grouped and sectioned by.
@@ -218,7 +218,7 @@ package struct QueryRunner {
 
   /// "B" for "beatles" (the sort key of "The Beatles"), "#" for a digit, a sign or nothing.
   static func sectionTitle(_ sortKey: String?) -> String {
-    guard let first = sortKey?.trimmingCharacters(in: .whitespaces).first, first.isLetter else { return "#" }
+    guard let first = sortKey?.trimmingWhitespace().first, first.isLetter else { return "#" }
     return String(first).uppercased()
   }
 

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import LeitmotifDecoding
 import LeitmotifEngine
 import LeitmotifOutput
@@ -59,6 +59,6 @@ package extension LibraryIndex {
   /// The FTS5 query for "`column` contains `text`": a column filter and a quoted string (quotes
   /// doubled), bound as a parameter like every value.
   static func searchMatch(column: String, text: String) -> String {
-    "\(column) : \"\(text.replacingOccurrences(of: "\"", with: "\"\""))\""
+    "\(column) : \"\(text.replacing("\"", with: "\"\""))\""
   }
 }

@@ -1,6 +1,10 @@
-import Foundation
+import FoundationEssentials
 import LeitmotifEngine
 import LeitmotifLibrary
+
+#if canImport(Glibc)
+  import Glibc
+#endif
 
 /// The queue of a `QueuePlayer` as plain data: its entries, queue order and play order (shuffled
 /// or not), the items put next, the now-playing entry, and the modes that decide what follows
