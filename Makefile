@@ -125,7 +125,7 @@ assets: deps
 	swift run -c release leitmotif-compose --out Assets/music
 
 # The C API as a game installs it (SDK/ holds the parts): libleitmotif.so.MAJOR.MINOR.PATCH
-# (soname libleitmotif.so.MAJOR) with the Swift runtime, Dispatch and Foundation linked in, so a
+# (soname libleitmotif.so.MAJOR) with the Swift runtime, Dispatch and FoundationEssentials linked in, so a
 # game needs no Swift toolchain to run; include/leitmotif.h and leitmotif.hpp (RAII for C++);
 # lib/pkgconfig/leitmotif.pc. Only the
 # lm_ functions are exported (SDK/leitmotif.map). VERSION holds the version, and the header's

@@ -10,7 +10,7 @@
 #
 # Why not SwiftPM's own link of the LeitmotifC product: SwiftPM links a dynamic library against
 # the toolchain's shared Swift runtime (it ignores --static-swift-stdlib there), and a game must
-# not need the toolchain. So the Swift runtime, Dispatch and Foundation are linked in statically
+# not need the toolchain. So the Swift runtime, Dispatch and FoundationEssentials are linked in statically
 # here, from the toolchain's swift_static folder, all of their symbols kept local
 # (--exclude-libs ALL), and only the lm_ functions exported (SDK/leitmotif.map). What stays
 # dynamic is Debian's: OpenAL Soft, the decoders, SQLite, libsoxr, libsamplerate, libebur128,

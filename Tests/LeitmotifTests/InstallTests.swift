@@ -123,6 +123,27 @@ struct InstallTests {
     #expect(left.isEmpty, "make uninstall left \(left)")
   }
 
+  @Test("The library's targets import FoundationEssentials, never Foundation (which links CoreFoundation and ICU in)")
+  func noFullFoundation() throws {
+    let targets = [
+      "LeitmotifDecoding", "LeitmotifOutput", "LeitmotifEngine", "LeitmotifAnalysis", "LeitmotifLibrary",
+      "LeitmotifPlayers", "LeitmotifCues", "Leitmotif", "LeitmotifC",
+    ]
+    var offenders: [String] = []
+    for target in targets {
+      let folder = CGame.repository + "/Sources/" + target
+      let walker = try #require(FileManager.default.enumerator(atPath: folder))
+      for case let path as String in walker where path.hasSuffix(".swift") {
+        let text = try String(contentsOfFile: folder + "/" + path, encoding: .utf8)
+        let imports = text.split(separator: "\n").filter { $0.hasPrefix("import ") || $0.contains(" import ") }
+        if imports.contains(where: { $0.hasSuffix("import Foundation") || $0.contains("import CoreFoundation") }) {
+          offenders.append(target + "/" + path)
+        }
+      }
+    }
+    #expect(offenders.isEmpty, "these import Foundation: \(offenders)")
+  }
+
   /// The folder of the Swift runtime this test process loaded: the toolchain's library folder.
   static var toolchainLibraries: String? {
     // Read to the end: procfs files say they are empty, so a read sized by stat gets nothing.
