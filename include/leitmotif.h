@@ -513,9 +513,10 @@ typedef struct lm_report {
      title tag, else its file name); else NULL. */
   const char *title;
   /* When the director decided it, and when it sounds (audio time, as time_seconds). A state
-     change that waited for the bar is reported when it sounds (time_seconds = sounding_seconds)
-     and was decided earlier; a LM_REPORT_SCHEDULED report is made when decided and says when
-     the change will sound. */
+     change that waited for the bar is reported when the director reaches its time (in real
+     time, at most the director's scheduling lead before it is heard; offline, on its frame),
+     with time_seconds = sounding_seconds, and was decided earlier; a LM_REPORT_SCHEDULED report
+     is made when decided and says when the change will sound. */
   double decided_seconds;
   double sounding_seconds;
 } lm_report;

@@ -23,7 +23,7 @@ private func withEngine(_ handle: OpaquePointer?, _ body: (EngineSession) throws
     return LM_OK
   } catch {
     ThreadLastError.set(error.message)
-    _ = session.hand(error.message, as: .lastError)
+    session.setLastError(error.message)
     return error.code
   }
 }
@@ -138,7 +138,7 @@ public func lmEngineDestroy(_ handle: OpaquePointer?) -> lm_error {
   if bits != 0 && CallbackThread.engine == bits {
     let message = "lm_engine_destroy was called from inside one of the engine's own callbacks"
     ThreadLastError.set(message)
-    if let session = HandleTable.shared.lookup(bits) { _ = session.hand(message, as: .lastError) }
+    if let session = HandleTable.shared.lookup(bits) { session.setLastError(message) }
     return LM_ERROR_WRONG_MODE
   }
   guard let session = HandleTable.shared.remove(bits) else {

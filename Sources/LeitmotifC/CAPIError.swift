@@ -69,9 +69,10 @@ enum CString {
       let buffer = raw.baseAddress!.assumingMemoryBound(to: CChar.self)
       guard let path else { return copy(nil, into: buffer, capacity: raw.count) }
       return FileSystemPath.withCString(path) { bytes in
-        bytes.withMemoryRebound(to: UInt8.self, capacity: strlen(bytes)) { start in
+        let count = strlen(bytes)
+        return bytes.withMemoryRebound(to: UInt8.self, capacity: count) { start in
           copy(
-            bytes: UnsafeBufferPointer(start: start, count: strlen(bytes)), into: buffer, capacity: raw.count,
+            bytes: UnsafeBufferPointer(start: start, count: count), into: buffer, capacity: raw.count,
             keepingCharacters: false)
         }
       }

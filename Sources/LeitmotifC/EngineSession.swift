@@ -22,12 +22,10 @@ final class EngineSession: @unchecked Sendable {
   /// Who `lm_library_request_authorization` is asking now (one request at a time).
   private let requesting = Mutex<Void>(())
 
-  /// Strings handed to C, by calling thread and by what they are. (What describes the music,
-  /// lm_now_playing and lm_get_state, is copied into the caller's buffers instead.)
-  enum StringSlot: Hashable {
-    case lastError
-  }
-  private let strings = Mutex<[UInt: [StringSlot: OwnedCString]]>([:])
+  /// Each calling thread's last error message on this engine, the one string the engine hands
+  /// to C and keeps. (What describes the music, lm_now_playing and lm_get_state, is copied into
+  /// the caller's buffers instead.)
+  private let lastErrors = Mutex<[UInt: OwnedCString]>([:])
 
   /// Makes an engine from a C configuration (already copied and checked for size).
   init(config: lm_config) throws(CAPIError) {
@@ -92,9 +90,7 @@ final class EngineSession: @unchecked Sendable {
   }
 
   deinit {
-    strings.withLock { byThread in
-      for slots in byThread.values { for string in slots.values { string.free() } }
-    }
+    lastErrors.withLock { byThread in for message in byThread.values { message.free() } }
   }
 
   /// Stops everything; after it returns no callback of this engine runs or starts.
@@ -112,20 +108,19 @@ final class EngineSession: @unchecked Sendable {
 
   // MARK: Strings for C
 
-  /// Keeps `string` as the calling thread's `slot` (freeing what was there) and returns it.
-  func hand(_ string: String?, as slot: StringSlot) -> UnsafePointer<CChar>? {
+  /// Keeps `message` as the calling thread's last error on this engine (freeing the one before).
+  func setLastError(_ message: String) {
     let thread = UInt(pthread_self())
-    let owned = string.map { OwnedCString($0) }
-    strings.withLock { byThread in
-      byThread[thread, default: [:]][slot]?.free()
-      byThread[thread, default: [:]][slot] = owned
+    let owned = OwnedCString(message)
+    lastErrors.withLock { byThread in
+      byThread[thread]?.free()
+      byThread[thread] = owned
     }
-    return owned.map { UnsafePointer($0.pointer) }
   }
 
   var lastError: UnsafePointer<CChar> {
     let thread = UInt(pthread_self())
-    let message = strings.withLock { $0[thread]?[.lastError] }
+    let message = lastErrors.withLock { $0[thread] }
     return message.map { UnsafePointer($0.pointer) } ?? CString.literal("")
   }
 

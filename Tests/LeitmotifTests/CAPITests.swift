@@ -393,6 +393,11 @@ enum CGame {
       errors: String(decoding: errorData, as: UTF8.self))
   }
 
+  /// `words` as one `sh -c` command line, each word single-quoted (a quote inside written '\\'').
+  static func shellCommand(_ words: [String]) -> String {
+    words.map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }.joined(separator: " ")
+  }
+
   /// The `report TIME STATE_CHANGED STATE ...` lines the game printed, in order.
   static func stateChanges(_ output: String) -> [(time: Double, state: String)] {
     output.split(separator: "\n").compactMap { line in

@@ -32,9 +32,9 @@ struct ExamplesTests {
     -> CGame.Run
   {
     // CGame.run starts programs in the temporary directory; a shell moves to `folder` first.
-    let quoted = ([program] + arguments).map { "'" + $0 + "'" }.joined(separator: " ")
     return try CGame.run(
-      "/bin/sh", ["-c", "cd '\(folder)' && exec \(quoted)"], in: directory,
+      "/bin/sh", ["-c", "cd \(CGame.shellCommand([folder])) && exec \(CGame.shellCommand([program] + arguments))"],
+      in: directory,
       extraEnvironment: ["ALSOFT_DRIVERS": "null"])
   }
 

@@ -186,10 +186,9 @@ struct InstallTests {
 
     // Run inside a mount namespace where the toolchain's library folder is an empty tmpfs.
     func hidden(_ arguments: [String]) throws -> CGame.Run {
-      let quoted = ([game] + arguments).map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }
       let script =
-        "mount -t tmpfs leitmotif-no-toolchain '\(toolchain)' && test ! -e '\(toolchain)/libswiftCore.so' && exec "
-        + quoted.joined(separator: " ")
+        "mount -t tmpfs leitmotif-no-toolchain \(CGame.shellCommand([toolchain])) && test ! -e "
+        + CGame.shellCommand([toolchain + "/libswiftCore.so"]) + " && exec " + CGame.shellCommand([game] + arguments)
       return try CGame.run("/usr/bin/unshare", ["-m", "/bin/sh", "-c", script], in: directory)
     }
     let cues = CGame.repository + "/Assets/cues.json5"
