@@ -102,7 +102,7 @@ let package = Package(
       dependencies: [
         "Leitmotif", "LeitmotifEngine", "LeitmotifAnalysis", "LeitmotifLibrary", "LeitmotifPlayers", "LeitmotifCues",
         "LeitmotifFixtures",
-        "LeitmotifRealtimeAudit", "LeitmotifFuzzTargets", "CVorbisFile", "CMPG123",
+        "LeitmotifRealtimeAudit", "LeitmotifFuzzTargets", "CVorbisFile", "CMPG123", "LeitmotifC", "CLeitmotifHeader",
       ],
       resources: [.copy("Fixtures")]),
   ]

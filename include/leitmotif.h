@@ -41,6 +41,21 @@
  * Every call finds its engine in the handle table under a short lock (a lookup, no I/O); the
  * calls that "never block" take no other lock than that one.
  *
+ * Audio callbacks: a game that renders offline from its sound card's callback, or posts from
+ * its audio thread, may call these there; they open and read no file, and wait on nothing that
+ * decodes or does I/O:
+ *   lm_post, lm_set_parameter  no allocation either (after the first call of the process);
+ *   lm_render                  files are opened ahead on the engine's loader thread, as soon as
+ *                              a change is scheduled; a step waits for the loader only when
+ *                              what it must play now is still opening (a cue posted just before
+ *                              for a file not open yet: that file's open, about a millisecond
+ *                              for the bundled music); it allocates while the director acts;
+ *   lm_error_name, lm_version, lm_get_sample_rate, lm_engine_last_error, lm_last_error.
+ * Not from an audio callback: everything else. lm_engine_create, lm_engine_destroy, lm_start
+ * (offline, it opens the first music) and the library calls do I/O; lm_now_playing,
+ * lm_get_state, lm_get_parameter and the commands take locks the director holds while it
+ * decides, and allocate.
+ *
  * Platforms: 64-bit Linux (a handle's 64 bits carry a tag, a generation and a slot).
  */
 #ifndef LEITMOTIF_H
@@ -265,22 +280,35 @@ static inline lm_value lm_bool(const char *key, int boolean) {
 
 /* Starts the music: enters `state` (NULL: the cue file's start state) and, with own-thread
    clocking, the director's thread. Idempotent (a second call does nothing). Offline engines
-   start at the current render position. Thread safety: any thread. */
+   start at the current render position, and open the first music before returning (file I/O),
+   so that lm_render need not. Thread safety: any thread. */
 lm_error lm_start(lm_engine *engine, const char *state);
 
+/* The bytes one lm_post carries: the cue's name, each key and each string value, plus 4 bytes,
+   plus per value 3 bytes and its datum (a number 8, a string 2, a boolean 1). A post with
+   `threat` and `kind: "patrol"` after "enemy.spotted" takes 4 + 13 + (3 + 6 + 8) + (3 + 4 + 2 +
+   6) = 49. Each slot of the bus keeps this much, once: bus_capacity * LM_POST_CAPACITY bytes
+   (1 MiB by default). */
+#define LM_POST_CAPACITY 256
+
 /* Posts cue `cue` with `count` payload values (`payload` may be NULL when count is 0). Never
-   blocks and never waits for the director: the strings are copied onto a lock-free bus.
-   The director acts on it at its next step: own thread, within 5 ms; pumped, at the next
-   lm_update; offline, at the start of the next lm_render.
+   blocks, never allocates and never waits for the director: the strings are copied into a
+   fixed slot of a lock-free bus (safe from an audio callback). The director acts on it at its
+   next step: own thread, within 5 ms; pumped, at the next lm_update; offline, at the start of
+   the next lm_render.
    Errors: LM_ERROR_BUS_FULL (the event was dropped), LM_ERROR_INVALID_ARGUMENT (empty cue, bad
-   UTF-8, a NULL key or string, a non-finite number, an unknown type).
+   UTF-8, a NULL key or string, a non-finite number, an unknown type, a post bigger than
+   LM_POST_CAPACITY). A failed call allocates for its message.
    Thread safety: any thread, concurrently with everything. */
 lm_error lm_post(lm_engine *engine, const char *cue, const lm_value *payload, size_t count);
 
 /* Sets game parameter `name` (declared in the cue file's `parameters`) to `value` (finite;
    clamped to the range the file gives it) over `ramp_seconds` (0 or more, finite). Applied at
-   the director's next step. Errors: LM_ERROR_INVALID_ARGUMENT (unknown name, non-finite value,
-   negative ramp). Thread safety: any thread; takes a short lock the director's step also takes. */
+   the director's next step; the last set before a step wins. Never allocates (safe from an
+   audio callback): the value waits in the parameter's own slot. Errors:
+   LM_ERROR_INVALID_ARGUMENT (unknown name, non-finite value, negative ramp). Thread safety: any
+   thread; takes a short lock the director's step also takes for a moment (to copy the slots,
+   never while it decides or opens anything). */
 lm_error lm_set_parameter(lm_engine *engine, const char *name, double value, double ramp_seconds);
 
 /* Reads parameter `name`'s current value (mid-ramp values included). A value just set without
@@ -299,8 +327,10 @@ lm_error lm_update(lm_engine *engine);
    call take effect at its first frame); the render is split into mixes of the engine's
    render_frames, and shorter ones where a beat-grid transition must land on its exact frame.
    Frames are counted from the engine's creation: the audio time is frames rendered / rate.
-   Offline engines open music files inside this call (that keeps runs deterministic): it does
-   file I/O and allocates. From a game's real-time audio callback, render ahead into a ring.
+   It opens and reads no file: the engine's loader thread opens each file as soon as the change
+   that needs it is scheduled, and a mix whose frame has come before its file is open waits for
+   it, so the samples are the same however fast the loader was (see "Audio callbacks" above).
+   Without lm_start, the first call starts the music, and waits for its first file.
    Errors: LM_ERROR_WRONG_MODE on a real-time engine; LM_ERROR_INVALID_ARGUMENT for a NULL
    buffer with frames above 0 (frames 0 is fine, with any buffer, NULL too, and does nothing).
    Thread safety: any thread; calls on one engine are serialized. */

@@ -6,7 +6,10 @@
  *                                                      without a sound card), pumped by the loop
  *   game --offline OUT.wav|OUT.raw [--cues FILE] ...  renders each frame's audio with lm_render
  *                                                      into its own buffer, as an audio callback
- *                                                      would, and writes it (WAV: float32 stereo)
+ *                                                      would, and writes it (WAV: float32 stereo);
+ *                                                      --paced: one step every 1/60 s, as a
+ *                                                      sound card calls its callback (else as
+ *                                                      fast as it goes); each lm_render is timed
  *   game --self-test [--cues FILE]                    checks the API's error paths
  *
  * Build: make c-game (see README.md here).
@@ -142,6 +145,46 @@ static void sleep_until(struct timespec *deadline) {
   while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, deadline, NULL) != 0) {}
 }
 
+/* How long the offline lm_render calls took: the slowest by the wall clock and by this
+   thread's CPU time (which a busy machine's scheduling does not inflate), and how many took
+   more than 2 ms, an eighth of a 16.7 ms step. */
+typedef struct step_timing {
+  long steps;
+  long over_2ms_wall;
+  double slowest_wall_ms, slowest_wall_at;
+  double slowest_cpu_ms, slowest_cpu_at;
+  double total_wall_ms;
+} step_timing;
+
+static double elapsed_ms(const struct timespec *from, const struct timespec *to) {
+  return (double)(to->tv_sec - from->tv_sec) * 1e3 + (double)(to->tv_nsec - from->tv_nsec) / 1e6;
+}
+
+static void note_step(step_timing *timing, double wall_ms, double cpu_ms, double at) {
+  timing->steps++;
+  timing->total_wall_ms += wall_ms;
+  if (wall_ms > 2) {
+    timing->over_2ms_wall++;
+    printf("game %.3f lm_render took %.3f ms (%.3f ms CPU)\n", at, wall_ms, cpu_ms);
+  }
+  if (wall_ms > timing->slowest_wall_ms) {
+    timing->slowest_wall_ms = wall_ms;
+    timing->slowest_wall_at = at;
+  }
+  if (cpu_ms > timing->slowest_cpu_ms) {
+    timing->slowest_cpu_ms = cpu_ms;
+    timing->slowest_cpu_at = at;
+  }
+}
+
+static void print_step_times(const step_timing *timing) {
+  if (timing->steps == 0) return;
+  printf("game: lm_render steps: %ld, mean %.3f ms, slowest %.3f ms (wall, at %.3f s), %.3f ms (CPU, at %.3f s), "
+         "%ld over 2 ms (wall)\n",
+         timing->steps, timing->total_wall_ms / (double)timing->steps, timing->slowest_wall_ms,
+         timing->slowest_wall_at, timing->slowest_cpu_ms, timing->slowest_cpu_at, timing->over_2ms_wall);
+}
+
 static void print_now_playing(lm_engine *engine, double game_seconds) {
   lm_now_playing_info info = {0};
   info.struct_size = sizeof info;
@@ -155,7 +198,7 @@ static void print_now_playing(lm_engine *engine, double game_seconds) {
          info.position_seconds, info.duration_seconds, info.volume);
 }
 
-static int run_game(const char *cues, const char *offline_path, double seconds) {
+static int run_game(const char *cues, const char *offline_path, int paced, double seconds) {
   lm_config config = lm_config_defaults();
   config.application_id = "org.leitmotif.c-game";
   config.usage_description = "The game plays your own songs while you explore.";
@@ -196,6 +239,8 @@ static int run_game(const char *cues, const char *offline_path, double seconds) 
   check(engine, lm_start(engine, NULL), "lm_start");
 
   long steps = (long)(seconds * STEPS_PER_SECOND);
+  step_timing timing;
+  memset(&timing, 0, sizeof timing);
   size_t next_event = 0;
   uint32_t frames_written = 0;
   struct timespec deadline;
@@ -217,12 +262,21 @@ static int run_game(const char *cues, const char *offline_path, double seconds) 
     if (step % (10 * STEPS_PER_SECOND) == 5 * STEPS_PER_SECOND) print_now_playing(engine, now);
 
     if (offline_path) {
-      /* What an audio callback does: fill the device's buffer with the next frames. */
+      /* What an audio callback does: fill the device's buffer with the next frames. Each call
+         is timed (wall clock and this thread's CPU time): an audio callback has a deadline. */
+      struct timespec wall0, wall1, cpu0, cpu1;
+      clock_gettime(CLOCK_MONOTONIC, &wall0);
+      clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu0);
       check(engine, lm_render(engine, audio, FRAMES_PER_STEP), "lm_render");
+      clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu1);
+      clock_gettime(CLOCK_MONOTONIC, &wall1);
+      note_step(&timing, elapsed_ms(&wall0, &wall1), elapsed_ms(&cpu0, &cpu1), now);
       fwrite(audio, sizeof(float), FRAMES_PER_STEP * 2, out);
       frames_written += FRAMES_PER_STEP;
     } else {
       check(engine, lm_update(engine), "lm_update");
+    }
+    if (!offline_path || paced) {
       deadline.tv_nsec += 1000000000L / STEPS_PER_SECOND;
       if (deadline.tv_nsec >= 1000000000L) {
         deadline.tv_sec += 1;
@@ -233,6 +287,7 @@ static int run_game(const char *cues, const char *offline_path, double seconds) 
   }
 
   check(engine, lm_flush_reports(engine), "lm_flush_reports");
+  if (offline_path) print_step_times(&timing);
   char current[64];
   check(engine, lm_get_state(engine, current, sizeof current, NULL, 0), "lm_get_state");
   printf("game: finished %.0f s in state %s\n", seconds, current[0] ? current : "-");
@@ -535,6 +590,7 @@ int main(int argc, char **argv) {
   const char *offline_path = NULL;
   double seconds = 60;
   int self_testing = 0;
+  int paced = 0;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--offline") == 0 && i + 1 < argc) {
       offline_path = argv[++i];
@@ -542,10 +598,12 @@ int main(int argc, char **argv) {
       cues = argv[++i];
     } else if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc) {
       seconds = atof(argv[++i]);
+    } else if (strcmp(argv[i], "--paced") == 0) {
+      paced = 1;
     } else if (strcmp(argv[i], "--self-test") == 0) {
       self_testing = 1;
     } else {
-      fprintf(stderr, "usage: %s [--offline OUT.wav|OUT.raw] [--cues FILE] [--seconds N] [--self-test]\n", argv[0]);
+      fprintf(stderr, "usage: %s [--offline OUT.wav|OUT.raw [--paced]] [--cues FILE] [--seconds N] [--self-test]\n", argv[0]);
       return 2;
     }
   }
@@ -554,5 +612,9 @@ int main(int argc, char **argv) {
     fprintf(stderr, "game: --seconds expects 0 to 3600\n");
     return 2;
   }
-  return run_game(cues, offline_path, seconds);
+  if (paced && !offline_path) {
+    fprintf(stderr, "game: --paced paces an offline render: give --offline OUT.wav too\n");
+    return 2;
+  }
+  return run_game(cues, offline_path, paced, seconds);
 }

@@ -39,8 +39,9 @@ private func withoutEngine(_ body: () throws(CAPIError) -> Void) -> lm_error {
   }
 }
 
-private func required<T>(_ pointer: T?, _ name: String) throws(CAPIError) -> T {
-  guard let pointer else { throw .invalidArgument("\(name) is NULL") }
+/// `name` is made only for the error (an interpolated name would allocate on every call).
+private func required<T>(_ pointer: T?, _ name: @autoclosure () -> String) throws(CAPIError) -> T {
+  guard let pointer else { throw .invalidArgument("\(name()) is NULL") }
   return pointer
 }
 
@@ -167,27 +168,59 @@ public func lmStart(_ handle: OpaquePointer?, _ state: UnsafePointer<CChar>?) ->
 public func lmPost(
   _ handle: OpaquePointer?, _ cue: UnsafePointer<CChar>?, _ payload: UnsafePointer<lm_value>?, _ count: Int
 ) -> lm_error {
+  // Allocation-free when it succeeds (a game may post from its audio callback): the strings
+  // are checked in place, then copied into the bus slot's own bytes (`PackedEvent`).
   withEngine(handle) { session throws(CAPIError) in
-    let cue = try CString.nonEmpty(cue, "cue")
+    let cueBytes = try CString.utf8(cue, "cue")
     guard count >= 0 else { throw .invalidArgument("payload count \(count) is out of range") }
-    var values: CuePayload = [:]
+    var size = PackedEvent.size(cueLength: cueBytes.count)
     if count > 0 {
       let payload = try required(payload, "payload (with a count of \(count))")
-      for index in 0..<count {
+      var index = 0
+      while index < count {
         let value = payload[index]
-        let key = try CString.nonEmpty(value.key, "payload[\(index)].key")
+        let key = try CString.utf8(value.key, "payload[\(index)].key").count
         switch value.type {
         case LM_VALUE_NUMBER:
-          guard value.number.isFinite else { throw .invalidArgument("payload \"\(key)\" is not a finite number") }
-          values[key] = .number(value.number)
-        case LM_VALUE_STRING: values[key] = .string(try CString.required(value.string, "payload \"\(key)\" string"))
-        case LM_VALUE_BOOL: values[key] = .bool(value.boolean != 0)
-        default: throw .invalidArgument("payload \"\(key)\" has type \(value.type.rawValue): not an lm_value_type")
+          guard value.number.isFinite else {
+            throw .invalidArgument("payload \"\(String(cString: value.key))\" is not a finite number")
+          }
+          size += PackedEvent.numberSize(keyLength: key)
+        case LM_VALUE_STRING:
+          let string = try CString.utf8(
+            value.string, "payload \"\(String(cString: value.key))\" string", allowsEmpty: true)
+          size += PackedEvent.stringSize(keyLength: key, stringLength: string.count)
+        case LM_VALUE_BOOL: size += PackedEvent.boolSize(keyLength: key)
+        default:
+          throw .invalidArgument(
+            "payload \"\(String(cString: value.key))\" has type \(value.type.rawValue): not an lm_value_type")
         }
+        index += 1
       }
     }
-    guard session.director.post(cue, values) else {
-      throw CAPIError(LM_ERROR_BUS_FULL, "the event bus is full: \"\(cue)\" was dropped")
+    let bus = session.director.bus
+    guard size <= bus.packedPostBytes else {
+      throw .invalidArgument(
+        "the post \"\(String(cString: cue!))\" with its payload takes \(size) bytes: one post carries at most "
+          + "LM_POST_CAPACITY (\(bus.packedPostBytes)): shorten the strings or send fewer values")
+    }
+    let posted = bus.post(packedSize: size) { writer in
+      writer.begin(cue: cueBytes, valueCount: count)
+      var index = 0
+      while index < count {
+        let value = payload![index]
+        let key = UnsafeRawBufferPointer(start: value.key, count: strlen(value.key))
+        switch value.type {
+        case LM_VALUE_NUMBER: writer.number(key: key, value.number)
+        case LM_VALUE_STRING:
+          writer.string(key: key, UnsafeRawBufferPointer(start: value.string, count: strlen(value.string)))
+        default: writer.bool(key: key, value.boolean != 0)
+        }
+        index += 1
+      }
+    }
+    guard posted else {
+      throw CAPIError(LM_ERROR_BUS_FULL, "the event bus is full: \"\(String(cString: cue!))\" was dropped")
     }
   }
 }
@@ -196,16 +229,19 @@ public func lmPost(
 public func lmSetParameter(
   _ handle: OpaquePointer?, _ name: UnsafePointer<CChar>?, _ value: Double, _ rampSeconds: Double
 ) -> lm_error {
+  // Allocation-free when it succeeds: the name is matched in place against the cue file's.
   withEngine(handle) { session throws(CAPIError) in
-    let name = try CString.nonEmpty(name, "name")
-    guard value.isFinite else { throw .invalidArgument("parameter \"\(name)\": the value \(value) is not finite") }
+    let bytes = try CString.utf8(name, "name")
+    guard value.isFinite else {
+      throw .invalidArgument("parameter \"\(String(cString: name!))\": the value \(value) is not finite")
+    }
     guard rampSeconds.isFinite, rampSeconds >= 0 else {
-      throw .invalidArgument("parameter \"\(name)\": ramp_seconds \(rampSeconds) must be finite and 0 or more")
+      throw .invalidArgument(
+        "parameter \"\(String(cString: name!))\": ramp_seconds \(rampSeconds) must be finite and 0 or more")
     }
-    guard session.director.parameter(name) != nil else {
-      throw .invalidArgument("the cue file has no parameter \"\(name)\"")
+    guard session.director.setParameter(utf8: bytes, value, rampSeconds: rampSeconds) else {
+      throw .invalidArgument("the cue file has no parameter \"\(String(cString: name!))\"")
     }
-    session.director.setParameter(name, value, rampSeconds: rampSeconds)
   }
 }
 

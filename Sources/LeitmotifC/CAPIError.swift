@@ -40,6 +40,55 @@ enum CString {
     return string
   }
 
+  /// The bytes of a C string that must be non-empty UTF-8, without copying them (so without
+  /// allocating: `lm_post` and `lm_set_parameter` may run on a game's audio thread). Valid while
+  /// the caller's string is. `name` is made only for the error message.
+  static func utf8(_ pointer: UnsafePointer<CChar>?, _ name: @autoclosure () -> String, allowsEmpty: Bool = false)
+    throws(CAPIError) -> UnsafeRawBufferPointer
+  {
+    guard let pointer else { throw .invalidArgument("\(name()) is NULL") }
+    let bytes = UnsafeRawBufferPointer(start: pointer, count: strlen(pointer))
+    guard allowsEmpty || bytes.count > 0 else { throw .invalidArgument("\(name()) is empty") }
+    guard isUTF8(bytes) else { throw .invalidArgument("\(name()) is not valid UTF-8") }
+    return bytes
+  }
+
+  /// Whether `bytes` are well-formed UTF-8 (no overlong forms, surrogates or values past
+  /// U+10FFFF), as `String(validatingCString:)` decides, without making a String.
+  static func isUTF8(_ bytes: UnsafeRawBufferPointer) -> Bool {
+    var index = 0
+    while index < bytes.count {
+      let lead = bytes[index]
+      if lead < 0x80 {
+        index += 1
+        continue
+      }
+      let trailing: Int
+      var scalar: UInt32
+      let smallest: UInt32
+      if lead & 0xE0 == 0xC0 {
+        (trailing, scalar, smallest) = (1, UInt32(lead & 0x1F), 0x80)
+      } else if lead & 0xF0 == 0xE0 {
+        (trailing, scalar, smallest) = (2, UInt32(lead & 0x0F), 0x800)
+      } else if lead & 0xF8 == 0xF0 {
+        (trailing, scalar, smallest) = (3, UInt32(lead & 0x07), 0x1_0000)
+      } else {
+        return false
+      }
+      guard index + trailing < bytes.count else { return false }
+      var next = 1
+      while next <= trailing {
+        let byte = bytes[index + next]
+        guard byte & 0xC0 == 0x80 else { return false }
+        scalar = scalar << 6 | UInt32(byte & 0x3F)
+        next += 1
+      }
+      guard scalar >= smallest, scalar <= 0x10_FFFF, scalar < 0xD800 || scalar > 0xDFFF else { return false }
+      index += trailing + 1
+    }
+    return true
+  }
+
   /// A file-system path from C: any bytes but NUL (a folder named on a Latin-1 system is not
   /// UTF-8), kept exact through `FileSystemPath`.
   static func optionalPath(_ pointer: UnsafePointer<CChar>?) -> String? {

@@ -81,7 +81,7 @@ final class EngineSession: @unchecked Sendable {
     do {
       director = try Director(
         engine: engine, cueFile: cueFile, library: library, clocking: clocking, busCapacity: capacity,
-        watchesFile: config.watch_cue_file != 0)
+        watchesFile: config.watch_cue_file != 0, packedPostBytes: Int(LM_POST_CAPACITY))
     } catch {
       engine.shutdown()
       throw CAPIError(LM_ERROR_CUE_FILE, "the cue file \(cueFile) cannot be used:\n\(error)")

@@ -61,8 +61,12 @@ public final class AudioEngine: @unchecked Sendable {
   public var voiceLimit: Int { pool.limit }
   private let diagnostics = Mutex<DiagnosticsHandler?>(nil)
   private let running = RunFlag()
-  /// Made with the engine unless it renders offline (whose loader work runs inline).
+  /// Opens files for every engine, offline ones too: an offline render never opens or reads a
+  /// file on its caller's thread (a game may render from its audio callback). What it needs
+  /// before its frame comes, the render waits for (see `StreamingLoop.settleLoads`).
   private(set) var loader: LoaderThread?
+  /// Offline engines: the loader's `settle`, for the loop and each voice (set once in init).
+  private var offlineSettle: (@Sendable () -> Bool)?
   private var streamingThread: NativeThread?
   private var notificationThread: NativeThread?
   private let renderLock = Mutex<Void>(())
@@ -133,8 +137,14 @@ public final class AudioEngine: @unchecked Sendable {
       device: initialDevice, statuses: statuses, commands: commands, events: events, clock: mixClock,
       reopenDevice: { isOffline ? nil : try? AudioEngine.openDefaultOutput() }, isOffline: isOffline)
     if let notice { report(Diagnostic(.notice, notice)) }
-    if !isOffline {
-      loader = LoaderThread()
+    let loader = LoaderThread()
+    self.loader = loader
+    if isOffline {
+      // Offline, a start (or a gapless join) that finds its file still opening waits for the
+      // loader, so the render is the same whatever the loader's speed.
+      offlineSettle = { loader.settle() }
+      loop.settleLoads = offlineSettle
+    } else {
       startThreads()
       RunningEngines.add(self)
     }
@@ -310,7 +320,15 @@ public final class AudioEngine: @unchecked Sendable {
   /// The status of `voice` once the streaming thread has taken up its claim, else nil.
   package func status(of voice: VoiceHandle) -> VoiceStatus? { pool.status(of: voice) }
 
-  /// Opens `path` (on the loader thread, or right here for an offline engine), seeks to
+  /// Offline engines: returns once the loader has opened what was asked of it so far (the first
+  /// music, after a start), so that the next render need not wait for it. Real-time engines:
+  /// returns at once.
+  public func waitForLoader() {
+    guard isOffline, let loader else { return }
+    _ = loader.settle()
+  }
+
+  /// Opens `path` (on the loader thread), seeks to
   /// `startSeconds`, decodes the first buffers, and hands the stream to the streaming thread.
   package func load(path: String, startSeconds: Double, voice: VoiceHandle) {
     load(SegmentRequest(token: 0, path: path), startSeconds: startSeconds, voice: voice)
@@ -328,6 +346,7 @@ public final class AudioEngine: @unchecked Sendable {
     let mixRate = sampleRate
     let isOffline = self.isOffline
     let pool = self.pool
+    let settleLoads = offlineSettle
     runOnLoader {
       // Nothing is opened for an engine that stopped, or for an owner who has moved on.
       guard running.value.load(ordering: .acquiring), pool.owns(voice) else { return }
@@ -344,13 +363,18 @@ public final class AudioEngine: @unchecked Sendable {
         let stream = DecodeAheadStream(first: segment, startFrame: start, mixRate: mixRate, census: census)
         streams.set(stream, for: voice)
         // Pre-buffer: wait (here, on the loader thread) until the ring holds what the OpenAL
-        // buffers will take, so that attaching never waits.
+        // buffers will take, so that attaching never waits. Not offline: there the voice waits
+        // for its first block itself (woken by the decode thread, no polling), and the render
+        // that needs it waits no longer than that.
         let deadline = Date().addingTimeInterval(5)
-        while stream.availableBlocks < Self.preBufferBlocks && !stream.initialGenerationEnded && Date() < deadline {
+        while !isOffline && stream.availableBlocks < Self.preBufferBlocks && !stream.initialGenerationEnded
+          && Date() < deadline
+        {
           usleep(500)
         }
         let made = Voice(
-          handle: voice, stream: stream, startFrame: start, mixRate: mixRate, waitForDecoding: isOffline)
+          handle: voice, stream: stream, startFrame: start, mixRate: mixRate, waitForDecoding: isOffline,
+          settleLoads: settleLoads)
         command = .attach(voice: voice, LoadedStream(voice: made))
       } catch {
         streams.remove(voice)
@@ -424,8 +448,8 @@ public final class AudioEngine: @unchecked Sendable {
     streams.stream(for: voice)?.releaseLoop(through: token)
   }
 
-  /// Loader work runs in order on the loader thread (inline for an offline engine, so that
-  /// offline runs are deterministic).
+  /// Loader work runs in order on the loader thread, for offline engines too (their renders
+  /// wait where they need its result, which keeps them deterministic).
   private func runOnLoader(_ work: @escaping @Sendable () -> Void) {
     if let loader { loader.async(work) } else { work() }
   }

@@ -17,6 +17,8 @@ final class LoaderThread: @unchecked Sendable {
     let pending = Mutex<[@Sendable () -> Void]>([])
     let wake = DispatchSemaphore(value: 0)
     let stopping = Atomic<Bool>(false)
+    /// Work given and not yet finished (see `settle`).
+    let outstanding = Atomic<Int>(0)
   }
   private let state = State()
   /// Set once in `init`; only read after (its own properties are thread-safe).
@@ -36,7 +38,10 @@ final class LoaderThread: @unchecked Sendable {
       while true {
         state.wake.wait()
         state.pending.withLock { swap(&batch, &$0) }
-        for work in batch { work() }
+        for work in batch {
+          work()
+          state.outstanding.subtract(1, ordering: .releasing)
+        }
         batch.removeAll(keepingCapacity: true)
         if state.stopping.load(ordering: .acquiring) && state.pending.withLock({ $0.isEmpty }) { break }
       }
@@ -46,6 +51,7 @@ final class LoaderThread: @unchecked Sendable {
 
   /// Runs `work` on the loader thread, after everything given before it.
   func async(_ work: @escaping @Sendable () -> Void) {
+    state.outstanding.add(1, ordering: .relaxed)
     state.pending.withLock { $0.append(work) }
     state.wake.signal()
   }
@@ -55,6 +61,18 @@ final class LoaderThread: @unchecked Sendable {
     let done = DispatchSemaphore(value: 0)
     async { done.signal() }
     done.wait()
+  }
+
+  /// Whether work given earlier has not finished yet.
+  var isBusy: Bool { state.outstanding.load(ordering: .acquiring) > 0 }
+
+  /// An offline render's wait: when work is outstanding, returns once it has run (true); else
+  /// returns false at once, having waited for nothing. On the loader thread itself (a voice it
+  /// is making looks at its stream) it never waits: that would wait for itself.
+  func settle() -> Bool {
+    guard isBusy, !thread.isCurrent else { return false }
+    drain()
+    return true
   }
 
   /// Ends the thread once what was given has run (work given later is never run).

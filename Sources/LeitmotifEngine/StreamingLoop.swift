@@ -80,6 +80,11 @@ package final class StreamingLoop: @unchecked Sendable {
   private var simulatedDisconnect = false
   private let reopenDevice: () -> OutputDevice?
   private let isOffline: Bool
+  /// Offline engines: waits for the loader when it has work outstanding (true if it waited).
+  /// A start whose frame has come while its file is still opening (or a gapless join whose
+  /// segment is) waits for it here, so that it lands on its frame whatever the loader's speed,
+  /// and the render never opens a file itself. Set once, before the first render.
+  var settleLoads: (() -> Bool)?
   // The clocked headless fallback: the loop mixes and renders what the wall clock says is due.
   private var headlessScratch: [Float] = []
   private var headlessStartNanoseconds: UInt64 = 0
@@ -260,6 +265,7 @@ package final class StreamingLoop: @unchecked Sendable {
   private func mixSpan(into output: UnsafeMutablePointer<Float>, frames: Int) {
     output.initialize(repeating: 0, count: 2 * frames)
     let clock = mixClock
+    if let settleLoads, startWaitsForFile(clock: clock, frames: frames), settleLoads() { takeCommands() }
     startDueCrossfades(clock: clock, frames: frames)
     for slot in 0..<Self.maximumVoices {
       guard let voice = voices[slot] else { continue }
@@ -293,6 +299,37 @@ package final class StreamingLoop: @unchecked Sendable {
     for slot in 0..<Self.maximumVoices {
       if pendingCrossfades[slot] != nil || triggeredPlays[slot] != nil { return true }
       if let voice = voices[slot], voice.isAudible || voice.isStarting || voice.awaitsFadedOutReport { return true }
+    }
+    return false
+  }
+
+  /// Offline: whether something due to start in the block `clock ..< clock + frames` has no
+  /// audio yet (its voice not attached, or not filled): a play, a crossfade (at once, or on a
+  /// grid line in the block), a start on a trigger, the follower of a hand-over.
+  private func startWaitsForFile(clock: Int64, frames: Int) -> Bool {
+    let span = Int64(frames)
+    for slot in 0..<Self.maximumVoices {
+      let voice = voices[slot]
+      if let voice, let handoff = voice.handoff, let due = voice.framesUntilHandoff(), due < span,
+        owns(handoff.follower), voices[handoff.follower.slot]?.hasAudio != true
+      {
+        return true
+      }
+      if voice?.hasAudio == true { continue }
+      if let crossfade = pendingCrossfades[slot] {
+        guard let trigger = crossfade.trigger, owns(trigger.voice), let outgoing = voices[trigger.voice.slot] else {
+          return true
+        }
+        let due = outgoing.framesUntil(
+          fileFrame: outgoing.fileFrames(seconds: trigger.fileSeconds), token: trigger.token)
+        if let due, due < span { return true }
+      } else if let trigger = triggeredPlays[slot] {
+        guard owns(trigger.voice), let music = voices[trigger.voice.slot] else { return true }
+        let due = music.framesUntil(fileFrame: music.fileFrames(seconds: trigger.fileSeconds), token: trigger.token)
+        if let due, due < span { return true }
+      } else if wantsPlaying[slot] && voice == nil {
+        return true
+      }
     }
     return false
   }
@@ -591,7 +628,7 @@ package final class StreamingLoop: @unchecked Sendable {
     case .setVolume(let voice, let volume):
       guard owns(voice) else { return }
       volumes[voice.slot] = volume
-      voices[voice.slot]?.setVolume(volume)
+      voices[voice.slot]?.setVolume(volume, clock: clock)
     case .setLowPass(let voice, let gainHF):
       guard owns(voice) else { return }
       lowPassGains[voice.slot] = gainHF

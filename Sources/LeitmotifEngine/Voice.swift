@@ -39,6 +39,7 @@ package final class Voice: VoiceInput {
   private let transportFadeFrames: Int64
   /// Offline engines wait (bounded) for the decode thread; the real-time streaming thread never does.
   private let decodeWaitSeconds: Double
+  private let settleLoads: (@Sendable () -> Bool)?
   private var generation = 0
 
   // MARK: Reading the stream
@@ -174,8 +175,15 @@ package final class Voice: VoiceInput {
 
   /// Made by the loader (so that starting a voice allocates nothing on the streaming thread);
   /// the streaming thread `install`s it in its slot.
-  init(handle: VoiceHandle, stream: DecodeAheadStream, startFrame: Int64, mixRate: Int, waitForDecoding: Bool) {
+  /// `settleLoads` (offline engines): waits for the engine's loader when it has work
+  /// outstanding, true if it waited; a stream that runs dry asks it before ending, since the
+  /// gapless join that continues it may still be opening.
+  init(
+    handle: VoiceHandle, stream: DecodeAheadStream, startFrame: Int64, mixRate: Int, waitForDecoding: Bool,
+    settleLoads: (@Sendable () -> Bool)? = nil
+  ) {
     self.handle = handle
+    self.settleLoads = settleLoads
     self.status = VoiceStatus()
     self.stream = stream
     let loaded = (stream: stream, startFrame: startFrame)
@@ -332,9 +340,13 @@ package final class Voice: VoiceInput {
 
   /// Glides to the new volume over `volumeGlideFrames` while heard; a voice not heard yet (or
   /// paused) takes it at once, so a start at a low volume does not begin with a blip at full.
-  func setVolume(_ newVolume: Float) {
+  /// `clock`: the mix frame it is applied on. A voice that has not sounded yet (silent, or
+  /// starting on this very frame or later) takes the volume at once; one that is heard glides
+  /// to it (no zipper noise). Without that, a start that sets its volume just after `play` on
+  /// the same frame (a fade-in from 0) played its first mix gliding down from full volume.
+  func setVolume(_ newVolume: Float, clock: Int64? = nil) {
     volumeTarget = newVolume.isFinite ? max(0, min(1, newVolume)) : 1
-    if !isAudible { volumeNow = volumeTarget }
+    if !isAudible || clock.map({ $0 <= startFrame }) == true { volumeNow = volumeTarget }
     volumeStep = (volumeTarget - volumeNow) / Float(Voice.volumeGlideFrames)
   }
 
@@ -430,7 +442,16 @@ package final class Voice: VoiceInput {
   var isLetGo: Bool { finishWhenSilent }
 
   /// Audio is ready (or the stream already ended): a crossfade into this voice can start.
-  var hasAudio: Bool { block != nil || decoderEnded || stream.availableBlocks > 0 }
+  ///
+  /// Offline it waits (bounded) for the decode thread's first block: the loader hands an offline
+  /// voice over without pre-buffering, and a start must not slip to a later mix because the
+  /// decode thread was a moment slower in one run than in another.
+  var hasAudio: Bool {
+    if block != nil || decoderEnded || stream.availableBlocks > 0 { return true }
+    guard decodeWaitSeconds > 0 else { return false }
+    return stream.peek(waitSeconds: decodeWaitSeconds, generation: generation) != nil
+      || stream.isDrained(generation: generation)
+  }
 
   /// Playing or fading: stopping it now would be heard.
   var isAudible: Bool { mode == .playing || mode == .fadingOut }
@@ -638,6 +659,8 @@ package final class Voice: VoiceInput {
     while true {
       guard let next = stream.peek(waitSeconds: decodeWaitSeconds, generation: generation) else {
         if stream.isDrained(generation: generation) {
+          // Offline: the segment that follows may still be opening on the loader.
+          if let settleLoads, settleLoads() { continue }
           decoderEnded = true
         } else if decodeWaitSeconds > 0 {
           // Offline only: the decode thread gave nothing for seconds. End rather than hang.

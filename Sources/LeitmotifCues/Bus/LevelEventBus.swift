@@ -59,6 +59,14 @@ public final class LevelEventBus: Sendable {
   /// the thread sanitizer then reports as a write racing with the posters' atomic loads of the turn.
   nonisolated(unsafe) private let events: UnsafeMutablePointer<LevelEvent?>
 
+  /// Packed posts (`post(packedSize:_:)`): each slot's own fixed area of ``packedPostBytes``
+  /// bytes, and the length of what the poster packed there (0: the slot holds a `LevelEvent`).
+  /// Written and read under the slot's turn, like `events`. Empty when the bus takes none.
+  public let packedPostBytes: Int
+  nonisolated(unsafe) private let packed: UnsafeMutableRawPointer?
+  nonisolated(unsafe) private let packedLengths: UnsafeMutablePointer<Int>
+  nonisolated(unsafe) private let packedTimes: UnsafeMutablePointer<UInt64>
+
   /// The next ticket to hand out; equals the number of events ever accepted.
   private let enqueueTicket = Atomic<Int>(0)
   private let drops = Atomic<UInt64>(0)
@@ -77,12 +85,21 @@ public final class LevelEventBus: Sendable {
   /// Makes an empty bus.
   /// - Parameter capacity: how many untaken events it may hold; rounded up to a power of two
   ///   (so a slot index is a mask, not a division), at least 2.
-  public init(capacity: Int = LevelEventBus.defaultCapacity) {
+  ///   `packedPostBytes`: the bytes each slot keeps for packed posts (0: none; see
+  ///   `post(packedSize:_:)`). The bus then takes `capacity` times that much memory, once.
+  public init(capacity: Int = LevelEventBus.defaultCapacity, packedPostBytes: Int = 0) {
     precondition(capacity <= 1 << 32, "a level event bus of \(capacity) events is surely a mistake")
+    precondition(packedPostBytes >= 0 && packedPostBytes <= 1 << 16, "packed posts of \(packedPostBytes) bytes")
     var rounded = 2
     while rounded < capacity { rounded <<= 1 }
     self.capacity = rounded
     slotMask = rounded - 1
+    self.packedPostBytes = packedPostBytes
+    packed = packedPostBytes > 0 ? .allocate(byteCount: rounded * packedPostBytes, alignment: 16) : nil
+    packedLengths = .allocate(capacity: rounded)
+    packedLengths.initialize(repeating: 0, count: rounded)
+    packedTimes = .allocate(capacity: rounded)
+    packedTimes.initialize(repeating: 0, count: rounded)
     turns = .allocate(capacity: rounded)
     events = .allocate(capacity: rounded)
     for index in 0..<rounded {
@@ -98,6 +115,9 @@ public final class LevelEventBus: Sendable {
     turns.deallocate()
     events.deinitialize(count: capacity)
     events.deallocate()
+    packed?.deallocate()
+    packedLengths.deallocate()
+    packedTimes.deallocate()
   }
 
   // MARK: Posting (any thread)
@@ -139,41 +159,75 @@ public final class LevelEventBus: Sendable {
   /// Thread safety: any thread; a snapshot that posts in progress may change at once.
   public var postedCount: UInt64 { UInt64(enqueueTicket.load(ordering: .relaxed)) }
 
-  private func enqueue(_ cue: String, _ payload: CuePayload, audioTime: Double?) -> Bool {
+  /// Posts an event packed into the slot's own bytes by `write` (a ``PackedEventWriter`` over
+  /// exactly `size` bytes, at most ``packedPostBytes``): the poster copies its strings, and
+  /// nothing is allocated, on either side of the call, until the consumer unpacks it. Never
+  /// blocks. `write` runs only when the event is accepted.
+  /// - Returns: `true` when accepted; `false` when the bus was full (the event is dropped and
+  ///   counted, as `post` does).
+  ///
+  /// Thread safety: any thread, concurrently with other posts and with the consumer.
+  public func post(packedSize size: Int, _ write: (inout PackedEventWriter) -> Void) -> Bool {
+    precondition(
+      packed != nil && size > 0 && size <= packedPostBytes,
+      "a packed post of \(size) bytes on a bus that takes \(packedPostBytes)")
     let postedNanoseconds = DispatchTime.now().uptimeNanoseconds
+    guard let ticket = claimTicket() else { return false }
+    let slot = ticket & slotMask
+    var writer = PackedEventWriter(
+      UnsafeMutableRawBufferPointer(start: packed! + slot * packedPostBytes, count: size))
+    write(&writer)
+    packedLengths[slot] = size
+    packedTimes[slot] = postedNanoseconds
+    publish(ticket)
+    return true
+  }
+
+  /// Claims the next ticket when its slot is free; nil when the bus is full (counted as a drop).
+  private func claimTicket() -> Int? {
     // Relaxed: the ticket is only a guess at which slot to try; the slot's own turn (acquired
     // below) is what proves the slot free, and the compare-exchange makes the ticket ours alone.
     var ticket = enqueueTicket.load(ordering: .relaxed)
     while true {
       // Acquiring: pairs with the consumer's releasing store that freed the slot, so its read and
-      // clearing of the previous lap's event happen before our write below.
+      // clearing of the previous lap's event happen before our write.
       let turn = turns[ticket & slotMask].load(ordering: .acquiring)
       let lag = turn &- ticket
       if lag == 0 {
         let (claimed, current) = enqueueTicket.compareExchange(
           expected: ticket, desired: ticket &+ 1, ordering: .relaxed)
-        if claimed { break }
+        if claimed { return ticket }
         ticket = current  // another poster took this ticket; try the next one
       } else if lag < 0 {
         // The slot still holds (or is about to hold) the event from one lap ago that the consumer
         // has not taken: `capacity` events are waiting. Drop this one; claim nothing.
         drops.add(1, ordering: .relaxed)
-        return false
+        return nil
       } else {
         // Another poster claimed this ticket and moved on since we read it; read the current one.
         ticket = enqueueTicket.load(ordering: .relaxed)
       }
     }
+  }
 
+  /// Hands the slot of `ticket`, written, to the consumer, and wakes it if it sleeps.
+  private func publish(_ ticket: Int) {
+    // Releasing publishes the event to the consumer's acquiring load. Sequentially consistent on
+    // top of that because of the wake-up protocol (see `waitForPost`): this store and the load of
+    // `consumerSleeping` after it must not be reordered, or a sleeping consumer could miss it.
+    turns[ticket & slotMask].store(ticket &+ 1, ordering: .sequentiallyConsistent)
+    wakeConsumerIfSleeping()
+  }
+
+  private func enqueue(_ cue: String, _ payload: CuePayload, audioTime: Double?) -> Bool {
+    let postedNanoseconds = DispatchTime.now().uptimeNanoseconds
+    guard let ticket = claimTicket() else { return false }
     let slot = ticket & slotMask
     events[slot] = LevelEvent(
       sequence: UInt64(ticket) &+ 1, cue: cue, payload: payload, postedNanoseconds: postedNanoseconds,
       audioTime: audioTime)
-    // Releasing publishes the event to the consumer's acquiring load. Sequentially consistent on
-    // top of that because of the wake-up protocol (see `waitForPost`): this store and the load of
-    // `consumerSleeping` after it must not be reordered, or a sleeping consumer could miss it.
-    turns[slot].store(ticket &+ 1, ordering: .sequentiallyConsistent)
-    wakeConsumerIfSleeping()
+    packedLengths[slot] = 0
+    publish(ticket)
     return true
   }
 
@@ -299,7 +353,18 @@ public final class LevelEventBus: Sendable {
     let slot = ticket & slotMask
     // Acquiring: pairs with the poster's publishing store, so the event it wrote is visible here.
     guard turns[slot].load(ordering: .acquiring) == ticket &+ 1 else { return nil }
-    let event = events[slot].take()
+    var event = events[slot].take()
+    if packedLengths[slot] > 0, let packed {
+      // A packed post: unpacked here, on the consumer's thread, where allocating is fine. A
+      // poster that packs by `PackedEventWriter` always unpacks; an empty cue marks one that
+      // does not, which the director then ignores as an unknown cue.
+      let bytes = UnsafeRawBufferPointer(start: packed + slot * packedPostBytes, count: packedLengths[slot])
+      let unpacked = PackedEvent.unpack(bytes)
+      event = LevelEvent(
+        sequence: UInt64(ticket) &+ 1, cue: unpacked?.cue ?? "", payload: unpacked?.payload ?? [:],
+        postedNanoseconds: packedTimes[slot])
+      packedLengths[slot] = 0
+    }
     dequeueTicket.store(ticket &+ 1, ordering: .relaxed)
     // Releasing: our read and clearing of the event happen before the next lap's poster (which
     // acquires this turn) writes the slot.

@@ -54,7 +54,8 @@ public final class Director: @unchecked Sendable {
 
   private let core: Mutex<DirectorCore>
   private let picks = Mutex<MediaItemCollection?>(nil)
-  private let pendingParameters = Mutex<[(name: String, value: Double, ramp: Double)]>([])
+  /// The game's parameter sets until the next step (see `ParameterInbox`).
+  private let parameterInbox = Mutex(ParameterInbox())
   private let observers = Mutex<(next: UInt64, handlers: [UInt64: @Sendable (DirectorReport) -> Void])>((1, [:]))
   private let notifications = DispatchQueue(label: "leitmotif.director.notifications")
   private let running = RunFlag()
@@ -78,10 +79,22 @@ public final class Director: @unchecked Sendable {
     engine: AudioEngine, cueFile path: String, library: MediaLibrary? = nil, clocking: Clocking = .ownThread,
     busCapacity: Int = LevelEventBus.defaultCapacity, watchesFile: Bool = true
   ) throws(CueFileError) {
+    try self.init(
+      engine: engine, cueFile: path, library: library, clocking: clocking, busCapacity: busCapacity,
+      watchesFile: watchesFile, packedPostBytes: 0)
+  }
+
+  /// The same, with a bus that also takes packed posts (`LevelEventBus`'s
+  /// `post(packedSize:_:)`, which the C API's `lm_post` uses): `packedPostBytes` is what each
+  /// bus slot keeps for one.
+  public convenience init(
+    engine: AudioEngine, cueFile path: String, library: MediaLibrary? = nil, clocking: Clocking = .ownThread,
+    busCapacity: Int = LevelEventBus.defaultCapacity, watchesFile: Bool = true, packedPostBytes: Int
+  ) throws(CueFileError) {
     let sheet = try CueSheet.load(path: path)
     self.init(
       engine: engine, sheet: sheet, library: library, clocking: clocking, busCapacity: busCapacity,
-      watchedPath: watchesFile && !engine.isOffline ? path : nil)
+      watchedPath: watchesFile && !engine.isOffline ? path : nil, packedPostBytes: packedPostBytes)
   }
 
   /// A director for a cue sheet already loaded (not watched). Reads the bundled music's tags and
@@ -98,18 +111,19 @@ public final class Director: @unchecked Sendable {
     busCapacity: Int = LevelEventBus.defaultCapacity
   ) {
     self.init(
-      engine: engine, sheet: sheet, library: library, clocking: clocking, busCapacity: busCapacity, watchedPath: nil)
+      engine: engine, sheet: sheet, library: library, clocking: clocking, busCapacity: busCapacity, watchedPath: nil,
+      packedPostBytes: 0)
   }
 
   private init(
     engine: AudioEngine, sheet: CueSheet, library: MediaLibrary?, clocking: Clocking, busCapacity: Int,
-    watchedPath: String?
+    watchedPath: String?, packedPostBytes: Int
   ) {
     self.engine = engine
     self.library = library
     self.clocking = engine.isOffline ? .pumped : clocking
     cueFilePath = watchedPath ?? sheet.path
-    bus = LevelEventBus(capacity: busCapacity)
+    bus = LevelEventBus(capacity: busCapacity, packedPostBytes: packedPostBytes)
     player = QueuePlayer(engine: engine, library: library)
     let catalog = sheet.catalog ?? BundledCatalog(directory: sheet.assetsDirectory)
     let resolver = MusicResolver(catalog: catalog, library: library, picks: nil)
@@ -117,6 +131,7 @@ public final class Director: @unchecked Sendable {
       DirectorCore(engine: engine, player: player, sheet: sheet, catalog: catalog, resolved: resolver.resolveAll(sheet))
     )
     leadFrames = Int64((Self.defaultLeadSeconds * Double(engine.sampleRate)).rounded())
+    parameterInbox.withLock { $0.adopt(sheet) }
     if let watchedPath { startWatching(path: watchedPath) }
   }
 
@@ -156,6 +171,9 @@ public final class Director: @unchecked Sendable {
       }
     }
     deliver(reports)
+    // Offline: the first music is opened here, before the first mix, so a render called from
+    // a game's audio callback does not wait for it.
+    if engine.isOffline { engine.waitForLoader() }
     if clocking == .ownThread { startThread() }
   }
 
@@ -183,7 +201,7 @@ public final class Director: @unchecked Sendable {
   /// that only the director's update also takes).
   /// Thread safety: any thread.
   public func setParameter(_ name: String, _ value: Double, rampSeconds: Double = 0) {
-    pendingParameters.withLock { $0.append((name, value, rampSeconds)) }
+    parameterInbox.withLock { $0.set(name, value: value, ramp: rampSeconds) }
     bus.wakeConsumer()
   }
 
@@ -206,14 +224,27 @@ public final class Director: @unchecked Sendable {
   /// without a ramp counts at once, before the director's next step applies it: a game that
   /// sets a parameter and reads it back sees what it set (clamped to the cue file's range).
   public func parameter(_ name: String) -> Double? {
-    let pending = pendingParameters.withLock { $0.last { $0.name == name } }
+    let pending = parameterInbox.withLock { $0.unrampedValue(of: name) }
     return core.withLock { core in
       guard let current = core.parameterValue(name) else { return nil }
-      guard let pending, pending.ramp == 0, pending.value.isFinite, let spec = core.sheet.parameter(named: name) else {
-        return current
-      }
-      return min(spec.maximum, max(spec.minimum, pending.value))
+      return pending ?? current
     }
+  }
+
+  /// Sets the parameter whose name is the UTF-8 bytes `name` without allocating (the C API's
+  /// `lm_set_parameter`, which may be called from a game's audio callback): the value waits in
+  /// a fixed slot for the next step. Takes a short lock that only the step also takes, for a
+  /// moment; never waits for a step that decides or opens anything.
+  /// - Returns: false when the cue file has no such parameter (nothing is set).
+  /// Thread safety: any thread.
+  public func setParameter(utf8 name: UnsafeRawBufferPointer, _ value: Double, rampSeconds: Double) -> Bool {
+    let found = parameterInbox.withLock { inbox -> Bool in
+      guard let index = inbox.index(of: name) else { return false }
+      inbox.set(index, value: value, ramp: rampSeconds)
+      return true
+    }
+    if found { bus.wakeConsumer() }
+    return found
   }
 
   /// The player's picks from the media picker: the music of `picks` sources. Resolved on the
@@ -385,10 +416,7 @@ public final class Director: @unchecked Sendable {
       for index in events.indices where events[index].audioTime == nil { events[index].audioTime = next }
     }
     let dropped = bus.takeNewDrops()
-    let parameters = pendingParameters.withLock { pending -> [(name: String, value: Double, ramp: Double)] in
-      defer { pending.removeAll(keepingCapacity: true) }
-      return pending
-    }
+    let parameters = parameterInbox.withLock { $0.take() }
     let commands = pendingCommands.withLock { pending -> [[CueAction]] in
       defer { pending.removeAll(keepingCapacity: true) }
       return pending
@@ -487,6 +515,7 @@ public final class Director: @unchecked Sendable {
     let catalog = sheet.catalog ?? BundledCatalog(directory: sheet.assetsDirectory)
     let resolver = MusicResolver(catalog: catalog, library: library, picks: picks.withLock { $0 })
     let resolved = resolver.resolveAll(sheet)
+    parameterInbox.withLock { $0.adopt(sheet) }
     let reports = core.withLock { core -> [DirectorReport] in
       core.replace(sheet: sheet, catalog: catalog, resolved: resolved)
       core.report(.reloaded(path: path, warnings: checked.problems))
