@@ -64,7 +64,7 @@ public final class AudioEngine: @unchecked Sendable {
   /// Opens files for every engine, offline ones too: an offline render never opens or reads a
   /// file on its caller's thread (a game may render from its audio callback). What it needs
   /// before its frame comes, the render waits for (see `StreamingLoop.settleLoads`).
-  private(set) var loader: LoaderThread?
+  let loader = LoaderThread()
   /// Offline engines: the loader's `settle`, for the loop and each voice (set once in init).
   private var offlineSettle: (@Sendable () -> Bool)?
   private var streamingThread: NativeThread?
@@ -137,9 +137,8 @@ public final class AudioEngine: @unchecked Sendable {
       device: initialDevice, statuses: statuses, commands: commands, events: events, clock: mixClock,
       reopenDevice: { isOffline ? nil : try? AudioEngine.openDefaultOutput() }, isOffline: isOffline)
     if let notice { report(Diagnostic(.notice, notice)) }
-    let loader = LoaderThread()
-    self.loader = loader
     if isOffline {
+      let loader = self.loader
       // Offline, a start (or a gapless join) that finds its file still opening waits for the
       // loader, so the render is the same whatever the loader's speed.
       offlineSettle = { loader.settle() }
@@ -166,12 +165,10 @@ public final class AudioEngine: @unchecked Sendable {
     let deadline = DispatchTime.now() + .seconds(2)
     while let thread = streamingThread, !thread.isFinished, DispatchTime.now() < deadline { usleep(1000) }
     // The loader: what is queued there sees the engine stopped and opens nothing more.
-    if let loader {
-      // Not from the loader itself (a diagnostics handler runs there): it ends when this returns.
-      if !loader.isCurrent { loader.drain() }
-      loader.stop()
-      while !loader.isCurrent, !loader.isFinished, DispatchTime.now() < deadline { usleep(1000) }
-    }
+    // Not from the loader itself (a diagnostics handler runs there): it ends when this returns.
+    if !loader.isCurrent { loader.drain() }
+    loader.stop()
+    while !loader.isCurrent, !loader.isFinished, DispatchTime.now() < deadline { usleep(1000) }
     // The voices' decode threads (the streaming thread has ended, or the engine is offline and
     // renders no more: nobody else touches the loop now).
     if streamingThread?.isFinished ?? true { renderLock.withLock { _ in loop.stopAllStreams() } }
@@ -324,7 +321,7 @@ public final class AudioEngine: @unchecked Sendable {
   /// music, after a start), so that the next render need not wait for it. Real-time engines:
   /// returns at once.
   public func waitForLoader() {
-    guard isOffline, let loader else { return }
+    guard isOffline else { return }
     _ = loader.settle()
   }
 
@@ -451,7 +448,7 @@ public final class AudioEngine: @unchecked Sendable {
   /// Loader work runs in order on the loader thread, for offline engines too (their renders
   /// wait where they need its result, which keeps them deterministic).
   private func runOnLoader(_ work: @escaping @Sendable () -> Void) {
-    if let loader { loader.async(work) } else { work() }
+    loader.async(work)
   }
 
   /// Says what a decoder noticed about a file it opened (cut off, damaged, a tag skipped)

@@ -1,6 +1,7 @@
 import CLeitmotifHeader
 import Foundation
 import LeitmotifC
+import LeitmotifCues
 import LeitmotifFixtures
 import LeitmotifRealtimeAudit
 import Testing
@@ -16,13 +17,8 @@ import Testing
 struct RealtimeCAPITests {
   /// What the C game (Examples/c-game/game.c) does in its minute: cues with payloads, parameters.
   enum Step {
-    case post(String, [(key: String, value: CueValueForC)])
+    case post(String, [(key: String, value: CueValue)])
     case set(String, Double, ramp: Double)
-  }
-  enum CueValueForC {
-    case number(Double)
-    case string(String)
-    case bool(Bool)
   }
 
   static let script: [(at: Double, step: Step)] = [
@@ -46,7 +42,7 @@ struct RealtimeCAPITests {
     let count: Int
     private var strings: [UnsafeMutablePointer<CChar>] = []
 
-    init(_ cue: String, _ payload: [(key: String, value: CueValueForC)]) {
+    init(_ cue: String, _ payload: [(key: String, value: CueValue)]) {
       self.cue = strdup(cue)
       count = payload.count
       values = .allocate(capacity: max(1, payload.count))

@@ -4,6 +4,10 @@ import LeitmotifLibrary
 import LeitmotifOutput
 import LeitmotifPlayers
 
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 /// The game's parameter sets waiting for the director's next step: one fixed slot per
 /// parameter of the cue file, found by the name's UTF-8 bytes. A set copies two numbers into
 /// its slot (the last set of a parameter before a step wins), so setting a parameter from a
@@ -85,7 +89,3 @@ struct ParameterInbox {
     return taken
   }
 }
-
-#if canImport(Glibc)
-  import Glibc
-#endif
