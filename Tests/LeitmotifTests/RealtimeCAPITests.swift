@@ -11,10 +11,10 @@ import Testing
 /// no file (the loader does, as soon as a change is scheduled). Counted on the calling thread by
 /// the real-time audit (LeitmotifRealtimeAudit), over the demo level's cue file and the C game's
 /// scripted minute, rendered one 60 Hz game step (800 frames) at a time.
-@Suite(
-  "The C API's calls for an audio callback", .serialized,
-  .enabled(if: lm_audit_available() != 0, "the audit stands aside under a sanitizer"))
-struct RealtimeCAPITests {
+///
+/// In the real-time rules' own suite, which is serialized: the audit's counts are one set for the
+/// whole process, so two suites arming it at once would count each other's threads.
+extension RealtimeRulesTests {
   /// What the C game (Examples/c-game/game.c) does in its minute: cues with payloads, parameters.
   enum Step {
     case post(String, [(key: String, value: CueValue)])

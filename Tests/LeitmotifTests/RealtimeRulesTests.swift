@@ -17,7 +17,7 @@ import Testing
 /// list item for every buffer queued, and its device calls take a process-wide lock that other
 /// engines (other tests, running at the same time) may hold.
 @Suite(
-  "The real-time rules, checked on the streaming thread", .serialized,
+  "The real-time rules, checked on the streaming thread and in the C calls for an audio callback", .serialized,
   .enabled(if: lm_audit_available() != 0, "the audit stands aside under a sanitizer"))
 struct RealtimeRulesTests {
   func crossfadeHeavyRun(output: OutputChoice) throws -> lm_audit_counts {
