@@ -455,6 +455,13 @@ lm_error lm_skip(lm_engine *engine, lm_skip_direction direction);
    more); it multiplies the player's gain (lm_player_set_volume) and the parameters' drives. */
 lm_error lm_set_music_volume(lm_engine *engine, float volume, double ramp_seconds);
 
+/* The engine's master volume, 0 to 1, over everything it plays (music and stingers alike: the
+   game's "music volume" slider, or a fade to silence before the game quits), in a straight line
+   over ramp_seconds (0 or more; 0 glides over a few milliseconds, so that a jump does not
+   click). Applied by the mixer at once, not at the director's next step; it sits above every
+   other volume. */
+lm_error lm_set_master_volume(lm_engine *engine, float volume, double ramp_seconds);
+
 /* ---------------------------------------------------------------------------------------------
  * The player's music library: consent
  * ------------------------------------------------------------------------------------------- */
@@ -495,6 +502,250 @@ lm_error lm_library_request_authorization(
    except lm_engine_destroy of this engine. NULL removes the callback. Any thread. */
 typedef void (*lm_authorization_fn)(lm_authorization status, void *user_data);
 lm_error lm_set_authorization_callback(lm_engine *engine, lm_authorization_fn callback, void *user_data);
+
+/* ---------------------------------------------------------------------------------------------
+ * The player's music library: scanning, queries, playlists, picks and queues
+ * Every call here needs the player's consent (LM_ERROR_LIBRARY with the reason otherwise: ask
+ * with lm_library_request_authorization first) and does I/O on the library's index (SQLite):
+ * call them from a menu or a loading thread, not the frame loop. Any thread.
+ * Songs are named by their persistent id: a 64-bit number that stays the same across scans
+ * while the file stays (a file moved or renamed within the folder keeps it).
+ * ------------------------------------------------------------------------------------------- */
+
+/* What a scan changed. */
+typedef struct lm_scan_result {
+  size_t struct_size;
+  /* Songs new in the index, changed (re-read), moved or renamed, gone, and the same as before. */
+  int added;
+  int updated;
+  int moved;
+  int removed;
+  int unchanged;
+  /* Files that could not be read as music (damaged, empty, not audio); not retried until they
+     change. */
+  int failed;
+  /* Playlist files (M3U, M3U8, PLS) imported. */
+  int playlists;
+  double duration_seconds;
+} lm_scan_result;
+
+/* Told after each file a scan reads, on the thread that called lm_library_scan: files read so
+   far, and how many it will read in all. */
+typedef void (*lm_scan_progress_fn)(int files_read, int files_to_read, void *user_data);
+
+/* Scans the player's music folder (lm_config.library_folder) into the index: a first scan reads
+   and analyses every song (loudness and tempo, about 1 % of the music's length: minutes for a
+   large library), later ones only what changed. Then re-reads the cue file's library sources,
+   so that the new songs can play. Blocks until done: call it from a loading thread. `progress`
+   may be NULL; `out` may be NULL. Errors: LM_ERROR_LIBRARY (no consent, and nothing was read;
+   another scan held the index for 30 s; the index cannot be written). */
+lm_error lm_library_scan(lm_engine *engine, lm_scan_progress_fn progress, void *user_data, lm_scan_result *out);
+
+/* The properties a predicate compares (MediaPlayer's MPMediaItemProperty keys). */
+typedef enum lm_media_property {
+  LM_PROPERTY_PERSISTENT_ID = 0,
+  /* Text, compared ignoring case and diacritics ("beyonce" finds "Beyonce" with its accent). */
+  LM_PROPERTY_TITLE = 1,
+  LM_PROPERTY_ARTIST = 2,
+  LM_PROPERTY_ALBUM_TITLE = 3,
+  LM_PROPERTY_ALBUM_ARTIST = 4,
+  LM_PROPERTY_GENRE = 5,
+  LM_PROPERTY_COMPOSER = 6,
+  /* Numbers: seconds, counts, the year, the rating 0 to 5. */
+  LM_PROPERTY_PLAYBACK_DURATION = 7,
+  LM_PROPERTY_ALBUM_TRACK_NUMBER = 8,
+  LM_PROPERTY_DISC_NUMBER = 9,
+  /* The BPM tag, else the tempo the scan detected. */
+  LM_PROPERTY_BEATS_PER_MINUTE = 10,
+  LM_PROPERTY_YEAR = 11,
+  LM_PROPERTY_PLAY_COUNT = 12,
+  LM_PROPERTY_SKIP_COUNT = 13,
+  LM_PROPERTY_RATING = 14,
+  /* A flag: 1 or 0. */
+  LM_PROPERTY_IS_COMPILATION = 15,
+  /* Dates, as seconds since 1970. */
+  LM_PROPERTY_LAST_PLAYED_DATE = 16,
+  LM_PROPERTY_DATE_ADDED = 17,
+  /* The file's path, matched exactly (its bytes). */
+  LM_PROPERTY_PATH = 18,
+  /* The scan's analysis: integrated loudness in LUFS, and energy 0 to 1. */
+  LM_PROPERTY_LOUDNESS = 19,
+  LM_PROPERTY_ENERGY = 20
+} lm_media_property;
+
+/* How a predicate compares: equal-to (any property) and contains (text and the path), as in
+   MediaPlayer; the four ranges for numbers only. A comparison that does not suit its property
+   is LM_ERROR_INVALID_ARGUMENT, naming both. */
+typedef enum lm_comparison {
+  LM_COMPARE_EQUAL_TO = 0,
+  LM_COMPARE_CONTAINS = 1,
+  LM_COMPARE_LESS_THAN = 2,
+  LM_COMPARE_LESS_THAN_OR_EQUAL_TO = 3,
+  LM_COMPARE_GREATER_THAN = 4,
+  LM_COMPARE_GREATER_THAN_OR_EQUAL_TO = 5
+} lm_comparison;
+
+/* One condition on a song (MediaPlayer's MPMediaPropertyPredicate). Text properties and the
+   path read `text` (UTF-8); the persistent id reads `id`; the others read `number`. */
+typedef struct lm_predicate {
+  lm_media_property property;
+  lm_comparison comparison;
+  const char *text;
+  double number;
+  uint64_t id;
+} lm_predicate;
+
+/* Predicates, clean in C and C++ at -Wextra: `lm_predicate filter[] = {lm_predicate_text(
+   LM_PROPERTY_ARTIST, LM_COMPARE_CONTAINS, "daft"), lm_predicate_number(LM_PROPERTY_BEATS_PER_MINUTE,
+   LM_COMPARE_GREATER_THAN, 120)};`. (Inline: not library functions.) */
+static inline lm_predicate lm_predicate_text(lm_media_property property, lm_comparison comparison, const char *text) {
+  lm_predicate predicate;
+  memset(&predicate, 0, sizeof predicate);
+  predicate.property = property;
+  predicate.comparison = comparison;
+  predicate.text = text;
+  return predicate;
+}
+static inline lm_predicate lm_predicate_number(lm_media_property property, lm_comparison comparison, double number) {
+  lm_predicate predicate;
+  memset(&predicate, 0, sizeof predicate);
+  predicate.property = property;
+  predicate.comparison = comparison;
+  predicate.number = number;
+  return predicate;
+}
+static inline lm_predicate lm_predicate_id(uint64_t persistent_id) {
+  lm_predicate predicate;
+  memset(&predicate, 0, sizeof predicate);
+  predicate.property = LM_PROPERTY_PERSISTENT_ID;
+  predicate.comparison = LM_COMPARE_EQUAL_TO;
+  predicate.id = persistent_id;
+  return predicate;
+}
+
+/* The order of a query's songs: by title (the default), or grouped by album (then disc and
+   track), artist, album artist, composer or genre. A leading "The " or "A " is ignored, and
+   titles starting with a digit or a sign come last, as in MediaPlayer's sections. */
+typedef enum lm_sort {
+  LM_SORT_TITLE = 0,
+  LM_SORT_ALBUM = 1,
+  LM_SORT_ARTIST = 2,
+  LM_SORT_ALBUM_ARTIST = 3,
+  LM_SORT_COMPOSER = 4,
+  LM_SORT_GENRE = 5
+} lm_sort;
+
+/* A query of the player's songs (MediaPlayer's MPMediaQuery). Start from lm_query_defaults():
+   every song, by title. */
+typedef struct lm_query {
+  size_t struct_size;
+  /* Conditions that must all hold (AND); NULL with a count of 0: none. */
+  const lm_predicate *predicates;
+  size_t predicate_count;
+  /* A picker's search box: songs whose title, artist or album title contains it (ignoring case
+     and diacritics). NULL or "": no search. */
+  const char *search_text;
+  /* Nonzero: only that playlist's songs, in the playlist's own order (lm_library_playlists);
+     `sort` is then ignored. */
+  uint64_t playlist_id;
+  lm_sort sort;
+  /* Skip this many matching songs: with the capacity of lm_library_query, a page of them. */
+  size_t offset;
+} lm_query;
+
+static inline lm_query lm_query_defaults(void) {
+  lm_query query;
+  memset(&query, 0, sizeof query);
+  query.struct_size = sizeof query;
+  return query;
+}
+
+/* One song, copied into the caller's memory: strings NUL-terminated, "" when the tag is absent,
+   cut to fit at a UTF-8 character boundary (then `truncated` is nonzero). */
+typedef struct lm_media_item {
+  size_t struct_size;
+  uint64_t persistent_id;
+  int truncated;
+  /* The title tag, else the file name. */
+  char title[LM_TEXT_CAPACITY];
+  char artist[LM_TEXT_CAPACITY];
+  char album_title[LM_TEXT_CAPACITY];
+  char album_artist[LM_TEXT_CAPACITY];
+  char genre[LM_TEXT_CAPACITY];
+  /* The file's path, its exact bytes (a name need not be UTF-8). */
+  char path[LM_PATH_CAPACITY];
+  /* Negative when unknown. */
+  double duration_seconds;
+  /* The BPM tag, else the tempo the scan detected; 0 when neither is known. */
+  double beats_per_minute;
+  /* 0 when unknown. */
+  int year;
+  int album_track_number;
+  /* 0 to 5, and how often the player played and skipped it (lm_library_* never change these). */
+  int rating;
+  int play_count;
+  int skip_count;
+  /* Nonzero when the scan measured its loudness (loudness_lufs is then valid). */
+  int has_loudness;
+  double loudness_lufs;
+} lm_media_item;
+
+/* Runs `query` (NULL: every song, by title) and copies the matching songs from `offset` on into
+   `items`, at most `capacity` of them. Set items[0].struct_size to sizeof(lm_media_item): it is
+   the array's stride, so that a program built against an older header gets only the fields it
+   knows. *out_count (may be NULL) is how many were copied, *out_total (may be NULL) how many
+   match in all, whatever the offset and capacity: call with items NULL and capacity 0 to count.
+   Errors: LM_ERROR_LIBRARY (no consent, the index cannot be read), LM_ERROR_INVALID_ARGUMENT (a
+   predicate that does not suit its property, an unknown playlist id, bad UTF-8). */
+lm_error lm_library_query(lm_engine *engine, const lm_query *query, lm_media_item *items, size_t capacity,
+                          size_t *out_count, size_t *out_total);
+
+/* One of the player's playlists (the M3U, M3U8 and PLS files the scan found). */
+typedef struct lm_playlist {
+  size_t struct_size;
+  uint64_t persistent_id;
+  /* The songs of it that are in the index. */
+  int item_count;
+  int truncated;
+  /* Its file's name without the extension. */
+  char name[LM_TEXT_CAPACITY];
+} lm_playlist;
+
+/* The playlists, by name, into `playlists` (at most `capacity`; stride playlists[0].struct_size
+   as for lm_library_query); *out_total (may be NULL) says how many there are. Errors:
+   LM_ERROR_LIBRARY. */
+lm_error lm_library_playlists(lm_engine *engine, lm_playlist *playlists, size_t capacity, size_t *out_count,
+                              size_t *out_total);
+
+/* The player's pick in the game's own picker, drawn from lm_library_query (MediaPlayer's
+   didPick; on didCancel do not call it): these songs, in this order, are the music of the cue
+   file's `picks` sources from the next time a state that plays one starts (what plays now goes
+   on; lm_set_queue plays them at once). A count of 0 clears the picks: those sources' fallbacks
+   take over. The picks are this engine's (not saved). Errors: LM_ERROR_LIBRARY,
+   LM_ERROR_INVALID_ARGUMENT (an id the index does not have: the message names it). */
+lm_error lm_set_picks(lm_engine *engine, const uint64_t *persistent_ids, size_t count);
+
+/* How the game's queue repeats (MediaPlayer's repeat modes). */
+typedef enum lm_repeat_mode {
+  /* Start over after the last song (the default a soundtrack wants). */
+  LM_REPEAT_ALL = 0,
+  /* Play it once; then the music stops (lm_resume starts the state's own music). */
+  LM_REPEAT_NONE = 1,
+  /* Repeat each song (lm_skip moves on). */
+  LM_REPEAT_ONE = 2
+} lm_repeat_mode;
+
+/* Plays these songs now, in this order, in place of the current state's music (a playlist the
+   player chose in the game's menu), crossfading over `seconds` (0 or more: 0 is a cut) with an
+   equal-power curve at `at` on the playing music's grid. They are levelled to the score's
+   loudness like every song of the player's. The state the rules see stays what it was, and a
+   rule that moves to another state brings that state's own music. A count of 0 hands the music
+   back to the current state now (with `seconds` and `at`). Reported as fired by "(game)", then
+   LM_REPORT_NOW_PLAYING; lm_now_playing's source is "(game)". Looks the songs up in the index
+   (I/O): not in the frame loop. Errors: LM_ERROR_LIBRARY, LM_ERROR_INVALID_ARGUMENT (an unknown
+   id, a bad moment or repeat mode). */
+lm_error lm_set_queue(lm_engine *engine, const uint64_t *persistent_ids, size_t count, double seconds, lm_moment at,
+                      lm_repeat_mode repeat);
 
 /* ---------------------------------------------------------------------------------------------
  * Notifications

@@ -19,6 +19,7 @@
 #include <leitmotif.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <initializer_list>
 #include <stdexcept>
 #include <string>
@@ -132,6 +133,54 @@ class engine {
   void skip(lm_skip_direction direction = LM_SKIP_NEXT) { check(lm_skip(handle_, direction)); }
   void set_music_volume(float volume, double ramp_seconds = 0) {
     check(lm_set_music_volume(handle_, volume, ramp_seconds));
+  }
+
+  void set_master_volume(float volume, double ramp_seconds = 0) {
+    check(lm_set_master_volume(handle_, volume, ramp_seconds));
+  }
+
+  /* The player's music library (I/O: from a menu or a loading thread). */
+  lm_authorization authorization_status() const {
+    lm_authorization status = LM_AUTHORIZATION_NOT_DETERMINED;
+    check(lm_library_authorization_status(handle_, &status));
+    return status;
+  }
+  lm_scan_result scan_library(lm_scan_progress_fn progress = NULL, void *user_data = NULL) {
+    lm_scan_result result;
+    result.struct_size = sizeof result;
+    check(lm_library_scan(handle_, progress, user_data, &result));
+    return result;
+  }
+  /* Every song `query` matches (NULL: every song, by title), from its offset on. */
+  std::vector<lm_media_item> query(const lm_query *query = NULL) const {
+    std::size_t total = 0;
+    check(lm_library_query(handle_, query, NULL, 0, NULL, &total));
+    std::vector<lm_media_item> items(total);
+    if (total == 0) return items;
+    items[0].struct_size = sizeof(lm_media_item);
+    std::size_t count = 0;
+    check(lm_library_query(handle_, query, items.data(), items.size(), &count, &total));
+    items.resize(count);
+    return items;
+  }
+  std::vector<lm_playlist> playlists() const {
+    std::size_t total = 0;
+    check(lm_library_playlists(handle_, NULL, 0, NULL, &total));
+    std::vector<lm_playlist> lists(total);
+    if (total == 0) return lists;
+    lists[0].struct_size = sizeof(lm_playlist);
+    std::size_t count = 0;
+    check(lm_library_playlists(handle_, lists.data(), lists.size(), &count, &total));
+    lists.resize(count);
+    return lists;
+  }
+  void set_picks(const std::vector<uint64_t> &persistent_ids) {
+    check(lm_set_picks(handle_, persistent_ids.empty() ? NULL : persistent_ids.data(), persistent_ids.size()));
+  }
+  void set_queue(const std::vector<uint64_t> &persistent_ids, double seconds = 0, lm_moment at = LM_AT_NOW,
+                 lm_repeat_mode repeat = LM_REPEAT_ALL) {
+    check(lm_set_queue(handle_, persistent_ids.empty() ? NULL : persistent_ids.data(), persistent_ids.size(), seconds,
+                       at, repeat));
   }
 
   /* The player. */

@@ -18,6 +18,8 @@
 
 #include <leitmotif.h>
 
+#include "wav.h"
+
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -108,36 +110,6 @@ static void check(lm_engine *engine, lm_error error, const char *what) {
   exit(1);
 }
 
-/* ---- WAV: 32-bit float stereo ------------------------------------------------------------- */
-
-static void put_u32(unsigned char *at, uint32_t value) {
-  for (int i = 0; i < 4; i++) at[i] = (unsigned char)(value >> (8 * i));
-}
-
-static void put_u16(unsigned char *at, uint16_t value) {
-  at[0] = (unsigned char)value;
-  at[1] = (unsigned char)(value >> 8);
-}
-
-/* Writes (or, at the end, rewrites) the 44-byte header for `frames` frames. */
-static void write_wav_header(FILE *file, uint32_t frames) {
-  unsigned char header[44];
-  uint32_t data_bytes = frames * 2 * 4;
-  memcpy(header, "RIFF", 4);
-  put_u32(header + 4, 36 + data_bytes);
-  memcpy(header + 8, "WAVEfmt ", 8);
-  put_u32(header + 16, 16);
-  put_u16(header + 20, 3); /* WAVE_FORMAT_IEEE_FLOAT */
-  put_u16(header + 22, 2);
-  put_u32(header + 24, SAMPLE_RATE);
-  put_u32(header + 28, SAMPLE_RATE * 2 * 4);
-  put_u16(header + 32, 2 * 4);
-  put_u16(header + 34, 32);
-  memcpy(header + 36, "data", 4);
-  put_u32(header + 40, data_bytes);
-  fseek(file, 0, SEEK_SET);
-  fwrite(header, 1, sizeof header, file);
-}
 
 /* ---- The game -------------------------------------------------------------------------------- */
 
@@ -231,7 +203,7 @@ static int run_game(const char *cues, const char *offline_path, int paced, doubl
     }
     size_t length = strlen(offline_path);
     wav = length > 4 && strcmp(offline_path + length - 4, ".wav") == 0;
-    if (wav) write_wav_header(out, 0);
+    if (wav) write_wav_header(out, 0, SAMPLE_RATE);
   }
 
   /* The game's audio buffer: one step of interleaved stereo, owned here and filled by lm_render. */
@@ -292,7 +264,7 @@ static int run_game(const char *cues, const char *offline_path, int paced, doubl
   check(engine, lm_get_state(engine, current, sizeof current, NULL, 0), "lm_get_state");
   printf("game: finished %.0f s in state %s\n", seconds, current[0] ? current : "-");
   if (out) {
-    if (wav) write_wav_header(out, frames_written);
+    if (wav) write_wav_header(out, frames_written, SAMPLE_RATE);
     fclose(out);
     printf("game: rendered %u frames to %s\n", frames_written, offline_path);
   }
@@ -473,6 +445,12 @@ static int self_test(const char *cues) {
   lm_authorization status = (lm_authorization)-1;
   expect(lm_library_authorization_status(engine, &status), LM_OK, "the library's authorization");
   expect_true(status >= LM_AUTHORIZATION_NOT_DETERMINED && status <= LM_AUTHORIZATION_AUTHORIZED, "a known status");
+  expect(lm_set_master_volume(engine, 2.0f, 0), LM_ERROR_INVALID_ARGUMENT, "master volume 2");
+  expect(lm_set_master_volume(engine, 0.5f, -1), LM_ERROR_INVALID_ARGUMENT, "master volume with a negative ramp");
+  if (status != LM_AUTHORIZATION_AUTHORIZED) {
+    size_t total = 0;
+    expect(lm_library_query(engine, NULL, NULL, 0, NULL, &total), LM_ERROR_LIBRARY, "a query without consent");
+  }
   if (getenv("LM_SELF_TEST_LIBRARY")) { /* writes the answer under $HOME: the test sets a temporary HOME */
     int asked = 0, seen = -1;
     expect(lm_set_authorization_callback(engine, on_consent, NULL), LM_OK, "a consent callback");
@@ -487,6 +465,39 @@ static int self_test(const char *cues) {
     }
     expect_true(seen == LM_AUTHORIZATION_AUTHORIZED, "the consent callback heard the change to authorized");
     expect(lm_set_authorization_callback(engine, NULL, NULL), LM_OK, "remove the consent callback");
+
+    /* The library's queries, picks and queue: bad arguments (the index is empty here). */
+    lm_media_item items[2];
+    size_t count = 9, total = 9;
+    lm_query query = lm_query_defaults();
+    lm_predicate bad = lm_predicate_text(LM_PROPERTY_BEATS_PER_MINUTE, LM_COMPARE_CONTAINS, "fast");
+    uint64_t unknown = 987654321;
+    items[0].struct_size = sizeof items[0];
+    expect(lm_library_query(engine, NULL, NULL, 0, &count, &total), LM_OK, "count every song");
+    expect_true(count == 0 && total == 0, "counting copies nothing; the index is empty");
+    query.predicates = &bad;
+    query.predicate_count = 1;
+    expect(lm_library_query(engine, &query, items, 2, &count, &total), LM_ERROR_INVALID_ARGUMENT,
+           "a query with contains on a number");
+    expect_true(strstr(lm_engine_last_error(engine), "beatsPerMinute") != NULL, "the message names the property");
+    query.predicate_count = 0;
+    query.playlist_id = 12345;
+    expect(lm_library_query(engine, &query, items, 2, &count, &total), LM_ERROR_INVALID_ARGUMENT,
+           "a query of an unknown playlist");
+    expect(lm_library_query(engine, NULL, items, 0, &count, &total), LM_ERROR_INVALID_ARGUMENT,
+           "items with a capacity of 0");
+    items[0].struct_size = 8;
+    expect(lm_library_query(engine, NULL, items, 2, &count, &total), LM_ERROR_INVALID_ARGUMENT,
+           "items with a struct_size too small");
+    expect(lm_set_queue(engine, &unknown, 1, 1, LM_AT_NOW, LM_REPEAT_ALL), LM_ERROR_INVALID_ARGUMENT,
+           "queue an unknown song");
+    expect_true(strstr(lm_engine_last_error(engine), "987654321") != NULL, "the message names the id");
+    expect(lm_set_queue(engine, NULL, 0, 0, (lm_moment)9, LM_REPEAT_ALL), LM_ERROR_INVALID_ARGUMENT,
+           "queue at an unknown moment");
+    expect(lm_set_queue(engine, NULL, 0, 0, LM_AT_NOW, (lm_repeat_mode)9), LM_ERROR_INVALID_ARGUMENT,
+           "queue with an unknown repeat mode");
+    expect(lm_set_picks(engine, NULL, 2), LM_ERROR_INVALID_ARGUMENT, "picks: NULL ids with a count");
+    expect(lm_set_picks(engine, NULL, 0), LM_OK, "clear the picks");
   }
 
   /* The engine works: a render plays the start state. */

@@ -1,4 +1,5 @@
-// The C API of include/leitmotif.h: the one file that talks to C. Each function checks its
+// The C API of include/leitmotif.h: with LibraryCAPI.swift (the music library's calls), the one
+// place that talks to C. Each function checks its
 // arguments (NULL, UTF-8, ranges), finds its engine in the handle table, calls the Swift API,
 // and turns a thrown `CAPIError` into its code and the thread's last-error message. What each
 // function promises (threads, string lifetimes) is written in the header.
@@ -11,7 +12,7 @@ import Leitmotif
 
 /// Runs `body` with the live engine of `handle`, or returns LM_ERROR_INVALID_HANDLE; a thrown
 /// error becomes its code, and its message the engine's and the thread's last error.
-private func withEngine(_ handle: OpaquePointer?, _ body: (EngineSession) throws(CAPIError) -> Void) -> lm_error {
+func withEngine(_ handle: OpaquePointer?, _ body: (EngineSession) throws(CAPIError) -> Void) -> lm_error {
   let bits = UInt(bitPattern: Int(bitPattern: handle))
   guard let session = HandleTable.shared.lookup(bits) else {
     ThreadLastError.set(
@@ -40,13 +41,13 @@ private func withoutEngine(_ body: () throws(CAPIError) -> Void) -> lm_error {
 }
 
 /// `name` is made only for the error (an interpolated name would allocate on every call).
-private func required<T>(_ pointer: T?, _ name: @autoclosure () -> String) throws(CAPIError) -> T {
+func required<T>(_ pointer: T?, _ name: @autoclosure () -> String) throws(CAPIError) -> T {
   guard let pointer else { throw .invalidArgument("\(name()) is NULL") }
   return pointer
 }
 
 /// The caller's struct, checked for a `struct_size` that covers this version's fields.
-private func checkedSize(_ size: Int, of type: String, _ expected: Int) throws(CAPIError) {
+func checkedSize(_ size: Int, of type: String, _ expected: Int) throws(CAPIError) {
   guard size >= expected else {
     throw .invalidArgument("\(type).struct_size is \(size): set it to sizeof(\(type)) (\(expected) in this version)")
   }
@@ -395,13 +396,13 @@ public func lmPlayerSetVolume(_ handle: OpaquePointer?, _ volume: Float) -> lm_e
 // MARK: - The game's commands
 
 /// Seconds from C for a fade, a crossfade or a ramp: finite and not negative.
-private func checkedSeconds(_ seconds: Double, _ name: String) throws(CAPIError) -> Double {
+func checkedSeconds(_ seconds: Double, _ name: String) throws(CAPIError) -> Double {
   guard seconds.isFinite, seconds >= 0 else { throw .invalidArgument("\(name) \(seconds): expected 0 or more seconds") }
   return seconds
 }
 
 /// A volume from C: 0 to 1.
-private func checkedVolume(_ volume: Float) throws(CAPIError) -> Float {
+func checkedVolume(_ volume: Float) throws(CAPIError) -> Float {
   guard volume.isFinite, (0...1).contains(volume) else { throw .invalidArgument("volume \(volume): expected 0 to 1") }
   return volume
 }
@@ -416,7 +417,7 @@ private func known(_ pointer: UnsafePointer<CChar>?, _ kind: String, in names: [
   return name
 }
 
-private func moment(_ at: lm_moment) throws(CAPIError) -> TransitionSpec.Moment {
+func moment(_ at: lm_moment) throws(CAPIError) -> TransitionSpec.Moment {
   switch at {
   case LM_AT_NOW: return .now
   case LM_AT_BEAT: return .beat
@@ -485,6 +486,14 @@ public func lmSetMusicVolume(_ handle: OpaquePointer?, _ volume: Float, _ rampSe
     session.director.perform([
       .volume(try checkedVolume(volume), rampSeconds: try checkedSeconds(rampSeconds, "ramp_seconds"))
     ])
+  }
+}
+
+@_cdecl("lm_set_master_volume")
+public func lmSetMasterVolume(_ handle: OpaquePointer?, _ volume: Float, _ rampSeconds: Double) -> lm_error {
+  withEngine(handle) { session throws(CAPIError) in
+    session.engine.setMasterGain(
+      try checkedVolume(volume), rampSeconds: try checkedSeconds(rampSeconds, "ramp_seconds"))
   }
 }
 

@@ -184,14 +184,21 @@ public final class AudioEngine: @unchecked Sendable {
   /// Whether `shutdown()` has run (or started).
   var isShutDown: Bool { !running.value.load(ordering: .acquiring) }
 
-  /// The master gain over everything the engine plays, 0 to 1.
+  /// The master gain over everything the engine plays (music, stingers, one-shot players), 0 to
+  /// 1. Setting it glides there over a few milliseconds; `setMasterGain(_:rampSeconds:)` fades.
   public var masterGain: Float {
     get { masterGainValue.withLock { $0 } }
-    set {
-      let gain = newValue.isFinite ? max(0, min(1, newValue)) : 1
-      masterGainValue.withLock { $0 = gain }
-      commands.post(.setMasterGain(gain))
-    }
+    set { setMasterGain(newValue, rampSeconds: 0) }
+  }
+
+  /// Moves the master gain to `gain` (0 to 1; NaN means 1) in a straight line over
+  /// `rampSeconds` of mixed audio, from wherever it is then (a fade under way is taken over).
+  /// `masterGain` reads the target at once.
+  public func setMasterGain(_ gain: Float, rampSeconds: Double) {
+    let gain = gain.isFinite ? max(0, min(1, gain)) : 1
+    let frames = rampSeconds.isFinite && rampSeconds > 0 ? Int(min(rampSeconds, 3600) * Double(sampleRate)) : 0
+    masterGainValue.withLock { $0 = gain }
+    commands.post(.setMasterGain(gain, frames: frames))
   }
   private let masterGainValue = Mutex<Float>(1)
 

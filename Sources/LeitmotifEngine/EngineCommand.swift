@@ -43,7 +43,9 @@ package enum EngineCommand: Sendable {
   case fadeOutAndFinish(voice: VoiceHandle, seconds: Double, curve: FadeCurve)
   /// Drops what the voice decoded after the segment being heard (see `Voice.resync`).
   case resync(voice: VoiceHandle)
-  case setMasterGain(Float)
+  /// Moves the master gain to `gain` in a straight line over `frames` mix frames (at least a
+  /// short glide, so that a jump does not click).
+  case setMasterGain(Float, frames: Int)
   /// `command`, to take effect on mix frame `frame` (posted inside
   /// `AudioEngine.performing(atMixFrame:)`); on arrival if that frame is already mixed. Claims,
   /// releases and loads never wait (the pool's order must hold).

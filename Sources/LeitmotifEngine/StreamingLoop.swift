@@ -652,9 +652,9 @@ package final class StreamingLoop: @unchecked Sendable {
     case .resync(let voice):
       guard owns(voice) else { return }
       voices[voice.slot]?.resync(clock: clock)
-    case .setMasterGain(let gain):
+    case .setMasterGain(let gain, let frames):
       masterGainTarget = gain
-      masterGainStep = (gain - masterGain) / Float(Voice.volumeGlideFrames)
+      masterGainStep = (gain - masterGain) / Float(max(Voice.volumeGlideFrames, frames))
     case .setMasterLowPass(let gainHF):
       busFilter.set(gainHF: gainHF)
     case .simulateDeviceDisconnect:

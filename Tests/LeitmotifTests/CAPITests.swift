@@ -112,6 +112,14 @@ struct CAPITests {
       "ok   destroy from inside the callback: LM_ERROR_WRONG_MODE",
       "ok   the game's prompt was asked; yes",
       "ok   the consent callback heard the change to authorized",
+      "ok   master volume 2: LM_ERROR_INVALID_ARGUMENT",
+      "ok   a query without consent: LM_ERROR_LIBRARY",
+      "ok   a query with contains on a number: LM_ERROR_INVALID_ARGUMENT",
+      "ok   the message names the property",
+      "ok   a query of an unknown playlist: LM_ERROR_INVALID_ARGUMENT",
+      "ok   queue an unknown song: LM_ERROR_INVALID_ARGUMENT",
+      "ok   the message names the id",
+      "ok   clear the picks: LM_OK",
       "ok   calls racing with lm_engine_destroy complete or see LM_ERROR_INVALID_HANDLE",
     ] {
       #expect(run.output.contains(line), "missing: \(line)")

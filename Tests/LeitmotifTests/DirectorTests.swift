@@ -489,6 +489,48 @@ struct DirectorLibraryTests {
     let kinds = director.player.queue.map { director.nowPlayingOrigin($0) }
     #expect(kinds == ["mine", "mine", "calm", "mine", "mine", "calm"], "\(director.player.queue.map(\.title))")
   }
+
+  @Test("The game's queue replaces the state's music; an empty one, or the next state, brings the state's back")
+  func gameQueue() throws {
+    let game = try DirectorFixture()
+    let library = try library(game, status: .authorized)
+    let song = try #require(try library.items(matching: MediaQuery.songs()).first)
+    let text = """
+      { start: "explore", assets: "assets",
+        sources: { calm: { bundled: "explore.ogg" }, bossMusic: { bundled: "boss.ogg" } },
+        states: { explore: { music: "calm" }, combat: { music: "bossMusic" } },
+        rules: [ { on: "fight", do: { crossfade: "combat", seconds: 0 } } ] }
+      """
+    let engine = try AudioEngine(output: .offline(sampleRate: 48_000, renderFrames: 256))
+    let director = Director(engine: engine, sheet: try game.sheet(text), library: library, clocking: .pumped)
+    director.start(at: 0, state: nil)
+    func origin() -> String? { director.player.nowPlayingItem.flatMap { director.nowPlayingOrigin($0) } }
+    #expect(origin() == "calm")
+    var time = 0.0
+    func step() {
+      time += 0.1
+      director.step(to: time)
+    }
+
+    director.setQueue([song, song], transition: TransitionSpec(seconds: 0), repeatMode: .none)
+    step()
+    #expect(director.player.nowPlayingItem == song && origin() == "(game)")
+    #expect(director.player.queue.count == 2 && director.player.repeatMode == .none)
+    #expect(director.currentState == "explore", "the rules still see the state")
+    director.setQueue([], transition: TransitionSpec(seconds: 0))
+    step()
+    #expect(origin() == "calm", "an empty queue hands the music back to the state")
+    director.setQueue([], transition: TransitionSpec(seconds: 0))
+    step()
+    #expect(origin() == "calm", "and again changes nothing")
+
+    director.setQueue([song], transition: TransitionSpec(seconds: 0))
+    step()
+    #expect(origin() == "(game)")
+    director.post("fight")
+    step()
+    #expect(origin() == "bossMusic", "the next state brings its own music")
+  }
 }
 
 @Suite("The director in real time: live reload, and events from many threads")

@@ -247,8 +247,21 @@ public final class Director: @unchecked Sendable {
     return found
   }
 
-  /// The player's picks from the media picker: the music of `picks` sources. Resolved on the
-  /// calling thread (no I/O: the items are in memory).
+  /// Plays `items` (a playlist the player chose in the game's menu, a query's songs) in place
+  /// of the current state's music, taking over as `transition` says (crossfade, curve, on the
+  /// beat or bar), repeating as `repeatMode` says. The state the rules see stays; the next state
+  /// change brings that state's music, and an empty `items` hands the music back to the state
+  /// now (with `transition`). Reported as fired by `(game)`, then now playing from the source
+  /// `(game)`. Applied at the director's next step; never blocks for long.
+  /// Thread safety: any thread.
+  public func setQueue(_ items: [MediaItem], transition: TransitionSpec, repeatMode: RepeatMode = .all) {
+    perform([.playQueue(GameQueue(items: items, transition: transition, repeatMode: repeatMode))])
+  }
+
+  /// The player's picks from the media picker: the music of `picks` sources, from the next time
+  /// a state that plays one starts (what plays now goes on; `setQueue` plays them at once).
+  /// nil (or an empty collection) clears them: those sources' fallbacks take over. Resolved on
+  /// the calling thread (no I/O: the items are in memory).
   public func setPicks(_ collection: MediaItemCollection?) {
     picks.withLock { $0 = collection }
     core.withLock { core in
@@ -409,10 +422,11 @@ public final class Director: @unchecked Sendable {
   private func stepLocked(to time: Double) -> Bool {
     var events: [LevelEvent] = []
     _ = bus.drain(into: &events)
-    if engine.isOffline {
-      // Offline, nothing is mixed until the next render: an event posted without a time of its
-      // own (the C API's lm_post between two lm_render calls) takes effect on the next frame.
-      let next = Double(engine.mixClock.now) / Double(engine.sampleRate)
+    // Offline, nothing is mixed until the next render: an event posted without a time of its
+    // own (the C API's lm_post between two lm_render calls), and a command, take effect on the
+    // next frame.
+    let offlineNext = engine.isOffline ? Double(engine.mixClock.now) / Double(engine.sampleRate) : nil
+    if let next = offlineNext {
       for index in events.indices where events[index].audioTime == nil { events[index].audioTime = next }
     }
     let dropped = bus.takeNewDrops()
@@ -424,7 +438,7 @@ public final class Director: @unchecked Sendable {
     let reports = core.withLock { core -> [DirectorReport] in
       core.advance(to: time, newEvents: [], dropped: 0)
       for parameter in parameters { core.setParameter(parameter.name, parameter.value, rampSeconds: parameter.ramp) }
-      for actions in commands { core.perform(commands: actions) }
+      for actions in commands { core.perform(commands: actions, at: offlineNext) }
       core.advance(to: time, newEvents: events, dropped: dropped)
       return takeOutbox(core)
     }

@@ -80,6 +80,7 @@ final class DirectorCore {
     case stinger(name: String, item: MediaItem, volume: Float, duck: DuckAction?, prepared: Player?)
     case pause, stop
     case seek(seconds: Double, fadeBackSeconds: Double)
+    case playQueue(GameQueue)
   }
 
   init(
@@ -284,9 +285,24 @@ final class DirectorCore {
     report(.ignored(reason: reasons.joined(separator: "; ")), cause: event)
   }
 
-  /// The game's own commands (`Director.perform`): the actions, as if the rule "(game)" fired.
-  func perform(commands actions: [CueAction]) {
+  /// The game's own commands (`Director.perform`): the actions, as if the rule "(game)" fired;
+  /// at `time` when given (offline: the frame after the last render, where an lm_post made
+  /// between the same two renders lands too), else now.
+  func perform(commands actions: [CueAction], at time: Double? = nil) {
     isQuiet = false
+    guard let time, time < now else {
+      performNow(actions)
+      return
+    }
+    let stepTime = now
+    now = time
+    engine.performing(atMixFrame: mixFrameOrigin + FrameMath.frames(seconds: time, rate: Double(engine.sampleRate))) {
+      performNow(actions)
+    }
+    now = stepTime
+  }
+
+  private func performNow(_ actions: [CueAction]) {
     let mark = outbox.count
     var done: [String] = []
     for action in actions { done.append(perform(action, cause: nil)) }
@@ -368,7 +384,12 @@ final class DirectorCore {
       fade.move(to: 1, over: fadeSeconds, at: now)
       return "resume: already playing"
     case .stop(let fadeSeconds):
-      cancelScheduled { if case .changeState = $0 { return true } else { return false } }
+      cancelScheduled {
+        switch $0 {
+        case .changeState, .playQueue: return true
+        default: return false
+        }
+      }
       fade.move(to: 0, over: fadeSeconds, at: now)
       schedule(.stop, at: now + fadeSeconds, cause: cause)
       return "stop (fade \(Self.format(fadeSeconds)) s)"
@@ -386,7 +407,98 @@ final class DirectorCore {
     case .releaseLoop:
       player.releaseLoop()
       return "release the loop"
+    case .playQueue(let queue):
+      return playQueue(queue, cause: cause)
     }
+  }
+
+  /// The source name the game's own queue (`CueAction.playQueue`) is reported under.
+  static let gameQueueSource = "(game)"
+
+  /// Plays the game's queue in place of the state's music, on the grid as `queue.transition`
+  /// says. The state stays what it was (the rules see no change); a later state change, or the
+  /// resume of a stopped queue, brings the state's own music back.
+  private func playQueue(_ queue: GameQueue, cause: LevelEvent?) -> String {
+    let spec = queue.transition
+    // The latest word wins: a state change or stop waiting for the grid is dropped.
+    cancelScheduled {
+      switch $0 {
+      case .changeState, .stop, .playQueue: return true
+      default: return false
+      }
+    }
+    guard !queue.items.isEmpty else {
+      // An empty queue hands the music back to the state.
+      guard let state = currentState, sheet.states[state] != nil else { return "queue: no items, and no state" }
+      let playsGameQueue = player.nowPlayingItem.map { origins[$0.assetURL.path]?.source == Self.gameQueueSource }
+      guard playsGameQueue == true || player.playbackState != .playing else {
+        return "queue: no items; the state's music plays already"
+      }
+      currentState = nil
+      return "queue: back to the state's music: " + changeState(to: state, spec: spec, cause: cause)
+    }
+    let playing = player.playbackState == .playing && player.nowPlayingItem != nil
+    let count = queue.items.count
+    let description =
+      "queue \(count) song\(count == 1 ? "" : "s") (\(spec.seconds > 0 ? "crossfade \(Self.format(spec.seconds)) s" : "cut"))"
+    let (landsAt, landing) = landingTime(spec, playing: playing)
+    if landsAt > now + 0.5 / Double(engine.sampleRate) {
+      report(
+        .scheduled(
+          what: description + " on the \(spec.moment == .end ? "item's end" : spec.moment.rawValue)", at: landsAt),
+        cause: cause)
+      if let landing {
+        applyQueue(queue, cause: cause, landing: (landing, landsAt))
+      } else {
+        schedule(.playQueue(queue), at: landsAt, cause: cause)
+      }
+      return description + " at \(spec.moment.rawValue) (\(Self.format(landsAt)) s)"
+    }
+    applyQueue(queue, cause: cause)
+    return description
+  }
+
+  /// Puts the game's queue on the player: levelled to the score's loudness as the player's
+  /// songs are, with the current state's loop and item transition.
+  private func applyQueue(_ queue: GameQueue, cause: LevelEvent?, landing: (QueuePlayer.Landing, at: Double)? = nil) {
+    let spec = queue.transition
+    let state = currentState.flatMap { sheet.states[$0] }
+    let source = MusicSource(name: Self.gameQueueSource, kind: .picks)
+    let entries = queue.items.map { item in
+      var entry = QueueDescriptor.Entry(item: item, loopRepeat: state?.loop)
+      entry.gainDecibels = StateMusic.gain(
+        for: item, source: source, levelling: sheet.loudness, target: loudnessTarget)
+      return entry
+    }
+    for item in queue.items { origins[item.assetURL.path] = (Self.gameQueueSource, true) }
+    let wasPlaying = player.playbackState == .playing && player.nowPlayingItem != nil
+    // A state's own queue is what a later visit resumes; the game's is not remembered.
+    playingOrder = nil
+    player.repeatMode = queue.repeatMode
+    if let state {
+      player.loopRepeat = state.loop
+      player.transition = state.itemTransition
+    }
+    let descriptor = QueueDescriptor(entries: entries)
+    do {
+      if wasPlaying {
+        try player.setQueue(
+          with: descriptor, startingAt: nil, transition: Transition(validDuration: spec.seconds, curve: spec.curve),
+          landing: landing?.0)
+      } else {
+        try player.setQueue(with: descriptor, startingAt: nil, transition: nil)
+        fade.set(spec.seconds > 0 ? 0 : 1)
+        fade.move(to: 1, over: spec.seconds, at: now, curve: spec.curve)
+        player.play()
+      }
+    } catch {
+      report(.problem("the game's queue was refused: \(error)"), cause: cause)
+      return
+    }
+    let first = queue.items[0]
+    lastNowPlaying = first
+    lastNowPlayingEntry = player.nowPlayingEntryID
+    report(.nowPlaying(item: first, source: Self.gameQueueSource, isUserMusic: true), cause: cause, at: landing?.at)
   }
 
   /// Moves to state `name` with `spec`: at once, or scheduled on the grid or at the item's end.
@@ -396,8 +508,12 @@ final class DirectorCore {
     if name == currentState && playing && !hasScheduledStateChange {
       return "stay in \"\(name)\" (already playing)"
     }
-    cancelScheduled { if case .changeState = $0 { return true } else { return false } }
-    cancelScheduled { if case .stop = $0 { return true } else { return false } }
+    cancelScheduled {
+      switch $0 {
+      case .changeState, .stop, .playQueue: return true
+      default: return false
+      }
+    }
     currentState = name
     statePriority = sheet.states[name]?.priority ?? 0
     let (landsAt, landing) = landingTime(spec, playing: playing)
@@ -783,6 +899,8 @@ final class DirectorCore {
     case .seek(let seconds, let fadeBack):
       player.currentPlaybackTime = seconds
       fade.move(to: 1, over: fadeBack, at: now)
+    case .playQueue(let queue):
+      applyQueue(queue, cause: item.cause)
     }
   }
 

@@ -552,6 +552,9 @@ public enum CueAction: Sendable, Equatable {
   case setParameter(String, value: Double, rampSeconds: Double)
   /// Ends the playing item's loop: its outro plays.
   case releaseLoop
+  /// The game's own queue (`Director.setQueue`): these items play in place of the state's music
+  /// until the next state change. Not a cue file action: the game's command only.
+  case playQueue(GameQueue)
 
   /// The action's key in the file, for reports.
   public var verb: String {
@@ -568,7 +571,28 @@ public enum CueAction: Sendable, Equatable {
     case .skip: return "skip"
     case .setParameter: return "set"
     case .releaseLoop: return "releaseLoop"
+    case .playQueue: return "queue"
     }
+  }
+}
+
+/// Songs the game chose to play now (a playlist the player picked in its menu): they play in
+/// place of the current state's music, which the rules still see as the state, until the next
+/// state change brings that state's own music.
+public struct GameQueue: Sendable, Equatable {
+  /// The items, in the order they play (never empty).
+  public var items: [MediaItem]
+  /// How the queue takes over: crossfade length, curve and where on the grid.
+  public var transition: TransitionSpec
+  /// Whether it repeats: `.all` (the default) starts over after the last item, `.none` stops
+  /// the music after it (`resume` then starts the state's own music), `.one` repeats each.
+  public var repeatMode: RepeatMode
+
+  /// A queue of `items` taking over with `transition`, repeating as `repeatMode` says.
+  public init(items: [MediaItem], transition: TransitionSpec, repeatMode: RepeatMode = .all) {
+    self.items = items
+    self.transition = transition
+    self.repeatMode = repeatMode
   }
 }
 

@@ -32,6 +32,20 @@ extension MediaLibrary {
     try withIndex { index throws(LibraryError) in try index.run(query).itemSections }
   }
 
+  /// The items with these persistent ids, in the same order (nil where the index has no such
+  /// item: never scanned, or its file is gone), looked up under one hold of the index.
+  /// - Throws: `LibraryError.accessDenied` without authorization, `.index` when the index
+  ///   cannot be read.
+  public func items(persistentIDs: [UInt64]) throws(LibraryError) -> [MediaItem?] {
+    try withIndex { index throws(LibraryError) -> [MediaItem?] in
+      do throws(SQLiteError) {
+        return try persistentIDs.map { id throws(SQLiteError) in try index.item(persistentID: Int64(bitPattern: id)) }
+      } catch {
+        throw LibraryError.index(path: index.path, reason: error.description)
+      }
+    }
+  }
+
   /// Index-style sections of `collections(matching:)`.
   public func collectionSections(matching query: MediaQuery) throws(LibraryError) -> [MediaQuerySection] {
     try withIndex { index throws(LibraryError) in try index.run(query).collectionSections }
