@@ -106,6 +106,13 @@ package final class DecodeAheadStream: @unchecked Sendable {
     let drainedGeneration = Atomic<Int>(-1)
   }
 
+  /// The decode thread's reference to its stream, dropped before the thread reports it ended
+  /// (only that thread touches it).
+  private final class StreamHold: @unchecked Sendable {
+    var stream: DecodeAheadStream?
+    init(_ stream: DecodeAheadStream) { self.stream = stream }
+  }
+
   /// Moves a non-Sendable value to another thread that becomes its only user.
   private struct Handover<Value>: @unchecked Sendable {
     let value: Value
@@ -156,9 +163,14 @@ package final class DecodeAheadStream: @unchecked Sendable {
     // The decoder (and the resampler) move to the decode thread and are used only there from now on.
     let handover = Handover((first, stage))
     census?.enter()
-    let thread = NativeThread { [self] in
+    let hold = StreamHold(self)
+    let thread = NativeThread {
       nameCurrentThread("lm.decode")
-      self.produce(first: handover.value.0, startFrame: startFrame, stage: handover.value.1)
+      hold.stream?.produce(first: handover.value.0, startFrame: startFrame, stage: handover.value.1)
+      // Let go of the stream before the census hears this thread is done: when the thread held
+      // it last, its pages are unmapped here, inside the time `AudioEngine.shutdown` waits for
+      // (at process exit, that wait is what runs before the libraries' destructors).
+      hold.stream = nil
       census?.leave()
     }
     thread.start()
