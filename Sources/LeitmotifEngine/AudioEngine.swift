@@ -173,7 +173,10 @@ public final class AudioEngine: @unchecked Sendable {
     // renders no more: nobody else touches the loop now).
     if streamingThread?.isFinished ?? true { renderLock.withLock { _ in loop.stopAllStreams() } }
     for stream in streams.takeAll() { stream.stop() }
-    while decodeThreads.count > 0, DispatchTime.now() < deadline { usleep(1000) }
+    // A wait of its own: the loader's drain above may have taken the first deadline's time (a
+    // voice pre-buffering on a loaded machine), and a stopped decode thread ends in microseconds.
+    let decodeDeadline = DispatchTime.now() + .seconds(2)
+    while decodeThreads.count > 0, DispatchTime.now() < decodeDeadline { usleep(1000) }
     // Not when the notification thread itself shuts down (a handler that calls `exit`, which
     // runs `RunningEngines`' handler on the calling thread): it cannot finish while it waits.
     while let thread = notificationThread, !thread.isCurrent, !thread.isFinished, DispatchTime.now() < deadline {

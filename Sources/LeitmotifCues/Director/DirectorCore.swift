@@ -479,18 +479,9 @@ final class DirectorCore {
       player.loopRepeat = state.loop
       player.transition = state.itemTransition
     }
-    let descriptor = QueueDescriptor(entries: entries)
     do {
-      if wasPlaying {
-        try player.setQueue(
-          with: descriptor, startingAt: nil, transition: Transition(validDuration: spec.seconds, curve: spec.curve),
-          landing: landing?.0)
-      } else {
-        try player.setQueue(with: descriptor, startingAt: nil, transition: nil)
-        fade.set(spec.seconds > 0 ? 0 : 1)
-        fade.move(to: 1, over: spec.seconds, at: now, curve: spec.curve)
-        player.play()
-      }
+      try putOnPlayer(
+        QueueDescriptor(entries: entries), startingAt: nil, spec: spec, landing: landing?.0, wasPlaying: wasPlaying)
     } catch {
       report(.problem("the game's queue was refused: \(error)"), cause: cause)
       return
@@ -658,24 +649,19 @@ final class DirectorCore {
     player.repeatMode = state.repeatMode
     player.loopRepeat = state.loop
     player.transition = state.itemTransition
-    let descriptor = QueueDescriptor(entries: entries)
     do {
-      if wasPlaying {
-        try player.setQueue(
-          with: descriptor, startingAt: entrySeconds,
-          transition: Transition(validDuration: spec.seconds, curve: spec.curve), landing: landing?.0)
-        stateVolume.move(to: Double(state.volume), over: spec.seconds, at: heardAt)
-      } else {
-        try player.setQueue(with: descriptor, startingAt: entrySeconds, transition: nil)
-        stateVolume.set(Double(state.volume))
-        // The first music fades in along the transition's own curve.
-        fade.set(spec.seconds > 0 ? 0 : 1)
-        fade.move(to: 1, over: spec.seconds, at: now, curve: spec.curve)
-        player.play()
-      }
+      try putOnPlayer(
+        QueueDescriptor(entries: entries), startingAt: entrySeconds, spec: spec, landing: landing?.0,
+        wasPlaying: wasPlaying)
     } catch {
       report(.problem("state \"\(name)\": the queue was refused: \(error)"), cause: cause)
       return
+    }
+    // (The ramps count from the mix update at the end of this step, whatever the order here.)
+    if wasPlaying {
+      stateVolume.move(to: Double(state.volume), over: spec.seconds, at: heardAt)
+    } else {
+      stateVolume.set(Double(state.volume))
     }
     stateRate.set(Double(state.rate))
     let origin = music.origins[first.item.assetURL.path]
@@ -692,6 +678,25 @@ final class DirectorCore {
     }
     if lastReportedState != name { previousState = lastReportedState }
     lastReportedState = name
+  }
+
+  /// Puts `descriptor` on the player with `spec`: crossfading from what plays (on `landing`,
+  /// when the grid gave one), or, from silence, fading the first music in along the
+  /// transition's own curve.
+  private func putOnPlayer(
+    _ descriptor: QueueDescriptor, startingAt seconds: Double?, spec: TransitionSpec, landing: QueuePlayer.Landing?,
+    wasPlaying: Bool
+  ) throws {
+    if wasPlaying {
+      try player.setQueue(
+        with: descriptor, startingAt: seconds, transition: Transition(validDuration: spec.seconds, curve: spec.curve),
+        landing: landing)
+    } else {
+      try player.setQueue(with: descriptor, startingAt: seconds, transition: nil)
+      fade.set(spec.seconds > 0 ? 0 : 1)
+      fade.move(to: 1, over: spec.seconds, at: now, curve: spec.curve)
+      player.play()
+    }
   }
 
   /// The state whose queue plays, and its entries' files in order: its resume point when it is left.
