@@ -55,9 +55,18 @@ package final class DecodeAheadStream: @unchecked Sendable {
   let firstToken: Int
   /// Where the first segment ends (frames of its file).
   let firstSegmentEnd: Int64
+  /// The stems (layers) besides the music itself that every block carries, each in a plane of
+  /// its own after the music's (see `StreamSegment.stems`): the first segment's count, at most
+  /// `Voice.maximumLayers`. A later segment with fewer stems leaves the other planes silent.
+  let stemCount: Int
+  /// Floats per block in the ring: a stereo plane of `framesPerBlock` for the music and one for
+  /// each stem.
+  private let blockFloats: Int
 
   package struct Block {
-    var samples: UnsafePointer<Float>  // stereo, interleaved, at `blockRate`
+    /// Stereo, interleaved, at `blockRate`; stem k's plane follows at
+    /// `samples + (k + 1) * 2 * framesPerBlock` (same frames, same layout).
+    var samples: UnsafePointer<Float>
     var frames: Int
     /// The file frame the first frame shows: whole unless the decode thread resampled.
     var startPosition: Double
@@ -138,19 +147,26 @@ package final class DecodeAheadStream: @unchecked Sendable {
     format = first.decoder.format
     firstToken = first.token
     firstSegmentEnd = first.endFrame
+    stemCount = min(first.stems.count, Voice.maximumLayers)
     let count = Self.blockCount
     let block = Self.framesPerBlock * 2
-    let converter = mixRate.flatMap { FixedRateConverter(inputRate: first.decoder.format.sampleRate, outputRate: $0) }
+    blockFloats = block * (1 + stemCount)
+    // Layered music is not resampled here: its stems are mixed by the voice first, and the
+    // voice's own resampler takes the mix (one resampler for the piece, not one per stem).
+    let converter =
+      stemCount > 0
+      ? nil : mixRate.flatMap { FixedRateConverter(inputRate: first.decoder.format.sampleRate, outputRate: $0) }
     blockRate = converter?.outputRate ?? first.decoder.format.sampleRate
     // One block more than the ring: the decode thread's scratch; resampling, four more: its
     // input block and three blocks of output.
-    samplePages = PageMemory(floatCount: (count + (converter == nil ? 1 : 5)) * block)
+    samplePages = PageMemory(floatCount: count * blockFloats + (converter == nil ? 1 : 5) * block)
     let floats = samplePages.floats
     samples = floats
+    let ringEnd = count * blockFloats
     let stage = converter.map {
       RateConversionStage(
-        converter: $0, blockFrames: Self.framesPerBlock, input: floats + (count + 1) * block,
-        output: floats + (count + 2) * block, outputCapacity: 3 * Self.framesPerBlock)
+        converter: $0, blockFrames: Self.framesPerBlock, input: floats + ringEnd + block,
+        output: floats + ringEnd + 2 * block, outputCapacity: 3 * Self.framesPerBlock)
     }
     meta = .allocate(capacity: count)
     meta.initialize(
@@ -278,7 +294,7 @@ package final class DecodeAheadStream: @unchecked Sendable {
     var current: Current? = Current(segment: first, cursor: startFrame)
     var retained: [StreamSegment] = []
     var refilling = true
-    let scratch = samples + Self.blockCount * Self.framesPerBlock * 2
+    let scratch = samples + Self.blockCount * blockFloats
     while !counters.stopped.load(ordering: .acquiring) {
       let requested = counters.requestedGeneration.load(ordering: .acquiring)
       var pendingError: DecodeError?
@@ -346,7 +362,7 @@ package final class DecodeAheadStream: @unchecked Sendable {
       let trimmed = segment.endFrame < segment.decoder.lengthFrames
       let boundary = loopLive ? segment.loop!.end : (trimmed ? segment.endFrame : Int64.max)
       let slot = counters.produced.load(ordering: .relaxed) % Self.blockCount
-      let output = stage?.input ?? samples + slot * Self.framesPerBlock * 2
+      let output = stage?.input ?? samples + slot * blockFloats
       let capacity = Int(max(0, min(Int64(Self.framesPerBlock), boundary - active.cursor)))
       let isStereo = segment.decoder.format.channelCount == 2
       var frames = 0
@@ -369,6 +385,11 @@ package final class DecodeAheadStream: @unchecked Sendable {
         // a gapless seam, which a source gain set by the streaming thread could not.
         let gain = segment.gain
         for index in 0..<(2 * frames) { output[index] *= gain }
+      }
+      for stem in 0..<stemCount {
+        decodeStem(
+          stem < segment.stems.count ? segment.stems[stem] : nil, at: active.cursor, frames: frames,
+          into: output + (stem + 1) * Self.framesPerBlock * 2, scratch: scratch, gain: segment.gain)
       }
       if frames == 0 && error == nil && capacity > 0 && segment.decoder.cursorFrames < min(boundary, segment.endFrame) {
         // Damage swallowed part of the stream: the item ends early, and says so.
@@ -420,6 +441,41 @@ package final class DecodeAheadStream: @unchecked Sendable {
     }
   }
 
+  /// Decodes `frames` frames of a stem from file frame `start` (the frames the music's block
+  /// holds) into its stereo `plane`. The stem follows the music's cursor: when it is elsewhere
+  /// (the music looped back, joined, or was sought) it is sought to the same frame first, so it
+  /// stays sample-locked whatever the music does. Past the stem's end, or with no stem, the
+  /// plane is silent. A stem that fails to decode falls silent; the music plays on.
+  private func decodeStem(
+    _ stem: (any AudioDecoder)?, at start: Int64, frames: Int, into plane: UnsafeMutablePointer<Float>,
+    scratch: UnsafeMutablePointer<Float>, gain: Float
+  ) {
+    var done = 0
+    if let stem, frames > 0, start < stem.lengthFrames {
+      do {
+        if stem.cursorFrames != start { try stem.seek(toFrame: start) }
+        let isStereo = stem.format.channelCount == 2
+        while done < frames {
+          let read = try stem.readFrames(into: isStereo ? plane + 2 * done : scratch, frameCapacity: frames - done)
+          if read == 0 { break }
+          if !isStereo {
+            for frame in 0..<read {
+              plane[2 * (done + frame)] = scratch[frame]
+              plane[2 * (done + frame) + 1] = scratch[frame]
+            }
+          }
+          done += read
+        }
+      } catch {
+        // Damaged after the cue file checked it: this layer is silent from here on.
+      }
+    }
+    if done < frames { (plane + 2 * done).update(repeating: 0, count: 2 * (frames - done)) }
+    if gain != 1 {
+      for index in 0..<(2 * done) { plane[index] *= gain }
+    }
+  }
+
   /// A loop is live while its jumps are not used up, it was not released, and the cursor has not
   /// passed its end (a seek beyond the loop plays the outro).
   private func isLoopLive(_ active: Current) -> Bool {
@@ -463,7 +519,7 @@ package final class DecodeAheadStream: @unchecked Sendable {
   private func publishConverted(_ stage: RateConversionStage, generation: Int) {
     if let made = stage.nextOutput() {
       let slot = counters.produced.load(ordering: .relaxed) % Self.blockCount
-      (samples + slot * Self.framesPerBlock * 2).update(from: made.samples, count: 2 * made.frames)
+      (samples + slot * blockFloats).update(from: made.samples, count: 2 * made.frames)
       let marker = made.marker
       publish(
         frames: made.frames, position: made.position, token: marker.token, segmentStart: marker.segmentStart,
@@ -481,7 +537,7 @@ package final class DecodeAheadStream: @unchecked Sendable {
   ) {
     let slot = counters.produced.load(ordering: .relaxed) % Self.blockCount
     meta[slot] = Block(
-      samples: UnsafePointer(samples + slot * Self.framesPerBlock * 2), frames: frames, startPosition: position,
+      samples: UnsafePointer(samples + slot * blockFloats), frames: frames, startPosition: position,
       generation: generation, token: token, segmentStart: segmentStart, segmentEnd: segmentEnd, finalPass: finalPass,
       error: error)
     counters.produced.add(1, ordering: .releasing)

@@ -33,6 +33,12 @@ package enum EngineCommand: Sendable {
   /// The high-frequency gain of the voice's low-pass filter, 0...1 (1: unfiltered).
   case setLowPass(voice: VoiceHandle, Float)
   case scan(voice: VoiceHandle, direction: Int)  // +1 forward, -1 backward, 0 ends the scan
+  /// Layer `layer`'s parameter-driven gain (0...1, glided) and low-pass (1: unfiltered).
+  case setLayer(voice: VoiceHandle, layer: Int, gain: Float, lowPass: Float)
+  /// Moves layer `layer`'s level to `level` along `curve` over `seconds`: at once, or from the
+  /// frame where the trigger's voice reaches the trigger's position (a layer in on the bar).
+  case fadeLayer(
+    voice: VoiceHandle, layer: Int, level: Float, seconds: Double, curve: FadeCurve, trigger: StartTrigger?)
   /// Arms (or, with nil, disarms) the hand-over from a voice to a follower (see `Voice.Handoff`).
   case arm(voice: VoiceHandle, Voice.Handoff?)
   /// Starts `to` with a fade-in, and fades out every voice in `from` from its audible level, both

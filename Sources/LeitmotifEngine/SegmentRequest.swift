@@ -17,11 +17,15 @@ package struct SegmentRequest: Sendable {
   package var loopCount: Int? = 0
   /// Multiplies every decoded sample (1: unchanged).
   package var gain: Float = 1
+  /// The files of the piece's other stems (layers), played sample-locked with `path` (see
+  /// `StreamSegment.stems`). Each must have `path`'s sample rate.
+  package var stemPaths: [String] = []
 
   package init(
     token: Int, path: String, startSeconds: Double = 0, endSeconds: Double? = nil, loopPoints: LoopPoints? = nil,
-    loopFromTags: Bool = true, loopCount: Int? = 0, gain: Float = 1
+    loopFromTags: Bool = true, loopCount: Int? = 0, gain: Float = 1, stemPaths: [String] = []
   ) {
+    self.stemPaths = stemPaths
     self.token = token
     self.path = path
     self.startSeconds = startSeconds
@@ -71,7 +75,21 @@ package struct SegmentRequest: Sendable {
       }
     }
     if start > 0 { try decoder.seek(toFrame: start) } else { try decoder.prepareForDecoding() }
+    var stems: [any AudioDecoder] = []
+    for stemPath in stemPaths {
+      let stem = try AudioFile.openDecoder(path: stemPath)
+      guard stem.format.sampleRate == decoder.format.sampleRate else {
+        throw DecodeError(
+          path: stemPath,
+          reason: .unsupported(
+            "a layer must have its music's sample rate: it is \(stem.format.sampleRate) Hz, \(FileSystemPath.displayed(FileSystemPath.lastComponent(path))) is \(decoder.format.sampleRate) Hz"
+          ))
+      }
+      if start > 0 && start < stem.lengthFrames { try stem.seek(toFrame: start) } else { try stem.prepareForDecoding() }
+      stems.append(stem)
+    }
     return StreamSegment(
-      token: token, decoder: decoder, startFrame: start, endFrame: end, loop: loop, loopCount: loopCount, gain: gain)
+      token: token, decoder: decoder, startFrame: start, endFrame: end, loop: loop, loopCount: loopCount, gain: gain,
+      stems: stems)
   }
 }

@@ -23,6 +23,11 @@ package struct StreamSegment: @unchecked Sendable {
   let loopCount: Int?
   /// Multiplies every decoded sample (1: unchanged): a per-item level (ReplayGain).
   var gain: Float = 1
+  /// The piece's other stems (layers), decoded in step with `decoder`: frame n of each is
+  /// decoded with frame n of the segment, into a plane of its own in the same ring block, so
+  /// the layers cannot drift apart (loops and seeks included). A stem shorter than the segment
+  /// is silent past its end; a longer one is cut where the segment ends or loops.
+  var stems: [any AudioDecoder] = []
 }
 
 /// A loop, in frames of the file: `start ..< end`.

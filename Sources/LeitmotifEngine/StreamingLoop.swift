@@ -51,6 +51,12 @@ package final class StreamingLoop: @unchecked Sendable {
   private var volumes = [Float](repeating: 1, count: maximumVoices)
   /// High-frequency gains of each slot's shelf filter (1: unfiltered).
   private var lowPassGains = [Float](repeating: 1, count: maximumVoices)
+  /// Each slot's layer settings (`Voice.maximumLayers` per slot), kept for a voice that attaches
+  /// after they were set: the parameters' gain and low-pass, and the level the last `fadeLayer`
+  /// aimed at.
+  private var layerGains = [Float](repeating: 1, count: maximumVoices * Voice.maximumLayers)
+  private var layerLowPasses = [Float](repeating: 1, count: maximumVoices * Voice.maximumLayers)
+  private var layerLevels = [Float](repeating: 1, count: maximumVoices * Voice.maximumLayers)
   /// Crossfades waiting for their incoming voice to have audio (per incoming slot).
   private var pendingCrossfades = [
     (from: [VoiceHandle], seconds: Double, curve: FadeCurve, trigger: StartTrigger?)?
@@ -533,6 +539,11 @@ package final class StreamingLoop: @unchecked Sendable {
     rates[slot] = 1
     volumes[slot] = 1
     lowPassGains[slot] = 1
+    for layer in 0..<Voice.maximumLayers {
+      layerGains[slot * Voice.maximumLayers + layer] = 1
+      layerLowPasses[slot * Voice.maximumLayers + layer] = 1
+      layerLevels[slot * Voice.maximumLayers + layer] = 1
+    }
     let status = statuses[slot]
     status.isPrepared.store(false, ordering: .releasing)
     status.seekGenerationDone.store(0, ordering: .releasing)
@@ -581,6 +592,11 @@ package final class StreamingLoop: @unchecked Sendable {
       made.setRate(rates[slot])
       made.setVolume(volumes[slot])
       if lowPassGains[slot] != 1 { made.setLowPass(lowPassGains[slot]) }
+      for layer in 0..<made.layerCount {
+        let index = slot * Voice.maximumLayers + layer
+        made.setLayer(layer, gain: layerGains[index], lowPass: layerLowPasses[index])
+        made.fadeLayer(layer, to: layerLevels[index], seconds: 0, curve: .linear, start: clock)
+      }
       made.handoff = armed[slot]
       voices[slot] = made
       if let seek = pendingSeek[slot] {
@@ -633,6 +649,24 @@ package final class StreamingLoop: @unchecked Sendable {
       guard owns(voice) else { return }
       lowPassGains[voice.slot] = gainHF
       voices[voice.slot]?.setLowPass(gainHF)
+    case .setLayer(let voice, let layer, let gain, let lowPass):
+      guard owns(voice), (0..<Voice.maximumLayers).contains(layer) else { return }
+      layerGains[voice.slot * Voice.maximumLayers + layer] = gain
+      layerLowPasses[voice.slot * Voice.maximumLayers + layer] = lowPass
+      voices[voice.slot]?.setLayer(layer, gain: gain, lowPass: lowPass)
+    case .fadeLayer(let voice, let layer, let level, let seconds, let curve, let trigger):
+      guard owns(voice), (0..<Voice.maximumLayers).contains(layer) else { return }
+      layerLevels[voice.slot * Voice.maximumLayers + layer] = level
+      guard let playing = voices[voice.slot] else { return }
+      // On the grid line: from the position of the music that sets the grid (the voice itself,
+      // as a rule: its own beat), found now, to the frame.
+      var start = clock
+      if let trigger, owns(trigger.voice), let music = voices[trigger.voice.slot],
+        let due = music.framesUntil(fileFrame: music.fileFrames(seconds: trigger.fileSeconds), token: trigger.token)
+      {
+        start = clock + due
+      }
+      playing.fadeLayer(layer, to: level, seconds: seconds, curve: curve, start: start)
     case .scan(let voice, let direction):
       guard owns(voice) else { return }
       voices[voice.slot]?.scan(direction: direction, clock: clock)

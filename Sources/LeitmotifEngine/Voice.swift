@@ -25,6 +25,8 @@ package final class Voice: VoiceInput {
   package static let transportFadeSeconds = 0.010
   /// A volume change glides over this many frames (no zipper noise when the director steps it).
   static let volumeGlideFrames = 256
+  /// Stems a voice mixes besides its music (a state's `layers`).
+  package static let maximumLayers = 8
 
   /// The voice's identity in the pool: its events name it, so a late one reaches no other owner.
   let handle: VoiceHandle
@@ -98,6 +100,29 @@ package final class Voice: VoiceInput {
   private var volumeStep: Float = 0
   /// Resampled output is made in chunks of this many frames (see `produce`).
   static let resamplerChunkFrames = 64
+
+  // MARK: Layers
+
+  /// One stem's controls. Its gain is `fade` (the level a rule's `layer` action or the state's
+  /// `volume` for it sets, moving on exact mix frames) times `drive` (the parameters' curves,
+  /// stepped by the director and glided here), and it has a low-pass filter of its own.
+  private struct Layer {
+    var fade = FadeEnvelope.unity
+    var driveNow: Float = 1
+    var driveTarget: Float = 1
+    var driveStep: Float = 0
+    var filter: ShelfFilter
+  }
+  /// The stems of the stream besides its music (none for most voices), mixed into the music
+  /// frame by frame as it is read, before the resampler and the voice's own filter and gains.
+  private var layers: [Layer]
+  /// Scratch for a filtered stem, and the music with its stems mixed in (what the resampler
+  /// reads, which it may keep until its next request).
+  private let layerScratch: UnsafeMutablePointer<Float>
+  private let layerMix: UnsafeMutablePointer<Float>
+  /// The mix frame of the next frame `produce` makes: what a stem's gain is evaluated at.
+  private var produceFrame: Int64 = 0
+  var layerCount: Int { layers.count }
 
   // MARK: Transport
 
@@ -196,9 +221,14 @@ package final class Voice: VoiceInput {
     audibleToken = loaded.stream.firstToken
     // Pages of the voice's own, like its stream's ring: voices come and go by the dozen a second
     // in a busy level, and malloc's arenas would fragment (see PageMemory).
-    pages = PageMemory(floatCount: 2 * (Voice.framesPerBuffer + Voice.resamplerChunkFrames))
+    let layered = loaded.stream.stemCount > 0
+    pages = PageMemory(
+      floatCount: 2 * (Voice.framesPerBuffer + Voice.resamplerChunkFrames) + (layered ? 4 * Voice.framesPerBuffer : 0))
     scratch = pages.floats
     chunk = pages.floats + 2 * Voice.framesPerBuffer
+    layerScratch = chunk + 2 * Voice.resamplerChunkFrames
+    layerMix = layerScratch + (layered ? 2 * Voice.framesPerBuffer : 0)
+    layers = (0..<loaded.stream.stemCount).map { _ in Layer(filter: ShelfFilter(sampleRate: loaded.stream.blockRate)) }
     resampler = VoiceResampler(maximumFrames: Voice.framesPerBuffer)
     ratio = Double(loaded.stream.format.sampleRate) / Double(mixRate)
     blockStep = Double(loaded.stream.format.sampleRate) / Double(loaded.stream.blockRate)
@@ -356,6 +386,67 @@ package final class Voice: VoiceInput {
   /// Muffles the voice (see `ShelfFilter`); lands on the next frame mixed.
   func setLowPass(_ gainHF: Float) { filter.set(gainHF: gainHF) }
 
+  /// Layer `index`'s parameter-driven gain (glided like `setVolume`) and low-pass; ignored for a
+  /// layer the stream does not have.
+  func setLayer(_ index: Int, gain: Float, lowPass: Float) {
+    guard layers.indices.contains(index) else { return }
+    let target = gain.isFinite ? max(0, min(1, gain)) : 1
+    layers[index].driveTarget = target
+    if !isAudible { layers[index].driveNow = target }
+    layers[index].driveStep = (target - layers[index].driveNow) / Float(Voice.volumeGlideFrames)
+    layers[index].filter.set(gainHF: lowPass)
+  }
+
+  /// Moves layer `index`'s level to `level` along `curve` over `seconds`, from mix frame `start`
+  /// (0 s: at once, on that frame), from the level it has there.
+  func fadeLayer(_ index: Int, to level: Float, seconds: Double, curve: FadeCurve, start: Int64) {
+    guard layers.indices.contains(index) else { return }
+    let target = level.isFinite ? max(0, min(1, level)) : 1
+    let from = layers[index].fade.gain(at: start)
+    layers[index].fade = FadeEnvelope(
+      from: from, to: target, startFrame: start, durationFrames: max(0, frames(seconds: seconds)), curve: curve)
+  }
+
+  /// Adds the stems of `block`'s frames `offset ..< offset + count` to `output` (which holds the
+  /// music's), each at its gain: frame i at mix frame `mixStart + i * mixPerFrame`.
+  private func addLayers(
+    of block: DecodeAheadStream.Block, offset: Int, count: Int, into output: UnsafeMutablePointer<Float>,
+    mixStart: Int64, mixPerFrame: Double
+  ) {
+    let planeFloats = 2 * DecodeAheadStream.framesPerBlock
+    for index in layers.indices {
+      var plane = block.samples + (index + 1) * planeFloats + 2 * offset
+      let spanEnd = mixStart + Int64((Double(count) * mixPerFrame).rounded(.up))
+      let steady =
+        layers[index].driveNow == layers[index].driveTarget
+        && layers[index].fade.isConstant(from: mixStart, count: Int(spanEnd - mixStart))
+      if steady && layers[index].driveNow * layers[index].fade.gain(at: mixStart) == 0 { continue }
+      if !layers[index].filter.isBypassed {
+        layerScratch.update(from: plane, count: 2 * count)
+        layers[index].filter.process(layerScratch, frames: count)
+        plane = UnsafePointer(layerScratch)
+      }
+      if steady {
+        let gain = layers[index].driveNow * layers[index].fade.gain(at: mixStart)
+        for sample in 0..<(2 * count) { output[sample] += plane[sample] * gain }
+        continue
+      }
+      for frame in 0..<count {
+        var layer = layers[index]
+        if layer.driveNow != layer.driveTarget {
+          layer.driveNow =
+            abs(layer.driveTarget - layer.driveNow) <= abs(layer.driveStep)
+            ? layer.driveTarget : layer.driveNow + layer.driveStep
+          layers[index].driveNow = layer.driveNow
+        }
+        let at = mixStart + Int64((Double(frame) * mixPerFrame).rounded(.down))
+        let gain = layer.driveNow * layer.fade.gain(at: at)
+        output[2 * frame] += plane[2 * frame] * gain
+        output[2 * frame + 1] += plane[2 * frame + 1] * gain
+      }
+    }
+  }
+
   func scan(direction: Int, clock: Int64) {
     scanDirection = direction
     scanStartedFrame = clock
@@ -487,6 +578,7 @@ package final class Voice: VoiceInput {
       // Stop on the frame a transport fade or a final fade ends, so what follows happens there.
       if mode == .fadingOut && !ramp.isFinished(at: frame) { span = min(span, Int(ramp.endFrame - frame)) }
       if finishWhenSilent && !envelope.isFinished(at: frame) { span = min(span, Int(envelope.endFrame - frame)) }
+      produceFrame = frame
       let produced = produce(count: span, events: &events)
       if produced > 0 {
         if awaitingData {
@@ -575,7 +667,9 @@ package final class Voice: VoiceInput {
     while produced < count {
       if chunkFrames == chunkOffset {
         chunkOffset = 0
+        produceFrame += Int64(produced)
         chunkFrames = resampleChunk(resampler, into: chunk, frames: Voice.resamplerChunkFrames)
+        produceFrame -= Int64(produced)
         if chunkFrames == 0 { break }
       }
       let frames = min(count - produced, chunkFrames - chunkOffset)
@@ -619,6 +713,11 @@ package final class Voice: VoiceInput {
       guard ensureBlock(events: &events), let current = block else { break }
       let frames = min(count - produced, current.frames - blockOffset)
       (output + 2 * produced).update(from: current.samples + 2 * blockOffset, count: 2 * frames)
+      if !layers.isEmpty {
+        addLayers(
+          of: current, offset: blockOffset, count: frames, into: output + 2 * produced,
+          mixStart: produceFrame + Int64(produced), mixPerFrame: 1)
+      }
       blockOffset += frames
       produced += frames
       inputPosition = current.startPosition + Double(blockOffset) * blockStep
@@ -639,7 +738,16 @@ package final class Voice: VoiceInput {
     }
     guard ensureBlock(events: &deferredEvents), let current = block else { return nil }
     let frames = min(maximumFrames, current.frames - blockOffset)
-    let pointer = current.samples + 2 * blockOffset
+    var pointer = current.samples + 2 * blockOffset
+    if !layers.isEmpty {
+      // The resampler reads the music with its stems mixed in (it may keep reading this until
+      // its next request, so it is the voice's own buffer, not scratch).
+      layerMix.update(from: pointer, count: 2 * frames)
+      addLayers(
+        of: current, offset: blockOffset, count: frames, into: layerMix, mixStart: produceFrame,
+        mixPerFrame: 1 / resamplerRatio)
+      pointer = UnsafePointer(layerMix)
+    }
     blockOffset += frames
     inputPosition = current.startPosition + Double(blockOffset) * blockStep
     if blockOffset >= current.frames { lentBlock = true }

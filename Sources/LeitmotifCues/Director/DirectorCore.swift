@@ -57,6 +57,13 @@ final class DirectorCore {
   /// Reports made since the director last collected them.
   var outbox: [DirectorReport] = []
   private var lastMix: (gain: Float, rate: Float, lowPass: Float)?
+  /// The state whose queue is on the player (its layers are the ones the player's items have):
+  /// nil while the game's own queue plays.
+  private var layeredState: String?
+  /// The names of that queue's layers, in the player's order (kept as they were when the queue
+  /// was set: a reloaded cue file's new layers come with the state's next entry).
+  private var layerNames: [String] = []
+  private var lastLayerMix: (gains: [Float], lowPasses: [Float])?
   /// The mix frame of director time 0 (set by `Director.start` in real time; 0 offline).
   var mixFrameOrigin: Int64 = 0
 
@@ -409,7 +416,46 @@ final class DirectorCore {
       return "release the loop"
     case .playQueue(let queue):
       return playQueue(queue, cause: cause)
+    case .layer(let layer):
+      return moveLayer(layer)
     }
+  }
+
+  /// Moves a layer of the music that plays: now, or from the next beat or bar of it (the mixer
+  /// finds that frame from the playing voice's own position).
+  private func moveLayer(_ action: LayerAction) -> String {
+    let what =
+      "layer \"\(action.layer)\" to \(Self.format(Double(action.volume)))"
+      + (action.seconds > 0 ? " over \(Self.format(action.seconds)) s" : "")
+    guard let name = layeredState else { return what + ": the music that plays has no layers" }
+    guard let index = layerNames.firstIndex(of: action.layer) else {
+      return what + ": state \"\(name)\" has no layer \"\(action.layer)\""
+        + (layerNames.isEmpty ? "" : " (it has \(layerNames.map { "\"\($0)\"" }.joined(separator: ", ")))")
+    }
+    let line = nextGridLine(action.moment)
+    do {
+      try player.fadeLayer(
+        index, to: action.volume, seconds: action.seconds, curve: action.curve, landing: line?.landing)
+    } catch {
+      return what + ": \(error)"
+    }
+    guard let line else { return what }
+    return what + " on the \(action.moment.rawValue) (\(Self.format(line.at)) s)"
+  }
+
+  /// The next beat or bar line of the playing item (for `moment` `.beat` or `.bar`): the
+  /// director time it is heard at, and where it is in the item's file. Nil: now (another
+  /// moment, or nothing plays).
+  private func nextGridLine(_ moment: TransitionSpec.Moment) -> (at: Double, landing: QueuePlayer.Landing)? {
+    guard moment == .beat || moment == .bar, player.playbackState == .playing, let playing = player.nowPlayingItem
+    else { return nil }
+    let grid = self.grid(for: playing)
+    let unit = moment == .beat ? grid.secondsPerBeat : grid.secondsPerBar
+    let rate = max(0.01, Double(player.currentPlaybackRate))
+    let position = playingPosition
+    let index = ((position - grid.offsetSeconds) / unit - 1e-9).rounded(.up)
+    let line = grid.offsetSeconds + max(0, index) * unit
+    return (now + (line - position) / rate, QueuePlayer.Landing(fileSeconds: line, everySeconds: unit))
   }
 
   /// The source name the game's own queue (`CueAction.playQueue`) is reported under.
@@ -486,6 +532,8 @@ final class DirectorCore {
       report(.problem("the game's queue was refused: \(error)"), cause: cause)
       return
     }
+    layeredState = nil
+    layerNames = []
     let first = queue.items[0]
     lastNowPlaying = first
     lastNowPlayingEntry = player.nowPlayingEntryID
@@ -657,6 +705,12 @@ final class DirectorCore {
       report(.problem("state \"\(name)\": the queue was refused: \(error)"), cause: cause)
       return
     }
+    // The new queue's layers start at their `volume`s; their parameter curves go with them
+    // now, before any of it is heard.
+    layeredState = name
+    layerNames = state.layers.map(\.name)
+    lastLayerMix = nil
+    applyLayerMix()
     // (The ramps count from the mix update at the end of this step, whatever the order here.)
     if wasPlaying {
       stateVolume.move(to: Double(state.volume), over: spec.seconds, at: heardAt)
@@ -809,20 +863,9 @@ final class DirectorCore {
       }
       item = file
     }
-    var at = now
-    var trigger: QueuePlayer.Landing?
-    if stinger.moment == .beat || stinger.moment == .bar, player.playbackState == .playing,
-      let playing = player.nowPlayingItem
-    {
-      let grid = self.grid(for: playing)
-      let unit = stinger.moment == .beat ? grid.secondsPerBeat : grid.secondsPerBar
-      let rate = max(0.01, Double(player.currentPlaybackRate))
-      let position = playingPosition
-      let index = ((position - grid.offsetSeconds) / unit - 1e-9).rounded(.up)
-      let line = grid.offsetSeconds + max(0, index) * unit
-      at = now + (line - position) / rate
-      trigger = QueuePlayer.Landing(fileSeconds: line, everySeconds: unit)
-    }
+    let line = nextGridLine(stinger.moment)
+    let at = line?.at ?? now
+    let trigger = line?.landing
     if at > now + 0.5 / Double(engine.sampleRate) {
       // Opened now, and started by the mixer on the frame where the music reaches the line (its
       // duck and its report wait for that time here).
@@ -920,7 +963,7 @@ final class DirectorCore {
     var lowPass = 1.0
     for spec in sheet.parameters {
       guard let value = parameters[spec.name]?.value(at: now) else { continue }
-      for drive in spec.drives {
+      for drive in spec.drives where drive.layer == nil {
         let level = drive.curve.value(at: value)
         switch drive.target {
         case .volume: gain *= max(0, min(1, level))
@@ -929,12 +972,36 @@ final class DirectorCore {
         }
       }
     }
+    applyLayerMix()
     let mix = (gain: Float(max(0, min(1, gain))), rate: Float(max(0.01, min(4, rate))), lowPass: Float(lowPass))
     if let last = lastMix, last == mix { return }
     if lastMix?.gain != mix.gain { player.setMixGain(mix.gain) }
     if lastMix?.rate != mix.rate { player.setMixRate(mix.rate) }
     if lastMix?.lowPass != mix.lowPass { player.lowPassGain = mix.lowPass }
     lastMix = mix
+  }
+
+  /// Steps each layer of the playing state's music to where the parameters' curves put it (drives
+  /// with a `layer`: their values multiply, per layer). Posted only when something changed.
+  private func applyLayerMix() {
+    guard !layerNames.isEmpty else { return }
+    var gains = [Float](repeating: 1, count: layerNames.count)
+    var lowPasses = [Float](repeating: 1, count: layerNames.count)
+    for spec in sheet.parameters {
+      guard let value = parameters[spec.name]?.value(at: now) else { continue }
+      for drive in spec.drives {
+        guard let layer = drive.layer, let index = layerNames.firstIndex(of: layer) else { continue }
+        let level = Float(max(0, min(1, drive.curve.value(at: value))))
+        switch drive.target {
+        case .volume: gains[index] *= level
+        case .lowpass: lowPasses[index] *= level
+        case .rate: break  // refused by the cue file's check: the layers of a piece share its rate
+        }
+      }
+    }
+    if let last = lastLayerMix, last.gains == gains, last.lowPasses == lowPasses { return }
+    player.setLayerMix(gains: gains, lowPasses: lowPasses)
+    lastLayerMix = (gains, lowPasses)
   }
 
   /// Reports a new now-playing item. Runs on every update (200 times a second on the director's

@@ -85,6 +85,24 @@ struct StateMusic {
   /// `failed`: paths of files that failed to play since the cue file was loaded; they are left
   /// out, so a source whose every file failed gives nothing and its `fallback` takes over.
   /// `loudnessTarget`: the level every item is brought to (`LoudnessLevelling.target(catalog:)`).
+  /// The stems that play with `item` of the state's bundled music: for each layer, its source's
+  /// file at the item's place in its own source (counting round), at the layer's `volume`. The
+  /// item's level (its gain) applies to its stems as well: they are parts of one mix.
+  static func layers(of state: MusicState, for item: MediaItem, resolved: [String: SourceResolution])
+    -> [QueueDescriptor.Layer]
+  {
+    let main = state.bundledSource.flatMap { resolved[$0]?.items } ?? []
+    let index = main.firstIndex { $0.assetURL.path == item.assetURL.path } ?? 0
+    return state.layers.map { layer in
+      guard let stems = resolved[layer.source]?.items, !stems.isEmpty else {
+        // Cannot happen for a checked file (a bundled source has files); the layer keeps its
+        // place (layers are addressed by position) and stays silent.
+        return QueueDescriptor.Layer(item: item, volume: 0)
+      }
+      return QueueDescriptor.Layer(item: stems[index % stems.count], volume: layer.volume)
+    }
+  }
+
   static func build(
     _ state: MusicState, sheet: CueSheet, resolved: [String: SourceResolution], failed: Set<String> = [],
     loudnessTarget: Double?, generator: inout SeededGenerator
@@ -128,6 +146,9 @@ struct StateMusic {
       let source = sheet.sources[name]!
       var entry = QueueDescriptor.Entry(item: item, loopRepeat: state.loop)
       entry.gainDecibels = Self.gain(for: item, source: source, levelling: sheet.loudness, target: loudnessTarget)
+      if name == state.bundledSource, !state.layers.isEmpty {
+        entry.layers = Self.layers(of: state, for: item, resolved: resolved)
+      }
       music.entries.append(entry)
       music.origins[item.assetURL.path] = (name, source.kind.isUserMusic)
     }

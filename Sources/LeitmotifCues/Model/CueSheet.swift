@@ -159,11 +159,15 @@ public struct ParameterDrive: Sendable {
   public var target: Target
   /// Maps the parameter's value to the target's value.
   public var curve: ResponseCurve
+  /// The layer it drives (`layer`), in whichever state plays one of that name; nil: the music
+  /// as a whole. A layer takes `volume` and `lowpass` only.
+  public var layer: String?
 
-  /// A drive of `target` through `curve`.
-  public init(target: Target, curve: ResponseCurve) {
+  /// A drive of `target` through `curve`, of `layer` when given (else of the whole music).
+  public init(target: Target, curve: ResponseCurve, layer: String? = nil) {
     self.target = target
     self.curve = curve
+    self.layer = layer
   }
 }
 
@@ -346,6 +350,8 @@ public struct MusicState: Sendable {
   /// order. False: they start again from the first. Bundled music always starts as the
   /// transition's `enter` says.
   public var resumesPlayerMusic: Bool
+  /// Stems played with the state's music, sample-locked to it (`layers`), in file order.
+  public var layers: [MusicLayer] = []
 
   /// A state `name` with the defaults: user songs first, repeating, looping until released, rate
   /// and volume 1, priority 0, a 2 s equal-power transition and the default item crossfade.
@@ -363,6 +369,52 @@ public struct MusicState: Sendable {
     itemTransition = .defaultCrossfade
     grid = nil
     resumesPlayerMusic = true
+  }
+}
+
+/// One stem of a state's music (a state's `layers`): drums, bass, a lead, each its own file,
+/// started on the music's frame and kept sample-locked with it, its level set by rules' `layer`
+/// actions and parameters' drives.
+public struct MusicLayer: Sendable, Equatable {
+  /// The layer's name, as `layer` actions and drives give it.
+  public var name: String
+  /// The bundled source of its files: the music's n-th file plays with this source's n-th
+  /// (counting round when it has fewer).
+  public var source: String
+  /// Its level each time the state is entered (`volume`, 0...1; default 1).
+  public var volume: Float
+
+  /// A layer `name` playing `source`'s files, entering at `volume`.
+  public init(name: String, source: String, volume: Float = 1) {
+    self.name = name
+    self.source = source
+    self.volume = volume
+  }
+}
+
+/// Brings a layer of the playing state in or out (`{ layer: "drums", volume, seconds, curve, at }`).
+public struct LayerAction: Sendable, Equatable {
+  /// The layer's name.
+  public var layer: String
+  /// The level to go to, 0...1.
+  public var volume: Float
+  /// The fade's length (0: at once).
+  public var seconds: Double
+  /// The fade's shape.
+  public var curve: FadeCurve
+  /// When it starts: now, on the next beat or on the next bar (`end` is not allowed).
+  public var moment: TransitionSpec.Moment
+
+  /// A move of `layer` to `volume` over `seconds` along `curve`, starting at `moment`.
+  public init(
+    layer: String, volume: Float, seconds: Double = 0, curve: FadeCurve = .equalPower,
+    moment: TransitionSpec.Moment = .now
+  ) {
+    self.layer = layer
+    self.volume = volume
+    self.seconds = seconds
+    self.curve = curve
+    self.moment = moment
   }
 }
 
@@ -552,6 +604,8 @@ public enum CueAction: Sendable, Equatable {
   case setParameter(String, value: Double, rampSeconds: Double)
   /// Ends the playing item's loop: its outro plays.
   case releaseLoop
+  /// Brings a layer of the playing state in or out.
+  case layer(LayerAction)
   /// The game's own queue (`Director.setQueue`): these items play in place of the state's music
   /// until the next state change. Not a cue file action: the game's command only.
   case playQueue(GameQueue)
@@ -571,6 +625,7 @@ public enum CueAction: Sendable, Equatable {
     case .skip: return "skip"
     case .setParameter: return "set"
     case .releaseLoop: return "releaseLoop"
+    case .layer: return "layer"
     case .playQueue: return "queue"
     }
   }

@@ -49,15 +49,26 @@ extension CueSheetDecoder {
     var drives: [ParameterDrive] = []
     for (index, element) in elements.enumerated() {
       let drivePath = "\(path)[\(index)]"
-      guard let drive = fields(element, drivePath, allowed: ["target", "curve", "shape"]) else { continue }
+      guard let drive = fields(element, drivePath, allowed: ["target", "curve", "shape", "layer"]) else { continue }
       let target = required(drive, "target", "volume, rate or lowpass").flatMap {
         word($0, drive.path("target"), ParameterDrive.Target.self)
+      }
+      var layer: String?
+      if let given = drive["layer"], let name = string(given, drive.path("layer")) {
+        // States are read after parameters: the name is checked once they are (`checkLayerReferences`).
+        layerReferences.append((name, given.location, drive.path("layer")))
+        layer = name
+        if target == .rate {
+          error(
+            drive["target"]!.location, drive.path("target"),
+            "a layer's drive takes volume or lowpass; rate applies to the whole music (its layers stay in step)")
+        }
       }
       let shape = word(drive, "shape", ResponseCurve.Shape.self) ?? .linear
       guard let curve = required(drive, "curve", "points [[x, y], ...]") else { continue }
       let points = decodeCurve(curve, drive.path("curve"), target: target)
       if let target, let points {
-        drives.append(ParameterDrive(target: target, curve: ResponseCurve(points: points, shape: shape)))
+        drives.append(ParameterDrive(target: target, curve: ResponseCurve(points: points, shape: shape), layer: layer))
       }
     }
     return drives
@@ -387,7 +398,7 @@ extension CueSheetDecoder {
   // MARK: States
 
   static let stateKeys = [
-    "music", "repeat", "loop", "rate", "volume", "priority", "transition", "between", "tempo", "resume",
+    "music", "repeat", "loop", "rate", "volume", "priority", "transition", "between", "tempo", "resume", "layers",
   ]
 
   private enum MixWord: String, CaseIterable {
@@ -430,7 +441,81 @@ extension CueSheetDecoder {
         state.itemTransition = itemTransition(between, fields.path("between")) ?? state.itemTransition
       }
       if let tempo = fields["tempo"] { state.grid = beatGrid(tempo, fields.path("tempo")) }
+      if let layers = fields["layers"] { state.layers = decodeLayers(layers, fields.path("layers"), of: state) }
       sheet.states[member.key] = state
+    }
+  }
+
+  /// `layers: { name: "source" | { music: "source", volume } }`: stems of the state's bundled music.
+  private mutating func decodeLayers(_ value: JSON5Value, _ path: String, of state: MusicState) -> [MusicLayer] {
+    let members = namedMembers(value, path, what: "layer")
+    var layers: [MusicLayer] = []
+    if !members.isEmpty, state.userSource != nil || state.bundledSource == nil {
+      error(
+        value.location, path,
+        "layers are stems of the game's own music: the state's music must be a bundled source, not the player's songs")
+    }
+    if members.count > Voice.maximumLayers {
+      error(value.location, path, "\(members.count) layers; a state has at most \(Voice.maximumLayers)")
+    }
+    for member in members {
+      let layerPath = Self.path(path, member.key)
+      var sourceValue: JSON5Value?
+      var volume: Float = 1
+      if member.value.stringValue != nil {
+        sourceValue = member.value
+      } else if let layer = fields(member.value, layerPath, anchor: member.keyLocation, allowed: ["music", "volume"]) {
+        sourceValue = required(layer, "music", "a bundled source's name")
+        if let level = number(layer, "volume", .unit) { volume = Float(level) }
+      } else {
+        continue
+      }
+      guard let sourceValue else { continue }
+      let sourcePath = member.value.stringValue != nil ? layerPath : Self.path(layerPath, "music")
+      guard let name = string(sourceValue, sourcePath), sourceReference(name, at: sourceValue.location, sourcePath)
+      else { continue }
+      guard case .bundled(let selection)? = sheet.sources[name]?.kind else {
+        error(
+          sourceValue.location, sourcePath,
+          "\"\(name)\" is a source of the player's music; a layer plays a bundled source (the game's own stems)")
+        continue
+      }
+      checkLayerRates(selection, against: state.bundledSource, at: sourceValue.location, sourcePath)
+      layers.append(MusicLayer(name: member.key, source: name, volume: volume))
+    }
+    return layers
+  }
+
+  /// A layer's files pair with the music's by position: each pair must share a sample rate (the
+  /// stems are decoded frame for frame together). Checked where both are plain file lists.
+  private mutating func checkLayerRates(
+    _ layer: BundledSelection, against music: String?, at location: JSON5.SourceLocation, _ path: String
+  ) {
+    guard assetsUsable, let music, case .bundled(let main)? = sheet.sources[music]?.kind, !main.files.isEmpty,
+      !layer.files.isEmpty
+    else { return }
+    let catalog = catalog()
+    for (index, file) in main.files.enumerated() {
+      let stem = layer.files[index % layer.files.count]
+      guard let mainRate = catalog.item(relativePath: file)?.sampleRate,
+        let stemRate = catalog.item(relativePath: stem)?.sampleRate, mainRate != stemRate
+      else { continue }
+      error(
+        location, path,
+        "layer file \"\(stem)\" is \(stemRate) Hz but the music it plays with, \"\(file)\", is \(mainRate) Hz: stems must share a sample rate"
+      )
+      return
+    }
+  }
+
+  /// Every layer named by a drive or an action must be a layer of some state.
+  mutating func checkLayerReferences() {
+    let names = Set(sheet.states.values.flatMap { $0.layers.map(\.name) })
+    for reference in layerReferences where !names.contains(reference.name) {
+      error(
+        reference.location, reference.path,
+        "no state has a layer named \"\(reference.name)\"" + Self.suggestion(for: reference.name, among: names.sorted())
+      )
     }
   }
 

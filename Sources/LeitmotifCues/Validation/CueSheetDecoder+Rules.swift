@@ -161,7 +161,7 @@ extension CueSheetDecoder {
 
   static let verbs = [
     "state", "crossfade", "stinger", "duck", "rate", "volume", "seek", "pause", "resume", "stop", "skip", "set",
-    "releaseLoop",
+    "releaseLoop", "layer",
   ]
 
   /// The keys each verb's action takes, the verb first.
@@ -179,6 +179,7 @@ extension CueSheetDecoder {
     "skip": ["skip", "seconds", "curve"],
     "set": ["set", "value", "ramp"],
     "releaseLoop": ["releaseLoop"],
+    "layer": ["layer", "volume", "seconds", "curve", "at"],
   ]
 
   /// An action, or a list of at least one.
@@ -203,6 +204,8 @@ extension CueSheetDecoder {
     }
     // A stinger's `volume` and `duck` are its options, not actions of their own.
     if verbs.contains(where: { $0.key == "stinger" }) { verbs.removeAll { $0.key == "volume" || $0.key == "duck" } }
+    // A layer's `volume` is where it goes.
+    if verbs.contains(where: { $0.key == "layer" }) { verbs.removeAll { $0.key == "volume" } }
 
     guard verbs.count == 1 else {
       if verbs.isEmpty {
@@ -294,6 +297,21 @@ extension CueSheetDecoder {
       return direction.map { .skip($0, transition: transition) }
     case "set":
       return setParameter(action, given, verbPath)
+    case "layer":
+      let moment = word(action, "at", TransitionSpec.Moment.self, excluding: [.end])
+      let seconds = number(action, "seconds", .seconds)
+      let curve = word(action, "curve", FadeCurve.self)
+      guard let name = string(given, verbPath) else { return nil }
+      layerReferences.append((name, given.location, verbPath))
+      guard
+        let volume = required(action, "volume", "the level to go to, in [0, 1]").flatMap({
+          number($0, action.path("volume"), name: "volume", .unit)
+        })
+      else { return nil }
+      return .layer(
+        LayerAction(
+          layer: name, volume: Float(volume), seconds: seconds ?? 0, curve: curve ?? .equalPower, moment: moment ?? .now
+        ))
     default:  // releaseLoop
       return isTrue(given, verbPath, name: verb) ? .releaseLoop : nil
     }

@@ -135,6 +135,8 @@ struct CueSheetDecoder {
   var usedSources: Set<String> = []
   /// States the start or a rule enters.
   var enteredStates: Set<String> = []
+  /// Layer names that drives and actions refer to, checked against the states' layers at the end.
+  var layerReferences: [(name: String, location: JSON5.SourceLocation, path: String)] = []
   /// Where each rule of `sheet.rules` has its `on` and its name (its `name`, else its `{`), for
   /// warnings about the rule.
   var rulePlaces: [(cues: JSON5.SourceLocation, cuesPath: String, name: JSON5.SourceLocation, namePath: String)] = []
@@ -211,6 +213,7 @@ struct CueSheetDecoder {
       }
     }
     if let rules = top["rules"] { decodeRules(rules, top.path("rules")) }
+    checkLayerReferences()
     addWarnings()
     return sheet
   }

@@ -17,8 +17,10 @@ package struct FadeEnvelope {
 
   var endFrame: Int64 { startFrame + durationFrames }
 
+  /// A fade of no length is a step: `from` before `startFrame`, `to` from it on.
   func gain(at frame: Int64) -> Float {
-    guard durationFrames > 0, frame < endFrame else { return to }
+    guard durationFrames > 0 else { return frame >= startFrame ? to : from }
+    guard frame < endFrame else { return to }
     guard frame > startFrame else { return from }
     let progress = Double(frame - startFrame) / Double(durationFrames)
     if curve == .linear { return from + (to - from) * Float(progress) }
@@ -33,6 +35,6 @@ package struct FadeEnvelope {
 
   /// Whether the gain is the same for every frame of `frame ..< frame + count`.
   func isConstant(from frame: Int64, count: Int) -> Bool {
-    durationFrames == 0 || frame >= endFrame || frame + Int64(count) <= startFrame || from == to
+    from == to || frame >= endFrame || frame + Int64(count) <= startFrame
   }
 }

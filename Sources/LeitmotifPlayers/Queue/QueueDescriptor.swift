@@ -27,6 +27,12 @@ public struct QueueDescriptor: Sendable, Equatable {
     /// A level change for this entry alone, in decibels (nil: none), applied to its samples as
     /// they are decoded, so that it is exact at gapless joins (ReplayGain, a source's gain).
     public var gainDecibels: Double?
+    /// The item's other stems, played sample-locked with it (vertical layering): each starts on
+    /// the item's frame, loops with it and is sought with it; its level is set through
+    /// `QueuePlayer.setVolume(_:ofLayer:over:curve:)`. Each must have the item's sample rate. A
+    /// stem shorter than the item is silent past its end; a longer one is cut at the item's end
+    /// or loop end. At most `Voice.maximumLayers` (8); more are an error.
+    public var layers: [Layer] = []
 
     /// An entry for `item`, with trim points, transition, loop points and loop count where given
     /// (nil: the file's or the player's).
@@ -54,6 +60,12 @@ public struct QueueDescriptor: Sendable, Equatable {
         throw QueueError.startAfterEnd(item: item.errorName, start: start, end: end)
       }
       if case .times(let count)? = loopRepeat, count < 0 { throw QueueError.invalidLoopCount(count) }
+      if layers.count > Voice.maximumLayers {
+        throw QueueError.invalidLayers("\(item.errorName): \(layers.count) layers; at most \(Voice.maximumLayers)")
+      }
+      for layer in layers where !(layer.volume.isFinite && layer.volume >= 0 && layer.volume <= 1) {
+        throw QueueError.invalidLayers("\(layer.item.errorName): volume \(layer.volume) is outside [0, 1]")
+      }
       if let gain = gainDecibels, !(gain.isFinite && gain <= 24) {
         throw QueueError.invalidGain(item: item.errorName, decibels: gain)
       }
@@ -65,6 +77,20 @@ public struct QueueDescriptor: Sendable, Equatable {
           )
         }
       }
+    }
+  }
+
+  /// One stem of an entry (see `Entry.layers`).
+  public struct Layer: Sendable, Equatable {
+    /// The stem's file.
+    public var item: MediaItem
+    /// Its level when the queue starts, 0 to 1 (0: silent until raised).
+    public var volume: Float
+
+    /// A stem of `item` starting at `volume`.
+    public init(item: MediaItem, volume: Float = 1) {
+      self.item = item
+      self.volume = volume
     }
   }
 

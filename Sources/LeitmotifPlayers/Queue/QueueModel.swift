@@ -71,6 +71,7 @@ package struct QueueModel {
     request.loopPoints = entry.loopPoints
     request.loopCount = (entry.loopRepeat ?? loopRepeat).count
     request.gain = entry.gainDecibels.map { Float(pow(10, $0 / 20)) } ?? 1
+    request.stemPaths = entry.layers.map(\.item.assetURL.path)
     return request
   }
 

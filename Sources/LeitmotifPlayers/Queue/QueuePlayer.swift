@@ -104,6 +104,15 @@ public final class QueuePlayer: MediaPlayback {
     var pendingFade: Transition?
     /// High-frequency gain of every voice's low-pass filter (1: unfiltered).
     var lowPassGain: Float = 1
+    /// The queue's layers (see `QueueDescriptor.Entry.layers`): the level each was last set to
+    /// (from the queue's first entry's `volume`s when the queue is set), and the director's
+    /// parameter-driven gain and low-pass on top. Every voice of the queue gets them.
+    var layerLevels: [Float] = []
+    var layerGains: [Float] = []
+    var layerLowPasses: [Float] = []
+    /// Voices of an earlier queue (fading out): their layers are another piece's, so layer
+    /// settings never reach them.
+    var earlierQueueVoices: Set<VoiceHandle> = []
     /// Seeks asked of the current voice (compared with its status's `seekGenerationDone`).
     var seekGeneration = 0
     var lastSeekSeconds: Double = 0
@@ -217,6 +226,11 @@ public final class QueuePlayer: MediaPlayback {
     try descriptor.validate()
     try state.withLock { (state) throws(QueueError) -> Void in
       state.queue.replace(with: descriptor)
+      let layers = descriptor.entries.first?.layers ?? []
+      state.layerLevels = layers.map(\.volume)
+      state.layerGains = layers.map { _ in 1 }
+      state.layerLowPasses = layers.map { _ in 1 }
+      state.earlierQueueVoices = Set(allVoices(state))
       state.requestedSeekSeconds = nil
       state.consecutiveFailures = 0
       emitLocked(.queueChanged(count: state.queue.playOrder.count), &state)
@@ -608,6 +622,73 @@ public final class QueuePlayer: MediaPlayback {
     }
   }
 
+  /// How many layers the queue's items have (its first entry's, when the queue was set).
+  public var layerCount: Int { state.withLock { $0.layerLevels.count } }
+
+  /// The level of layer `index` of the queue's items (see `QueueDescriptor.Entry.layers`), 0 to 1:
+  /// the last one set, or the first entry's layer `volume`.
+  public func volume(ofLayer index: Int) -> Float? {
+    state.withLock { state in state.layerLevels.indices.contains(index) ? state.layerLevels[index] : nil }
+  }
+
+  /// Moves layer `index` of the queue's items to `volume` (0 to 1) along `curve` over `seconds`,
+  /// from the next frame mixed, on every voice of the queue (the next items start at that level).
+  /// The stems stay sample-locked with their item whatever their levels do.
+  /// - Throws: `QueueError.invalidLayers` for a layer the queue's items do not have, a volume
+  ///   outside 0...1, or a negative or NaN time.
+  public func setVolume(
+    _ volume: Float, ofLayer index: Int, over seconds: TimeInterval = 0, curve: FadeCurve = .linear
+  ) throws(QueueError) {
+    try fadeLayer(index, to: volume, seconds: seconds, curve: curve, landing: nil)
+  }
+
+  /// `setVolume(_:ofLayer:over:curve:)`, starting when the playing item reaches `landing` (a
+  /// layer in on the next bar), found by the mixer from the playing voice's own position.
+  package func fadeLayer(
+    _ index: Int, to volume: Float, seconds: TimeInterval, curve: FadeCurve, landing: Landing?
+  ) throws(QueueError) {
+    guard volume.isFinite, volume >= 0, volume <= 1 else {
+      throw QueueError.invalidLayers("layer \(index): volume \(volume) is outside [0, 1]")
+    }
+    guard seconds.isFinite, seconds >= 0 else { throw QueueError.invalidCrossfade(seconds) }
+    try state.withLock { (state) throws(QueueError) -> Void in
+      guard state.layerLevels.indices.contains(index) else {
+        throw QueueError.invalidLayers(
+          "layer \(index): the queue's items have \(state.layerLevels.count) layer\(state.layerLevels.count == 1 ? "" : "s")"
+        )
+      }
+      state.layerLevels[index] = volume
+      let trigger = landing.flatMap { landing in
+        state.voices.current.map {
+          StartTrigger(
+            voice: $0.handle, token: state.voices.currentToken, fileSeconds: landing.fileSeconds,
+            everySeconds: landing.everySeconds)
+        }
+      }
+      for voice in queueVoices(state) {
+        engine.commands.post(
+          .fadeLayer(voice: voice, layer: index, level: volume, seconds: seconds, curve: curve, trigger: trigger))
+      }
+    }
+  }
+
+  /// The director's parameter-driven gain and low-pass of each layer (index order; missing ones
+  /// are 1), on every voice of the queue. No event.
+  package func setLayerMix(gains: [Float], lowPasses: [Float]) {
+    state.withLock { state in
+      for index in state.layerLevels.indices {
+        let gain = index < gains.count ? gains[index] : 1
+        let lowPass = index < lowPasses.count ? lowPasses[index] : 1
+        guard state.layerGains[index] != gain || state.layerLowPasses[index] != lowPass else { continue }
+        state.layerGains[index] = gain
+        state.layerLowPasses[index] = lowPass
+        for voice in queueVoices(state) {
+          engine.commands.post(.setLayer(voice: voice, layer: index, gain: gain, lowPass: lowPass))
+        }
+      }
+    }
+  }
+
   /// The director's gain under `volume` (see `State.mixGain`): posted to every voice, no event.
   package func setMixGain(_ gain: Float) {
     let gain = gain.isFinite ? max(0, min(1, gain)) : 1
@@ -818,7 +899,19 @@ public final class QueuePlayer: MediaPlayback {
     engine.commands.post(.setRate(voice: voice, state.rate))
     engine.commands.post(.setVolume(voice: voice, state.volume * state.mixGain))
     engine.commands.post(.setLowPass(voice: voice, state.lowPassGain))
+    for layer in state.layerLevels.indices {
+      engine.commands.post(
+        .setLayer(voice: voice, layer: layer, gain: state.layerGains[layer], lowPass: state.layerLowPasses[layer]))
+      engine.commands.post(
+        .fadeLayer(
+          voice: voice, layer: layer, level: state.layerLevels[layer], seconds: 0, curve: .linear, trigger: nil))
+    }
     return lease
+  }
+
+  /// The voices playing the current queue (the ones its layer settings reach).
+  private func queueVoices(_ state: State) -> [VoiceHandle] {
+    allVoices(state).filter { !state.earlierQueueVoices.contains($0) }
   }
 
   /// Starts entry `id` on a new voice: playing (fading in over the outgoing `fadeFrom` voices
