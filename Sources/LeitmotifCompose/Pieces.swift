@@ -13,7 +13,8 @@ enum Soundtrack {
   /// Every piece, in the order they are written.
   static func pieces(seed: UInt64) -> [Piece] {
     [
-      menu(seed: seed), explore(seed: seed), stealth(seed: seed), combat(seed: seed), boss(seed: seed, phase: 1),
+      menu(seed: seed), explore(seed: seed), stealth(seed: seed), stealthAlert(seed: seed), combat(seed: seed),
+      boss(seed: seed, phase: 1),
       boss(seed: seed, phase: 2), spotted(seed: seed), victory(seed: seed), defeat(seed: seed),
     ]
   }
@@ -200,6 +201,57 @@ enum Soundtrack {
       fileName: "stealth.ogg", title: "Shadows (Stealth)", mood: "tense", beatsPerMinute: 100, introBars: 2,
       bodyBars: 16, outroBars: 2, intro: intro.notes, body: body.notes, outro: outro.notes,
       mix: Mix(reverbRoomSize: 0.85, reverbDamping: 0.6, reverbLevel: 1.3, delayBeats: 0.75, targetRMSDecibels: -18.5))
+  }
+
+  // MARK: - Stealth, alert layer: a stem of the stealth piece, bar for bar
+
+  /// What the stealth music gains as the guards grow suspicious: a stem with the same bars,
+  /// loop and outro as `stealth`, meant to be mixed over it sample-locked (a state's `layers`)
+  /// and brought in by the `alert` parameter. Low toms and a ghosted snare in sixteenths,
+  /// a taiko on the downbeats, an open hat on the offbeats and tremolo strings on the chords'
+  /// roots and fifths; nothing melodic, so it fits every bar of the piece.
+  static func stealthAlert(seed: UInt64) -> Piece {
+    let key = Key.minor(40)
+    let tom = Instrument(timbre: .tom, pan: -0.2, gain: 0.45, reverbSend: 0.25)
+    let snare = Instrument(timbre: .snare, pan: 0.15, gain: 0.3, reverbSend: 0.3)
+    let taiko = Instrument(timbre: .taiko, gain: 0.6, reverbSend: 0.35)
+    let hat = Instrument(timbre: .openHat, pan: 0.4, gain: 0.18, reverbSend: 0.2)
+    let strings = Instrument(timbre: .strings, pan: 0.3, gain: 0.35, reverbSend: 0.45, brightness: 0.7)
+    // The stealth piece's chords, two bars each.
+    let chords = [
+      key.chord(0), Chord.major(41), key.chord(0), key.chord(3),
+      key.chord(0), key.chord(5), key.chord(3), Chord.major(47),
+    ]
+
+    func bar(_ score: inout Score, _ bar: Int, chord: Chord, full: Bool) {
+      score.pattern(taiko, bar % 2 == 0 ? "x.......x......." : "x.....x.........", at: score.beat(bar: bar), pitch: 43)
+      score.pattern(
+        tom, full ? "..x.-.x...x.-x.x" : "..x.....x.......", at: score.beat(bar: bar), pitch: 45, velocity: 0.7)
+      if full {
+        score.pattern(snare, "-.--.-.--.-.-.--", at: score.beat(bar: bar), velocity: 0.45)
+        score.pattern(hat, "..x...x...x...x.", at: score.beat(bar: bar), velocity: 0.6)
+      }
+      let root = chord.rooted(near: 52).root
+      for step in 0..<16 {
+        let pitch = step % 4 == 3 ? root + 7 : root
+        score.play(
+          strings, pitch, at: score.beat(bar: bar, Double(step) * 0.25), for: 0.2, velocity: step % 4 == 0 ? 0.6 : 0.4)
+      }
+    }
+
+    var intro = score(seed, 10, 0)
+    bar(&intro, 0, chord: key.chord(0), full: false)
+    bar(&intro, 1, chord: Chord.major(47), full: true)
+    var body = score(seed, 10, 1)
+    for index in 0..<16 { bar(&body, index, chord: chords[index / 2], full: index % 8 != 0) }
+    var outro = score(seed, 10, 2)
+    outro.play(taiko, 43, at: 0, for: 1, velocity: 0.8)
+    outro.play(strings, key.chord(0).rooted(near: 52).root, at: 0, for: 2, velocity: 0.5)
+
+    return Piece(
+      fileName: "stealth-alert.ogg", title: "Shadows, Alert (Stealth layer)", mood: "alert", beatsPerMinute: 100,
+      introBars: 2, bodyBars: 16, outroBars: 2, intro: intro.notes, body: body.notes, outro: outro.notes,
+      mix: Mix(reverbRoomSize: 0.85, reverbDamping: 0.6, reverbLevel: 1.3, delayBeats: 0.75, targetRMSDecibels: -21))
   }
 
   // MARK: - Combat: A minor, 144 BPM, i-VI-III-VII, one bar each

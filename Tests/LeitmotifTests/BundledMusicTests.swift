@@ -21,6 +21,8 @@ struct BundledPiece: Sendable, CustomStringConvertible {
   var mood: String
   var beatsPerMinute: Double
   var isLoop: Bool
+  /// A layer of another piece (same bars, mixed over it): quieter on its own by design.
+  var isStem = false
 
   var description: String { fileName }
 
@@ -28,6 +30,7 @@ struct BundledPiece: Sendable, CustomStringConvertible {
     BundledPiece(fileName: "menu.ogg", mood: "menu", beatsPerMinute: 90, isLoop: true),
     BundledPiece(fileName: "explore.ogg", mood: "calm", beatsPerMinute: 96, isLoop: true),
     BundledPiece(fileName: "stealth.ogg", mood: "tense", beatsPerMinute: 100, isLoop: true),
+    BundledPiece(fileName: "stealth-alert.ogg", mood: "alert", beatsPerMinute: 100, isLoop: true, isStem: true),
     BundledPiece(fileName: "combat.ogg", mood: "combat", beatsPerMinute: 144, isLoop: true),
     BundledPiece(fileName: "boss.ogg", mood: "boss", beatsPerMinute: 150, isLoop: true),
     BundledPiece(fileName: "boss-phase2.ogg", mood: "boss", beatsPerMinute: 150, isLoop: true),
@@ -144,10 +147,20 @@ struct BundledMusicTests {
     #expect(rms > -30, "RMS \(rms) dBFS: too quiet")
   }
 
+  @Test("a stem has its piece's length and loop points, frame for frame")
+  func stemMatchesItsPiece() throws {
+    let stem = try MediaItem.load(path: BundledPiece.all.first { $0.fileName == "stealth-alert.ogg" }!.path)
+    let piece = try MediaItem.load(path: BundledPiece.all.first { $0.fileName == "stealth.ogg" }!.path)
+    #expect(stem.loopStartFrame == piece.loopStartFrame && stem.loopEndFrame == piece.loopEndFrame)
+    let stemFrames = try AudioFile.openDecoder(path: stem.assetURL.path).lengthFrames
+    let pieceFrames = try AudioFile.openDecoder(path: piece.assetURL.path).lengthFrames
+    #expect(stemFrames == pieceFrames, "stem \(stemFrames) frames, piece \(pieceFrames)")
+  }
+
   @Test("the loops are about equally loud (loop bodies within 3 dB)")
   func loudnessMatched() throws {
     var levels: [Double] = []
-    for piece in BundledPiece.loops {
+    for piece in BundledPiece.loops where !piece.isStem {
       let decoded = try DecodedPiece(piece)
       let start = Int(try #require(decoded.item.loopStartFrame))
       let end = Int(try #require(decoded.item.loopEndFrame))

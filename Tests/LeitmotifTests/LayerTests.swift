@@ -233,3 +233,33 @@ struct LayerCheckTests {
     #expect(all.contains("rules[1].do.at"), "\(all)")
   }
 }
+
+@Suite("Layers from Swift: a queue entry's stems and QueuePlayer.setVolume(_:ofLayer:)")
+struct QueueLayerTests {
+  @Test("Stems play with their item; a layer's volume moves on the frame; a layer it does not have is refused")
+  func queueLayers() throws {
+    let directory = try TemporaryDirectory()
+    let music = directory.file("music.flac")
+    let stem = directory.file("stem.flac")
+    try FLACEncoder.encode(samples: StemFolder.constant(0.25, seconds: 3), format: .stereo48000, to: music)
+    try FLACEncoder.encode(samples: StemFolder.constant(0.125, seconds: 3), format: .stereo48000, to: stem)
+    let engine = try EngineHarness.offlineEngine()
+    let player = QueuePlayer(engine: engine)
+    var entry = QueueDescriptor.Entry(item: MediaItem(path: music))
+    entry.layers = [QueueDescriptor.Layer(item: MediaItem(path: stem), volume: 0)]
+    try player.setQueue(with: QueueDescriptor(entries: [entry]))
+    #expect(player.layerCount == 1)
+    player.play()
+    let before = EngineHarness.render(engine, seconds: 1)
+    #expect(before[2 * 100] == 0.25 && before[2 * 47_999] == 0.25, "the stem starts silent: \(before[2 * 100])")
+    try player.setVolume(1, ofLayer: 0)
+    let after = EngineHarness.render(engine, seconds: 1)
+    #expect(after.allSatisfy { $0 == 0.375 }, "music and stem from the next frame: \(after[0]) ... \(after.last!)")
+    #expect(player.volume(ofLayer: 0) == 1)
+    #expect(throws: QueueError.self) { try player.setVolume(1, ofLayer: 1) }
+    #expect(throws: QueueError.self) { try player.setVolume(1.5, ofLayer: 0) }
+    var tooMany = entry
+    tooMany.layers = Array(repeating: QueueDescriptor.Layer(item: MediaItem(path: stem)), count: 9)
+    #expect(throws: QueueError.self) { try player.setQueue(with: QueueDescriptor(entries: [tooMany])) }
+  }
+}

@@ -28,8 +28,8 @@ struct LiveEqualsOfflineTests {
   /// A level of the bundled music with what a designer uses: a start that fades in, a bar
   /// transition (96 BPM, 2.5 s bars), a beat transition (144 BPM), stingers on the beat with
   /// ducks, a volume ramp, a crossfade on the bar, and a rate ramp (which resamples). The
-  /// stealth music is a 44.1 kHz copy (its decode thread resamples it to the 48 kHz mix), and
-  /// the level leaves it on its bar.
+  /// stealth music is a 44.1 kHz copy with a layer (the alert stem, also at 44.1 kHz: the voice's
+  /// own resampler takes the two mixed), brought in on the beat, and the level leaves it on its bar.
   static func level(assets: String) -> String {
     """
     {
@@ -39,11 +39,15 @@ struct LiveEqualsOfflineTests {
         calm: { bundled: "explore.ogg" },
         fight: { bundled: "combat.ogg" },
         sneak: { bundled: "stealth44.ogg" },
+        alert: { bundled: "alert44.ogg" },
       },
       states: {
         explore: { music: "calm", transition: { seconds: 1, at: "bar" } },
         combat: { music: "fight", transition: { seconds: 0.5, at: "bar" } },
-        stealth: { music: "sneak", transition: { seconds: 0.75, curve: "s-curve", at: "beat" } },
+        stealth: {
+          music: "sneak", transition: { seconds: 0.75, curve: "s-curve", at: "beat" },
+          layers: { alert: { music: "alert", volume: 0.3 } },
+        },
       },
       rules: [
         { on: "fight", do: { state: "combat" } },
@@ -53,6 +57,7 @@ struct LiveEqualsOfflineTests {
         { on: "again", do: { crossfade: "combat", seconds: 0.3 } },
         { on: "slow", do: { rate: 0.8, ramp: 1 } },
         { on: "quieter", do: { volume: 0.5, ramp: 0.5 } },
+        { on: "alarm", do: { layer: "alert", volume: 1, seconds: 0.5, at: "beat" } },
       ],
     }
     """
@@ -67,12 +72,17 @@ struct LiveEqualsOfflineTests {
     for name in ["explore.ogg", "combat.ogg", "stinger-spotted.ogg"] {
       try FileManager.default.copyItem(atPath: Self.assets + "/" + name, toPath: folder + "/" + name)
     }
-    let decoder = try AudioFile.openDecoder(path: Self.assets + "/stealth.ogg")
-    let source = Array(try AudioFile.decodeAll(decoder).prefix(2 * 20 * 48_000))
-    let converted = try DecodeResamplingTests.convert(source, from: 48_000, to: 44_100)
-    try VorbisEncoder.encode(
-      samples: converted, format: PCMFormat(sampleRate: 44_100, channelCount: 2),
-      tags: [("TITLE", "Shadows at 44.1 kHz"), ("BPM", "100")], to: folder + "/stealth44.ogg")
+    for (name, copy, title) in [
+      ("stealth.ogg", "stealth44.ogg", "Shadows at 44.1 kHz"),
+      ("stealth-alert.ogg", "alert44.ogg", "Alert at 44.1 kHz"),
+    ] {
+      let decoder = try AudioFile.openDecoder(path: Self.assets + "/" + name)
+      let source = Array(try AudioFile.decodeAll(decoder).prefix(2 * 20 * 48_000))
+      let converted = try DecodeResamplingTests.convert(source, from: 48_000, to: 44_100)
+      try VorbisEncoder.encode(
+        samples: converted, format: PCMFormat(sampleRate: 44_100, channelCount: 2),
+        tags: [("TITLE", title), ("BPM", "100"), ("MOOD", "test")], to: folder + "/" + copy)
+    }
     return folder
   }
   static let script = """
@@ -82,6 +92,7 @@ struct LiveEqualsOfflineTests {
       { at: 6.1, cue: "quieter" },
       { at: 8.6, cue: "hide" },
       { at: 10.2, cue: "hit" },
+      { at: 11.1, cue: "alarm" },
       { at: 13.4, cue: "calm" },
       { at: 16.0, cue: "again" },
       { at: 17.0, cue: "slow" },
@@ -89,7 +100,8 @@ struct LiveEqualsOfflineTests {
     """
 
   @Test(
-    "20 s of a level live (transitions, stingers, ducks, ramps): the capture is the offline render of what it recorded")
+    "20 s of a level live (transitions, stingers, ducks, ramps, a layer on the beat): the capture is the offline render of what it recorded"
+  )
   func liveEqualsOffline() throws {
     let directory = try TemporaryDirectory(prefix: "leitmotif-live")
     let cues = directory.file("level.json5")
@@ -113,7 +125,8 @@ struct LiveEqualsOfflineTests {
     let rendered = try LeitmotifCommand.run(
       ["cues", "simulate", cues, "--events", recorded, "--out", offline, "--duration", "20"])
     #expect(rendered.status == 0, "\(rendered.errors)")
-    #expect(live.output.contains("recorded 8 events"), "\(live.output)")
+    #expect(live.output.contains("recorded 9 events"), "\(live.output)")
+    #expect(live.output.contains("layer \"alert\" to 1 over 0.5 s on the beat"), "\(live.output)")
     #expect(live.output.contains("; 0 scheduled changes came late"), "\(live.output)")
     // The same changes, in the same order, each on its line.
     func changes(_ output: String) -> [String] {
