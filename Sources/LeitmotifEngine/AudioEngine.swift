@@ -151,6 +151,16 @@ public final class AudioEngine: @unchecked Sendable {
 
   deinit { shutdown() }
 
+  /// Runs beat callbacks when their beat is heard (see `whenAudible`).
+  private let audible = AudibleDispatcher()
+
+  /// Runs `work` on Leitmotif's own thread at `uptimeNanoseconds` (the uptime clock,
+  /// `DispatchTime.now().uptimeNanoseconds`): when what the mixer reported is heard. 0 (an
+  /// offline engine's stamp): at once, in order. Nothing runs after `shutdown()`.
+  package func whenAudible(at uptimeNanoseconds: UInt64, _ work: @escaping @Sendable () -> Void) {
+    audible.schedule(at: uptimeNanoseconds, work)
+  }
+
   /// Stops every thread of the engine: streaming, notifications, the loader and each voice's
   /// decode thread; returns when they have ended (at most about two seconds: a decode thread
   /// stuck in a file read is not waited for longer). Called automatically when the engine is
@@ -177,6 +187,7 @@ public final class AudioEngine: @unchecked Sendable {
     // voice pre-buffering on a loaded machine), and a stopped decode thread ends in microseconds.
     let decodeDeadline = DispatchTime.now() + .seconds(2)
     while decodeThreads.count > 0, DispatchTime.now() < decodeDeadline { usleep(1000) }
+    audible.stop(waitingUpTo: 1)
     // Not when the notification thread itself shuts down (a handler that calls `exit`, which
     // runs `RunningEngines`' handler on the calling thread): it cannot finish while it waits.
     while let thread = notificationThread, !thread.isCurrent, !thread.isFinished, DispatchTime.now() < deadline {
@@ -512,7 +523,7 @@ public final class AudioEngine: @unchecked Sendable {
     case .stolen(_, let listener):
       listener(event)
     case .prepared, .ended, .failed, .interrupted, .segmentStarted, .segmentFailed, .fadedOut, .handedOff,
-      .appendFailed:
+      .appendFailed, .beat:
       notify(event)
     }
   }

@@ -33,6 +33,11 @@ package enum EngineCommand: Sendable {
   /// The high-frequency gain of the voice's low-pass filter, 0...1 (1: unfiltered).
   case setLowPass(voice: VoiceHandle, Float)
   case scan(voice: VoiceHandle, direction: Int)  // +1 forward, -1 backward, 0 ends the scan
+  /// The beat lines of segment `token` of the voice: every `secondsPerBeat` of its file, counted
+  /// from `originSeconds` (beat 0). The mixer reports each as a `.beat` on the frame the voice
+  /// plays it. `secondsPerBeat` 0 removes them. A voice keeps the lines of two segments (the one
+  /// playing and a gapless follower).
+  case setBeats(voice: VoiceHandle, token: Int, originSeconds: Double, secondsPerBeat: Double)
   /// Layer `layer`'s parameter-driven gain (0...1, glided) and low-pass (1: unfiltered).
   case setLayer(voice: VoiceHandle, layer: Int, gain: Float, lowPass: Float)
   /// Moves layer `layer`'s level to `level` along `curve` over `seconds`: at once, or from the
@@ -104,6 +109,10 @@ package enum EngineEvent: @unchecked Sendable {
   case appendFailed(voice: VoiceHandle, token: Int, DecodeError, rateMismatch: Bool)
   case failed(voice: VoiceHandle, DecodeError)
   case underrun(voice: VoiceHandle)
+  /// The voice plays beat line `index` of segment `token` (see `EngineCommand.setBeats`) on mix
+  /// frame `frame`, which is heard at `audibleAtNanoseconds` of the uptime clock (less what the
+  /// device itself still holds; 0 on an engine that renders offline).
+  case beat(voice: VoiceHandle, token: Int, index: Int, frame: Int64, audibleAtNanoseconds: UInt64)
   case deviceLost(String)
   /// The music goes on on a new device. `heldFrames`: what the lost device was estimated to
   /// hold unplayed (its latency); `replayedFrames`: how much of it is played again (all of it,
@@ -126,7 +135,7 @@ package enum EngineEvent: @unchecked Sendable {
     switch self {
     case .prepared(let voice), .ended(let voice), .segmentStarted(let voice, _), .segmentFailed(let voice, _, _),
       .fadedOut(let voice), .appendFailed(let voice, _, _, _), .failed(let voice, _), .underrun(let voice),
-      .interrupted(let voice, _), .stolen(let voice, _):
+      .interrupted(let voice, _), .stolen(let voice, _), .beat(let voice, _, _, _, _):
       return voice
     case .handedOff(let from, _):
       return from

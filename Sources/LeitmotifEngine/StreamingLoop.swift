@@ -57,6 +57,23 @@ package final class StreamingLoop: @unchecked Sendable {
   private var layerGains = [Float](repeating: 1, count: maximumVoices * Voice.maximumLayers)
   private var layerLowPasses = [Float](repeating: 1, count: maximumVoices * Voice.maximumLayers)
   private var layerLevels = [Float](repeating: 1, count: maximumVoices * Voice.maximumLayers)
+  /// Beat lines per slot (two: the segment playing and a gapless follower; see
+  /// `EngineCommand.setBeats`), and how many slots have any (0: the mix skips looking).
+  private struct BeatLines {
+    var token: Int
+    var originSeconds: Double
+    var secondsPerBeat: Double
+    /// The last mix frame a beat was reported on (a line is reported once).
+    var lastFrame: Int64 = -1
+  }
+  private var beatLines = [BeatLines?](repeating: nil, count: maximumVoices * 2)
+  private var beatLineCount = 0
+  /// How far behind the block being mixed the ear is, in frames: what the bus holds unplayed
+  /// (set by `refillBus` for each block; 0 when mixing renders at once), and the device's own
+  /// latency, looked up now and then while beats are reported (it takes the backend's lock).
+  private var heardDelayFrames = 0
+  private var deviceLatencyFrames = 0
+  private var latencyCheckedNanoseconds: UInt64 = 0
   /// Crossfades waiting for their incoming voice to have audio (per incoming slot).
   private var pendingCrossfades = [
     (from: [VoiceHandle], seconds: Double, curve: FadeCurve, trigger: StartTrigger?)?
@@ -216,7 +233,9 @@ package final class StreamingLoop: @unchecked Sendable {
   /// Mixes blocks until the bus holds its target, restarting the source after a real underrun.
   private func refillBus() {
     bus.collectPlayed()
+    refreshDeviceLatency()
     while bus.queuedFrames < bus.targetQueuedFrames, let block = bus.nextBlock(frames: MusicBus.blockFrames) {
+      heardDelayFrames = bus.queuedFrames
       mix(into: block, frames: MusicBus.blockFrames)
       bus.commit(frames: MusicBus.blockFrames)
     }
@@ -240,6 +259,7 @@ package final class StreamingLoop: @unchecked Sendable {
   /// them into `output` at once.
   func render(into output: UnsafeMutablePointer<Float>, frameCount: Int) {
     device.makeCurrent()
+    heardDelayFrames = 0
     var done = 0
     while done < frameCount {
       let frames = min(frameCount - done, Self.maximumMixFrames)
@@ -273,6 +293,7 @@ package final class StreamingLoop: @unchecked Sendable {
     let clock = mixClock
     if let settleLoads, startWaitsForFile(clock: clock, frames: frames), settleLoads() { takeCommands() }
     startDueCrossfades(clock: clock, frames: frames)
+    if beatLineCount > 0 { reportBeats(clock: clock, frames: frames) }
     for slot in 0..<Self.maximumVoices {
       guard let voice = voices[slot] else { continue }
       let first = pendingEvents.count
@@ -297,6 +318,55 @@ package final class StreamingLoop: @unchecked Sendable {
       }
     }
     mixClock += Int64(frames)
+  }
+
+  /// Reports every beat line the voices with lines play in the block `clock ..< clock + frames`,
+  /// each on its frame (found from the voice's own position, as a start on the beat is), with
+  /// the time it is heard. No allocation: `pendingEvents` has room.
+  private func reportBeats(clock: Int64, frames: Int) {
+    var nowNanoseconds: UInt64 = 0
+    for index in 0..<(2 * Self.maximumVoices) {
+      // A voice fading out for good (the outgoing side of a crossfade) has no beats any more:
+      // the music the game hears now is the incoming one.
+      guard var lines = beatLines[index], let voice = voices[index / 2], !voice.isLetGo,
+        let position = voice.playingPosition(token: lines.token)
+      else { continue }
+      let rate = Double(voice.fileSampleRate)
+      // The first line at or after the position: stateless, so a loop back or a seek simply
+      // finds the lines again from where the voice is.
+      var beat = Int(((position / rate - lines.originSeconds) / lines.secondsPerBeat - 1e-9).rounded(.up))
+      while true {
+        let line = (lines.originSeconds + Double(beat) * lines.secondsPerBeat) * rate
+        guard let due = voice.mixFramesUntil(fileFrame: line, token: lines.token, clock: clock), due < Int64(frames)
+        else { break }
+        let frame = clock + due
+        if frame > lines.lastFrame {
+          lines.lastFrame = frame
+          var audibleAt: UInt64 = 0
+          if !isOffline {
+            if nowNanoseconds == 0 { nowNanoseconds = DispatchTime.now().uptimeNanoseconds }
+            let delay = heardDelayFrames + deviceLatencyFrames + Int(due)
+            audibleAt = nowNanoseconds &+ UInt64(max(0, delay)) * 1_000_000_000 / UInt64(bus.mixRate)
+          }
+          if pendingEvents.count < pendingEvents.capacity {
+            pendingEvents.append(
+              .beat(voice: voice.handle, token: lines.token, index: beat, frame: frame, audibleAtNanoseconds: audibleAt))
+          }
+        }
+        beat += 1
+      }
+      beatLines[index] = lines
+    }
+  }
+
+  /// The device's latency, looked up at most every two seconds while beats are reported: OpenAL
+  /// takes its backend's lock for it.
+  private func refreshDeviceLatency() {
+    guard beatLineCount > 0, !device.rendersOnDemand else { return }
+    let now = DispatchTime.now().uptimeNanoseconds
+    guard now &- latencyCheckedNanoseconds >= 2_000_000_000 else { return }
+    latencyCheckedNanoseconds = now
+    deviceLatencyFrames = Int(device.latencyNanoseconds * Int64(bus.mixRate) / 1_000_000_000)
   }
 
   /// Something is audible, starting, fading or waiting to start a crossfade.
@@ -539,6 +609,10 @@ package final class StreamingLoop: @unchecked Sendable {
     rates[slot] = 1
     volumes[slot] = 1
     lowPassGains[slot] = 1
+    for index in (2 * slot)..<(2 * slot + 2) where beatLines[index] != nil {
+      beatLines[index] = nil
+      beatLineCount -= 1
+    }
     for layer in 0..<Voice.maximumLayers {
       layerGains[slot * Voice.maximumLayers + layer] = 1
       layerLowPasses[slot * Voice.maximumLayers + layer] = 1
@@ -667,6 +741,29 @@ package final class StreamingLoop: @unchecked Sendable {
         start = clock + due
       }
       playing.fadeLayer(layer, to: level, seconds: seconds, curve: curve, start: start)
+    case .setBeats(let voice, let token, let origin, let spacing):
+      guard owns(voice) else { return }
+      let slot = voice.slot
+      // The same segment's lines, else a free place, else the lines of a segment not playing.
+      let first = 2 * slot
+      let second = first + 1
+      let index: Int
+      if beatLines[first]?.token == token || beatLines[second]?.token == token {
+        index = beatLines[first]?.token == token ? first : second
+      } else if beatLines[first] == nil || beatLines[second] == nil {
+        index = beatLines[first] == nil ? first : second
+      } else {
+        let playing = voices[slot].map { $0.playingPosition(token: beatLines[first]!.token) != nil } ?? false
+        index = playing ? second : first
+      }
+      let had = beatLines[index] != nil
+      if spacing > 0 && spacing.isFinite && origin.isFinite {
+        beatLines[index] = BeatLines(token: token, originSeconds: origin, secondsPerBeat: spacing)
+        if !had { beatLineCount += 1 }
+      } else if had && beatLines[index]?.token == token {
+        beatLines[index] = nil
+        beatLineCount -= 1
+      }
     case .scan(let voice, let direction):
       guard owns(voice) else { return }
       voices[voice.slot]?.scan(direction: direction, clock: clock)

@@ -511,6 +511,26 @@ package final class Voice: VoiceInput {
     return max(0, FrameMath.clamp((remaining - 1e-6).rounded(.up)))
   }
 
+  /// In how many mix frames from `clock` this voice plays frame `fileFrame` of segment `token`,
+  /// if it is playing that segment now (nil otherwise: waiting for audio, paused, another
+  /// segment). A voice that starts later in the block counts from its start frame.
+  func mixFramesUntil(fileFrame: Double, token: Int, clock: Int64) -> Int64? {
+    guard !awaitingData, mode == .playing || mode == .fadingOut, inputToken == token else { return nil }
+    let position = resampling ? exactPosition : inputPosition
+    let remaining = (fileFrame - position) / ratio
+    return max(0, startFrame - clock) + max(0, FrameMath.clamp((remaining - 1e-6).rounded(.up)))
+  }
+
+  /// The file frame (fractional when resampled) of the next frame mixed, while segment `token`
+  /// plays (see `mixFramesUntil`).
+  func playingPosition(token: Int) -> Double? {
+    guard !awaitingData, mode == .playing || mode == .fadingOut, inputToken == token else { return nil }
+    return resampling ? exactPosition : inputPosition
+  }
+
+  /// The file's sample rate.
+  var fileSampleRate: Int { fileRate }
+
   /// Resampled: the (fractional) file frame of the next frame mixed: the end of what the
   /// resampler made, less what of its last chunk is not mixed yet.
   private var exactPosition: Double { resampledPosition - Double(chunkFrames - chunkOffset) * ratio }

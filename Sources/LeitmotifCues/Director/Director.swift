@@ -384,6 +384,25 @@ public final class Director: @unchecked Sendable {
   /// Stops calling the observer registered under `token`.
   public func removeObserver(_ token: UInt64) { _ = observers.withLock { $0.handlers.removeValue(forKey: token) } }
 
+  /// Calls `handler` with every beat of the music, when it is heard (within about a device
+  /// period; offline, as the render passes it), on Leitmotif's own thread: so a game can flash
+  /// its lights on the beat. Each beat carries its item, bar and beat, the mix frame it sounds on
+  /// and its time on the director's clock (`seconds`, as reports' times). The grid is the one the
+  /// director uses for `at: "beat"` (the item's tag or detected tempo, else the cue file's
+  /// `tempo`). Stingers have no beats. Returns a token for `removeBeatObserver(_:)`.
+  @discardableResult
+  public func addBeatObserver(_ handler: @escaping @Sendable (MusicBeat) -> Void) -> UInt64 {
+    let rate = Double(engine.sampleRate)
+    return player.addBeatObserver { [weak self] beat in
+      var stamped = beat
+      stamped.seconds = Double(beat.mixFrame - (self?.originFrame ?? 0)) / rate
+      handler(stamped)
+    }
+  }
+
+  /// Stops calling the beat observer registered under `token`.
+  public func removeBeatObserver(_ token: UInt64) { player.removeBeatObserver(token) }
+
   /// The reports as an async sequence (from now on).
   public var reports: AsyncStream<DirectorReport> {
     AsyncStream { continuation in

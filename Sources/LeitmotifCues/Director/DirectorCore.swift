@@ -517,6 +517,7 @@ final class DirectorCore {
       return entry
     }
     for item in queue.items { origins[item.assetURL.path] = (Self.gameQueueSource, true) }
+    let gridded = withBeatGrids(entries)
     let wasPlaying = player.playbackState == .playing && player.nowPlayingItem != nil
     // A state's own queue is what a later visit resumes; the game's is not remembered.
     playingOrder = nil
@@ -527,7 +528,7 @@ final class DirectorCore {
     }
     do {
       try putOnPlayer(
-        QueueDescriptor(entries: entries), startingAt: nil, spec: spec, landing: landing?.0, wasPlaying: wasPlaying)
+        QueueDescriptor(entries: gridded), startingAt: nil, spec: spec, landing: landing?.0, wasPlaying: wasPlaying)
     } catch {
       report(.problem("the game's queue was refused: \(error)"), cause: cause)
       return
@@ -643,6 +644,18 @@ final class DirectorCore {
     return grid
   }
 
+  /// `entries` with the beat grid each item follows here (`grid(for:)`, with the state about to
+  /// play them current), for the beats the player reports.
+  private func withBeatGrids(_ entries: [QueueDescriptor.Entry]) -> [QueueDescriptor.Entry] {
+    entries.map { entry in
+      var gridded = entry
+      let grid = self.grid(for: entry.item)
+      gridded.beatGrid = QueueDescriptor.BeatGrid(
+        beatsPerMinute: grid.beatsPerMinute, beatsPerBar: grid.beatsPerBar, offsetSeconds: grid.offsetSeconds)
+      return gridded
+    }
+  }
+
   /// Why `item`'s beats and bars follow the cue file's `tempo` rather than its own, or nil when
   /// they follow its own (a BPM tag or a detected tempo).
   func gridFallback(for item: MediaItem) -> String? {
@@ -697,6 +710,7 @@ final class DirectorCore {
     player.repeatMode = state.repeatMode
     player.loopRepeat = state.loop
     player.transition = state.itemTransition
+    entries = withBeatGrids(entries)
     do {
       try putOnPlayer(
         QueueDescriptor(entries: entries), startingAt: entrySeconds, spec: spec, landing: landing?.0,

@@ -33,6 +33,9 @@ public struct QueueDescriptor: Sendable, Equatable {
     /// stem shorter than the item is silent past its end; a longer one is cut at the item's end
     /// or loop end. At most `Voice.maximumLayers` (8); more are an error.
     public var layers: [Layer] = []
+    /// The entry's beat grid, for beat callbacks (`QueuePlayer.addBeatObserver`); nil: the item's
+    /// own (its BPM tag or detected tempo), if it has one.
+    public var beatGrid: BeatGrid?
 
     /// An entry for `item`, with trim points, transition, loop points and loop count where given
     /// (nil: the file's or the player's).
@@ -78,6 +81,24 @@ public struct QueueDescriptor: Sendable, Equatable {
         }
       }
     }
+  }
+
+  /// Where an entry's beats fall: every beat of `beatsPerMinute`, counted from `offsetSeconds`
+  /// into the file (the first downbeat), `beatsPerBar` a bar.
+  public struct BeatGrid: Sendable, Equatable {
+    public var beatsPerMinute: Double
+    public var beatsPerBar: Int
+    public var offsetSeconds: Double
+
+    /// A grid of `beatsPerMinute` (> 0), `beatsPerBar` a bar, from `offsetSeconds`.
+    public init(beatsPerMinute: Double, beatsPerBar: Int = 4, offsetSeconds: Double = 0) {
+      self.beatsPerMinute = beatsPerMinute
+      self.beatsPerBar = beatsPerBar
+      self.offsetSeconds = offsetSeconds
+    }
+
+    /// Seconds from one beat to the next.
+    public var secondsPerBeat: Double { 60 / beatsPerMinute }
   }
 
   /// One stem of an entry (see `Entry.layers`).

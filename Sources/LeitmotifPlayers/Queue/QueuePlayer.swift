@@ -113,6 +113,9 @@ public final class QueuePlayer: MediaPlayback {
     /// Voices of an earlier queue (fading out): their layers are another piece's, so layer
     /// settings never reach them.
     var earlierQueueVoices: Set<VoiceHandle> = []
+    /// The item and grid of each segment given beat lines (by token, the latest
+    /// `rememberedTokens`): a beat of the queue before a `setQueue` still names its item.
+    var beatSegments: [Int: (item: MediaItem, grid: QueueDescriptor.BeatGrid)] = [:]
     /// Seeks asked of the current voice (compared with its status's `seekGenerationDone`).
     var seekGeneration = 0
     var lastSeekSeconds: Double = 0
@@ -865,6 +868,50 @@ public final class QueuePlayer: MediaPlayback {
 
   private func transition(into id: Int, _ state: State) -> Transition { state.queue.transition(into: id) }
 
+  /// Gives the mixer the beat lines of entry `id`'s segment `token` on `voice`, so that it
+  /// reports each beat on its frame (see `addBeatObserver`).
+  private func postBeats(of id: Int, token: Int, voice: VoiceHandle, _ state: inout State) {
+    guard let entry = state.queue.entries[id], let grid = entry.beatGrid ?? entry.item.tagBeatGrid else { return }
+    state.beatSegments[token] = (entry.item, grid)
+    state.beatSegments[token - Self.rememberedTokens] = nil
+    engine.commands.post(
+      .setBeats(voice: voice, token: token, originSeconds: grid.offsetSeconds, secondsPerBeat: grid.secondsPerBeat))
+  }
+
+  // MARK: - Beats
+
+  private let beatObservers = Mutex<[UInt64: @Sendable (MusicBeat) -> Void]>([:])
+  private let nextBeatObserver = Atomic<UInt64>(1)
+
+  /// Calls `handler` with every beat of the music this player plays, when it is heard: on
+  /// Leitmotif's own thread, within about a device period of the beat reaching the speakers (on
+  /// an offline engine, as the mix renders past it, in order). Each beat names its item, bar and
+  /// beat, and carries the mix frame it is on. The grid is the entry's `beatGrid`, else the
+  /// item's BPM tag (or detected tempo and first beat), else the item has no beats. The handler
+  /// must not block for long. Returns a token for `removeBeatObserver(_:)`.
+  @discardableResult
+  public func addBeatObserver(_ handler: @escaping @Sendable (MusicBeat) -> Void) -> UInt64 {
+    let token = nextBeatObserver.add(1, ordering: .relaxed).oldValue
+    beatObservers.withLock { $0[token] = handler }
+    return token
+  }
+
+  public func removeBeatObserver(_ token: UInt64) { _ = beatObservers.withLock { $0.removeValue(forKey: token) } }
+
+  /// A beat the mixer reported (notification thread): passed on when it is heard.
+  private func deliverBeat(token: Int, index: Int, frame: Int64, audibleAt: UInt64, _ state: State) {
+    guard beatObservers.withLock({ !$0.isEmpty }), let (item, grid) = state.beatSegments[token] else { return }
+    let meter = max(1, grid.beatsPerBar)
+    let bar = index >= 0 ? index / meter : -((-index - 1) / meter) - 1
+    let beat = MusicBeat(
+      item: item, bar: bar, beat: index - bar * meter + 1, beatsPerBar: meter, mixFrame: frame,
+      seconds: Double(frame) / Double(engine.sampleRate))
+    engine.whenAudible(at: audibleAt) { [weak self] in
+      guard let self else { return }
+      for handler in beatObservers.withLock({ Array($0.values) }) { handler(beat) }
+    }
+  }
+
   /// How many of the latest segment tokens keep their entry id: a failure reported for a segment
   /// names its token, and a segment can fail only while its stream holds it (the voice playing,
   /// its follower, and the few finished segments a stream keeps for seeking back). Tokens only
@@ -932,6 +979,7 @@ public final class QueuePlayer: MediaPlayback {
     let seek = state.requestedSeekSeconds
     state.requestedSeekSeconds = nil
     engine.load(request(for: id, token: token, state), startSeconds: seek, voice: voice)
+    postBeats(of: id, token: token, voice: voice, &state)
     if playing {
       if let fade, !fadeFrom.isEmpty {
         let seconds = fade.isGapless ? Voice.transportFadeSeconds : fade.duration
@@ -955,6 +1003,7 @@ public final class QueuePlayer: MediaPlayback {
     let token = newToken(for: next, &state)
     if transition.isGapless {
       engine.append(request(for: next, token: token, state), voice: current.handle)
+      postBeats(of: next, token: token, voice: current.handle, &state)
       state.voices.scheduled = .gapless(token: token, entry: next)
     } else {
       armFollower(next, token: token, transition: transition, &state)
@@ -964,6 +1013,7 @@ public final class QueuePlayer: MediaPlayback {
   private func armFollower(_ id: Int, token: Int, transition: Transition, _ state: inout State) {
     guard let current = state.voices.current, let follower = takeVoice(&state, forFollower: true) else { return }
     engine.load(request(for: id, token: token, state), startSeconds: nil, voice: follower.handle)
+    postBeats(of: id, token: token, voice: follower.handle, &state)
     let seconds = max(transition.duration, Voice.transportFadeSeconds)
     engine.commands.post(
       .arm(
@@ -998,6 +1048,7 @@ public final class QueuePlayer: MediaPlayback {
         let token = newToken(for: wanted, &state)
         engine.replaceUpcoming(
           voice: current.handle, after: state.voices.currentToken, with: request(for: wanted, token: token, state))
+        postBeats(of: wanted, token: token, voice: current.handle, &state)
         state.voices.scheduled = .gapless(token: token, entry: wanted)
       } else {
         engine.replaceUpcoming(voice: current.handle, after: state.voices.currentToken, with: nil)
@@ -1135,6 +1186,8 @@ public final class QueuePlayer: MediaPlayback {
       switch event {
       case .prepared:
         break
+      case .beat(_, let token, let index, let frame, let audibleAt):
+        deliverBeat(token: token, index: index, frame: frame, audibleAt: audibleAt, state)
       case .segmentStarted(_, let token):
         guard isCurrent, case .gapless(token, let entry)? = state.voices.scheduled else { return }
         let from = state.queue.nowID.flatMap { state.queue.entries[$0]?.item }

@@ -1,0 +1,46 @@
+import LeitmotifLibrary
+
+/// A beat of the music a queue player plays, delivered when it is heard
+/// (`QueuePlayer.addBeatObserver`, `Director.addBeatObserver`): so a game can flash its lights,
+/// pulse its UI or time a footstep to the music.
+public struct MusicBeat: Sendable, Equatable {
+  /// The item whose beat it is.
+  public var item: MediaItem
+  /// The bar, counted from the item's first downbeat (bar 0); a pickup before it is bar -1.
+  /// Counted in the file: after a loop jumps back, the bars of the loop come again.
+  public var bar: Int
+  /// The beat within the bar, from 1 (the downbeat) to `beatsPerBar`.
+  public var beat: Int
+  public var beatsPerBar: Int
+  /// The mix frame it sounds on (frames since the engine started).
+  public var mixFrame: Int64
+  /// When it sounds, in seconds: of the mix clock (`mixFrame` / sample rate) from a queue
+  /// player; of the director's clock (as its reports' times) from a director.
+  public var seconds: Double
+
+  /// The first beat of a bar.
+  public var isDownbeat: Bool { beat == 1 }
+
+  public init(item: MediaItem, bar: Int, beat: Int, beatsPerBar: Int, mixFrame: Int64, seconds: Double) {
+    self.item = item
+    self.bar = bar
+    self.beat = beat
+    self.beatsPerBar = beatsPerBar
+    self.mixFrame = mixFrame
+    self.seconds = seconds
+  }
+}
+
+extension MediaItem {
+  /// The item's own beat grid: its BPM tag (or the tempo the analysis detected, bars counted from
+  /// the first detected beat), with its meter (4 when untagged). Nil without a tempo.
+  var tagBeatGrid: QueueDescriptor.BeatGrid? {
+    guard let bpm = beatsPerMinute, bpm > 0, bpm.isFinite else { return nil }
+    let meter = beatsPerBar.flatMap { $0 > 0 ? $0 : nil } ?? 4
+    var offset = 0.0
+    if isBeatsPerMinuteDetected, let first = firstBeatSeconds {
+      offset = max(0, first).truncatingRemainder(dividingBy: 60 / bpm * Double(meter))
+    }
+    return QueueDescriptor.BeatGrid(beatsPerMinute: bpm, beatsPerBar: meter, offsetSeconds: offset)
+  }
+}
