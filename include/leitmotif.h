@@ -811,11 +811,40 @@ typedef void (*lm_report_fn)(const lm_report *report, void *user_data);
    Thread safety: any thread. */
 lm_error lm_set_report_callback(lm_engine *engine, lm_report_fn callback, void *user_data);
 
+/* A beat of the music, as it is heard. Strings are valid during the callback only. */
+typedef struct lm_beat {
+  size_t struct_size;
+  /* Director time in seconds (as lm_report.time_seconds) of the beat: when it sounds. */
+  double time_seconds;
+  /* The mix frame it sounds on (frames since the engine started). */
+  int64_t mix_frame;
+  /* The bar, from 1 at the item's first downbeat (0: a pickup before it), and the beat in it,
+     from 1 (the downbeat) to beats_per_bar. Counted in the file: a loop's bars come again. */
+  int32_t bar;
+  int32_t beat;
+  int32_t beats_per_bar;
+  /* The item's title (its title tag, else its file name). */
+  const char *title;
+} lm_beat;
+
+/* Called with every beat of the music when it is heard: in real time within about one device
+   period of OpenAL playing it; on an offline engine, once the lm_render call that renders past
+   it has mixed it (lm_flush_reports waits for them too). Always in order, on a thread of
+   Leitmotif's, never the game's. The grid is the one `at: "beat"` uses (the item's BPM tag or detected tempo, else the cue
+   file's tempo); a crossfade's outgoing music stops beating when the fade begins; stingers have
+   no beats. It must not block for long; it may call any lm_* function except
+   lm_engine_destroy. */
+typedef void (*lm_beat_fn)(const lm_beat *beat, void *user_data);
+
+/* Sets (or, with NULL, removes) the beat callback. Any thread. */
+lm_error lm_set_beat_callback(lm_engine *engine, lm_beat_fn callback, void *user_data);
+
 /* Sets (or removes) the diagnostic callback (see lm_config.diagnostic_callback). Any thread. */
 lm_error lm_set_diagnostic_callback(lm_engine *engine, lm_diagnostic_fn callback, void *user_data);
 
-/* Waits until every report made so far has reached the report callback. Any thread but the
-   callback's own (LM_ERROR_WRONG_MODE). */
+/* Waits until every report made so far has reached the report callback (and, offline, every
+   beat rendered so far the beat callback). Any thread but the callback's own
+   (LM_ERROR_WRONG_MODE). */
 lm_error lm_flush_reports(lm_engine *engine);
 
 #ifdef __cplusplus

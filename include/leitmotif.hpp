@@ -194,6 +194,9 @@ class engine {
   void on_report(lm_report_fn callback, void *user_data = NULL) {
     check(lm_set_report_callback(handle_, callback, user_data));
   }
+  void on_beat(lm_beat_fn callback, void *user_data = NULL) {
+    check(lm_set_beat_callback(handle_, callback, user_data));
+  }
   void on_diagnostic(lm_diagnostic_fn callback, void *user_data = NULL) {
     check(lm_set_diagnostic_callback(handle_, callback, user_data));
   }

@@ -96,6 +96,18 @@ static void on_report(const lm_report *report, void *user_data) {
   fflush(stdout);
 }
 
+/* The music's beats, as they are heard: a game would flash its lights here. Each downbeat is
+   printed; every beat is counted. */
+static long beats_heard = 0;
+static void on_beat(const lm_beat *beat, void *user_data) {
+  (void)user_data;
+  beats_heard++;
+  if (beat->beat == 1) {
+    printf("downbeat %.3f bar %d (%d beats) frame %lld \"%s\"\n", beat->time_seconds, beat->bar, beat->beats_per_bar,
+           (long long)beat->mix_frame, beat->title);
+  }
+}
+
 static void on_diagnostic(lm_diagnostic_severity severity, const char *message, void *user_data) {
   (void)user_data;
   static const char *names[] = {"notice", "warning", "error"};
@@ -187,6 +199,7 @@ static int run_game(const char *cues, const char *offline_path, int paced, doubl
   lm_engine *engine = NULL;
   check(NULL, lm_engine_create(&config, &engine), "lm_engine_create");
   check(engine, lm_set_report_callback(engine, on_report, NULL), "lm_set_report_callback");
+  check(engine, lm_set_beat_callback(engine, on_beat, NULL), "lm_set_beat_callback");
 
   lm_authorization consent;
   check(engine, lm_library_authorization_status(engine, &consent), "lm_library_authorization_status");
@@ -259,6 +272,7 @@ static int run_game(const char *cues, const char *offline_path, int paced, doubl
   }
 
   check(engine, lm_flush_reports(engine), "lm_flush_reports");
+  printf("game: %ld beats heard\n", beats_heard);
   if (offline_path) print_step_times(&timing);
   char current[64];
   check(engine, lm_get_state(engine, current, sizeof current, NULL, 0), "lm_get_state");

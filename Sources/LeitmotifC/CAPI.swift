@@ -546,6 +546,13 @@ public func lmSetAuthorizationCallback(
   withEngine(handle) { $0.observeConsent(callback, userData) }
 }
 
+@_cdecl("lm_set_beat_callback")
+public func lmSetBeatCallback(
+  _ handle: OpaquePointer?, _ callback: lm_beat_fn?, _ userData: UnsafeMutableRawPointer?
+) -> lm_error {
+  withEngine(handle) { $0.callbacks.setBeat(callback, userData) }
+}
+
 @_cdecl("lm_set_diagnostic_callback")
 public func lmSetDiagnosticCallback(
   _ handle: OpaquePointer?, _ callback: lm_diagnostic_fn?, _ userData: UnsafeMutableRawPointer?
@@ -560,5 +567,6 @@ public func lmFlushReports(_ handle: OpaquePointer?) -> lm_error {
       throw .wrongMode("lm_flush_reports was called from inside the engine's own callback: it would wait for itself")
     }
     session.director.waitForReports()
+    session.beatQueue.sync {}
   }
 }

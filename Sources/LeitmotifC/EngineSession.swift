@@ -1,4 +1,5 @@
 import CLeitmotifHeader
+import Dispatch
 import FoundationEssentials
 import Leitmotif
 import Synchronization
@@ -15,6 +16,8 @@ final class EngineSession: @unchecked Sendable {
   let director: Director
   let library: MediaLibrary
   let callbacks: Callbacks
+  /// Where an offline engine's beats wait for the game's callback (see `init`).
+  let beatQueue = DispatchQueue(label: "leitmotif.c.beats")
   let prompt: ForwardingPrompt
   /// Offline engines: frames rendered so far (the audio clock), under the render lock.
   private let rendered = Mutex<Int64>(0)
@@ -87,6 +90,13 @@ final class EngineSession: @unchecked Sendable {
       throw CAPIError(LM_ERROR_CUE_FILE, "the cue file \(cueFile) cannot be used:\n\(error)")
     }
     director.addObserver { callbacks.deliver($0) }
+    // An offline engine's beats come out of the lm_render call (which may run in the game's own
+    // audio callback): they go on to the game from a queue of Leitmotif's, in order.
+    let beats = beatQueue
+    let offline = engine.isOffline
+    director.addBeatObserver { beat in
+      if offline { beats.async { callbacks.deliver(beat) } } else { callbacks.deliver(beat) }
+    }
   }
 
   deinit {
@@ -238,6 +248,11 @@ final class Callbacks: @unchecked Sendable {
     var function: lm_authorization_fn
     var userData: UnsafeMutableRawPointer?
   }
+  private struct BeatCallback: @unchecked Sendable {
+    var function: lm_beat_fn
+    var userData: UnsafeMutableRawPointer?
+  }
+  private let beat = Mutex<BeatCallback?>(nil)
   private let report = Mutex<Report?>(nil)
   private let diagnostic = Mutex<DiagnosticCallback?>(nil)
   private let authorization = Mutex<AuthorizationCallback?>(nil)
@@ -248,6 +263,23 @@ final class Callbacks: @unchecked Sendable {
 
   func setReport(_ function: lm_report_fn?, _ userData: UnsafeMutableRawPointer?) {
     report.withLock { $0 = function.map { Report(function: $0, userData: userData) } }
+  }
+
+  func setBeat(_ function: lm_beat_fn?, _ userData: UnsafeMutableRawPointer?) {
+    beat.withLock { $0 = function.map { BeatCallback(function: $0, userData: userData) } }
+  }
+
+  func deliver(_ musicBeat: MusicBeat) {
+    guard let callback = beat.withLock({ $0 }) else { return }
+    gated {
+      musicBeat.item.displayName.withCString { title in
+        var value = lm_beat(
+          struct_size: MemoryLayout<lm_beat>.size, time_seconds: musicBeat.seconds, mix_frame: musicBeat.mixFrame,
+          bar: Int32(clamping: musicBeat.bar), beat: Int32(clamping: musicBeat.beat),
+          beats_per_bar: Int32(clamping: musicBeat.beatsPerBar), title: title)
+        callback.function(&value, callback.userData)
+      }
+    }
   }
 
   func setDiagnostic(_ function: lm_diagnostic_fn?, _ userData: UnsafeMutableRawPointer?) {

@@ -29,6 +29,8 @@ enum CuesSimulateCommand {
                           without its extension; the same as leitmotif-demo's --timeline
       --duration SECONDS  how long to render (default: 8 s after the last event)
       --state NAME        the state to start in (default: the cue file's "start")
+      --beats             also print every beat of the music as the game's beat callback gets it
+                          (live: when it is heard, with the frame OpenAL was playing then)
     """
 
   static func run(_ arguments: [String]) -> Int32 {
@@ -38,6 +40,7 @@ enum CuesSimulateCommand {
     var timelinePath: String?
     var libraryFolder: String?
     var live = false
+    var beats = false
     var recordPath: String?
     var lead: Double?
     var options = CueSimulation.Options()
@@ -49,6 +52,8 @@ enum CuesSimulateCommand {
         return 0
       case "--live":
         live = true
+      case "--beats":
+        beats = true
       case "--events", "--out", "--timeline", "--library", "--duration", "--state", "--record", "--lead":
         guard let value = rest.popFirst(), !value.isEmpty else {
           fail("cues simulate: \(argument) needs a value\n\(usage)")
@@ -101,7 +106,11 @@ enum CuesSimulateCommand {
         "cues simulate: --state: no state \"\(state)\" in \(cuesPath) (it has: \(sheet.states.keys.sorted().joined(separator: ", ")))"
       )
     }
-    if live { return playLive(sheet: sheet, script: script, options: options, recordPath: recordPath, lead: lead) }
+    if live {
+      return playLive(sheet: sheet, script: script, options: options, recordPath: recordPath, lead: lead, beats: beats)
+    }
+    let heard = Mutex<[MusicBeat]>([])
+    if beats { options.onBeat = { beat in heard.withLock { $0.append(beat) } } }
     guard let outputPath else { return 2 }
     let started = Date()
     let result: CueSimulation.Result
@@ -114,6 +123,7 @@ enum CuesSimulateCommand {
     }
     for line in result.timeline.lines { say(line) }
     for note in result.timeline.notes { say("note: \(note)") }
+    for beat in heard.withLock({ $0 }) { say(beatLine(beat)) }
     let seconds = Double(result.framesWritten) / Double(result.sampleRate)
     let elapsed = Date().timeIntervalSince(started)
     say(
@@ -136,7 +146,8 @@ enum CuesSimulateCommand {
 
   /// `--live`: the script in real time, as a game would post it.
   private static func playLive(
-    sheet: CueSheet, script: CueScript, options: CueSimulation.Options, recordPath: String?, lead: Double?
+    sheet: CueSheet, script: CueScript, options: CueSimulation.Options, recordPath: String?, lead: Double?,
+    beats: Bool
   ) -> Int32 {
     let engine: AudioEngine
     do {
@@ -147,6 +158,12 @@ enum CuesSimulateCommand {
     }
     let director = Director(engine: engine, sheet: sheet, library: options.library)
     if let lead { director.schedulingLead = lead }
+    if beats {
+      // Said as the game hears of it, with where OpenAL's playback was at that moment.
+      director.addBeatObserver { beat in
+        say(beatLine(beat) + " (frame \(beat.mixFrame); OpenAL was playing frame \(engine.heardFrame))")
+      }
+    }
     // Each event once, at the director time it took effect (a frame of the mix clock).
     let applied = Mutex<[UInt64: (time: Double, event: LevelEvent)]>([:])
     director.addObserver { report in
@@ -195,6 +212,12 @@ enum CuesSimulateCommand {
       }
     }
     return 0
+  }
+
+  /// `  12.500 s beat 3.2 of "Shadows"`: bar and beat, each from 1.
+  private static func beatLine(_ beat: MusicBeat) -> String {
+    String(format: "%8.3f s ", beat.seconds)
+      + "\(beat.isDownbeat ? "bar  " : "beat ")\(beat.bar).\(beat.beat) of \"\(beat.item.title ?? beat.item.assetURL.lastPathComponent)\""
   }
 
   private static func jsonString(_ text: String) -> String {

@@ -66,10 +66,12 @@ final class AudibleDispatcher: Sendable {
     while true {
       let next = state.withLock { state -> (work: (@Sendable () -> Void)?, sleep: UInt64?, stop: Bool) in
         if state.stopped { return (nil, nil, true) }
-        guard let index = state.pending.indices.min(by: {
-          (state.pending[$0].dueNanoseconds, state.pending[$0].order)
-            < (state.pending[$1].dueNanoseconds, state.pending[$1].order)
-        }) else { return (nil, nil, false) }
+        guard
+          let index = state.pending.indices.min(by: {
+            (state.pending[$0].dueNanoseconds, state.pending[$0].order)
+              < (state.pending[$1].dueNanoseconds, state.pending[$1].order)
+          })
+        else { return (nil, nil, false) }
         let now = DispatchTime.now().uptimeNanoseconds
         let due = state.pending[index].dueNanoseconds
         if due > now { return (nil, due - now, false) }

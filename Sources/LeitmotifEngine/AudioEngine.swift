@@ -151,6 +151,10 @@ public final class AudioEngine: @unchecked Sendable {
 
   deinit { shutdown() }
 
+  /// The mix frame being heard now, as of the streaming thread's last look at OpenAL: frames
+  /// mixed less what the music bus and the device still hold (offline: the frames rendered).
+  package var heardFrame: Int64 { mixClock.heardFrames.load(ordering: .relaxed) }
+
   /// Runs beat callbacks when their beat is heard (see `whenAudible`).
   private let audible = AudibleDispatcher()
 

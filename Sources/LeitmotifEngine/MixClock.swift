@@ -24,6 +24,9 @@ package final class MixClock: Sendable {
   /// Timed commands that arrived after their frame was mixed (they took effect late, on the
   /// first frame mixed after they came): 0 means every scheduled change landed on its frame.
   let lateCommands = Atomic<Int>(0)
+  /// The mix frame OpenAL is playing (frames mixed less what the bus and, as far as it says, the
+  /// device still hold), as of the streaming thread's last refill: what the ear hears now.
+  let heardFrames = Atomic<Int64>(0)
 
   init(sampleRate: Int) { self.sampleRate = sampleRate }
 

@@ -234,6 +234,8 @@ package final class StreamingLoop: @unchecked Sendable {
   private func refillBus() {
     bus.collectPlayed()
     refreshDeviceLatency()
+    published.heardFrames.store(
+      mixClock - Int64(bus.queuedFrames) - Int64(deviceLatencyFrames), ordering: .relaxed)
     while bus.queuedFrames < bus.targetQueuedFrames, let block = bus.nextBlock(frames: MusicBus.blockFrames) {
       heardDelayFrames = bus.queuedFrames
       mix(into: block, frames: MusicBus.blockFrames)
@@ -269,6 +271,7 @@ package final class StreamingLoop: @unchecked Sendable {
       done += frames
     }
     if done < frameCount { (output + 2 * done).initialize(repeating: 0, count: 2 * (frameCount - done)) }
+    published.heardFrames.store(mixClock, ordering: .relaxed)
     flushEvents()
   }
 
@@ -350,7 +353,8 @@ package final class StreamingLoop: @unchecked Sendable {
           }
           if pendingEvents.count < pendingEvents.capacity {
             pendingEvents.append(
-              .beat(voice: voice.handle, token: lines.token, index: beat, frame: frame, audibleAtNanoseconds: audibleAt))
+              .beat(voice: voice.handle, token: lines.token, index: beat, frame: frame, audibleAtNanoseconds: audibleAt)
+            )
           }
         }
         beat += 1

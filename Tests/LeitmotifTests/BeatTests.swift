@@ -19,7 +19,9 @@ final class BeatLog: Sendable {
 
 @Suite("Beat callbacks: every beat and bar of the music reaches the game, on its frame")
 struct BeatTests {
-  @Test("Offline: each beat on its frame, bars counted from the item's downbeat; a change on the bar starts the new item's count")
+  @Test(
+    "Offline: each beat on its frame, bars counted from the item's downbeat; a change on the bar starts the new item's count"
+  )
   func offlineBeats() throws {
     let game = try DirectorFixture()
     let text = """
@@ -48,8 +50,51 @@ struct BeatTests {
     #expect(beats.prefix(4).allSatisfy { $0.item.title == "Quiet" })
     #expect(beats.dropFirst(4).allSatisfy { $0.item.title == "Combat" }, "the outgoing piece's beats stop at the bar")
     #expect(beats.map(\.beat) == [1, 2, 3, 4, 1, 2, 3, 4, 1, 2, 3])
-    #expect(beats.map(\.bar) == [0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1], "combat counts its own bars from its start")
+    #expect(beats.map(\.bar) == [1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2], "combat counts its own bars from its start")
     #expect(beats.map(\.seconds) == (0...10).map { Double($0) * 0.5 })
     #expect(beats[4].isDownbeat && !beats[5].isDownbeat)
+  }
+}
+
+@Suite(
+  "Beat callbacks live: delivered when OpenAL plays the beat's frame",
+  .disabled(if: CGame.underThreadSanitizer, "the live run is timing-bound; see make test-tsan"))
+struct LiveBeatTests {
+  @Test("On OpenAL Soft's wave backend, each beat reaches the game within a device period of being played")
+  func liveBeats() throws {
+    let directory = try TemporaryDirectory(prefix: "leitmotif-beats")
+    let cues = directory.file("cues.json5")
+    let events = directory.file("events.json5")
+    try """
+    { assets: "\(LiveEqualsOfflineTests.assets)", start: "fight",
+      sources: { battle: { bundled: "combat.ogg" } },
+      states: { fight: { music: "battle", transition: { seconds: 0 } } } }
+    """.write(toFile: cues, atomically: true, encoding: .utf8)
+    try "[]".write(toFile: events, atomically: true, encoding: .utf8)
+    let environment = try WaveBackend.environment(
+      capturingTo: directory.file("live.wav"), configuration: directory.file("wave.conf"))
+    let run = try LeitmotifCommand.run(
+      ["cues", "simulate", cues, "--events", events, "--live", "--duration", "5", "--beats"], environment: environment)
+    #expect(run.status == 0, "\(run.errors)")
+    // "   0.417 s beat 1.2 of "Steel and Sparks (Combat)" (frame 32073; OpenAL was playing frame 32812)"
+    let beats = run.output.split(separator: "\n").compactMap { line -> (frame: Int64, heard: Int64, label: String)? in
+      guard let open = line.range(of: "(frame "), let middle = line.range(of: "; OpenAL was playing frame ") else {
+        return nil
+      }
+      let frame = Int64(line[open.upperBound..<middle.lowerBound])
+      let heard = Int64(line[middle.upperBound...].dropLast())
+      let label = line[..<open.lowerBound].split(separator: " ").dropFirst(2).prefix(2).joined(separator: " ")
+      return frame.flatMap { frame in heard.map { (frame, $0, label) } }
+    }
+    // 144 BPM: a beat every 20000 frames at 48 kHz, 12 in 5 s, the first the music's first frame.
+    #expect(beats.count >= 11, "\(run.output)")
+    #expect(beats.first?.label == "bar 1.1" && beats.dropFirst().first?.label == "beat 1.2", "\(run.output)")
+    for (earlier, later) in zip(beats, beats.dropFirst()) {
+      #expect(later.frame - earlier.frame == 20_000, "beats at frames \(earlier.frame) and \(later.frame)")
+    }
+    // Delivered when played, not when mixed (the bus holds about 2500 frames ahead of the ear):
+    // within one device period (1024 frames) and a bus block (256) of OpenAL's own position.
+    let lags = beats.map { $0.heard - $0.frame }
+    #expect(lags.allSatisfy { abs($0) <= 1024 + 256 }, "OpenAL's position minus the beat's frame: \(lags)")
   }
 }

@@ -79,6 +79,17 @@ struct CAPITests {
       sounding = try #require(fields["sounding"].flatMap(Double.init))
     #expect(decided == 30 && sounding > 30 && sounding <= 30 + longestBar + 0.05, "\(combat)")
     #expect(run.output.contains("game: finished 60 s in state menu"))
+    // The beat callback: every downbeat stamped with its own frame (offline, time = frame / rate),
+    // in order, bar 1 of the first piece on the first frame.
+    let downbeats = run.output.split(separator: "\n").filter { $0.hasPrefix("downbeat ") }.map { line in
+      let words = line.split(separator: " ")
+      return (time: Double(words[1]) ?? -1, frame: Int64(words[7]) ?? -1)
+    }
+    #expect(downbeats.first.map { $0.time == 0 && $0.frame == 0 } == true, "\(downbeats.prefix(3))")
+    #expect(downbeats.count >= 20, "\(downbeats.count) downbeats in a minute")
+    #expect(downbeats.allSatisfy { abs($0.time - Double($0.frame) / 48_000) < 0.0005 }, "\(downbeats)")
+    #expect(zip(downbeats, downbeats.dropFirst()).allSatisfy { $0.frame < $1.frame }, "in order")
+    #expect(run.output.contains("beats heard"), "\(run.output)")
   }
 
   @Test("Every error path is an error code, and the process does not crash")

@@ -39,6 +39,9 @@ public struct CueSimulation {
     /// Hears every report as the run makes it (on the director's notification queue; report
     /// times are audio times): the demo prints them while it renders.
     public var onReport: (@Sendable (DirectorReport) -> Void)?
+    /// Hears every beat of the music as the game's beat callback would (`Director.addBeatObserver`):
+    /// offline, as the render passes it.
+    public var onBeat: (@Sendable (MusicBeat) -> Void)?
     /// The defaults: 48 kHz, 256-frame mixes, float32, until 8 s after the last step, no library or
     /// picks, the cue file's start state, gains sampled every 0.05 s.
     public init() {}
@@ -93,6 +96,7 @@ public struct CueSimulation {
       log.append(report)
       onReport?(report)
     }
+    if let onBeat = options.onBeat { director.addBeatObserver(onBeat) }
     if outputPath != nil { try session.openOutput() }
 
     let rate = Double(options.sampleRate)

@@ -6,8 +6,8 @@ import LeitmotifLibrary
 public struct MusicBeat: Sendable, Equatable {
   /// The item whose beat it is.
   public var item: MediaItem
-  /// The bar, counted from the item's first downbeat (bar 0); a pickup before it is bar -1.
-  /// Counted in the file: after a loop jumps back, the bars of the loop come again.
+  /// The bar, counted as musicians do: 1 from the item's first downbeat (a pickup before it is
+  /// bar 0). Counted in the file: after a loop jumps back, the bars of the loop come again.
   public var bar: Int
   /// The beat within the bar, from 1 (the downbeat) to `beatsPerBar`.
   public var beat: Int

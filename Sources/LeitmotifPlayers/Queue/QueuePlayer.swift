@@ -902,15 +902,33 @@ public final class QueuePlayer: MediaPlayback {
   private func deliverBeat(token: Int, index: Int, frame: Int64, audibleAt: UInt64, _ state: State) {
     guard beatObservers.withLock({ !$0.isEmpty }), let (item, grid) = state.beatSegments[token] else { return }
     let meter = max(1, grid.beatsPerBar)
-    let bar = index >= 0 ? index / meter : -((-index - 1) / meter) - 1
+    // Bars count from 1 at the first downbeat, as musicians count them (a pickup is bar 0).
+    let barIndex = index >= 0 ? index / meter : -((-index - 1) / meter) - 1
     let beat = MusicBeat(
-      item: item, bar: bar, beat: index - bar * meter + 1, beatsPerBar: meter, mixFrame: frame,
+      item: item, bar: barIndex + 1, beat: index - barIndex * meter + 1, beatsPerBar: meter, mixFrame: frame,
       seconds: Double(frame) / Double(engine.sampleRate))
-    engine.whenAudible(at: audibleAt) { [weak self] in
+    deliver(beat, at: audibleAt, checks: 0)
+  }
+
+  /// Hands `beat` to the observers at `uptime`, and then only once OpenAL's playback has reached
+  /// its frame: the time stamped at mixing assumes the device plays on at once, which it does not
+  /// when it has just started (the first beat of the music would come tens of milliseconds early).
+  private func deliver(_ beat: MusicBeat, at uptime: UInt64, checks: Int) {
+    engine.whenAudible(at: uptime) { [weak self] in
       guard let self else { return }
+      let behind = beat.mixFrame - engine.heardFrame
+      if uptime != 0 && behind > Int64(Self.beatSlackFrames) && checks < 8 {
+        let wait = UInt64(behind) * 1_000_000_000 / UInt64(engine.sampleRate)
+        deliver(beat, at: DispatchTime.now().uptimeNanoseconds + wait, checks: checks + 1)
+        return
+      }
       for handler in beatObservers.withLock({ Array($0.values) }) { handler(beat) }
     }
   }
+
+  /// How far OpenAL's known playback position may lag a beat's frame when it is delivered: the
+  /// position moves in steps of a bus block or a device period.
+  static let beatSlackFrames = 256
 
   /// How many of the latest segment tokens keep their entry id: a failure reported for a segment
   /// names its token, and a segment can fail only while its stream holds it (the voice playing,
