@@ -40,6 +40,8 @@ final class DirectorCore {
   private var waiting: [LevelEvent] = []
   private var stingers: [Player] = []
   private var stingerTurns: [String: Int] = [:]
+  /// Each source's playlist memory (see `PlaylistMemory`), by source name.
+  private var playlists: [String: PlaylistMemory] = [:]
   private var origins: [String: (source: String, isUserMusic: Bool)] = [:]
   /// Where the player's songs of each state were when the state was left: their order (by file),
   /// the song that played and its position (seconds of the file), for `MusicState.resumesPlayerMusic`.
@@ -678,7 +680,7 @@ final class DirectorCore {
       built
       ?? StateMusic.build(
         state, sheet: sheet, resolved: resolved, failed: failedPaths, loudnessTarget: loudnessTarget,
-        generator: &generator)
+        generator: &generator, playlists: &playlists)
     for fallback in music.fallbacks { report(fallback, cause: cause) }
     guard !music.entries.isEmpty else {
       report(.problem("state \"\(name)\" has no music to play: what played goes on"), cause: cause)
@@ -810,7 +812,7 @@ final class DirectorCore {
       sheet.states[name].map {
         StateMusic.build(
           $0, sheet: sheet, resolved: resolved, failed: failedPaths, loudnessTarget: loudnessTarget,
-          generator: &generator)
+          generator: &generator, playlists: &playlists)
       }
     }
     isQuiet = false

@@ -74,6 +74,16 @@ struct MusicResolver {
   }
 }
 
+/// What a source's playlist remembers from one entry into a state to the next.
+struct PlaylistMemory {
+  /// `step` through a sequence: the next item's place.
+  var cursor = 0
+  /// `step` through a shuffle: the paths still to play before the next shuffle.
+  var deck: [String] = []
+  /// `random`: the paths drawn last, the newest last (at most 64).
+  var recent: [String] = []
+}
+
 /// A state's queue, built from resolved sources with no I/O: which items, from which source,
 /// and what fell back to what on the way.
 struct StateMusic {
@@ -103,9 +113,11 @@ struct StateMusic {
     }
   }
 
+  /// `playlists`: what each source's playlist remembers between entries into states (the next
+  /// item of a step, the shuffle's deck, the items drawn last), by source name.
   static func build(
     _ state: MusicState, sheet: CueSheet, resolved: [String: SourceResolution], failed: Set<String> = [],
-    loudnessTarget: Double?, generator: inout SeededGenerator
+    loudnessTarget: Double?, generator: inout SeededGenerator, playlists: inout [String: PlaylistMemory]
   ) -> StateMusic {
     var music = StateMusic(entries: [], origins: [:], fallbacks: [])
     /// Follows a source's fallback chain to the first that gives items, saying why at each step.
@@ -118,8 +130,9 @@ struct StateMusic {
         let playable =
           failed.isEmpty ? resolution.items : resolution.items.filter { !failed.contains($0.assetURL.path) }
         if !playable.isEmpty {
-          var list = playable
-          if source.order == .shuffle { list.shuffle(using: &generator) }
+          let list = ordered(
+            playable, source: source, step: state.playlist == .step, assets: sheet.assetsDirectory,
+            memory: &playlists[current, default: PlaylistMemory()], generator: &generator)
           return (current, list)
         }
         reports.append(
@@ -170,6 +183,67 @@ struct StateMusic {
       break
     }
     return music
+  }
+
+  /// A source's items in the order they play this time: as listed, shuffled, or drawn at random
+  /// by weight (a run of draws long enough that the queue's repeat is not heard as one); with
+  /// `step`, one item only: the next of the sequence or of the shuffle's deck, or one draw.
+  static func ordered(
+    _ items: [MediaItem], source: MusicSource, step: Bool, assets: URL, memory: inout PlaylistMemory,
+    generator: inout SeededGenerator
+  ) -> [MediaItem] {
+    switch (source.order, step) {
+    case (.sequence, false):
+      return items
+    case (.shuffle, false):
+      var list = items
+      list.shuffle(using: &generator)
+      return list
+    case (.sequence, true):
+      defer { memory.cursor += 1 }
+      return [items[memory.cursor % items.count]]
+    case (.shuffle, true):
+      let paths = Set(items.map(\.assetURL.path))
+      memory.deck.removeAll { !paths.contains($0) }
+      if memory.deck.isEmpty { memory.deck = items.shuffled(using: &generator).map(\.assetURL.path) }
+      let path = memory.deck.removeFirst()
+      return [items.first { $0.assetURL.path == path } ?? items[0]]
+    case (.random, _):
+      var weights: [String: Double] = [:]
+      if case .bundled(let selection) = source.kind, !selection.weights.isEmpty {
+        for (file, weight) in selection.weights {
+          weights[assets.appendingPathComponent(file).standardizedFileURL.path] = weight
+        }
+      }
+      let avoid = max(0, min(source.avoidRepeat ?? 1, items.count - 1))
+      return (0..<(step ? 1 : max(16, 4 * items.count))).map { _ in
+        draw(items, weights: weights, avoiding: avoid, memory: &memory, generator: &generator)
+      }
+    }
+  }
+
+  /// One weighted draw that is none of the last `avoiding` drawn.
+  private static func draw(
+    _ items: [MediaItem], weights: [String: Double], avoiding avoid: Int, memory: inout PlaylistMemory,
+    generator: inout SeededGenerator
+  ) -> MediaItem {
+    let recent = Set(memory.recent.suffix(avoid))
+    var candidates = items.filter { !recent.contains($0.assetURL.path) }
+    if candidates.isEmpty { candidates = items }
+    let weighed = candidates.map { weights[$0.assetURL.standardizedFileURL.path] ?? 1 }
+    let total = weighed.reduce(0, +)
+    var pick = Double.random(in: 0..<total, using: &generator)
+    var chosen = candidates[candidates.count - 1]
+    for (index, weight) in weighed.enumerated() {
+      if pick < weight {
+        chosen = candidates[index]
+        break
+      }
+      pick -= weight
+    }
+    memory.recent.append(chosen.assetURL.path)
+    if memory.recent.count > 64 { memory.recent.removeFirst(memory.recent.count - 64) }
+    return chosen
   }
 
   /// The entry's level in dB (nil: 0), as `LoudnessLevelling` describes: `target - loudness`,

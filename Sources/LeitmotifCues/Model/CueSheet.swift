@@ -247,8 +247,10 @@ public struct MusicSource: Sendable {
   }
   /// In which order a source's items play (`order`).
   public enum Order: String, Sendable, CaseIterable {
-    /// `sequence`: in file (or query) order; `shuffle`: shuffled with the sheet's seed.
-    case sequence, shuffle
+    /// `sequence`: in file (or query) order; `shuffle`: shuffled with the sheet's seed (each item
+    /// once, then a new shuffle); `random`: each item drawn anew, by `weights`, never one of the
+    /// last `avoidRepeat` drawn.
+    case sequence, shuffle, random
   }
   /// Which ReplayGain tag levels the items (`replayGain`): none, the track's, or the album's.
   public enum ReplayGainMode: String, Sendable, CaseIterable {
@@ -272,6 +274,9 @@ public struct MusicSource: Sendable {
   public var cuePointsSeconds: [Double]
   /// Tempo and meter for its items when their tags give none.
   public var grid: BeatGrid?
+  /// With `order: "random"`: how many of the items drawn last are not drawn again (nil: 1, so
+  /// never the same twice in a row; at most one less than the items there are).
+  public var avoidRepeat: Int?
 
   /// A source `name` of `kind`, in sequence, without fallback or gain, levelled by track ReplayGain.
   public init(name: String, kind: Kind) {
@@ -290,6 +295,9 @@ public struct MusicSource: Sendable {
 public struct BundledSelection: Sendable, Equatable {
   /// Files relative to the assets folder, in this order; empty: select by tags.
   public var files: [String]
+  /// How likely each file is drawn with `order: "random"`, by file (`{ file, weight }` in the
+  /// list); files not named weigh 1.
+  public var weights: [String: Double] = [:]
   /// Tag filters (case-insensitive equality); every one given must match.
   public var mood: String?
   /// The genre tag to match.
@@ -352,6 +360,14 @@ public struct MusicState: Sendable {
   public var resumesPlayerMusic: Bool
   /// Stems played with the state's music, sample-locked to it (`layers`), in file order.
   public var layers: [MusicLayer] = []
+  /// How the state goes through its music (`playlist`).
+  public var playlist: Playlist = .continuous
+
+  /// `continuous`: the queue plays on, item after item; `step`: each entry into the state plays
+  /// one item of each source (the next in its order), again and again until the state is left.
+  public enum Playlist: String, Sendable, CaseIterable {
+    case continuous, step
+  }
 
   /// A state `name` with the defaults: user songs first, repeating, looping until released, rate
   /// and volume 1, priority 0, a 2 s equal-power transition and the default item crossfade.

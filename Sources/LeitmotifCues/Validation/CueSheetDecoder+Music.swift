@@ -115,7 +115,8 @@ extension CueSheetDecoder {
   // MARK: Sources
 
   static let sourceKinds = ["bundled", "library", "picks", "playlist"]
-  static let sourceKeys = sourceKinds + ["order", "fallback", "gain", "replayGain", "cuePoints", "tempo"]
+  static let sourceKeys =
+    sourceKinds + ["order", "fallback", "gain", "replayGain", "cuePoints", "tempo", "avoidRepeat"]
 
   mutating func decodeSources(_ value: JSON5Value, _ path: String) {
     for member in namedMembers(value, path, what: "source") {
@@ -149,6 +150,7 @@ extension CueSheetDecoder {
       }
       var music = MusicSource(name: member.key, kind: kind ?? .picks)
       if let order = word(source, "order", MusicSource.Order.self) { music.order = order }
+      if let avoid = integer(source, "avoidRepeat", NumberRange(0, 1_000)) { music.avoidRepeat = Int(avoid) }
       if let fallback = source["fallback"], let target = string(fallback, source.path("fallback")) {
         fallbacks[member.key] = (target, fallback.location)
         music.fallback = target
@@ -188,13 +190,32 @@ extension CueSheetDecoder {
         return nil
       }
       var files: [String] = []
+      var weights: [String: Double] = [:]
       for (index, element) in elements.enumerated() {
         let elementPath = "\(path)[\(index)]"
-        guard let name = string(element, elementPath) else { continue }
-        checkBundledFile(name, at: element.location, elementPath)
+        var nameValue = element
+        var namePath = elementPath
+        if element.objectValue != nil {
+          // `{ file: "a.ogg", weight: 3 }`: a file and how often `order: "random"` draws it.
+          guard let entry = fields(element, elementPath, allowed: ["file", "weight"]),
+            let file = required(entry, "file", "a bundled file name")
+          else { continue }
+          nameValue = file
+          namePath = entry.path("file")
+          if let weight = number(entry, "weight", NumberRange(0, 1_000_000, lowerIncluded: false)),
+            let name = file.stringValue
+          {
+            weights[name] = weight
+          }
+        }
+        guard let name = string(nameValue, namePath) else { continue }
+        checkBundledFile(name, at: nameValue.location, namePath)
         files.append(name)
       }
-      return files.count == elements.count ? BundledSelection(files: files) : nil
+      guard files.count == elements.count else { return nil }
+      var selection = BundledSelection(files: files)
+      selection.weights = weights
+      return selection
     case .object:
       guard let tags = fields(value, path, allowed: ["mood", "genre", "title"]) else { return nil }
       var selection = BundledSelection()
@@ -399,6 +420,7 @@ extension CueSheetDecoder {
 
   static let stateKeys = [
     "music", "repeat", "loop", "rate", "volume", "priority", "transition", "between", "tempo", "resume", "layers",
+    "playlist",
   ]
 
   private enum MixWord: String, CaseIterable {
@@ -427,6 +449,7 @@ extension CueSheetDecoder {
         decodeMusic(music, fields.path("music"), into: &state)
       }
       if let mode = word(fields, "repeat", RepeatMode.self) { state.repeatMode = mode }
+      if let playlist = word(fields, "playlist", MusicState.Playlist.self) { state.playlist = playlist }
       if let loop = fields["loop"] { state.loop = decodeLoop(loop, fields.path("loop")) ?? state.loop }
       if let rate = number(fields, "rate", .rate) { state.rate = Float(rate) }
       if let volume = number(fields, "volume", .unit) { state.volume = Float(volume) }
