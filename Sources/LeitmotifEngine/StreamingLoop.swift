@@ -294,7 +294,14 @@ package final class StreamingLoop: @unchecked Sendable {
   private func mixSpan(into output: UnsafeMutablePointer<Float>, frames: Int) {
     output.initialize(repeating: 0, count: 2 * frames)
     let clock = mixClock
-    if let settleLoads, startWaitsForFile(clock: clock, frames: frames), settleLoads() { takeCommands() }
+    if let settleLoads, startWaitsForFile(clock: clock, frames: frames) {
+      // Wait for the loader if it is still at work, then take what it sent. Also when it was not
+      // at work any more: it may have finished (and posted the attach) after this mix's pump took
+      // the commands; the start then waited a whole mix for it (seen under load: a render's
+      // first 1024 frames silent).
+      _ = settleLoads()
+      takeCommands()
+    }
     startDueCrossfades(clock: clock, frames: frames)
     if beatLineCount > 0 { reportBeats(clock: clock, frames: frames) }
     for slot in 0..<Self.maximumVoices {
