@@ -503,20 +503,16 @@ package final class Voice: VoiceInput {
   /// is gone). Nil while it waits for its first audio.
   func framesUntil(fileFrame: Int64, token: Int) -> Int64? {
     guard !awaitingData else { return nil }
-    guard mode == .playing || mode == .fadingOut, inputToken == token else { return 0 }
-    // From the exact (fractional, when resampled) position: the first output frame at or after
-    // the one that shows file frame `fileFrame`.
-    let position = resampling ? exactPosition : inputPosition
-    let remaining = (Double(fileFrame) - position) / ratio
-    return max(0, FrameMath.clamp((remaining - 1e-6).rounded(.up)))
+    return mixFramesUntil(fileFrame: Double(fileFrame), token: token, clock: lastClock) ?? 0
   }
 
   /// In how many mix frames from `clock` this voice plays frame `fileFrame` of segment `token`,
   /// if it is playing that segment now (nil otherwise: waiting for audio, paused, another
   /// segment). A voice that starts later in the block counts from its start frame.
   func mixFramesUntil(fileFrame: Double, token: Int, clock: Int64) -> Int64? {
-    guard !awaitingData, mode == .playing || mode == .fadingOut, inputToken == token else { return nil }
-    let position = resampling ? exactPosition : inputPosition
+    guard let position = playingPosition(token: token) else { return nil }
+    // From the exact (fractional, when resampled) position: the first output frame at or after
+    // the one that shows file frame `fileFrame`.
     let remaining = (fileFrame - position) / ratio
     return max(0, startFrame - clock) + max(0, FrameMath.clamp((remaining - 1e-6).rounded(.up)))
   }
