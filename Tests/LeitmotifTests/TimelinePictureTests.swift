@@ -19,10 +19,11 @@ struct TimelinePictureTests {
     var timeline = CueTimeline(sampleRate: 48_000, durationSeconds: 40)
     timeline.events = [
       .init(
-        at: 5, cue: "enemy.spotted", payload: ["threat": "3"], outcome: "fired", rule: "fight",
+        at: 5, cue: "enemy.spotted", payload: ["threat": 3, "kind": "patrol", "boss": false], outcome: "fired",
+        rule: "fight",
         actions: ["stinger spotted", "state combat"], reason: nil),
       .init(
-        at: 5.5, cue: "enemy.spotted", payload: ["threat": "1"], outcome: "ignored", rule: nil, actions: [],
+        at: 5.5, cue: "enemy.spotted", payload: ["threat": 1], outcome: "ignored", rule: nil, actions: [],
         reason: "cooling down"),
       .init(
         at: 20, cue: #"door <"A" & 'B'>"#, payload: [:], outcome: "ignored", rule: nil, actions: [],
@@ -116,6 +117,11 @@ struct TimelinePictureTests {
     #expect(first == TimelinePicture.svg(timeline, title: "Level"))
     let decoded = try JSONDecoder().decode(CueTimeline.self, from: try timeline.jsonData())
     #expect(first == TimelinePicture.svg(decoded, title: "Level"))
+    // The payload keeps its types in the JSON: numbers, strings and booleans as the game posted them.
+    let json = String(decoding: try timeline.jsonData(), as: UTF8.self)
+    #expect(
+      json.contains(#""threat" : 3"#) && json.contains(#""kind" : "patrol""#) && json.contains(#""boss" : false"#))
+    #expect(decoded.events[0].payload == ["threat": 3, "kind": "patrol", "boss": false])
   }
 
   @Test("Fired and ignored cues are drawn differently; colours tell bundled, user and stinger music apart")

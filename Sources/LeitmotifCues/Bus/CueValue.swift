@@ -67,3 +67,26 @@ public enum CueValue: Sendable, Hashable, CustomStringConvertible, ExpressibleBy
 
 /// A level event's named values, e.g. `["threat": 2, "boss": "ganon"]`.
 public typealias CuePayload = [String: CueValue]
+
+/// A payload value in JSON is a JSON scalar of its own type (`"threat": 1`, not `"1"`).
+extension CueValue: Codable {
+  public init(from decoder: any Decoder) throws {
+    let container = try decoder.singleValueContainer()
+    if let flag = try? container.decode(Bool.self) {
+      self = .bool(flag)
+    } else if let number = try? container.decode(Double.self) {
+      self = .number(number)
+    } else {
+      self = .string(try container.decode(String.self))
+    }
+  }
+
+  public func encode(to encoder: any Encoder) throws {
+    var container = encoder.singleValueContainer()
+    switch self {
+    case .number(let value): try container.encode(value)
+    case .string(let value): try container.encode(value)
+    case .bool(let value): try container.encode(value)
+    }
+  }
+}

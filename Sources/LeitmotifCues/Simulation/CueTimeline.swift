@@ -15,8 +15,9 @@ public struct CueTimeline: Sendable, Codable {
     public var at: Double
     /// The cue's name.
     public var cue: String
-    /// The payload, each value as text.
-    public var payload: [String: String]
+    /// The payload, each value as the game posted it (a number, a string or a boolean; in the
+    /// JSON, a JSON number, string or boolean).
+    public var payload: [String: CueValue]
     /// "fired" or "ignored".
     public var outcome: String
     /// The rule that fired (nil when none did).
@@ -119,14 +120,14 @@ public struct CueTimeline: Sendable, Codable {
         if let event = report.event {
           events.append(
             Event(
-              at: event.audioTime ?? report.time, cue: event.cue, payload: event.payload.mapValues(\.description),
+              at: event.audioTime ?? report.time, cue: event.cue, payload: event.payload,
               outcome: "fired", rule: rule, actions: actions, reason: nil))
         }
       case .ignored(let reason):
         if let event = report.event {
           events.append(
             Event(
-              at: event.audioTime ?? report.time, cue: event.cue, payload: event.payload.mapValues(\.description),
+              at: event.audioTime ?? report.time, cue: event.cue, payload: event.payload,
               outcome: "ignored", rule: nil, actions: [], reason: reason))
         }
       case .stateChanged(_, let to, let item, let source, let isUser):

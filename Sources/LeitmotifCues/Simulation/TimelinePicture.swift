@@ -315,7 +315,9 @@ private struct Picture {
     var lines = ["\(event.cue) at \(fixed(event.at, decimals: 2)) s: \(event.outcome)"]
     if !event.payload.isEmpty {
       lines.append(
-        "payload: " + event.payload.keys.sorted().map { "\($0)=\(event.payload[$0] ?? "")" }.joined(separator: ", "))
+        "payload: "
+          + event.payload.keys.sorted().map { "\($0)=\(event.payload[$0].map { "\($0)" } ?? "")" }.joined(
+            separator: ", "))
     }
     if let rule = event.rule { lines.append("rule: \(rule)") }
     if !event.actions.isEmpty { lines.append("did: " + event.actions.joined(separator: "; ")) }
