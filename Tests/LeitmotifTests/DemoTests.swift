@@ -61,6 +61,15 @@ struct DemoTests {
     #expect(FileManager.default.fileExists(atPath: svg))
     let picture = try String(contentsOfFile: svg, encoding: .utf8)
     #expect(picture.contains("bossPhase2") && picture.contains("enemy.spotted"))
+    // A lane per parameter, and the music's low-pass filter, with the level's moves on them.
+    let lanes = timeline.lanes ?? []
+    #expect(
+      Set(lanes.map(\.name)) == ["health", "paused", "intensity", CueTimeline.lowPassLane], "\(lanes.map(\.name))")
+    let health = lanes.first { $0.name == "health" }?.points ?? []
+    #expect(health.contains { $0[0] >= 74 && $0[0] <= 76 && $0[1] < 0.5 }, "health drops at 74 s: \(health.prefix(5))")
+    let filter = lanes.first { $0.name == CueTimeline.lowPassLane }?.points ?? []
+    #expect(filter.contains { $0[0] >= 74 && $0[0] <= 86 && $0[1] < 0.8 }, "low health muffles the music (0.71)")
+    #expect(picture.contains(#"data-name="intensity""#) && picture.contains(#"data-name="music low-pass""#))
   }
 
   /// The samples of a WAV file of 32-bit floats (the header's `data` chunk).

@@ -298,6 +298,19 @@ public final class Director: @unchecked Sendable {
   /// The cue sheet in force (the last good one).
   public var sheet: CueSheet { core.withLock { $0.sheet } }
 
+  /// Every parameter's value now, by name (ramps where they are at the director's clock).
+  public var parameterValues: [String: Double] {
+    core.withLock { core in
+      Dictionary(
+        uniqueKeysWithValues: core.sheet.parameters.compactMap { spec in
+          core.parameterValue(spec.name).map { (spec.name, $0) }
+        })
+    }
+  }
+
+  /// The high-frequency gain of the music's low-pass filter the director last set (1: open).
+  public var musicLowPass: Float { core.withLock { $0.musicLowPass } }
+
   /// Pumped clocking: applies the events posted since the last call and moves ramps along. Call
   /// it once per frame from the game loop (with `.ownThread` clocking it does nothing). No I/O; it takes the director's lock for as long as
   /// the events take (microseconds each).

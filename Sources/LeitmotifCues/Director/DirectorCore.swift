@@ -59,6 +59,8 @@ final class DirectorCore {
   /// Reports made since the director last collected them.
   var outbox: [DirectorReport] = []
   private var lastMix: (gain: Float, rate: Float, lowPass: Float)?
+  /// The music's low-pass as last set (1: open), for timelines.
+  var musicLowPass: Float { lastMix?.lowPass ?? 1 }
   /// The state whose queue is on the player (its layers are the ones the player's items have):
   /// nil while the game's own queue plays.
   private var layeredState: String?

@@ -61,6 +61,16 @@ public struct CueTimeline: Sendable, Codable {
     public var labels: [String: String]?
   }
 
+  /// A value the picture draws as a lane of its own over time: a game parameter (in its own
+  /// range, `minimum` to `maximum`), or the music's low-pass filter (0 to 1; 1 is open).
+  public struct ValueLane: Sendable, Codable {
+    public var name: String
+    public var minimum: Double
+    public var maximum: Double
+    /// `[seconds, value]` where the value changed (and the first sample).
+    public var points: [[Double]]
+  }
+
   /// The run's sample rate, in Hz.
   public var sampleRate: Int
   /// The run's length, in seconds.
@@ -75,6 +85,8 @@ public struct CueTimeline: Sendable, Codable {
   public var stingers: [Item] = []
   /// The voices' gains over time.
   public var gains: [GainSample] = []
+  /// The parameters and the music's low-pass filter over time (absent from older timelines).
+  public var lanes: [ValueLane]? = nil
   /// Every report, as printed.
   public var lines: [String] = []
   /// Notes printed after the timeline (see `note(_:)`).
@@ -91,6 +103,31 @@ public struct CueTimeline: Sendable, Codable {
 
   /// Adds a note (printed after the timeline).
   public mutating func note(_ text: String) { notes.append(text) }
+
+  /// Samples every parameter of the cue file and the music's low-pass filter at `time`, keeping
+  /// a point where a value changed (`sampleVoices` calls it).
+  public mutating func sampleValues(at time: Double, director: Director) {
+    let values = director.parameterValues
+    let sheet = director.sheet
+    var lanes = self.lanes ?? []
+    func record(_ name: String, _ value: Double, minimum: Double, maximum: Double) {
+      let at = (time * 1000).rounded() / 1000
+      let rounded = (value * 10_000).rounded() / 10_000
+      if let index = lanes.firstIndex(where: { $0.name == name }) {
+        if lanes[index].points.last?.last != rounded { lanes[index].points.append([at, rounded]) }
+      } else {
+        lanes.append(ValueLane(name: name, minimum: minimum, maximum: maximum, points: [[at, rounded]]))
+      }
+    }
+    for spec in sheet.parameters {
+      if let value = values[spec.name] { record(spec.name, value, minimum: spec.minimum, maximum: spec.maximum) }
+    }
+    record(Self.lowPassLane, Double(director.musicLowPass), minimum: 0, maximum: 1)
+    self.lanes = lanes
+  }
+
+  /// The lane of the music's low-pass filter.
+  public static let lowPassLane = "music low-pass"
 
   /// Samples the gain of every voice in use, and what the director's voices play, at `time`
   /// (a real-time run calls this every 50 ms or so; `CueSimulation` does it by itself).
@@ -109,6 +146,7 @@ public struct CueTimeline: Sendable, Codable {
     }
     self.gains.append(
       GainSample(at: (time * 1000).rounded() / 1000, gains: gains, labels: labels.isEmpty ? nil : labels))
+    sampleValues(at: time, director: director)
   }
 
   /// Adds the director's reports: events and their outcomes, state bands, items, stingers.

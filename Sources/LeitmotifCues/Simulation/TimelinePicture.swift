@@ -201,6 +201,9 @@ private struct Picture {
     for slot in slots() {
       laneTop += drawLane(slot: slot, top: laneTop) + Layout.laneGap
     }
+    for lane in valueLanes() {
+      laneTop += drawValueLane(lane, top: laneTop) + Layout.laneGap
+    }
     let axisY = laneTop - Layout.laneGap + 6
     drawAxis(y: axisY, gridTop: stateTop)
     drawCueLines(bottom: axisY)
@@ -482,6 +485,59 @@ private struct Picture {
           halo: true))
     }
     return labelHeight + Layout.lanePlotHeight
+  }
+
+  /// The parameter lanes (every parameter of the cue file), then the music's low-pass filter's
+  /// when it moved at all.
+  func valueLanes() -> [CueTimeline.ValueLane] {
+    (timeline.lanes ?? []).filter { lane in
+      lane.name != CueTimeline.lowPassLane || lane.points.contains { $0.count == 2 && $0[1] != 1 }
+    }
+  }
+
+  /// Draws a parameter's (or the filter's) value over time as a line in its range, and returns
+  /// the lane's height.
+  mutating func drawValueLane(_ lane: CueTimeline.ValueLane, top: Double) -> Double {
+    let height = Layout.lanePlotHeight * 0.6
+    let baseline = top + height
+    let span = max(1e-9, lane.maximum - lane.minimum)
+    func y(_ value: Double) -> Double { baseline - max(0, min(1, (value - lane.minimum) / span)) * height }
+    let isFilter = lane.name == CueTimeline.lowPassLane
+    let colour = isFilter ? "#7a5195" : "#2f6f4f"
+    texts.append(
+      text(
+        Layout.plotLeft - 10, top + height / 2 + 4, isFilter ? "low-pass" : lane.name, size: 12,
+        attributes: ##"fill="#333333" font-weight="bold" text-anchor="end""##))
+    texts.append(
+      text(
+        Layout.plotLeft - 4, top + 4, Self.number(lane.maximum), size: 9,
+        attributes: ##"fill="#999999" text-anchor="end""##))
+    texts.append(
+      text(
+        Layout.plotLeft - 4, baseline, Self.number(lane.minimum), size: 9,
+        attributes: ##"fill="#999999" text-anchor="end""##))
+    background.append(
+      "<g class=\"value-lane\" data-name=\"\(escaped(lane.name))\"><rect x=\"\(fixed(Layout.plotLeft))\" "
+        + "y=\"\(fixed(top))\" width=\"\(fixed(Layout.plotRight - Layout.plotLeft))\" height=\"\(fixed(height))\" "
+        + "fill=\"#f7f8f5\"/></g>")
+    // A value holds until the next point (a step), then ramps were sampled point by point.
+    var path: [String] = []
+    for (index, point) in lane.points.enumerated() where point.count == 2 {
+      if index > 0, let previous = lane.points[index - 1].last {
+        path.append("\(fixed(x(point[0]))),\(fixed(y(previous)))")
+      }
+      path.append("\(fixed(x(point[0]))),\(fixed(y(point[1])))")
+    }
+    if let last = lane.points.last, last.count == 2 { path.append("\(fixed(x(durationSeconds))),\(fixed(y(last[1])))") }
+    shapes.append(
+      "<polyline points=\"\(path.joined(separator: " "))\" fill=\"none\" stroke=\"\(colour)\" stroke-width=\"1.6\" "
+        + "stroke-linejoin=\"round\"/>")
+    return height
+  }
+
+  /// A lane's range end: whole numbers without a point.
+  static func number(_ value: Double) -> String {
+    value == value.rounded() && abs(value) < 1e9 ? String(Int(value)) : fixed(value, decimals: 2)
   }
 
   /// Drops the points inside a stretch of equal gain (a long level has thousands of samples per
