@@ -34,7 +34,19 @@ struct RealtimeRulesTests {
     let player = QueuePlayer(engine: engine)
     player.transition = try Transition(duration: 0.4, curve: .equalPower)
     player.repeatMode = .all
-    try player.setQueue(with: items)
+    // Each item has a stem (a layer, mixed per frame by the voice) and a beat grid (beats found
+    // by the mixer): both run on the streaming thread too.
+    let stem = MediaItem(
+      path: try EngineHarness.vorbisTone(in: directory, name: "stem.ogg", seconds: 1.2, frequency: 990))
+    let entries = items.map { item in
+      var entry = QueueDescriptor.Entry(item: item)
+      entry.layers = [QueueDescriptor.Layer(item: stem, volume: 0.5)]
+      entry.beatGrid = QueueDescriptor.BeatGrid(beatsPerMinute: 240)
+      return entry
+    }
+    let beats = BeatLog()
+    player.addBeatObserver { beats.add($0) }
+    try player.setQueue(with: QueueDescriptor(entries: entries))
     player.play()
     #expect(EngineHarness.wait(seconds: 3) { player.currentPlaybackTime > 0.3 })
     lm_audit_arm(1)
@@ -47,10 +59,14 @@ struct RealtimeRulesTests {
       if step == 20 { player.lowPassGain = 1 }
       if step == 25 { player.currentPlaybackTime = 0.2 }
       if step == 30 { try player.skipToNextItem() }
+      if step % 5 == 2 { try player.setVolume(step % 10 == 2 ? 0.1 : 1, ofLayer: 0, over: 0.15, curve: .sCurve) }
+      if step == 12 { player.setLayerMix(gains: [0.7], lowPasses: [0.2]) }
+      if step == 22 { player.setLayerMix(gains: [1], lowPasses: [1]) }
     }
     lm_audit_arm(0)
     let counts = lm_audit_read()
     #expect(player.playbackState == .playing)
+    #expect(beats.all.count >= 8, "the mixer reported \(beats.all.count) beats in 4 s at 240 BPM")
     return counts
   }
 
