@@ -161,6 +161,21 @@ struct DirectorTimingTests {
       abs(Double(first) / 48_000 - 2.0) <= 0.001, "first sound at \(Double(first) / 48_000) s\n\(timeline.summary)")
   }
 
+  @Test("Every N bars: a change with bars: 2 waits for the next two-bar line (the end of a phrase)")
+  func everyTwoBars() throws {
+    let game = try DirectorFixture()
+    let sheet = try game.sheet(quietThen("seconds: 0.5, curve: \"linear\", at: \"bar\", bars: 2"))
+    // 4/4 at 120 BPM: bars every 2 s, two-bar lines every 4 s; the cue at 2.3 s waits for 4 s,
+    // and one at 0.3 s (whose next bar is at 2 s) waits for 4 s too.
+    for cue in [2.3, 0.3] {
+      let (left, timeline) = try game.simulate(sheet, [.cue(cue, "go")], seconds: 5)
+      let first = try #require(Listen.firstSound(left, after: 0))
+      #expect(
+        abs(Double(first) / 48_000 - 4.0) <= 0.001,
+        "cue at \(cue) s: first sound at \(Double(first) / 48_000) s\n\(timeline.summary)")
+    }
+  }
+
   @Test("Music with no tempo follows the file's time grid")
   func timeGrid() throws {
     let game = try DirectorFixture()

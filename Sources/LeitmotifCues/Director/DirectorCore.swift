@@ -606,7 +606,8 @@ final class DirectorCore {
       return (earliest, nil)
     case .beat, .bar:
       let grid = self.grid(for: item)
-      let unit = spec.moment == .beat ? grid.secondsPerBeat : grid.secondsPerBar
+      // `bars`: only every N bars (the end of a phrase), counted from the item's first bar.
+      let unit = spec.moment == .beat ? grid.secondsPerBeat : grid.secondsPerBar * Double(max(1, spec.bars))
       // The position when the incoming music could first start, then the grid line at or after it.
       let reachable = position + (earliest - now) * rate
       let index = ((reachable - grid.offsetSeconds) / unit - 1e-9).rounded(.up)

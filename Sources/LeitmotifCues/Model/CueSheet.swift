@@ -468,6 +468,9 @@ public struct TransitionSpec: Sendable, Equatable {
   public var moment: Moment
   /// Where the incoming music starts (`enter`).
   public var entry: Entry
+  /// With `moment` `.bar`: only every this many bars, counted from the playing item's first bar
+  /// (`bars`: 4 waits for the end of a four-bar phrase). 1: the next bar.
+  public var bars: Int = 1
 
   /// A transition of `seconds` (default 2) with `curve`, at `moment`, entering at `entry`.
   public init(seconds: Double = 2, curve: FadeCurve = .equalPower, moment: Moment = .now, entry: Entry = .start) {

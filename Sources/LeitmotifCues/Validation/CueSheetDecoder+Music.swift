@@ -649,7 +649,9 @@ extension CueSheetDecoder {
   mutating func transitionSpec(_ value: JSON5Value, _ path: String, base: TransitionSpec = TransitionSpec())
     -> TransitionSpec?
   {
-    guard let transition = fields(value, path, allowed: ["seconds", "curve", "at", "enter"]) else { return nil }
+    guard let transition = fields(value, path, allowed: ["seconds", "curve", "at", "enter", "bars"]) else {
+      return nil
+    }
     var spec = base
     applyTransitionKeys(transition, to: &spec)
     return spec
@@ -661,5 +663,13 @@ extension CueSheetDecoder {
     if let curve = word(fields, "curve", FadeCurve.self) { spec.curve = curve }
     if let moment = word(fields, "at", TransitionSpec.Moment.self) { spec.moment = moment }
     if let entry = word(fields, "enter", TransitionSpec.Entry.self) { spec.entry = entry }
+    if let bars = integer(fields, "bars", NumberRange(1, 64)) {
+      spec.bars = Int(bars)
+      if spec.moment != .bar {
+        error(
+          fields["bars"]!.location, fields.path("bars"),
+          "bars counts bar lines: it goes with at: \"bar\" (here at is \"\(spec.moment.rawValue)\")")
+      }
+    }
   }
 }
