@@ -187,6 +187,10 @@ package final class DecodeAheadStream: @unchecked Sendable {
       // it last, its pages are unmapped here, inside the time `AudioEngine.shutdown` waits for
       // (at process exit, that wait is what runs before the libraries' destructors).
       hold.stream = nil
+      // Done with everything: named so, since between `leave` and its return a descheduled
+      // thread still shows in /proc (the C exit test, under load, saw "lm.decode" there after
+      // the engine's shutdown had seen it end).
+      nameCurrentThread("lm.ended")
       census?.leave()
     }
     thread.start()
