@@ -447,14 +447,17 @@ final class DirectorCore {
     return what + " on the \(action.moment.rawValue) (\(Self.format(line.at)) s)"
   }
 
-  /// The next beat or bar line of the playing item (for `moment` `.beat` or `.bar`): the
+  /// The next beat or bar line of the playing item (for `moment` `.beat` or `.bar`; with `bars`,
+  /// only every that many bars, counted from the item's first bar: the end of a phrase): the
   /// director time it is heard at, and where it is in the item's file. Nil: now (another
-  /// moment, or nothing plays).
-  private func nextGridLine(_ moment: TransitionSpec.Moment) -> (at: Double, landing: QueuePlayer.Landing)? {
+  /// moment, or nothing plays). Transitions, stingers and layer moves all land on it.
+  private func nextGridLine(_ moment: TransitionSpec.Moment, bars: Int = 1)
+    -> (at: Double, landing: QueuePlayer.Landing)?
+  {
     guard moment == .beat || moment == .bar, player.playbackState == .playing, let playing = player.nowPlayingItem
     else { return nil }
     let grid = self.grid(for: playing)
-    let unit = moment == .beat ? grid.secondsPerBeat : grid.secondsPerBar
+    let unit = moment == .beat ? grid.secondsPerBeat : grid.secondsPerBar * Double(max(1, bars))
     let rate = max(0.01, Double(player.currentPlaybackRate))
     let position = playingPosition
     let index = ((position - grid.offsetSeconds) / unit - 1e-9).rounded(.up)
@@ -605,14 +608,8 @@ final class DirectorCore {
     case .now:
       return (earliest, nil)
     case .beat, .bar:
-      let grid = self.grid(for: item)
-      // `bars`: only every N bars (the end of a phrase), counted from the item's first bar.
-      let unit = spec.moment == .beat ? grid.secondsPerBeat : grid.secondsPerBar * Double(max(1, spec.bars))
-      // The position when the incoming music could first start, then the grid line at or after it.
-      let reachable = position + (earliest - now) * rate
-      let index = ((reachable - grid.offsetSeconds) / unit - 1e-9).rounded(.up)
-      let line = grid.offsetSeconds + max(0, index) * unit
-      return (now + (line - position) / rate, QueuePlayer.Landing(fileSeconds: line, everySeconds: unit))
+      guard let line = nextGridLine(spec.moment, bars: spec.bars) else { return (earliest, nil) }
+      return (line.at, line.landing)
     case .end:
       var end = item.playbackDuration ?? position
       if let loopEnd = loopEnd(of: item), position < loopEnd, player.loopRepeat != .off { end = loopEnd }
