@@ -232,6 +232,50 @@ const char *lm_engine_last_error(lm_engine *engine);
 const char *lm_last_error(void);
 
 /* ---------------------------------------------------------------------------------------------
+ * Music from memory or the game's own archive (a pak file)
+ * A mount puts files under a path the game chooses, e.g. "/pak/music"; everything Leitmotif
+ * opens at that path then comes from the mount, not the disk: the cue file (lm_config.cue_file),
+ * its assets folder (bundled music, listed from the mount so tag selections work), queue items
+ * and one-shot players. Mount before lm_engine_create when the cue file or its music is mounted.
+ * The table is the process's, not one engine's. A relative path is taken against the current
+ * directory when it is mounted. Mounting over, inside or around a mount is LM_ERROR_INVALID_ARGUMENT.
+ * Not from an audio callback (they take a lock and copy). Any other thread.
+ * ------------------------------------------------------------------------------------------- */
+
+/* Mounts a copy of `size` bytes at `data` as one file at `path` (e.g. "/pak/music/boss.ogg" or
+   "/pak/cues.json5"). The copy is Leitmotif's: free your buffer when this returns. */
+lm_error lm_mount_memory(const char *path, const void *data, size_t size);
+
+/* How Leitmotif reads the files of a mounted folder: the game's own reader of its archive.
+   Called on Leitmotif's loader and decoding threads (and the thread that calls lm_engine_create
+   or reloads the cue file), possibly on several threads at once; each opened file is used by one
+   thread at a time. They must not call back into Leitmotif. */
+typedef struct lm_file_callbacks {
+  size_t struct_size;
+  /* Opens `name` (one of the mount's names, e.g. "battle/drums.ogg"), setting *size_bytes to its
+     length. Returns the game's handle of the open file, NULL when it cannot (the open then fails
+     as a missing file would). */
+  void *(*open)(const char *name, int64_t *size_bytes, void *user_data);
+  /* Copies up to `count` bytes from byte `offset` of the file into `buffer`: returns the number
+     copied, 0 at or past the end, -1 on an error (reported as a read error naming the file). */
+  int64_t (*read)(void *file, int64_t offset, void *buffer, size_t count, void *user_data);
+  /* Closes the game's handle (once per successful open). May be NULL. */
+  void (*close)(void *file, void *user_data);
+  void *user_data;
+} lm_file_callbacks;
+
+/* Mounts a folder at `path` holding `name_count` files named by `names` (relative paths without
+   "..", e.g. "music/boss.ogg"), read through `callbacks` (copied; user_data must stay valid
+   until lm_unmount succeeds). */
+lm_error lm_mount_files(const char *path, const char *const *names, size_t name_count,
+                        const lm_file_callbacks *callbacks);
+
+/* Removes the mount at `path` (as mounted). LM_ERROR_INVALID_ARGUMENT when nothing is mounted
+   there, or when files of it are still open (music playing from it: stop it, or destroy the
+   engines that play it, first). After it succeeds no callback of the mount is called again. */
+lm_error lm_unmount(const char *path);
+
+/* ---------------------------------------------------------------------------------------------
  * The game's side: events, parameters, the clock
  * ------------------------------------------------------------------------------------------- */
 

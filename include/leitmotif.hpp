@@ -207,6 +207,52 @@ class engine {
   lm_engine *handle_ = NULL;
 };
 
+/* A mount (lm_mount_memory, lm_mount_files), unmounted when it goes. Declare it before the
+   engines that play from it, so they are destroyed first (an unmount while music plays from the
+   mount is refused; the destructor cannot throw, so a refused one stays mounted). */
+class mount {
+ public:
+  /* A copy of `size` bytes at `data`, as the file `path`. */
+  static mount memory(const std::string &path, const void *data, size_t size) {
+    detail::check(lm_mount_memory(path.c_str(), data, size), lm_last_error());
+    return mount(path);
+  }
+  /* A folder at `path` of `names`, read through `callbacks`. */
+  static mount files(const std::string &path, const std::vector<std::string> &names,
+                     const lm_file_callbacks &callbacks) {
+    std::vector<const char *> pointers;
+    for (size_t i = 0; i < names.size(); i++) pointers.push_back(names[i].c_str());
+    detail::check(lm_mount_files(path.c_str(), pointers.empty() ? NULL : &pointers[0], pointers.size(), &callbacks),
+                  lm_last_error());
+    return mount(path);
+  }
+  ~mount() {
+    if (!path_.empty()) lm_unmount(path_.c_str());
+  }
+  mount(mount &&other) noexcept : path_(std::move(other.path_)) { other.path_.clear(); }
+  mount &operator=(mount &&other) noexcept {
+    if (this != &other) {
+      if (!path_.empty()) lm_unmount(path_.c_str());
+      path_ = std::move(other.path_);
+      other.path_.clear();
+    }
+    return *this;
+  }
+  mount(const mount &) = delete;
+  mount &operator=(const mount &) = delete;
+  /* Unmounts now, throwing the refusal (files of it still open). */
+  void unmount() {
+    if (path_.empty()) return;
+    detail::check(lm_unmount(path_.c_str()), lm_last_error());
+    path_.clear();
+  }
+  const std::string &path() const noexcept { return path_; }
+
+ private:
+  explicit mount(const std::string &path) : path_(path) {}
+  std::string path_;
+};
+
 }  // namespace leitmotif
 
 #endif /* LEITMOTIF_HPP */

@@ -381,6 +381,23 @@ static int self_test(const char *cues) {
   lm_engine *engine = NULL;
   expect_true(lm_version() == LM_VERSION, "the library's version is the header's");
 
+  /* Mounts. */
+  static const char bytes[] = "not music";
+  expect(lm_mount_memory(NULL, bytes, sizeof bytes), LM_ERROR_INVALID_ARGUMENT, "mount at a NULL path");
+  expect(lm_mount_memory("/self-test/a.ogg", bytes, 0), LM_ERROR_INVALID_ARGUMENT, "mount 0 bytes");
+  expect(lm_mount_memory("/self-test/a.ogg", NULL, 4), LM_ERROR_INVALID_ARGUMENT, "mount NULL data");
+  expect(lm_mount_files("/self-test", NULL, 0, NULL), LM_ERROR_INVALID_ARGUMENT, "mount NULL callbacks");
+  lm_file_callbacks no_reader;
+  memset(&no_reader, 0, sizeof no_reader);
+  no_reader.struct_size = sizeof no_reader;
+  expect(lm_mount_files("/self-test", NULL, 0, &no_reader), LM_ERROR_INVALID_ARGUMENT, "mount without open/read");
+  expect(lm_mount_memory("/self-test/a.ogg", bytes, sizeof bytes), LM_OK, "mount a buffer");
+  expect(lm_mount_memory("/self-test", bytes, sizeof bytes), LM_ERROR_INVALID_ARGUMENT, "mount around a mount");
+  lm_config mounted = offline_config("/self-test/a.ogg");
+  expect(lm_engine_create(&mounted, &engine), LM_ERROR_CUE_FILE, "a mounted file that is not a cue file");
+  expect(lm_unmount("/self-test/a.ogg"), LM_OK, "unmount");
+  expect(lm_unmount("/self-test/a.ogg"), LM_ERROR_INVALID_ARGUMENT, "unmount twice");
+
   /* Creation. */
   expect(lm_engine_create(NULL, &engine), LM_ERROR_INVALID_ARGUMENT, "create with a NULL config");
   expect_true(strlen(lm_last_error()) > 0, "lm_last_error says why");

@@ -40,8 +40,23 @@ package struct AnalysisCache: Sendable {
 
   /// The entry's name for the file at `path` ("SIZE-HASH"), nil when the file cannot be read.
   package static func key(forFileAt path: String) -> String? {
+    // A mounted file (`MountedFiles`) is read through its mount, a file on disk by stdio: the
+    // same bytes give the same key wherever they live.
+    if MountedFiles.kind(of: path) == .file {
+      guard let source = try? FileByteSource(path: path) else { return nil }
+      return key { source.read(into: $0, count: $1) }
+    }
     guard let file = FileSystemPath.withCString(path, { fopen($0, "rb") }) else { return nil }
     defer { fclose(file) }
+    return key { buffer, count in
+      let got = fread(buffer, 1, count, file)
+      return got == 0 && ferror(file) != 0 ? -1 : got
+    }
+  }
+
+  /// "SIZE-HASH" of the bytes `read` gives (up to its count into the buffer, 0 at the end, -1 on
+  /// an error: then nil).
+  private static func key(_ read: (UnsafeMutableRawPointer, Int) -> Int) -> String? {
     // FNV-1a over 8-byte little-endian words (the tail zero-padded), then the size: a fast, stable
     // content hash; not cryptographic, and needs not be.
     var hash: UInt64 = 0xcbf2_9ce4_8422_2325
@@ -50,7 +65,8 @@ package struct AnalysisCache: Sendable {
     let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: capacity, alignment: 8)
     defer { buffer.deallocate() }
     while true {
-      let count = fread(buffer.baseAddress, 1, capacity, file)
+      let count = read(buffer.baseAddress!, capacity)
+      if count < 0 { return nil }
       if count == 0 { break }
       size += Int64(count)
       let words = (count + 7) / 8
@@ -63,7 +79,6 @@ package struct AnalysisCache: Sendable {
         hash &*= 0x100_0000_01b3
       }
     }
-    guard ferror(file) == 0 else { return nil }
     return "\(size)-\(String(hash, radix: 16))"
   }
 

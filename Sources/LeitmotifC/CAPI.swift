@@ -30,7 +30,7 @@ func withEngine(_ handle: OpaquePointer?, _ body: (EngineSession) throws(CAPIErr
 }
 
 /// For the calls that have no engine: a thrown error becomes its code and the thread's message.
-private func withoutEngine(_ body: () throws(CAPIError) -> Void) -> lm_error {
+func withoutEngine(_ body: () throws(CAPIError) -> Void) -> lm_error {
   do {
     try body()
     return LM_OK

@@ -195,6 +195,27 @@ struct CAPITests {
         std::printf("caught %s: %s\\n", lm_error_name(e.code()), e.what());
       }
       try {
+        // The cue file from memory, beside the file (its assets are relative); unmounted when it goes.
+        std::FILE *file = std::fopen(argv[1], "rb");
+        std::vector<char> text(1 << 16);
+        size_t size = file ? std::fread(&text[0], 1, text.size(), file) : 0;
+        if (file) std::fclose(file);
+        leitmotif::mount cues = leitmotif::mount::memory(std::string(argv[1]) + ".in-memory", &text[0], size);
+        try {
+          leitmotif::mount twice = leitmotif::mount::memory(cues.path(), &text[0], size);
+        } catch (const leitmotif::error &e) {
+          std::printf("mounted twice: %s\\n", lm_error_name(e.code()));
+        }
+        lm_config mounted = lm_config_defaults();
+        mounted.application_id = "org.leitmotif.cpp-test";
+        mounted.cue_file = cues.path().c_str();
+        mounted.output = LM_OUTPUT_OFFLINE;
+        leitmotif::engine from_memory(mounted);
+        std::printf("from memory: %d\\n", from_memory.sample_rate());
+      } catch (const leitmotif::error &e) {
+        std::printf("mount failed: %s\\n", e.what());
+      }
+      try {
         lm_config bad = lm_config_defaults();
         bad.application_id = "org.leitmotif.cpp-test";
         bad.cue_file = "/nonexistent/cues.json5";
@@ -231,6 +252,9 @@ struct CAPITests {
       "\(run.output)")
     #expect(!run.output.contains("not reached"))
     #expect(run.output.contains("create failed: LM_ERROR_CUE_FILE"), "\(run.output)")
+    #expect(run.output.contains("mounted twice: LM_ERROR_INVALID_ARGUMENT\n"), "\(run.output)")
+    #expect(!run.output.contains("mount failed"), "\(run.output)")
+    #expect(run.output.contains("from memory: 48000\n"), "\(run.output)")
   }
 
   /// The C program for `exitWithoutDestroy`: it plays, then returns from `main` with the engine

@@ -16,11 +16,12 @@ struct ExamplesTests {
   static let helloMusic = CGame.repository + "/.build/examples/hello-music/debug/hello-music"
   static let cGame = CGame.repository + "/.build/examples/c-game/c-game"
   static let helloC = CGame.repository + "/.build/examples/c-game/hello"
+  static let pak = CGame.repository + "/.build/examples/c-game/pak"
 
   /// Builds the examples when one is missing (`make examples`).
   static func built(in directory: TemporaryDirectory) throws {
     let files = FileManager.default
-    guard ![helloMusic, cGame, helloC].allSatisfy({ files.isExecutableFile(atPath: $0) }) else { return }
+    guard ![helloMusic, cGame, helloC, pak].allSatisfy({ files.isExecutableFile(atPath: $0) }) else { return }
     let home = ProcessInfo.processInfo.environment["HOME"] ?? directory.path
     let run = try CGame.run(
       "/usr/bin/make", ["-s", "-C", CGame.repository, "examples"], in: directory, extraEnvironment: ["HOME": home])
@@ -99,6 +100,27 @@ struct ExamplesTests {
       }, "\(timing)")
     print("c-game's minute: \(timing)")
     #expect(cpu < 2, "the slowest lm_render step took \(cpu) ms of CPU: \(timing)")
+  }
+
+  @Test("pak.c plays the demo's music out of a pak and its cue file from memory, to the sample as from the loose files")
+  func pakRuns() throws {
+    let directory = try TemporaryDirectory(prefix: "leitmotif-c-pak")
+    try Self.built(in: directory)
+    let run = try Self.run(
+      Self.pak, ["Assets/cues.json5", directory.file("game.pak")], in: CGame.repository, directory: directory)
+    #expect(run.status == 0, "\(run.output)\(run.errors)")
+    #expect(run.output.contains("pak: packed 10 files of Assets/music"), "\(run.output)")
+    #expect(run.output.contains(", 0 of 2880000 samples differ from the loose files"), "\(run.output)")
+    #expect(
+      run.output.contains("unmount while playing: LM_ERROR_INVALID_ARGUMENT (cannot unmount /pak/music: "),
+      "\(run.output)")
+    #expect(run.output.contains("pak: unmount after: LM_OK, LM_OK"), "\(run.output)")
+    #expect(run.output.contains("closed all but 0\n"), "\(run.output)")
+    // Not silence twice: the level's music really came out of the pak.
+    let rms = run.output.split(separator: "\n").first { $0.contains("RMS ") }.flatMap {
+      Double($0.split(separator: " ").drop { $0 != "RMS" }.dropFirst().first?.dropLast() ?? "")
+    }
+    #expect((rms ?? 0) > 0.05, "\(run.output)")
   }
 
   @Test("The README's Swift and C snippets are the examples' code, as it is")

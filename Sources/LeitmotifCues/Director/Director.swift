@@ -641,6 +641,12 @@ struct FileIdentity: Equatable {
   var exists: Bool { modified != nil }
 
   init(path: String) {
+    // A mounted cue file changes when the game mounts a new version: its generation stands in
+    // for the time it was written.
+    if let generation = MountedFiles.generation(of: path) {
+      modified = timespec(tv_sec: generation, tv_nsec: 0)
+      return
+    }
     var info = stat()
     guard stat(path, &info) == 0 else { return }
     modified = info.st_mtim

@@ -65,8 +65,12 @@ public final class BundledCatalog: Sendable {
   /// one failure naming it.
   public init(directory: URL, analyzing: Bool = true) {
     self.directory = directory
-    // The walker works on the folder's real path; relative paths are taken against that.
-    guard let root = FileSystemPath.realPath(directory.path) else {
+    // A mounted folder (`MountedFiles`: the game's pak) is listed from its mount, with the
+    // walker's rules for names; a folder on disk is walked on its real path, and relative paths
+    // are taken against that.
+    let mounted = MountedFiles.files(under: directory.path)
+    let mountedRoot = MountedFiles.absolute(directory.path) ?? directory.path
+    guard let root = mounted != nil ? mountedRoot : FileSystemPath.realPath(directory.path) else {
       let reason = FolderWalker.errnoText(errno)
       items = []
       relativePaths = []
@@ -75,21 +79,23 @@ public final class BundledCatalog: Sendable {
       indexByRelativePath = [:]
       return
     }
-    let walk = FolderWalker(folders: [URL(fileURLWithPath: root)]).walk()
-    func relative(_ path: String) -> String {
-      if path == root { return "" }
-      let prefix = root == "/" ? "/" : root + "/"
-      return path.hasPrefix(prefix) ? String(path.dropFirst(prefix.count)) : path
+    let walk: (audioFiles: [String], failures: [(path: String, reason: String)])
+    if let mounted {
+      walk = (mounted.filter { Self.isListedAudio(Self.relativePath(of: $0, under: root)) }, [])
+    } else {
+      let walked = FolderWalker(folders: [URL(fileURLWithPath: root)]).walk()
+      walk = (walked.audioFiles.map { $0.path }, walked.failures.map { ($0.path, $0.reason) })
     }
+    func relative(_ path: String) -> String { Self.relativePath(of: path, under: root) }
 
     var loaded: [(relativePath: String, item: MediaItem)] = []
     var failures = walk.failures.map { Failure(relativePath: relative($0.path), reason: $0.reason) }
     let cache = AnalysisCache()
     for file in walk.audioFiles {
-      let relativePath = relative(file.path)
+      let relativePath = relative(file)
       do {
-        var item = try MediaItem.load(path: file.path)
-        if analyzing { item.apply(try cache.analysis(ofFileAt: file.path)) }
+        var item = try MediaItem.load(path: file)
+        if analyzing { item.apply(try cache.analysis(ofFileAt: file)) }
         loaded.append((relativePath, item))
       } catch {
         failures.append(Failure(relativePath: relativePath, reason: Self.reason(error)))
@@ -107,6 +113,21 @@ public final class BundledCatalog: Sendable {
     self.failures = failures.sorted { $0.relativePath < $1.relativePath }
     indexByRelativePath = Dictionary(
       loaded.enumerated().map { ($0.element.relativePath, $0.offset) }, uniquingKeysWith: { first, _ in first })
+  }
+
+  /// `path` relative to the folder `root` ("" for the folder itself).
+  private static func relativePath(of path: String, under root: String) -> String {
+    if path == root { return "" }
+    let prefix = root == "/" ? "/" : root + "/"
+    return path.hasPrefix(prefix) ? String(path.dropFirst(prefix.count)) : path
+  }
+
+  /// Whether a mounted file is one the walker would list: an audio extension, nothing hidden.
+  private static func isListedAudio(_ relativePath: String) -> Bool {
+    let parts = relativePath.split(separator: "/")
+    guard let name = parts.last, !parts.contains(where: { $0.hasPrefix(".") }), let dot = name.lastIndex(of: ".")
+    else { return false }
+    return FolderWalker.audioExtensions.contains(name[name.index(after: dot)...].lowercased())
   }
 
   /// The item of the file at `relativePath` under the folder ("battle/drums.ogg"; a leading "./"

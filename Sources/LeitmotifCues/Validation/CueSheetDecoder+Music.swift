@@ -275,7 +275,7 @@ extension CueSheetDecoder {
       return
     }
     let full = sheet.assetsDirectory.appendingPathComponent(name).path
-    if FileManager.default.fileExists(atPath: full) {
+    if MountedFiles.kind(of: full) == .file || FileManager.default.fileExists(atPath: full) {
       error(
         location, path,
         "bundled file \"\(name)\" is not an Ogg Vorbis, Opus, MP3 or FLAC file (.ogg, .oga, .opus, .mp3 or .flac, not hidden, not a link)"

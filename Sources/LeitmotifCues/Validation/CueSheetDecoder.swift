@@ -90,14 +90,24 @@ extension CueSheet {
       ])
     }
     var isDirectory = false
-    if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory {
-      throw failure(String(cString: strerror(EISDIR)))
-    }
     let data: Data
-    do {
-      data = try Data(contentsOf: URL(fileURLWithPath: path))
-    } catch {
-      throw failure(FolderWalker.errorText(error))
+    if let mounted = MountedFiles.kind(of: path) {
+      // A cue file the game mounted (from its pak): read through the mount.
+      guard mounted == .file else { throw failure(String(cString: strerror(EISDIR))) }
+      do throws(DecodeError) {
+        data = Data(try MountedFiles.contents(of: path))
+      } catch {
+        throw failure(error.description)
+      }
+    } else {
+      if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory {
+        throw failure(String(cString: strerror(EISDIR)))
+      }
+      do {
+        data = try Data(contentsOf: URL(fileURLWithPath: path))
+      } catch {
+        throw failure(FolderWalker.errorText(error))
+      }
     }
     guard let text = String(data: data, encoding: .utf8) else {
       throw failure("the file is not UTF-8 text")
@@ -225,7 +235,13 @@ struct CueSheetDecoder {
       ? URL(fileURLWithPath: folder).standardizedFileURL
       : base.appendingPathComponent(folder).standardizedFileURL
     var isDirectory = false
-    if !FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) {
+    if let mounted = MountedFiles.kind(of: url.path) {
+      // A folder the game mounted (its pak): listed from the mount, not the disk.
+      if mounted == .file {
+        error(location, "assets", "\"\(folder)\" is a mounted file, not a folder (\(url.path))")
+        assetsUsable = false
+      }
+    } else if !FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) {
       error(location, "assets", "no folder \"\(folder)\" (looked for \(url.path))")
       assetsUsable = false
     } else if !isDirectory {

@@ -203,6 +203,13 @@ final class VorbisDecoder: AudioDecoder {
       let request = Int32(wanted)
       let got = Int(ov_read_float(file, &planar, request, &link))
       if got == 0 {
+        // vorbisfile takes a failed read in the middle of the stream for its end: the read
+        // error the source kept says otherwise (a dying disk, a pak reader that failed).
+        if written == 0, let code = source.lastReadErrno, !countingOnly {
+          let error = DecodeError(path: path, reason: .readFailed(errno: code))
+          poisoned = error
+          throw error
+        }
         // The end. What was wrong on the way is reported now, once, after every frame is out.
         if written == 0 && !reportedDamage && !countingOnly && (isTruncated || holes > 0) {
           reportedDamage = true

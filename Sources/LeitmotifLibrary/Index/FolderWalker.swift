@@ -31,7 +31,7 @@ import LeitmotifOutput
 ///
 /// Thread safety: a value type; walk on any thread.
 package struct FolderWalker {
-  static let audioExtensions: Set<String> = ["ogg", "oga", "opus", "mp3", "flac"]
+  package static let audioExtensions: Set<String> = ["ogg", "oga", "opus", "mp3", "flac"]
   static let playlistExtensions: Set<String> = ["m3u", "m3u8", "pls"]
   /// Audio a music folder often holds that Leitmotif does not play: counted by extension and
   /// reported by the scan (so a folder of them does not scan as "0 added, 0 failed" with no word
