@@ -48,8 +48,12 @@ package enum EngineCommand: Sendable {
   case arm(voice: VoiceHandle, Voice.Handoff?)
   /// Starts `to` with a fade-in, and fades out every voice in `from` from its audible level, both
   /// on the same mix frame: as soon as `to` has audio, or, with a `trigger`, on the frame where
-  /// the trigger's voice reaches the trigger's position in its file.
-  case crossfade(to: VoiceHandle, from: [VoiceHandle], seconds: Double, curve: FadeCurve, trigger: StartTrigger?)
+  /// the trigger's voice reaches the trigger's position in its file. `holdSeconds` later than
+  /// that frame, not on it, the outgoing voices begin their fade (a pickup that starts before the
+  /// grid line, a tail that plays past it).
+  case crossfade(
+    to: VoiceHandle, from: [VoiceHandle], seconds: Double, curve: FadeCurve, trigger: StartTrigger?,
+    holdSeconds: Double = 0)
   /// Fades a voice out for good; it reports `.fadedOut` when silent.
   case fadeOutAndFinish(voice: VoiceHandle, seconds: Double, curve: FadeCurve)
   /// Drops what the voice decoded after the segment being heard (see `Voice.resync`).

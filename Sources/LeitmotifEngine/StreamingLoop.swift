@@ -76,7 +76,7 @@ package final class StreamingLoop: @unchecked Sendable {
   private var latencyCheckedNanoseconds: UInt64 = 0
   /// Crossfades waiting for their incoming voice to have audio (per incoming slot).
   private var pendingCrossfades = [
-    (from: [VoiceHandle], seconds: Double, curve: FadeCurve, trigger: StartTrigger?)?
+    (from: [VoiceHandle], seconds: Double, curve: FadeCurve, trigger: StartTrigger?, holdSeconds: Double)?
   ](repeating: nil, count: maximumVoices)
   /// Hand-overs armed per slot, kept here too so that one armed before its voice attached (the
   /// loader is still opening the file) applies when it does.
@@ -499,6 +499,8 @@ package final class StreamingLoop: @unchecked Sendable {
       pendingCrossfades[slot] = nil
       incoming.fadeIn(seconds: crossfade.seconds, curve: crossfade.curve, start: start)
       wantsPlaying[slot] = true
+      // The outgoing music holds its level until the hold is over: the fade starts on that frame.
+      let fadeStart = start + FrameMath.frames(seconds: crossfade.holdSeconds, rate: Double(bus.mixRate))
       var index = 0
       while index < crossfade.from.count {
         let outgoing = crossfade.from[index]
@@ -506,7 +508,10 @@ package final class StreamingLoop: @unchecked Sendable {
         guard outgoing.slot != slot && owns(outgoing) else { continue }
         // An incoming voice still waiting for its own line is given up: it was never heard.
         pendingCrossfades[outgoing.slot] = nil
-        voices[outgoing.slot]?.fadeOutAndFinish(seconds: crossfade.seconds, curve: crossfade.curve, start: start)
+        // One fading out already goes on fading: only what plays on is held.
+        guard let voice = voices[outgoing.slot] else { continue }
+        voice.fadeOutAndFinish(
+          seconds: crossfade.seconds, curve: crossfade.curve, start: voice.isFinishing ? start : fadeStart)
       }
     }
   }
@@ -641,6 +646,7 @@ package final class StreamingLoop: @unchecked Sendable {
     // by the previous owner would make the new owner's voice the first to be stolen).
     status.isLetGo.store(false, ordering: .releasing)
     status.gainBits.store(0, ordering: .relaxed)
+    status.storeLayerLevels({ _ in 0 }, count: 0)
     if generation != 0 { status.generation.store(generation, ordering: .releasing) }
   }
 
@@ -782,9 +788,9 @@ package final class StreamingLoop: @unchecked Sendable {
       guard owns(voice) else { return }
       armed[voice.slot] = handoff
       voices[voice.slot]?.handoff = handoff
-    case .crossfade(let to, let from, let seconds, let curve, let trigger):
+    case .crossfade(let to, let from, let seconds, let curve, let trigger, let holdSeconds):
       guard owns(to) else { return }
-      pendingCrossfades[to.slot] = (from, seconds, curve, trigger)
+      pendingCrossfades[to.slot] = (from, seconds, curve, trigger, max(0, holdSeconds))
       wantsPlaying[to.slot] = true
     case .fadeOutAndFinish(let voice, let seconds, let curve):
       guard owns(voice) else { return }

@@ -130,6 +130,8 @@ package final class Voice: VoiceInput {
   /// end the voice (it is let go), reported as `.fadedOut`.
   private var envelope = FadeEnvelope.unity
   private var finishWhenSilent = false
+  /// Fading out for good already (an earlier crossfade's outgoing side).
+  var isFinishing: Bool { finishWhenSilent }
   private var reportedFadedOut = false
   /// A hand-over to another voice, armed by the queue: when the segment `token` is in its final
   /// pass and `seconds` (of output) from its end, the loop starts `follower` and fades this out,
@@ -845,6 +847,11 @@ package final class Voice: VoiceInput {
     // What is heard: a voice that is prepared but not started (a crossfade's follower, waiting)
     // is silent, so the stealing policy takes it first and timelines do not draw it.
     status.gainBits.store((isAudible ? currentGain(at: lastClock) : 0).bitPattern, ordering: .relaxed)
+    if !layers.isEmpty {
+      let clock = lastClock
+      status.storeLayerLevels(
+        { isAudible ? layers[$0].driveNow * layers[$0].fade.gain(at: clock) : 0 }, count: layers.count)
+    }
   }
 
   // MARK: - Internals

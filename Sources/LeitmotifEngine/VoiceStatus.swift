@@ -28,5 +28,28 @@ package final class VoiceStatus: Sendable {
   /// The voice is fading out for good (the outgoing side of a crossfade): first to be stolen.
   let isLetGo = Atomic<Bool>(false)
 
+  /// The level heard of each layer (stem) of the voice, 0 to 1 (its fade times its parameter
+  /// drive, not the voice's gain), 16 bits each, four to a word: layers 0-3, then 4-7.
+  let layerLevelsLow = Atomic<UInt64>(0)
+  let layerLevelsHigh = Atomic<UInt64>(0)
+
   package var gain: Float { Float(bitPattern: gainBits.load(ordering: .relaxed)) }
+
+  /// Layer `index`'s level heard (0 to 1, to 1/65535), 0 for a layer the voice does not have.
+  package func layerLevel(_ index: Int) -> Float {
+    guard (0..<8).contains(index) else { return 0 }
+    let word = index < 4 ? layerLevelsLow.load(ordering: .relaxed) : layerLevelsHigh.load(ordering: .relaxed)
+    return Float((word >> UInt64(16 * (index % 4))) & 0xFFFF) / 65535
+  }
+
+  /// Publishes the layers' levels (at most 8; the rest read 0).
+  func storeLayerLevels(_ levels: (Int) -> Float, count: Int) {
+    var words: (UInt64, UInt64) = (0, 0)
+    for index in 0..<min(count, 8) {
+      let bits = UInt64((max(0, min(1, levels(index))) * 65535).rounded()) << UInt64(16 * (index % 4))
+      if index < 4 { words.0 |= bits } else { words.1 |= bits }
+    }
+    layerLevelsLow.store(words.0, ordering: .relaxed)
+    layerLevelsHigh.store(words.1, ordering: .relaxed)
+  }
 }

@@ -39,6 +39,9 @@ struct CAPITests {
     // comes after the cue that asked for it, on the next bar at the latest (the slowest piece,
     // 90 BPM in 4/4, has bars of 2.67 s).
     let longestBar = 4 * 60 / 90.0
+    // Combat enters with its two-bar intro (144 BPM) as a pickup: its downbeat is the first bar
+    // line at least that far ahead.
+    let combatPickup = 2 * 4 * 60 / 144.0
     let expected: [(cue: String, at: Double, state: String)] = [
       ("level.start", 2, "explore"), ("area.dark", 14, "stealth"), ("area.light", 24, "explore"),
       ("enemy.spotted", 30, "combat"), ("combat.end", 48, "explore"), ("level.complete", 56, "menu"),
@@ -48,7 +51,8 @@ struct CAPITests {
     for (change, cue) in zip(changes.dropFirst(), expected) {
       #expect(run.output.contains(String(format: "game %.3f post %@", cue.at, cue.cue)))
       #expect(
-        change.time >= cue.at && change.time <= cue.at + longestBar + 0.05,
+        change.time >= cue.at
+          && change.time <= cue.at + longestBar + (change.state == "combat" ? combatPickup : 0) + 0.05,
         "\(change.state) at \(change.time) s, its cue \(cue.cue) at \(cue.at) s")
     }
     #expect(run.output.contains("report 36.000 FIRED - "), "player.hit fired its rule at once")
@@ -77,7 +81,8 @@ struct CAPITests {
       }, uniquingKeysWith: { first, _ in first })
     let decided = try #require(fields["decided"].flatMap(Double.init)),
       sounding = try #require(fields["sounding"].flatMap(Double.init))
-    #expect(decided == 30 && sounding > 30 && sounding <= 30 + longestBar + 0.05, "\(combat)")
+    #expect(
+      decided == 30 && sounding > 30 + combatPickup && sounding <= 30 + longestBar + combatPickup + 0.05, "\(combat)")
     #expect(run.output.contains("game: finished 60 s in state menu"))
     // The beat callback: every downbeat stamped with its own frame (offline, time = frame / rate),
     // in order, bar 1 of the first piece on the first frame.

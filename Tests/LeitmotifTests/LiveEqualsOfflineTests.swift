@@ -27,7 +27,8 @@ struct LiveEqualsOfflineTests {
 
   /// A level of the bundled music with what a designer uses: a start that fades in, a bar
   /// transition (96 BPM, 2.5 s bars), a beat transition (144 BPM), stingers on the beat with
-  /// ducks, a volume ramp, a crossfade on the bar, and a rate ramp (which resamples). The
+  /// ducks, a volume ramp, a crossfade on the bar, and a rate ramp (which resamples); combat
+  /// enters with a pickup (0.4 s before its bar) over a tail of the music it leaves. The
   /// stealth music is a 44.1 kHz copy with a layer (the alert stem, also at 44.1 kHz: the voice's
   /// own resampler takes the two mixed), brought in on the beat, and the level leaves it on its bar.
   static func level(assets: String) -> String {
@@ -37,13 +38,13 @@ struct LiveEqualsOfflineTests {
       start: "explore",
       sources: {
         calm: { bundled: "explore.ogg" },
-        fight: { bundled: "combat.ogg" },
+        fight: { bundled: "combat.ogg", pickup: 0.4 },
         sneak: { bundled: "stealth44.ogg" },
         alert: { bundled: "alert44.ogg" },
       },
       states: {
         explore: { music: "calm", transition: { seconds: 1, at: "bar" } },
-        combat: { music: "fight", transition: { seconds: 0.5, at: "bar" } },
+        combat: { music: "fight", transition: { seconds: 0.5, at: "bar", pickup: true, tail: 0.3 } },
         stealth: {
           music: "sneak", transition: { seconds: 0.75, curve: "s-curve", at: "beat" },
           layers: { alert: { music: "alert", volume: 0.3 } },
@@ -100,7 +101,7 @@ struct LiveEqualsOfflineTests {
     """
 
   @Test(
-    "20 s of a level live (transitions, stingers, ducks, ramps, a layer on the beat): the capture is the offline render of what it recorded"
+    "20 s of a level live (transitions, stingers, ducks, ramps, a layer on the beat, a pickup and a tail): the capture is the offline render of what it recorded"
   )
   func liveEqualsOffline() throws {
     let directory = try TemporaryDirectory(prefix: "leitmotif-live")

@@ -295,6 +295,10 @@ public final class Director: @unchecked Sendable {
   /// What each of the director's voices plays now (slot → item; stingers flagged).
   var voiceItems: [Int: (item: MediaItem, isStinger: Bool)] { core.withLock { $0.voiceItems } }
 
+  /// The layers of the state heard now (its `layers`, by name) and the engine slot of the voice
+  /// that plays them (nil when the state has none). For timelines.
+  var layerSnapshot: (names: [String], slot: Int?) { core.withLock { $0.layerSnapshot } }
+
   /// The cue sheet in force (the last good one).
   public var sheet: CueSheet { core.withLock { $0.sheet } }
 

@@ -451,7 +451,10 @@ final class DirectorCore {
   /// only every that many bars, counted from the item's first bar: the end of a phrase): the
   /// director time it is heard at, and where it is in the item's file. Nil: now (another
   /// moment, or nothing plays). Transitions, stingers and layer moves all land on it.
-  private func nextGridLine(_ moment: TransitionSpec.Moment, bars: Int = 1)
+  ///
+  /// `lead`: seconds before the line that something must start (an incoming pickup): the first
+  /// line at least that far ahead, with the landing that far before it (`at` stays the line's).
+  private func nextGridLine(_ moment: TransitionSpec.Moment, bars: Int = 1, lead: Double = 0)
     -> (at: Double, landing: QueuePlayer.Landing)?
   {
     guard moment == .beat || moment == .bar, player.playbackState == .playing, let playing = player.nowPlayingItem
@@ -460,9 +463,26 @@ final class DirectorCore {
     let unit = moment == .beat ? grid.secondsPerBeat : grid.secondsPerBar * Double(max(1, bars))
     let rate = max(0.01, Double(player.currentPlaybackRate))
     let position = playingPosition
-    let index = ((position - grid.offsetSeconds) / unit - 1e-9).rounded(.up)
+    // The lead in the playing file's seconds (it moves `rate` of them a second).
+    let leadInFile = max(0, lead) * rate
+    let index = ((position + leadInFile - grid.offsetSeconds) / unit - 1e-9).rounded(.up)
     let line = grid.offsetSeconds + max(0, index) * unit
-    return (now + (line - position) / rate, QueuePlayer.Landing(fileSeconds: line, everySeconds: unit))
+    return (
+      now + (line - position) / rate, QueuePlayer.Landing(fileSeconds: line - leadInFile, everySeconds: unit)
+    )
+  }
+
+  /// The pickup of `item` played from `source`: the time from its first frame to its first
+  /// downbeat. The source's `pickup` when it gives one, else where the item's bars begin (its
+  /// grid's offset: the source's `tempo.offset`, or the first beat the analysis found).
+  func pickupSeconds(of item: MediaItem, source: String?) -> Double {
+    let music = source.flatMap { sheet.sources[$0] }
+    if let pickup = music?.pickupSeconds { return pickup }
+    let grid = grid(for: item, source: music)
+    if let music, let beats = music.pickupBeats {
+      return beats * (music.pickupInBars ? grid.secondsPerBar : grid.secondsPerBeat)
+    }
+    return max(0, grid.offsetSeconds)
   }
 
   /// The source name the game's own queue (`CueAction.playQueue`) is reported under.
@@ -563,7 +583,20 @@ final class DirectorCore {
     }
     currentState = name
     statePriority = sheet.states[name]?.priority ?? 0
-    let (landsAt, landing) = landingTime(spec, playing: playing)
+    // A pickup: the incoming piece starts that long before the line, so that its first downbeat
+    // lands on it; the music is drawn now, to know its first item's pickup.
+    var built: StateMusic?
+    var lead = 0.0
+    if spec.pickup, playing, spec.entry == .start, let state = sheet.states[name] {
+      let music = StateMusic.build(
+        state, sheet: sheet, resolved: resolved, failed: failedPaths, loudnessTarget: loudnessTarget,
+        generator: &generator, playlists: &playlists)
+      built = music
+      if let first = music.entries.first {
+        lead = pickupSeconds(of: first.item, source: music.origins[first.item.assetURL.path]?.source)
+      }
+    }
+    let (landsAt, landing) = landingTime(spec, playing: playing, lead: lead)
     let description =
       "\(spec.seconds > 0 ? "crossfade" : "cut") to \"\(name)\""
       + (spec.seconds > 0 ? " (\(Self.format(spec.seconds)) s \(spec.curve.rawValue))" : "")
@@ -580,14 +613,15 @@ final class DirectorCore {
         // The new music is opened now and starts when the playing item reaches the line: the
         // mixer finds that frame from the playing voice's own position, so the landing is exact
         // live too, whenever this thread runs.
-        applyStateChange(name, spec: spec, cause: cause, landing: (landing, landsAt))
+        applyStateChange(name, spec: spec, cause: cause, landing: (landing, landsAt), built: built, lead: lead)
       } else {
         schedule(.changeState(name: name, spec: spec, landsAt: landsAt), at: landsAt, cause: cause)
       }
-      return description + " at \(spec.moment.rawValue) (\(Self.format(landsAt)) s)" + gridNote
+      return description + " at \(spec.moment.rawValue) (\(Self.format(landsAt)) s)"
+        + (lead > 0 ? ", its pickup from \(Self.format(landsAt - lead)) s" : "") + gridNote
     }
-    applyStateChange(name, spec: spec, cause: cause)
-    return description
+    applyStateChange(name, spec: spec, cause: cause, built: built, lead: lead)
+    return description + (lead > 0 ? " (its pickup first: the downbeat at \(Self.format(now + lead)) s)" : "")
   }
 
   private var hasScheduledStateChange: Bool {
@@ -598,7 +632,7 @@ final class DirectorCore {
   /// next beat or bar of the playing item that can still be reached, or so that the crossfade
   /// ends with the item.
   /// Also where, in the playing item's file, the incoming music should start (nil: now).
-  private func landingTime(_ spec: TransitionSpec, playing: Bool) -> (Double, QueuePlayer.Landing?) {
+  private func landingTime(_ spec: TransitionSpec, playing: Bool, lead: Double = 0) -> (Double, QueuePlayer.Landing?) {
     guard playing, let item = player.nowPlayingItem else { return (now, nil) }
     // The mixer starts incoming music on the first frame it mixes after the change.
     let earliest = now
@@ -608,7 +642,7 @@ final class DirectorCore {
     case .now:
       return (earliest, nil)
     case .beat, .bar:
-      guard let line = nextGridLine(spec.moment, bars: spec.bars) else { return (earliest, nil) }
+      guard let line = nextGridLine(spec.moment, bars: spec.bars, lead: lead) else { return (earliest, nil) }
       return (line.at, line.landing)
     case .end:
       var end = item.playbackDuration ?? position
@@ -632,7 +666,11 @@ final class DirectorCore {
   /// A detected grid starts its bars on the first detected beat (the analysis finds beats, not
   /// downbeats; most music starts on one); a source's `tempo.offset` overrides that phase.
   func grid(for item: MediaItem) -> BeatGrid {
-    let source = origins[item.assetURL.path].flatMap { sheet.sources[$0.source] }
+    grid(for: item, source: origins[item.assetURL.path].flatMap { sheet.sources[$0.source] })
+  }
+
+  /// `grid(for:)` of `item` as `source` plays it.
+  private func grid(for item: MediaItem, source: MusicSource?) -> BeatGrid {
     let state = currentState.flatMap { sheet.states[$0] }
     var grid = source?.grid ?? state?.grid ?? sheet.grid
     if let bpm = item.beatsPerMinute, bpm > 0 {
@@ -673,7 +711,8 @@ final class DirectorCore {
   /// `built`: the state's music when the caller has built it already.
   private func applyStateChange(
     _ name: String, spec: TransitionSpec, cause: LevelEvent?,
-    landing: (QueuePlayer.Landing, at: Double)? = nil, isRebuild: Bool = false, built: StateMusic? = nil
+    landing: (QueuePlayer.Landing, at: Double)? = nil, isRebuild: Bool = false, built: StateMusic? = nil,
+    lead: Double = 0
   ) {
     guard let state = sheet.states[name] else { return }
     let music =
@@ -714,9 +753,10 @@ final class DirectorCore {
     player.transition = state.itemTransition
     entries = withBeatGrids(entries)
     do {
+      // What plays now holds its level through the pickup and the tail, then fades.
       try putOnPlayer(
         QueueDescriptor(entries: entries), startingAt: entrySeconds, spec: spec, landing: landing?.0,
-        wasPlaying: wasPlaying)
+        wasPlaying: wasPlaying, hold: resumeSeconds == nil ? lead + spec.tailSeconds : spec.tailSeconds)
     } catch {
       report(.problem("state \"\(name)\": the queue was refused: \(error)"), cause: cause)
       return
@@ -755,12 +795,12 @@ final class DirectorCore {
   /// transition's own curve.
   private func putOnPlayer(
     _ descriptor: QueueDescriptor, startingAt seconds: Double?, spec: TransitionSpec, landing: QueuePlayer.Landing?,
-    wasPlaying: Bool
+    wasPlaying: Bool, hold: Double = 0
   ) throws {
     if wasPlaying {
       try player.setQueue(
         with: descriptor, startingAt: seconds, transition: Transition(validDuration: spec.seconds, curve: spec.curve),
-        landing: landing)
+        landing: landing, holdOutgoingSeconds: hold)
     } else {
       try player.setQueue(with: descriptor, startingAt: seconds, transition: nil)
       fade.set(spec.seconds > 0 ? 0 : 1)
@@ -1034,6 +1074,9 @@ final class DirectorCore {
   }
 
   /// What each voice of the director plays (music and stingers), for the timeline's lanes.
+  /// The layers of the state heard now, and the slot of the voice that plays them.
+  var layerSnapshot: (names: [String], slot: Int?) { (layerNames, layerNames.isEmpty ? nil : player.currentVoiceSlot) }
+
   var voiceItems: [Int: (item: MediaItem, isStinger: Bool)] {
     var items = player.voiceItems.mapValues { (item: $0, isStinger: false) }
     for stinger in stingers {

@@ -272,6 +272,14 @@ public struct MusicSource: Sendable {
   public var replayGain: ReplayGainMode
   /// Places in each item (seconds) where music may enter with `enter: "cuePoint"`.
   public var cuePointsSeconds: [Double]
+  /// The time from each item's first frame to its first downbeat (`pickup`), for transitions
+  /// with `pickup: true`; nil: where the item's bars begin (its grid's offset).
+  public var pickupSeconds: Double?
+  /// The same in beats of the item's grid (`pickup: { beats: N }` or `{ bars: N }`, bars
+  /// counted as the grid's beats per bar), when it was given so.
+  public var pickupBeats: Double?
+  /// With `pickupBeats`: whether they were given as bars (`pickup: { bars: N }`).
+  public var pickupInBars = false
   /// Tempo and meter for its items when their tags give none.
   public var grid: BeatGrid?
   /// With `order: "random"`: how many of the items drawn last are not drawn again (nil: 1, so
@@ -471,6 +479,13 @@ public struct TransitionSpec: Sendable, Equatable {
   /// With `moment` `.bar`: only every this many bars, counted from the playing item's first bar
   /// (`bars`: 4 waits for the end of a four-bar phrase). 1: the next bar.
   public var bars: Int = 1
+  /// Pre-entry (`pickup: true`): the incoming piece starts early by its pickup (the time from its
+  /// first frame to its first downbeat: its source's `pickup`, else where its bars begin), so
+  /// that its downbeat lands on the moment; the music playing holds its level until then.
+  public var pickup: Bool = false
+  /// Post-exit (`tail`): seconds the outgoing music plays on at its level past the moment (past
+  /// the incoming downbeat, with a pickup) before its fade begins.
+  public var tailSeconds: Double = 0
 
   /// A transition of `seconds` (default 2) with `curve`, at `moment`, entering at `entry`.
   public init(seconds: Double = 2, curve: FadeCurve = .equalPower, moment: Moment = .now, entry: Entry = .start) {

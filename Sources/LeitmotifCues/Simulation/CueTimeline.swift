@@ -106,7 +106,7 @@ public struct CueTimeline: Sendable, Codable {
 
   /// Samples every parameter of the cue file and the music's low-pass filter at `time`, keeping
   /// a point where a value changed (`sampleVoices` calls it).
-  public mutating func sampleValues(at time: Double, director: Director) {
+  public mutating func sampleValues(at time: Double, director: Director, layerLevels: [(String, Float)] = []) {
     let values = director.parameterValues
     let sheet = director.sheet
     var lanes = self.lanes ?? []
@@ -123,11 +123,20 @@ public struct CueTimeline: Sendable, Codable {
       if let value = values[spec.name] { record(spec.name, value, minimum: spec.minimum, maximum: spec.maximum) }
     }
     record(Self.lowPassLane, Double(director.musicLowPass), minimum: 0, maximum: 1)
+    for (name, level) in layerLevels { record(Self.layerLanePrefix + name, Double(level), minimum: 0, maximum: 1) }
+    // A layer of a state no longer heard is silent (its lane drops to 0, not stays where it was).
+    let heard = Set(layerLevels.map { Self.layerLanePrefix + $0.0 })
+    for lane in lanes where lane.name.hasPrefix(Self.layerLanePrefix) && !heard.contains(lane.name) {
+      record(lane.name, 0, minimum: 0, maximum: 1)
+    }
     self.lanes = lanes
   }
 
   /// The lane of the music's low-pass filter.
   public static let lowPassLane = "music low-pass"
+  /// The start of a layer's lane ("layer alert"): the level heard of that stem of the state's
+  /// music, 0 to 1 (its fade times its parameter drive), while a state with it plays.
+  public static let layerLanePrefix = "layer "
 
   /// Samples the gain of every voice in use, and what the director's voices play, at `time`
   /// (a real-time run calls this every 50 ms or so; `CueSimulation` does it by itself).
@@ -146,7 +155,12 @@ public struct CueTimeline: Sendable, Codable {
     }
     self.gains.append(
       GainSample(at: (time * 1000).rounded() / 1000, gains: gains, labels: labels.isEmpty ? nil : labels))
-    sampleValues(at: time, director: director)
+    let layers = director.layerSnapshot
+    var levels: [(String, Float)] = []
+    if let slot = layers.slot, engine.statuses.indices.contains(slot) {
+      levels = layers.names.enumerated().map { ($0.element, engine.statuses[slot].layerLevel($0.offset)) }
+    }
+    sampleValues(at: time, director: director, layerLevels: levels)
   }
 
   /// Adds the director's reports: events and their outcomes, state bands, items, stingers.

@@ -488,14 +488,14 @@ private struct Picture {
   }
 
   /// The parameter lanes (every parameter of the cue file), then the music's low-pass filter's
-  /// when it moved at all.
+  /// when it moved at all, then each layer's level (a state's stems, as heard).
   func valueLanes() -> [CueTimeline.ValueLane] {
     (timeline.lanes ?? []).filter { lane in
       lane.name != CueTimeline.lowPassLane || lane.points.contains { $0.count == 2 && $0[1] != 1 }
     }
   }
 
-  /// Draws a parameter's (or the filter's) value over time as a line in its range, and returns
+  /// Draws a parameter's (or the filter's, or a layer's) value over time as a line in its range, and returns
   /// the lane's height.
   mutating func drawValueLane(_ lane: CueTimeline.ValueLane, top: Double) -> Double {
     let height = Layout.lanePlotHeight * 0.6
@@ -503,7 +503,8 @@ private struct Picture {
     let span = max(1e-9, lane.maximum - lane.minimum)
     func y(_ value: Double) -> Double { baseline - max(0, min(1, (value - lane.minimum) / span)) * height }
     let isFilter = lane.name == CueTimeline.lowPassLane
-    let colour = isFilter ? "#7a5195" : "#2f6f4f"
+    // Parameters green, the filter purple, layers (a stem's level heard) orange.
+    let colour = isFilter ? "#7a5195" : lane.name.hasPrefix(CueTimeline.layerLanePrefix) ? "#c05a00" : "#2f6f4f"
     texts.append(
       text(
         Layout.plotLeft - 10, top + height / 2 + 4, isFilter ? "low-pass" : lane.name, size: 12,

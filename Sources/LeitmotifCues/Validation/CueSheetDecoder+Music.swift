@@ -116,7 +116,7 @@ extension CueSheetDecoder {
 
   static let sourceKinds = ["bundled", "library", "picks", "playlist"]
   static let sourceKeys =
-    sourceKinds + ["order", "fallback", "gain", "replayGain", "cuePoints", "tempo", "avoidRepeat"]
+    sourceKinds + ["order", "fallback", "gain", "replayGain", "cuePoints", "tempo", "avoidRepeat", "pickup"]
 
   mutating func decodeSources(_ value: JSON5Value, _ path: String) {
     for member in namedMembers(value, path, what: "source") {
@@ -161,10 +161,28 @@ extension CueSheetDecoder {
         music.cuePointsSeconds = decodeCuePoints(cuePoints, source.path("cuePoints"))
       }
       if let tempo = source["tempo"] { music.grid = beatGrid(tempo, source.path("tempo")) }
+      if let pickup = source["pickup"] { decodePickup(pickup, source.path("pickup"), into: &music) }
       // A source whose kind is wrong stays out of the sheet; its name is still declared, so the
       // states that use it are not reported again.
       if kind != nil { sheet.sources[member.key] = music }
     }
+  }
+
+  /// `pickup: SECONDS`, `{ beats: N }` or `{ bars: N }`.
+  private mutating func decodePickup(_ value: JSON5Value, _ path: String, into music: inout MusicSource) {
+    if value.objectValue == nil {
+      music.pickupSeconds = number(value, path, name: "pickup", NumberRange(0, 60))
+      return
+    }
+    guard let pickup = fields(value, path, allowed: ["beats", "bars"]) else { return }
+    let given = ["beats", "bars"].filter { pickup[$0] != nil }
+    guard given.count == 1 else {
+      error(value.location, path, "expected seconds, { beats: N } or { bars: N }: one of beats and bars")
+      return
+    }
+    guard let count = number(pickup, given[0], NumberRange(0, 64)) else { return }
+    music.pickupBeats = count
+    music.pickupInBars = given[0] == "bars"
   }
 
   private mutating func decodeCuePoints(_ value: JSON5Value, _ path: String) -> [Double] {
@@ -649,7 +667,7 @@ extension CueSheetDecoder {
   mutating func transitionSpec(_ value: JSON5Value, _ path: String, base: TransitionSpec = TransitionSpec())
     -> TransitionSpec?
   {
-    guard let transition = fields(value, path, allowed: ["seconds", "curve", "at", "enter", "bars"]) else {
+    guard let transition = fields(value, path, allowed: Self.transitionKeys) else {
       return nil
     }
     var spec = base
@@ -657,7 +675,11 @@ extension CueSheetDecoder {
     return spec
   }
 
-  /// Reads `seconds`, `curve`, `at` and `enter` where present (a transition, a crossfade action).
+  /// The keys of a transition (and of a crossfade action, besides its target).
+  static let transitionKeys = ["seconds", "curve", "at", "enter", "bars", "pickup", "tail"]
+
+  /// Reads `seconds`, `curve`, `at`, `enter`, `bars`, `pickup` and `tail` where present (a
+  /// transition, a crossfade action).
   mutating func applyTransitionKeys(_ fields: Fields, to spec: inout TransitionSpec) {
     if let seconds = number(fields, "seconds", .seconds) { spec.seconds = seconds }
     if let curve = word(fields, "curve", FadeCurve.self) { spec.curve = curve }
@@ -669,6 +691,21 @@ extension CueSheetDecoder {
         error(
           fields["bars"]!.location, fields.path("bars"),
           "bars counts bar lines: it goes with at: \"bar\" (here at is \"\(spec.moment.rawValue)\")")
+      }
+    }
+    if let tail = number(fields, "tail", NumberRange(0, 60)) { spec.tailSeconds = tail }
+    if let member = fields["pickup"], let pickup = bool(member, fields.path("pickup")) {
+      spec.pickup = pickup
+      if pickup && spec.moment == .end {
+        error(
+          member.location, fields.path("pickup"),
+          "a pickup lands the incoming downbeat on the moment: it goes with at: \"now\", \"beat\" or \"bar\", not \"end\""
+        )
+      } else if pickup && spec.entry != .start {
+        error(
+          member.location, fields.path("pickup"),
+          "a pickup plays the incoming piece from its first frame: it goes with enter: \"start\" (here enter is \"\(spec.entry.rawValue)\")"
+        )
       }
     }
   }

@@ -167,7 +167,7 @@ extension CueSheetDecoder {
   /// The keys each verb's action takes, the verb first.
   static let actionKeys: [String: [String]] = [
     "state": ["state"],
-    "crossfade": ["crossfade", "seconds", "curve", "at", "enter", "bars"],
+    "crossfade": ["crossfade"] + CueSheetDecoder.transitionKeys,
     "stinger": ["stinger", "at", "volume", "duck"],
     "duck": ["duck", "attack", "hold", "release"],
     "rate": ["rate", "ramp"],

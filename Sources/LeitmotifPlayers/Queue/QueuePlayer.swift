@@ -222,9 +222,11 @@ public final class QueuePlayer: MediaPlayback {
   /// `setQueue(with:startingAt:transition:)`, but while playing the new music is opened at once
   /// and starts when the playing item reaches `landing` (the director's beat and bar
   /// transitions): the mixer finds that frame from the playing voice's own position.
+  /// `holdOutgoingSeconds`: the music playing now keeps its level that long after the new music
+  /// starts, then fades (a pickup heard over it, a tail played past the grid line).
   package func setQueue(
     with descriptor: QueueDescriptor, startingAt startSeconds: TimeInterval?, transition: Transition?,
-    landing: Landing?
+    landing: Landing?, holdOutgoingSeconds: Double = 0
   ) throws(QueueError) {
     try descriptor.validate()
     try state.withLock { (state) throws(QueueError) -> Void in
@@ -247,7 +249,7 @@ public final class QueuePlayer: MediaPlayback {
               everySeconds: landing.everySeconds)
           }
         }
-        crossfade(to: now, fade: transition, trigger: trigger, &state)
+        crossfade(to: now, fade: transition, trigger: trigger, hold: holdOutgoingSeconds, &state)
       } else {
         releaseAllVoices(&state)
         state.requestedSeekSeconds = startSeconds.map { max(0, $0) }
@@ -717,6 +719,9 @@ public final class QueuePlayer: MediaPlayback {
     }
   }
 
+  /// The slot of the voice playing the now-playing item (nil when nothing plays). For timelines.
+  package var currentVoiceSlot: Int? { state.withLock { $0.voices.current?.slot } }
+
   /// Which queue entry is now playing (a number that changes whenever the now-playing item
   /// does, even to another copy of the same file): a cheap way to notice a change without
   /// comparing items (their equality compares standardized file URLs).
@@ -983,7 +988,7 @@ public final class QueuePlayer: MediaPlayback {
   /// when given) or only prepared. Then prepares what follows it.
   private func start(
     _ id: Int, playing: Bool, fadeFrom: [VoiceLease], fade: Transition? = nil, trigger: StartTrigger? = nil,
-    _ state: inout State
+    hold: Double = 0, _ state: inout State
   ) {
     guard let lease = takeVoice(&state) else {
       setState(.stopped, &state)
@@ -1003,7 +1008,8 @@ public final class QueuePlayer: MediaPlayback {
         let seconds = fade.isGapless ? Voice.transportFadeSeconds : fade.duration
         engine.commands.post(
           .crossfade(
-            to: voice, from: fadeFrom.map(\.handle), seconds: seconds, curve: fade.curve, trigger: trigger))
+            to: voice, from: fadeFrom.map(\.handle), seconds: seconds, curve: fade.curve, trigger: trigger,
+            holdSeconds: hold))
       } else {
         engine.commands.post(.play(voice: voice))
       }
@@ -1100,13 +1106,13 @@ public final class QueuePlayer: MediaPlayback {
   /// Starts `id` on a new voice, crossfading from every voice of this player that can be heard.
   private func crossfade(
     to id: Int, from previous: MediaItem? = nil, fade override: Transition? = nil, trigger: StartTrigger? = nil,
-    _ state: inout State
+    hold: Double = 0, _ state: inout State
   ) {
     let fade = override ?? state.pendingFade ?? transition(into: id, state)
     state.pendingFade = nil
     emitLocked(.transitionStarted(from: previous, to: state.queue.entries[id]!.item, fade), &state)
     if case .follower(let follower, let token, id, _)? = state.voices.scheduled, state.requestedSeekSeconds == nil,
-      trigger == nil
+      trigger == nil, hold == 0
     {
       // The item is already open and buffered on the follower voice (a skip to the next item):
       // crossfade into that voice instead of opening the file again.
@@ -1127,7 +1133,7 @@ public final class QueuePlayer: MediaPlayback {
       return
     }
     let from = takeAudibleVoices(&state)
-    start(id, playing: true, fadeFrom: from, fade: fade, trigger: trigger, &state)
+    start(id, playing: true, fadeFrom: from, fade: fade, trigger: trigger, hold: hold, &state)
   }
 
   /// Moves the current voice (and those already fading) to the outgoing list; the prepared

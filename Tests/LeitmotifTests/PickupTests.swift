@@ -1,0 +1,134 @@
+import Foundation
+import LeitmotifFixtures
+import Testing
+
+@testable import Leitmotif
+@testable import LeitmotifCues
+
+/// Pre-entry and post-exit: an incoming piece's pickup starts before the grid line so that its
+/// downbeat lands on it, and the outgoing piece plays a tail past it; both to the frame offline.
+@Suite("Transitions: pickups and tails")
+struct PickupTests {
+  static let leadPitch = 440.0
+
+  /// The fixture's tones plus "lead.ogg", a 440 Hz piece whose first downbeat is 0.5 s in.
+  static func game() throws -> DirectorFixture {
+    let game = try DirectorFixture()
+    try DirectorFixture.tone(
+      game.assets + "/lead.ogg", pitch: leadPitch, seconds: 8, tags: [("TITLE", "Lead"), ("BPM", "120")])
+    return game
+  }
+
+  static func sheet(_ game: DirectorFixture, from start: String, transition: String) throws -> CueSheet {
+    try game.sheet(
+      """
+      {
+        start: "\(start)",
+        assets: "assets",
+        sources: {
+          quiet: { bundled: "quiet.ogg" },
+          calm: { bundled: "explore.ogg" },
+          lead: { bundled: "lead.ogg", pickup: 0.5 },
+          tense: { bundled: "combat.ogg" },
+        },
+        states: {
+          silence: { music: "quiet" },
+          explore: { music: "calm" },
+          arrive: { music: "lead", transition: \(transition) },
+          combat: { music: "tense", transition: \(transition) },
+        },
+        rules: [
+          { on: "go", do: { state: "arrive" } },
+          { on: "fight", do: { state: "combat" } },
+        ],
+      }
+      """)
+  }
+
+  @Test("A pickup starts its piece exactly its length before the bar, and the downbeat lands on the bar")
+  func pickupLandsTheDownbeat() throws {
+    let game = try Self.game()
+    // From digital silence, so the first sample that is not zero is the incoming piece's.
+    let plain = try Self.sheet(game, from: "silence", transition: #"{ seconds: 0, at: "bar" }"#)
+    let withPickup = try Self.sheet(game, from: "silence", transition: #"{ seconds: 0, at: "bar", pickup: true }"#)
+    let script: [CueScript.Step] = [.cue(2.1, "go")]
+    let onTheBar = try game.simulate(plain, script, seconds: 6)
+    let early = try game.simulate(withPickup, script, seconds: 6)
+    let barFrame = try #require(Listen.firstSound(onTheBar.left, after: 0), "\(onTheBar.timeline.summary)")
+    let pickupFrame = try #require(Listen.firstSound(early.left, after: 0), "\(early.timeline.summary)")
+    // The bar (120 BPM: 2 s) after 2.1 s with room for 0.5 s is the one at 4 s of the quiet piece.
+    #expect(abs(Double(barFrame) / 48_000 - 4) < 0.02, "the plain entry at \(barFrame)")
+    #expect(barFrame - pickupFrame == 24_000, "the pickup starts \(barFrame - pickupFrame) frames before the bar")
+    // The state is heard from the downbeat in both: the reports name the same time.
+    let plainBand = try #require(onTheBar.timeline.states.last), pickupBand = try #require(early.timeline.states.last)
+    #expect(plainBand.state == "arrive" && pickupBand.state == "arrive")
+    #expect(abs(plainBand.from - pickupBand.from) < 1e-6, "\(plainBand.from) and \(pickupBand.from)")
+    #expect(early.timeline.lines.contains { $0.contains("its pickup from 3.5") }, "\(early.timeline.summary)")
+
+    // Too close to the next bar for the pickup (3.7 s: 0.3 s before the bar at 4 s): the bar after.
+    let late = try game.simulate(withPickup, [.cue(3.7, "go")], seconds: 8)
+    let lateFrame = try #require(Listen.firstSound(late.left, after: 0))
+    #expect(lateFrame - pickupFrame == 96_000, "the next bar, 2 s later: \(lateFrame - pickupFrame) frames")
+  }
+
+  @Test("During a pickup the music playing holds its level; it fades from the downbeat on")
+  func outgoingHoldsThroughThePickup() throws {
+    let game = try Self.game()
+    let sheet = try Self.sheet(game, from: "explore", transition: #"{ seconds: 0.25, at: "bar", pickup: true }"#)
+    let run = try game.simulate(sheet, [.cue(2.1, "go")], seconds: 6)
+    let downbeat = try #require(run.timeline.states.last?.from)
+    let explore = DirectorFixture.explorePitch
+    let before = Listen.level(of: explore, in: Listen.window(run.left, downbeat - 1.5, downbeat - 0.6))
+    let duringPickup = Listen.level(
+      of: explore, in: Listen.window(run.left, downbeat - 0.45, downbeat - 0.05))
+    let lead = Listen.level(of: Self.leadPitch, in: Listen.window(run.left, downbeat - 0.45, downbeat - 0.05))
+    let after = Listen.level(of: explore, in: Listen.window(run.left, downbeat + 0.35, downbeat + 1))
+    #expect(abs(duringPickup / before - 1) < 0.02, "held through the pickup: \(duringPickup) against \(before)")
+    #expect(lead > 0.05, "the pickup sounds over it: \(lead)")
+    #expect(after < before * 0.01, "gone after its fade: \(after)")
+  }
+
+  @Test("A tail plays the outgoing music on past the bar at its level, then fades it")
+  func tailPlaysPastTheBar() throws {
+    let game = try Self.game()
+    let plain = try Self.sheet(game, from: "explore", transition: #"{ seconds: 0.25, at: "bar" }"#)
+    let tailed = try Self.sheet(game, from: "explore", transition: #"{ seconds: 0.25, at: "bar", tail: 1 }"#)
+    let script: [CueScript.Step] = [.cue(2.1, "fight")]
+    let cut = try game.simulate(plain, script, seconds: 6)
+    let long = try game.simulate(tailed, script, seconds: 6)
+    let bar = try #require(long.timeline.states.last?.from)
+    #expect(abs(bar - (try #require(cut.timeline.states.last?.from))) < 1e-6)
+    let explore = DirectorFixture.explorePitch
+    func level(_ left: [Float], _ from: Double, _ to: Double) -> Double {
+      Listen.level(of: explore, in: Listen.window(left, bar + from, bar + to))
+    }
+    let before = level(long.left, -1, -0.2)
+    #expect(abs(level(long.left, 0.3, 0.95) / before - 1) < 0.02, "the tail at full level")
+    #expect(level(cut.left, 0.3, 0.95) < before * 0.01, "without a tail it is gone by then")
+    #expect(level(long.left, 1.3, 2) < before * 0.01, "after the tail and its fade it is gone")
+    // The incoming music starts on the bar in both.
+    #expect(Listen.loudest(long.left, bar + 0.3, bar + 0.95, among: [DirectorFixture.combatPitch]) != nil)
+    let combatCut = Listen.level(
+      of: DirectorFixture.combatPitch, in: Listen.window(cut.left, bar + 0.3, bar + 0.95))
+    let combatLong = Listen.level(
+      of: DirectorFixture.combatPitch, in: Listen.window(long.left, bar + 0.3, bar + 0.95))
+    #expect(abs(combatLong / combatCut - 1) < 0.02, "\(combatLong) and \(combatCut)")
+  }
+
+  @Test("A pickup where it cannot work, and a bad tail, are errors naming the key")
+  func mistakes() throws {
+    let game = try Self.game()
+    for (transition, expected) in [
+      (#"{ at: "end", pickup: true }"#, "goes with at: \"now\", \"beat\" or \"bar\""),
+      (#"{ at: "bar", enter: "loop-start", pickup: true }"#, "goes with enter: \"start\""),
+      (#"{ at: "bar", tail: -1 }"#, "tail"),
+      (#"{ at: "bar", pickup: 1 }"#, "true or false"),
+    ] {
+      let error = #expect(throws: CueFileError.self, "\(transition)") {
+        _ = try Self.sheet(game, from: "explore", transition: transition)
+      }
+      #expect(error?.description.contains(expected) == true, "\(transition): \(String(describing: error))")
+      #expect(error?.description.contains("states.arrive.transition") == true, "\(String(describing: error))")
+    }
+  }
+}
