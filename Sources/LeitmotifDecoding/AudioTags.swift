@@ -49,6 +49,11 @@ public struct AudioTags: Sendable, Hashable {
   /// ReplayGain's album peak, as linear amplitude.
   public var replayGainAlbumPeak: Double?
 
+  /// Named cue points, in seconds of the file, by name in lower case: Vorbis comments (or ID3
+  /// `TXXX` frames) `CUE_<NAME>=SECONDS`, several seconds separated by commas, and one name may
+  /// be given more than once (`CUE_EXIT=32`, `CUE_PHRASE=8,16,24`). Sorted, each once.
+  public var cuePoints: [String: [Double]] = [:]
+
   /// Tags with nothing known.
   public init() {}
 }
@@ -118,7 +123,15 @@ package struct TagCollector {
       tags.replayGainTrackGainDecibels = tags.replayGainTrackGainDecibels ?? Self.r128Decibels(value)
     case "R128_ALBUM_GAIN":
       tags.replayGainAlbumGainDecibels = tags.replayGainAlbumGainDecibels ?? Self.r128Decibels(value)
-    default: break
+    default:
+      let upper = rawName.uppercased()
+      if upper.hasPrefix("CUE_"), upper.count > 4 {
+        let name = String(rawName.dropFirst(4)).lowercased()
+        let seconds = value.split(whereSeparator: { $0 == "," || $0 == ";" || $0.isWhitespace }).compactMap {
+          Double($0).flatMap { $0.isFinite && $0 >= 0 ? $0 : nil }
+        }
+        if !seconds.isEmpty { tags.cuePoints[name] = Array(Set((tags.cuePoints[name] ?? []) + seconds)).sorted() }
+      }
     }
   }
 

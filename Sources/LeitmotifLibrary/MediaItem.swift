@@ -108,6 +108,10 @@ public struct MediaItem: Sendable, Hashable {
   /// Where the analysis found the first beat, in seconds of the file: the phase of the grid of an
   /// item whose tempo is detected.
   public var firstBeatSeconds: Double?
+  /// The file's named cue points, in seconds by name (its `CUE_<NAME>` tags; see
+  /// `AudioTags.cuePoints`). Read from the file when it is loaded; the library's index does not
+  /// keep them.
+  public var cuePoints: [String: [Double]] = [:]
   /// How energetic the song is, 0 (calm) to 1 (intense).
   public var energy: Double?
   /// True when `beatsPerMinute` is the detected tempo (the file has no BPM tag).
@@ -191,6 +195,7 @@ public struct MediaItem: Sendable, Hashable {
     replayGainTrackDecibels = tags.replayGainTrackGainDecibels
     replayGainAlbumDecibels = tags.replayGainAlbumGainDecibels
     loopStartFrame = tags.loopStartFrame
+    cuePoints = tags.cuePoints
     // Only the start tagged: the loop runs to the end of the file (see `AudioTags.loopEndFrame`).
     if let start = tags.loopStartFrame { loopEndFrame = tags.loopEndFrame ?? max(start, decoder.lengthFrames) }
   }

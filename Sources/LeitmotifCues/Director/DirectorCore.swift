@@ -516,10 +516,7 @@ final class DirectorCore {
       "queue \(count) song\(count == 1 ? "" : "s") (\(spec.seconds > 0 ? "crossfade \(Self.format(spec.seconds)) s" : "cut"))"
     let (landsAt, landing) = landingTime(spec, playing: playing)
     if landsAt > now + 0.5 / Double(engine.sampleRate) {
-      report(
-        .scheduled(
-          what: description + " on the \(spec.moment == .end ? "item's end" : spec.moment.rawValue)", at: landsAt),
-        cause: cause)
+      report(.scheduled(what: description + " on the \(Self.momentText(spec))", at: landsAt), cause: cause)
       if let landing {
         applyQueue(queue, cause: cause, landing: (landing, landsAt))
       } else {
@@ -597,6 +594,8 @@ final class DirectorCore {
       }
     }
     let (landsAt, landing) = landingTime(spec, playing: playing, lead: lead)
+    let note = landingNote.map { "; \($0)" } ?? ""
+    if landingNote != nil { lead = 0 }
     let description =
       "\(spec.seconds > 0 ? "crossfade" : "cut") to \"\(name)\""
       + (spec.seconds > 0 ? " (\(Self.format(spec.seconds)) s \(spec.curve.rawValue))" : "")
@@ -605,10 +604,7 @@ final class DirectorCore {
       let gridNote =
         spec.moment == .beat || spec.moment == .bar
         ? player.nowPlayingItem.flatMap { gridFallback(for: $0) }.map { "; \($0)" } ?? "" : ""
-      report(
-        .scheduled(
-          what: description + " on the \(spec.moment == .end ? "item's end" : spec.moment.rawValue)", at: landsAt),
-        cause: cause)
+      report(.scheduled(what: description + " on the \(Self.momentText(spec))", at: landsAt), cause: cause)
       if let landing {
         // The new music is opened now and starts when the playing item reaches the line: the
         // mixer finds that frame from the playing voice's own position, so the landing is exact
@@ -617,11 +613,12 @@ final class DirectorCore {
       } else {
         schedule(.changeState(name: name, spec: spec, landsAt: landsAt), at: landsAt, cause: cause)
       }
-      return description + " at \(spec.moment.rawValue) (\(Self.format(landsAt)) s)"
-        + (lead > 0 ? ", its pickup from \(Self.format(landsAt - lead)) s" : "") + gridNote
+      return description
+        + " at \(spec.exitCue.map { "cue \"\($0)\"" } ?? spec.moment.rawValue) (\(Self.format(landsAt)) s)"
+        + (lead > 0 ? ", its pickup from \(Self.format(landsAt - lead)) s" : "") + note + gridNote
     }
     applyStateChange(name, spec: spec, cause: cause, built: built, lead: lead)
-    return description + (lead > 0 ? " (its pickup first: the downbeat at \(Self.format(now + lead)) s)" : "")
+    return description + note + (lead > 0 ? " (its pickup first: the downbeat at \(Self.format(now + lead)) s)" : "")
   }
 
   private var hasScheduledStateChange: Bool {
@@ -632,12 +629,30 @@ final class DirectorCore {
   /// next beat or bar of the playing item that can still be reached, or so that the crossfade
   /// ends with the item.
   /// Also where, in the playing item's file, the incoming music should start (nil: now).
+  ///
+  /// With an exit cue: on the playing item's next cue point of that name (less the lead); with
+  /// none ahead, as `at: "end"`, and `landingNote` says so (the lead is then not applied).
   private func landingTime(_ spec: TransitionSpec, playing: Bool, lead: Double = 0) -> (Double, QueuePlayer.Landing?) {
+    landingNote = nil
     guard playing, let item = player.nowPlayingItem else { return (now, nil) }
     // The mixer starts incoming music on the first frame it mixes after the change.
     let earliest = now
     let rate = max(0.01, Double(player.currentPlaybackRate))
     let position = playingPosition
+    if let cue = spec.exitCue {
+      let leadInFile = max(0, lead) * rate
+      if let point = cuePoints(named: cue, of: item).first(where: { $0 - leadInFile > position + 1e-6 }) {
+        return (
+          now + (point - position) / rate, QueuePlayer.Landing(fileSeconds: point - leadInFile, everySeconds: nil)
+        )
+      }
+      var atEnd = spec
+      atEnd.exitCue = nil
+      atEnd.moment = .end
+      let landing = landingTime(atEnd, playing: playing)
+      landingNote = "no cue \"\(cue)\" ahead in \"\(item.displayName)\": at its end"
+      return landing
+    }
     switch spec.moment {
     case .now:
       return (earliest, nil)
@@ -652,6 +667,31 @@ final class DirectorCore {
       let fileSeconds = end - crossfade * rate
       return (landsAt, fileSeconds > position ? QueuePlayer.Landing(fileSeconds: fileSeconds, everySeconds: nil) : nil)
     }
+  }
+
+  /// Set by `landingTime` when an exit cue was not found ahead: what it did instead.
+  private var landingNote: String?
+
+  /// What a transition waits for, in words: "bar", "beat", "item's end", "cue \"exit\"".
+  private static func momentText(_ spec: TransitionSpec) -> String {
+    if let cue = spec.exitCue { return "cue \"\(cue)\"" }
+    return spec.moment == .end ? "item's end" : spec.moment.rawValue
+  }
+
+  /// The seconds of `item`'s cue points named `name`, in order: its source's `cues` (bars on the
+  /// item's grid), else its file's `CUE_<NAME>` tags.
+  func cuePoints(named name: String, of item: MediaItem) -> [Double] {
+    let source = origins[item.assetURL.path].flatMap { sheet.sources[$0.source] }
+    if let given = source?.namedCues[name] {
+      let grid = self.grid(for: item)
+      return given.map { position -> Double in
+        switch position {
+        case .seconds(let seconds): return seconds
+        case .bar(let bar): return grid.offsetSeconds + (bar - 1) * grid.secondsPerBar
+        }
+      }.sorted()
+    }
+    return item.cuePoints[name] ?? []
   }
 
   private func loopEnd(of item: MediaItem) -> Double? {
@@ -744,9 +784,19 @@ final class DirectorCore {
     resumePoints[name] = nil
     playingOrder = (name, entries.map { $0.item.assetURL.path })
     let first = entries[0]
-    let entrySeconds =
+    var entrySeconds =
       resumeSeconds
       ?? entryPosition(spec.entry, for: first.item, outgoing: wasPlaying ? from : nil, at: landing?.0.fileSeconds)
+    if resumeSeconds == nil, let cue = spec.entryCue {
+      let duration = first.item.playbackDuration ?? .infinity
+      if let point = cuePoints(named: cue, of: first.item).first(where: { $0 < duration }) {
+        entrySeconds = point
+      } else {
+        report(
+          .problem("state \"\(name)\": \"\(first.item.displayName)\" has no cue \"\(cue)\": it enters at its start"),
+          cause: cause)
+      }
+    }
     let heardAt = landing?.at ?? now
     player.repeatMode = state.repeatMode
     player.loopRepeat = state.loop

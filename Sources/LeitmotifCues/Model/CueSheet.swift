@@ -280,6 +280,10 @@ public struct MusicSource: Sendable {
   public var pickupBeats: Double?
   /// With `pickupBeats`: whether they were given as bars (`pickup: { bars: N }`).
   public var pickupInBars = false
+  /// Named cue points of every item of the source (`cues: { exit: 32.5, phrase: [8, 16],
+  /// drop: { bar: 17 } }`), for `at: { cue }` and `enter: { cue }`; they win over the files' own
+  /// `CUE_<NAME>` tags of the same name.
+  public var namedCues: [String: [CuePosition]] = [:]
   /// Tempo and meter for its items when their tags give none.
   public var grid: BeatGrid?
   /// With `order: "random"`: how many of the items drawn last are not drawn again (nil: 1, so
@@ -297,6 +301,14 @@ public struct MusicSource: Sendable {
     cuePointsSeconds = []
     grid = nil
   }
+}
+
+/// A named cue point as the cue file gives it: seconds into the item, or a bar of its grid.
+public enum CuePosition: Sendable, Equatable {
+  /// Seconds from the item's first frame.
+  case seconds(Double)
+  /// The start of bar N (from 1) of the item's grid: its offset plus N - 1 bars.
+  case bar(Double)
 }
 
 /// Which bundled files a bundled source plays.
@@ -479,6 +491,13 @@ public struct TransitionSpec: Sendable, Equatable {
   /// With `moment` `.bar`: only every this many bars, counted from the playing item's first bar
   /// (`bars`: 4 waits for the end of a four-bar phrase). 1: the next bar.
   public var bars: Int = 1
+  /// Leave at the playing item's next cue point of this name (`at: { cue: "exit" }`, or `at:
+  /// "exit"`): its source's `cues`, else its file's `CUE_<NAME>` tags. None ahead: when the item
+  /// (or its loop pass) ends, as `at: "end"`. Nil: `moment` says when.
+  public var exitCue: String?
+  /// Enter at the incoming item's first cue point of this name (`enter: { cue: "chorus" }`);
+  /// none: its start. Nil: `entry` says where.
+  public var entryCue: String?
   /// Pre-entry (`pickup: true`): the incoming piece starts early by its pickup (the time from its
   /// first frame to its first downbeat: its source's `pickup`, else where its bars begin), so
   /// that its downbeat lands on the moment; the music playing holds its level until then.

@@ -116,7 +116,7 @@ extension CueSheetDecoder {
 
   static let sourceKinds = ["bundled", "library", "picks", "playlist"]
   static let sourceKeys =
-    sourceKinds + ["order", "fallback", "gain", "replayGain", "cuePoints", "tempo", "avoidRepeat", "pickup"]
+    sourceKinds + ["order", "fallback", "gain", "replayGain", "cuePoints", "tempo", "avoidRepeat", "pickup", "cues"]
 
   mutating func decodeSources(_ value: JSON5Value, _ path: String) {
     for member in namedMembers(value, path, what: "source") {
@@ -162,10 +162,42 @@ extension CueSheetDecoder {
       }
       if let tempo = source["tempo"] { music.grid = beatGrid(tempo, source.path("tempo")) }
       if let pickup = source["pickup"] { decodePickup(pickup, source.path("pickup"), into: &music) }
+      if let cues = source["cues"] { music.namedCues = decodeNamedCues(cues, source.path("cues")) }
       // A source whose kind is wrong stays out of the sheet; its name is still declared, so the
       // states that use it are not reported again.
       if kind != nil { sheet.sources[member.key] = music }
     }
+  }
+
+  /// `cues: { NAME: POSITION | [POSITION, ...] }`, a position being seconds or `{ bar: N }`.
+  private mutating func decodeNamedCues(_ value: JSON5Value, _ path: String) -> [String: [CuePosition]] {
+    guard let object = value.objectValue else {
+      mismatch(
+        value, path, expected: "an object of named cue points ({ exit: 32.5, phrase: [8, 16], drop: { bar: 17 } })")
+      return [:]
+    }
+    var cues: [String: [CuePosition]] = [:]
+    for member in object.members {
+      let memberPath = Self.path(path, member.key)
+      let name = member.key.lowercased()
+      let values: [(JSON5Value, String)]
+      if case .array(let list) = member.value.kind {
+        values = list.enumerated().map { ($0.element, memberPath + "[\($0.offset)]") }
+      } else {
+        values = [(member.value, memberPath)]
+      }
+      for (value, valuePath) in values {
+        if value.objectValue != nil {
+          guard let position = fields(value, valuePath, allowed: ["bar"]),
+            let bar = number(position, "bar", NumberRange(1, 100_000))
+          else { continue }
+          cues[name, default: []].append(.bar(bar))
+        } else if let seconds = number(value, valuePath, name: member.key, .seconds) {
+          cues[name, default: []].append(.seconds(seconds))
+        }
+      }
+    }
+    return cues
   }
 
   /// `pickup: SECONDS`, `{ beats: N }` or `{ bars: N }`.
@@ -675,6 +707,18 @@ extension CueSheetDecoder {
     return spec
   }
 
+  /// `{ cue: "NAME" }` (a named cue point of `at` or `enter`): the name in lower case; nil for
+  /// anything that is not an object (a problem reported for an object that is not that).
+  private mutating func namedCue(_ value: JSON5Value, _ path: String) -> String? {
+    guard value.objectValue != nil else { return nil }
+    guard let cue = fields(value, path, allowed: ["cue"]), let member = cue["cue"] else {
+      if value.objectValue?.members.isEmpty == true { error(value.location, path, "expected { cue: \"NAME\" }") }
+      return nil
+    }
+    guard let name = string(member, cue.path("cue")), !name.isEmpty else { return nil }
+    return name.lowercased()
+  }
+
   /// The keys of a transition (and of a crossfade action, besides its target).
   static let transitionKeys = ["seconds", "curve", "at", "enter", "bars", "pickup", "tail"]
 
@@ -683,8 +727,28 @@ extension CueSheetDecoder {
   mutating func applyTransitionKeys(_ fields: Fields, to spec: inout TransitionSpec) {
     if let seconds = number(fields, "seconds", .seconds) { spec.seconds = seconds }
     if let curve = word(fields, "curve", FadeCurve.self) { spec.curve = curve }
-    if let moment = word(fields, "at", TransitionSpec.Moment.self) { spec.moment = moment }
-    if let entry = word(fields, "enter", TransitionSpec.Entry.self) { spec.entry = entry }
+    if let at = fields["at"] {
+      if let cue = namedCue(at, fields.path("at")) {
+        spec.exitCue = cue
+        spec.moment = .now
+      } else if at.stringValue == "exit" {
+        // The outgoing piece's exit cue: `{ cue: "exit" }` for short.
+        spec.exitCue = "exit"
+        spec.moment = .now
+      } else if let moment = word(fields, "at", TransitionSpec.Moment.self) {
+        spec.moment = moment
+        spec.exitCue = nil
+      }
+    }
+    if let enter = fields["enter"] {
+      if let cue = namedCue(enter, fields.path("enter")) {
+        spec.entryCue = cue
+        spec.entry = .start
+      } else if let entry = word(fields, "enter", TransitionSpec.Entry.self) {
+        spec.entry = entry
+        spec.entryCue = nil
+      }
+    }
     if let bars = integer(fields, "bars", NumberRange(1, 64)) {
       spec.bars = Int(bars)
       if spec.moment != .bar {
@@ -701,6 +765,10 @@ extension CueSheetDecoder {
           member.location, fields.path("pickup"),
           "a pickup lands the incoming downbeat on the moment: it goes with at: \"now\", \"beat\" or \"bar\", not \"end\""
         )
+      } else if pickup && spec.entryCue != nil {
+        error(
+          member.location, fields.path("pickup"),
+          "a pickup plays the incoming piece from its first frame: it does not go with enter: { cue: ... }")
       } else if pickup && spec.entry != .start {
         error(
           member.location, fields.path("pickup"),
