@@ -883,11 +883,34 @@ typedef void (*lm_beat_fn)(const lm_beat *beat, void *user_data);
 /* Sets (or, with NULL, removes) the beat callback. Any thread. */
 lm_error lm_set_beat_callback(lm_engine *engine, lm_beat_fn callback, void *user_data);
 
+/* A named cue point of the music as it is heard (a marker): the playing item's source's `cues`
+   in the cue file, else its file's CUE_<NAME> tags. */
+typedef struct lm_marker {
+  size_t struct_size;
+  /* Director time in seconds (as lm_report.time_seconds): when it sounds. */
+  double time_seconds;
+  /* The mix frame it sounds on. */
+  int64_t mix_frame;
+  /* Where it is in the item's file, in seconds. */
+  double file_seconds;
+  /* Its name, in lower case ("exit", "chorus"). */
+  const char *name;
+  /* The item's title (its title tag, else its file name). */
+  const char *title;
+} lm_marker;
+
+/* Called with every marker when it is heard, as lm_beat_fn is called with beats (the same
+   thread, in order with them, the same rules). Strings valid during the call only. */
+typedef void (*lm_marker_fn)(const lm_marker *marker, void *user_data);
+
+/* Sets (or, with NULL, removes) the marker callback. Any thread. */
+lm_error lm_set_marker_callback(lm_engine *engine, lm_marker_fn callback, void *user_data);
+
 /* Sets (or removes) the diagnostic callback (see lm_config.diagnostic_callback). Any thread. */
 lm_error lm_set_diagnostic_callback(lm_engine *engine, lm_diagnostic_fn callback, void *user_data);
 
 /* Waits until every report made so far has reached the report callback (and, offline, every
-   beat rendered so far the beat callback). Any thread but the callback's own
+   beat and marker rendered so far their callbacks). Any thread but the callback's own
    (LM_ERROR_WRONG_MODE). */
 lm_error lm_flush_reports(lm_engine *engine);
 

@@ -197,6 +197,9 @@ class engine {
   void on_beat(lm_beat_fn callback, void *user_data = NULL) {
     check(lm_set_beat_callback(handle_, callback, user_data));
   }
+  void on_marker(lm_marker_fn callback, void *user_data = NULL) {
+    check(lm_set_marker_callback(handle_, callback, user_data));
+  }
   void on_diagnostic(lm_diagnostic_fn callback, void *user_data = NULL) {
     check(lm_set_diagnostic_callback(handle_, callback, user_data));
   }

@@ -108,6 +108,14 @@ static void on_beat(const lm_beat *beat, void *user_data) {
   }
 }
 
+/* The music's markers (named cue points of the cue file or the file's tags), as they are heard:
+   a game would start a cutscene on one. */
+static void on_marker(const lm_marker *marker, void *user_data) {
+  (void)user_data;
+  printf("marker %.3f \"%s\" at %.3f s of \"%s\" frame %lld\n", marker->time_seconds, marker->name,
+         marker->file_seconds, marker->title, (long long)marker->mix_frame);
+}
+
 static void on_diagnostic(lm_diagnostic_severity severity, const char *message, void *user_data) {
   (void)user_data;
   static const char *names[] = {"notice", "warning", "error"};
@@ -200,6 +208,7 @@ static int run_game(const char *cues, const char *offline_path, int paced, doubl
   check(NULL, lm_engine_create(&config, &engine), "lm_engine_create");
   check(engine, lm_set_report_callback(engine, on_report, NULL), "lm_set_report_callback");
   check(engine, lm_set_beat_callback(engine, on_beat, NULL), "lm_set_beat_callback");
+  check(engine, lm_set_marker_callback(engine, on_marker, NULL), "lm_set_marker_callback");
 
   lm_authorization consent;
   check(engine, lm_library_authorization_status(engine, &consent), "lm_library_authorization_status");

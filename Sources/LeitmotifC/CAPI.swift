@@ -553,6 +553,13 @@ public func lmSetBeatCallback(
   withEngine(handle) { $0.callbacks.setBeat(callback, userData) }
 }
 
+@_cdecl("lm_set_marker_callback")
+public func lmSetMarkerCallback(
+  _ handle: OpaquePointer?, _ callback: lm_marker_fn?, _ userData: UnsafeMutableRawPointer?
+) -> lm_error {
+  withEngine(handle) { $0.callbacks.setMarker(callback, userData) }
+}
+
 @_cdecl("lm_set_diagnostic_callback")
 public func lmSetDiagnosticCallback(
   _ handle: OpaquePointer?, _ callback: lm_diagnostic_fn?, _ userData: UnsafeMutableRawPointer?

@@ -97,6 +97,9 @@ final class EngineSession: @unchecked Sendable {
     director.addBeatObserver { beat in
       if offline { beats.async { callbacks.deliver(beat) } } else { callbacks.deliver(beat) }
     }
+    director.addMarkerObserver { marker in
+      if offline { beats.async { callbacks.deliver(marker) } } else { callbacks.deliver(marker) }
+    }
   }
 
   deinit {
@@ -253,6 +256,11 @@ final class Callbacks: @unchecked Sendable {
     var userData: UnsafeMutableRawPointer?
   }
   private let beat = Mutex<BeatCallback?>(nil)
+  private struct MarkerCallback: @unchecked Sendable {
+    var function: lm_marker_fn
+    var userData: UnsafeMutableRawPointer?
+  }
+  private let marker = Mutex<MarkerCallback?>(nil)
   private let report = Mutex<Report?>(nil)
   private let diagnostic = Mutex<DiagnosticCallback?>(nil)
   private let authorization = Mutex<AuthorizationCallback?>(nil)
@@ -278,6 +286,24 @@ final class Callbacks: @unchecked Sendable {
           bar: Int32(clamping: musicBeat.bar), beat: Int32(clamping: musicBeat.beat),
           beats_per_bar: Int32(clamping: musicBeat.beatsPerBar), title: title)
         callback.function(&value, callback.userData)
+      }
+    }
+  }
+
+  func setMarker(_ function: lm_marker_fn?, _ userData: UnsafeMutableRawPointer?) {
+    marker.withLock { $0 = function.map { MarkerCallback(function: $0, userData: userData) } }
+  }
+
+  func deliver(_ musicMarker: MusicMarker) {
+    guard let callback = marker.withLock({ $0 }) else { return }
+    gated {
+      musicMarker.item.displayName.withCString { title in
+        musicMarker.name.withCString { name in
+          var value = lm_marker(
+            struct_size: MemoryLayout<lm_marker>.size, time_seconds: musicMarker.seconds,
+            mix_frame: musicMarker.mixFrame, file_seconds: musicMarker.fileSeconds, name: name, title: title)
+          callback.function(&value, callback.userData)
+        }
       }
     }
   }

@@ -29,7 +29,8 @@ enum CuesSimulateCommand {
                           without its extension; the same as leitmotif-demo's --timeline
       --duration SECONDS  how long to render (default: 8 s after the last event)
       --state NAME        the state to start in (default: the cue file's "start")
-      --beats             also print every beat of the music as the game's beat callback gets it
+      --beats             also print every beat and marker (named cue point) of the music as the
+                          game's beat and marker callbacks get them
                           (live: when it is heard, with the frame OpenAL was playing then)
     """
 
@@ -109,8 +110,11 @@ enum CuesSimulateCommand {
     if live {
       return playLive(sheet: sheet, script: script, options: options, recordPath: recordPath, lead: lead, beats: beats)
     }
-    let heard = Mutex<[MusicBeat]>([])
-    if beats { options.onBeat = { beat in heard.withLock { $0.append(beat) } } }
+    let heard = Mutex<[(seconds: Double, line: String)]>([])
+    if beats {
+      options.onBeat = { beat in heard.withLock { $0.append((beat.seconds, beatLine(beat))) } }
+      options.onMarker = { marker in heard.withLock { $0.append((marker.seconds, markerLine(marker))) } }
+    }
     guard let outputPath else { return 2 }
     let started = Date()
     let result: CueSimulation.Result
@@ -123,7 +127,11 @@ enum CuesSimulateCommand {
     }
     for line in result.timeline.lines { say(line) }
     for note in result.timeline.notes { say("note: \(note)") }
-    for beat in heard.withLock({ $0 }) { say(beatLine(beat)) }
+    for (_, line) in heard.withLock({ $0 }).enumerated().sorted(by: {
+      $0.element.seconds != $1.element.seconds ? $0.element.seconds < $1.element.seconds : $0.offset < $1.offset
+    }).map(\.element) {
+      say(line)
+    }
     let seconds = Double(result.framesWritten) / Double(result.sampleRate)
     let elapsed = Date().timeIntervalSince(started)
     say(
@@ -162,6 +170,9 @@ enum CuesSimulateCommand {
       // Said as the game hears of it, with where OpenAL's playback was at that moment.
       director.addBeatObserver { beat in
         say(beatLine(beat) + " (frame \(beat.mixFrame); OpenAL was playing frame \(engine.heardFrame))")
+      }
+      director.addMarkerObserver { marker in
+        say(markerLine(marker) + " (frame \(marker.mixFrame); OpenAL was playing frame \(engine.heardFrame))")
       }
     }
     // Each event once, at the director time it took effect (a frame of the mix clock).
@@ -215,6 +226,11 @@ enum CuesSimulateCommand {
   }
 
   /// `  12.500 s beat 3.2 of "Shadows"`: bar and beat, each from 1.
+  private static func markerLine(_ marker: MusicMarker) -> String {
+    String(format: "%8.3f s ", marker.seconds)
+      + "cue  \"\(marker.name)\" at \(String(format: "%.3f", marker.fileSeconds)) s of \"\(marker.item.title ?? marker.item.assetURL.lastPathComponent)\""
+  }
+
   private static func beatLine(_ beat: MusicBeat) -> String {
     String(format: "%8.3f s ", beat.seconds)
       + "\(beat.isDownbeat ? "bar  " : "beat ")\(beat.bar).\(beat.beat) of \"\(beat.item.title ?? beat.item.assetURL.lastPathComponent)\""

@@ -527,7 +527,7 @@ public final class AudioEngine: @unchecked Sendable {
     case .stolen(_, let listener):
       listener(event)
     case .prepared, .ended, .failed, .interrupted, .segmentStarted, .segmentFailed, .fadedOut, .handedOff,
-      .appendFailed, .beat:
+      .appendFailed, .beat, .marker:
       notify(event)
     }
   }

@@ -36,8 +36,10 @@ package enum EngineCommand: Sendable {
   /// The beat lines of segment `token` of the voice: every `secondsPerBeat` of its file, counted
   /// from `originSeconds` (beat 0). The mixer reports each as a `.beat` on the frame the voice
   /// plays it. `secondsPerBeat` 0 removes them. A voice keeps the lines of two segments (the one
-  /// playing and a gapless follower).
-  case setBeats(voice: VoiceHandle, token: Int, originSeconds: Double, secondsPerBeat: Double)
+  /// playing and a gapless follower). `markers`: seconds of the file (sorted) the mixer reports
+  /// as a `.marker` each, on the frame the voice plays it (named cue points; the owner keeps
+  /// their names).
+  case setBeats(voice: VoiceHandle, token: Int, originSeconds: Double, secondsPerBeat: Double, markers: [Double] = [])
   /// Layer `layer`'s parameter-driven gain (0...1, glided) and low-pass (1: unfiltered).
   case setLayer(voice: VoiceHandle, layer: Int, gain: Float, lowPass: Float)
   /// Moves layer `layer`'s level to `level` along `curve` over `seconds`: at once, or from the
@@ -117,6 +119,9 @@ package enum EngineEvent: @unchecked Sendable {
   /// frame `frame`, which is heard at `audibleAtNanoseconds` of the uptime clock (less what the
   /// device itself still holds; 0 on an engine that renders offline).
   case beat(voice: VoiceHandle, token: Int, index: Int, frame: Int64, audibleAtNanoseconds: UInt64)
+  /// The voice plays marker `index` of segment `token` (see `EngineCommand.setBeats`) on mix
+  /// frame `frame`, heard at `audibleAtNanoseconds` as a beat is.
+  case marker(voice: VoiceHandle, token: Int, index: Int, frame: Int64, audibleAtNanoseconds: UInt64)
   case deviceLost(String)
   /// The music goes on on a new device. `heldFrames`: what the lost device was estimated to
   /// hold unplayed (its latency); `replayedFrames`: how much of it is played again (all of it,
@@ -139,7 +144,8 @@ package enum EngineEvent: @unchecked Sendable {
     switch self {
     case .prepared(let voice), .ended(let voice), .segmentStarted(let voice, _), .segmentFailed(let voice, _, _),
       .fadedOut(let voice), .appendFailed(let voice, _, _, _), .failed(let voice, _), .underrun(let voice),
-      .interrupted(let voice, _), .stolen(let voice, _), .beat(let voice, _, _, _, _):
+      .interrupted(let voice, _), .stolen(let voice, _), .beat(let voice, _, _, _, _),
+      .marker(let voice, _, _, _, _):
       return voice
     case .handedOff(let from, _):
       return from

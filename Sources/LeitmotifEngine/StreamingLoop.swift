@@ -65,6 +65,10 @@ package final class StreamingLoop: @unchecked Sendable {
     var secondsPerBeat: Double
     /// The last mix frame a beat was reported on (a line is reported once).
     var lastFrame: Int64 = -1
+    /// Markers: seconds of the file, sorted (none: `[]`).
+    var markers: [Double] = []
+    /// The last mix frame a marker was reported on.
+    var lastMarkerFrame: Int64 = -1
   }
   private var beatLines = [BeatLines?](repeating: nil, count: maximumVoices * 2)
   private var beatLineCount = 0
@@ -342,6 +346,30 @@ package final class StreamingLoop: @unchecked Sendable {
         let position = voice.playingPosition(token: lines.token)
       else { continue }
       let rate = Double(voice.fileSampleRate)
+      // Markers ahead of the position that fall in this block, each once, in order.
+      for (marker, seconds) in lines.markers.enumerated() where seconds * rate >= position - 1e-6 {
+        guard let due = voice.mixFramesUntil(fileFrame: seconds * rate, token: lines.token, clock: clock),
+          due < Int64(frames)
+        else { break }
+        let frame = clock + due
+        guard frame > lines.lastMarkerFrame else { continue }
+        lines.lastMarkerFrame = frame
+        var audibleAt: UInt64 = 0
+        if !isOffline {
+          if nowNanoseconds == 0 { nowNanoseconds = DispatchTime.now().uptimeNanoseconds }
+          let delay = heardDelayFrames + deviceLatencyFrames + Int(due)
+          audibleAt = nowNanoseconds &+ UInt64(max(0, delay)) * 1_000_000_000 / UInt64(bus.mixRate)
+        }
+        if pendingEvents.count < pendingEvents.capacity {
+          pendingEvents.append(
+            .marker(
+              voice: voice.handle, token: lines.token, index: marker, frame: frame, audibleAtNanoseconds: audibleAt))
+        }
+      }
+      guard lines.secondsPerBeat > 0 else {
+        beatLines[index] = lines
+        continue
+      }
       // The first line at or after the position: stateless, so a loop back or a seek simply
       // finds the lines again from where the voice is.
       var beat = Int(((position / rate - lines.originSeconds) / lines.secondsPerBeat - 1e-9).rounded(.up))
@@ -758,7 +786,7 @@ package final class StreamingLoop: @unchecked Sendable {
         start = clock + due
       }
       playing.fadeLayer(layer, to: level, seconds: seconds, curve: curve, start: start)
-    case .setBeats(let voice, let token, let origin, let spacing):
+    case .setBeats(let voice, let token, let origin, let spacing, let markers):
       guard owns(voice) else { return }
       let slot = voice.slot
       // The same segment's lines, else a free place, else the lines of a segment not playing.
@@ -774,8 +802,11 @@ package final class StreamingLoop: @unchecked Sendable {
         index = playing ? second : first
       }
       let had = beatLines[index] != nil
-      if spacing > 0 && spacing.isFinite && origin.isFinite {
-        beatLines[index] = BeatLines(token: token, originSeconds: origin, secondsPerBeat: spacing)
+      let hasBeats = spacing > 0 && spacing.isFinite && origin.isFinite
+      if hasBeats || !markers.isEmpty {
+        // No beats but markers: lines that never fall due (secondsPerBeat 0).
+        beatLines[index] = BeatLines(
+          token: token, originSeconds: hasBeats ? origin : 0, secondsPerBeat: hasBeats ? spacing : 0, markers: markers)
         if !had { beatLineCount += 1 }
       } else if had && beatLines[index]?.token == token {
         beatLines[index] = nil

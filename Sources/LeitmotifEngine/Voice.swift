@@ -89,6 +89,11 @@ package final class Voice: VoiceInput {
   /// Resampled: the file frame (fractional) that the next output frame shows, integrated from
   /// the ratio exactly as libsamplerate ramps it (the resampler reads ahead of it).
   private var resampledPosition: Double = 0
+  /// A jump in the file the resampler has read but not yet played out (a loop seam, a gapless
+  /// join): the output reaches `end` (in the file's frames before the jump) and goes on `jump`
+  /// frames away. Until then the position heard is before the seam, though the resampler's
+  /// input is past it: a grid line just before a loop end is reached, not skipped.
+  private var pendingSeam: (end: Double, jump: Double)?
   /// The output/input ratio of the resampler's last call (nil after a reset).
   private var lastResamplerRatio: Double?
   private var filter: ShelfFilter
@@ -365,6 +370,7 @@ package final class Voice: VoiceInput {
     if !resampling && resamplerRatio != 1 && resampler != nil {
       resampling = true
       resampledPosition = inputPosition
+      pendingSeam = nil
       lastResamplerRatio = nil
       resampler?.reset()
     }
@@ -531,7 +537,19 @@ package final class Voice: VoiceInput {
 
   /// Resampled: the (fractional) file frame of the next frame mixed: the end of what the
   /// resampler made, less what of its last chunk is not mixed yet.
-  private var exactPosition: Double { resampledPosition - Double(chunkFrames - chunkOffset) * ratio }
+  private var exactPosition: Double {
+    let position = resampledPosition - Double(chunkFrames - chunkOffset) * ratio
+    guard let seam = pendingSeam, position >= seam.end - 1e-9 else { return position }
+    return position + seam.jump
+  }
+
+  /// Folds a seam the output has played past into the position (so the next one has the slot).
+  private func foldPassedSeam() {
+    guard let seam = pendingSeam, resampledPosition - Double(chunkFrames - chunkOffset) * ratio >= seam.end - 1e-9
+    else { return }
+    resampledPosition += seam.jump
+    pendingSeam = nil
+  }
 
   /// Frames of this voice's file in `seconds`.
   func fileFrames(seconds: Double) -> Int64 { FrameMath.frames(seconds: seconds, rate: Double(fileRate)) }
@@ -694,6 +712,7 @@ package final class Voice: VoiceInput {
       (scratch + 2 * produced).update(from: chunk + 2 * chunkOffset, count: 2 * frames)
       chunkOffset += frames
       produced += frames
+      if pendingSeam != nil { foldPassedSeam() }
     }
     return produced
   }
@@ -813,9 +832,12 @@ package final class Voice: VoiceInput {
         continue
       }
       if abs(next.startPosition - inputPosition) > 1e-3 {
-        // A jump in the file (a loop back, a gapless join): the resampled position jumps with it,
-        // keeping its distance behind what the resampler has read.
-        resampledPosition += next.startPosition - inputPosition
+        // A jump in the file (a loop back, a gapless join): the resampled position jumps with it
+        // when the output reaches it, not when the resampler reads it (it reads ahead). A
+        // second jump before the first is heard (a loop shorter than the resampler's reach)
+        // folds the first at once.
+        if let seam = pendingSeam { resampledPosition += seam.jump }
+        pendingSeam = (end: inputPosition, jump: next.startPosition - inputPosition)
       }
       block = next
       blockOffset = 0
@@ -922,6 +944,7 @@ package final class Voice: VoiceInput {
     inputPosition = Double(target.frame)
     inputToken = target.token
     resampledPosition = Double(target.frame)
+    pendingSeam = nil
     lastResamplerRatio = nil
     chunkFrames = 0
     chunkOffset = 0

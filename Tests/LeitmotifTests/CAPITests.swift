@@ -95,6 +95,14 @@ struct CAPITests {
     #expect(downbeats.allSatisfy { abs($0.time - Double($0.frame) / 48_000) < 0.0005 }, "\(downbeats)")
     #expect(zip(downbeats, downbeats.dropFirst()).allSatisfy { $0.frame < $1.frame }, "in order")
     #expect(run.output.contains("beats heard"), "\(run.output)")
+    // The marker callback: the combat music's "theme" (bar 7 of its file, 10 s in: the cue file's
+    // `cues`), on its own frame, during the fight.
+    let markers = run.output.split(separator: "\n").filter { $0.hasPrefix("marker ") }
+    let theme = try #require(
+      markers.first { $0.contains("\"theme\" at 10.000 s of \"Steel and Sparks (Combat)\"") }, "\(markers)")
+    let words = theme.split(separator: " ")
+    let time = try #require(Double(words[1])), frame = try #require(Double(words.last ?? ""))
+    #expect(abs(time - frame / 48_000) < 0.0005 && time > 30 && time < 48, "\(theme)")
   }
 
   @Test("Every error path is an error code, and the process does not crash")

@@ -1,5 +1,6 @@
 import Foundation
 import LeitmotifFixtures
+import Synchronization
 import Testing
 
 @testable import Leitmotif
@@ -129,6 +130,31 @@ struct CueNameTests {
     let missing = try game.simulate(
       try Self.sheet(game, transition: #"{ seconds: 0, enter: { cue: "bridge" } }"#), script, seconds: 3)
     #expect(missing.timeline.lines.contains { $0.contains("has no cue \"bridge\"") }, "\(missing.timeline.summary)")
+  }
+
+  @Test("Markers: every named cue point of the playing item is heard on its own frame, by name")
+  func markers() throws {
+    let game = try Self.game()
+    let sheet = try Self.sheet(game, transition: #"{ seconds: 0, at: { cue: "exit" } }"#)
+    let beats = Mutex<[MusicBeat]>([]), markers = Mutex<[MusicMarker]>([])
+    var options = CueSimulation.Options()
+    options.onBeat = { beat in beats.withLock { $0.append(beat) } }
+    options.onMarker = { marker in markers.withLock { $0.append(marker) } }
+    // The quiet piece's cues are the cue file's (exit at 1.5 and 3.75 s, drop at bar 3 = 4 s);
+    // "go" at 2 s leaves it on its exit at 3.75 s for the marked piece, whose own tags mark exit
+    // 3.25 s and chorus 5 and 7 s into it. A marker on the frame its music is left is not heard
+    // (the game hears the incoming music then), nor one after: so 1.5 s of quiet, then 3.25 s
+    // and 5 s of marked (its 7 s is past the 10.5 s rendered).
+    _ = try game.simulate(sheet, [.cue(2, "go")], seconds: 10.5, options: options)
+    let heard = markers.withLock { $0 }
+    #expect(heard.map(\.name) == ["exit", "exit", "chorus"], "\(heard.map { ($0.name, $0.fileSeconds, $0.seconds) })")
+    #expect(heard.map(\.fileSeconds) == [1.5, 3.25, 5], "\(heard.map(\.fileSeconds))")
+    #expect(heard.map(\.item.title) == ["Quiet", "Marked", "Marked"])
+    // Each on its own frame: quiet's frame 0 is its first downbeat; marked starts 3.75 s after it.
+    let first = try #require(beats.withLock { $0 }.first { $0.bar == 1 && $0.beat == 1 }, "the first downbeat")
+    let expected = [first.mixFrame + 72_000, first.mixFrame + 180_000 + 156_000, first.mixFrame + 180_000 + 240_000]
+    #expect(heard.map(\.mixFrame) == expected, "\(heard.map(\.mixFrame)) against \(expected)")
+    #expect(heard.allSatisfy { abs($0.seconds - Double($0.mixFrame - first.mixFrame) / 48_000 - first.seconds) < 1e-9 })
   }
 
   @Test("Named cues in the cue file are checked: the shape, the numbers, a pickup with an entry cue")

@@ -115,6 +115,36 @@ struct PickupTests {
     #expect(abs(combatLong / combatCut - 1) < 0.02, "\(combatLong) and \(combatCut)")
   }
 
+  @Test("A bar line on the loop end of a resampled, looping piece is reached: the change happens on the seam")
+  func barOnTheLoopSeam() throws {
+    let game = try Self.game()
+    // 8 s at 120 BPM (2 s bars), looping from 2 s to 6 s, played at rate 1.1 (so resampled).
+    try DirectorFixture.tone(
+      game.assets + "/loop.ogg", pitch: DirectorFixture.explorePitch, seconds: 8,
+      tags: [("TITLE", "Loop"), ("BPM", "120"), ("LOOPSTART", "96000"), ("LOOPLENGTH", "192000")])
+    let sheet = try game.sheet(
+      """
+      {
+        start: "looping",
+        assets: "assets",
+        sources: { loop: { bundled: "loop.ogg" }, tense: { bundled: "combat.ogg" } },
+        states: {
+          looping: { music: "loop", rate: 1.1 },
+          combat: { music: "tense", transition: { seconds: 0, at: "bar" } },
+        },
+        rules: [ { on: "fight", do: { state: "combat" } } ],
+      }
+      """)
+    // At 4.5 s the file is at 4.95 s: its next bar line is 6 s, the loop end, heard at 5.45 s.
+    let run = try game.simulate(sheet, [.cue(4.5, "fight")], seconds: 8)
+    let band = try #require(run.timeline.states.last)
+    #expect(band.state == "combat", "\(run.timeline.summary)")
+    #expect(abs(band.from - 6 / 1.1) < 0.02, "heard from \(band.from) s")
+    let pitches = [DirectorFixture.explorePitch, DirectorFixture.combatPitch]
+    #expect(Listen.loudest(run.left, 6, 7.5, among: pitches) == DirectorFixture.combatPitch, "the change was heard")
+    #expect(Listen.loudest(run.left, 4.6, 5.3, among: pitches) == DirectorFixture.explorePitch)
+  }
+
   @Test("A pickup where it cannot work, and a bad tail, are errors naming the key")
   func mistakes() throws {
     let game = try Self.game()

@@ -420,6 +420,24 @@ public final class Director: @unchecked Sendable {
   /// Stops calling the beat observer registered under `token`.
   public func removeBeatObserver(_ token: UInt64) { player.removeBeatObserver(token) }
 
+  /// Calls `handler` with every marker of the music, when it is heard, as beats are (see
+  /// `addBeatObserver`): each named cue point of the playing item (its source's `cues`, else its
+  /// file's `CUE_<NAME>` tags), with its name, where it is in the file, its mix frame and its
+  /// time on the director's clock. Stingers have none. Returns a token for
+  /// `removeMarkerObserver(_:)`.
+  @discardableResult
+  public func addMarkerObserver(_ handler: @escaping @Sendable (MusicMarker) -> Void) -> UInt64 {
+    let rate = Double(engine.sampleRate)
+    return player.addMarkerObserver { [weak self] marker in
+      var stamped = marker
+      stamped.seconds = Double(marker.mixFrame - (self?.originFrame ?? 0)) / rate
+      handler(stamped)
+    }
+  }
+
+  /// Stops calling the marker observer registered under `token`.
+  public func removeMarkerObserver(_ token: UInt64) { player.removeMarkerObserver(token) }
+
   /// The reports as an async sequence (from now on).
   public var reports: AsyncStream<DirectorReport> {
     AsyncStream { continuation in

@@ -466,7 +466,14 @@ final class DirectorCore {
     // The lead in the playing file's seconds (it moves `rate` of them a second).
     let leadInFile = max(0, lead) * rate
     let index = ((position + leadInFile - grid.offsetSeconds) / unit - 1e-9).rounded(.up)
-    let line = grid.offsetSeconds + max(0, index) * unit
+    var line = grid.offsetSeconds + max(0, index) * unit
+    // A looping item never plays its loop end, nor what lies past it: a line there is the seam
+    // (the next pass starts on the loop start), or the change would wait for ever.
+    if player.loopRepeat != .off, let loopEnd = loopEnd(of: playing), position + leadInFile < loopEnd,
+      line > loopEnd - 1e-6
+    {
+      line = loopEnd
+    }
     return (
       now + (line - position) / rate, QueuePlayer.Landing(fileSeconds: line - leadInFile, everySeconds: unit)
     )
@@ -732,6 +739,10 @@ final class DirectorCore {
       let grid = self.grid(for: entry.item)
       gridded.beatGrid = QueueDescriptor.BeatGrid(
         beatsPerMinute: grid.beatsPerMinute, beatsPerBar: grid.beatsPerBar, offsetSeconds: grid.offsetSeconds)
+      // The markers: every named cue point as the director finds it (the source's, else the tags').
+      let names = Set(entry.item.cuePoints.keys).union(
+        origins[entry.item.assetURL.path].flatMap { sheet.sources[$0.source]?.namedCues.keys }.map(Set.init) ?? [])
+      gridded.cuePoints = Dictionary(uniqueKeysWithValues: names.map { ($0, cuePoints(named: $0, of: entry.item)) })
       return gridded
     }
   }

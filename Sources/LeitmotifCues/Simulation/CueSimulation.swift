@@ -42,6 +42,9 @@ public struct CueSimulation {
     /// Hears every beat of the music as the game's beat callback would (`Director.addBeatObserver`):
     /// offline, as the render passes it.
     public var onBeat: (@Sendable (MusicBeat) -> Void)?
+    /// Hears every marker (named cue point) of the music as the game's marker callback would
+    /// (`Director.addMarkerObserver`): offline, as the render passes it.
+    public var onMarker: (@Sendable (MusicMarker) -> Void)?
     /// The defaults: 48 kHz, 256-frame mixes, float32, until 8 s after the last step, no library or
     /// picks, the cue file's start state, gains sampled every 0.05 s.
     public init() {}
@@ -97,6 +100,7 @@ public struct CueSimulation {
       onReport?(report)
     }
     if let onBeat = options.onBeat { director.addBeatObserver(onBeat) }
+    if let onMarker = options.onMarker { director.addMarkerObserver(onMarker) }
     if outputPath != nil { try session.openOutput() }
 
     let rate = Double(options.sampleRate)

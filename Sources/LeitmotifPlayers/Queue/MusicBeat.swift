@@ -31,6 +31,30 @@ public struct MusicBeat: Sendable, Equatable {
   }
 }
 
+/// A named cue point of the music, when it is heard (see `QueuePlayer.addMarkerObserver`): a
+/// game can start its cutscene on the chorus, or show the boss on the drop.
+public struct MusicMarker: Sendable, Equatable {
+  /// The item whose marker it is.
+  public var item: MediaItem
+  /// Its name, in lower case ("exit", "chorus").
+  public var name: String
+  /// Where it is in the item's file, in seconds.
+  public var fileSeconds: Double
+  /// The mix frame it sounds on (frames since the engine started).
+  public var mixFrame: Int64
+  /// When it sounds, in seconds: of the mix clock from a queue player; of the director's clock
+  /// from a director (as `MusicBeat.seconds`).
+  public var seconds: Double
+
+  public init(item: MediaItem, name: String, fileSeconds: Double, mixFrame: Int64, seconds: Double) {
+    self.item = item
+    self.name = name
+    self.fileSeconds = fileSeconds
+    self.mixFrame = mixFrame
+    self.seconds = seconds
+  }
+}
+
 extension MediaItem {
   /// The item's own beat grid: its BPM tag (or the tempo the analysis detected, bars counted from
   /// the first detected beat), with its meter (4 when untagged). Nil without a tempo.

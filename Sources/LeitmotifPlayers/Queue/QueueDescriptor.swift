@@ -36,6 +36,9 @@ public struct QueueDescriptor: Sendable, Equatable {
     /// The entry's beat grid, for beat callbacks (`QueuePlayer.addBeatObserver`); nil: the item's
     /// own (its BPM tag or detected tempo), if it has one.
     public var beatGrid: BeatGrid?
+    /// The entry's named cue points, in seconds of its file by name, reported as markers
+    /// (`QueuePlayer.addMarkerObserver`); nil: the item's own (`MediaItem.cuePoints`).
+    public var cuePoints: [String: [Double]]?
 
     /// An entry for `item`, with trim points, transition, loop points and loop count where given
     /// (nil: the file's or the player's).

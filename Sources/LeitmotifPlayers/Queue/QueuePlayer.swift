@@ -116,6 +116,9 @@ public final class QueuePlayer: MediaPlayback {
     /// The item and grid of each segment given beat lines (by token, the latest
     /// `rememberedTokens`): a beat of the queue before a `setQueue` still names its item.
     var beatSegments: [Int: (item: MediaItem, grid: QueueDescriptor.BeatGrid)] = [:]
+    /// The markers given to each segment (by token, as `beatSegments`): names and seconds, in
+    /// the order the mixer numbers them.
+    var markerSegments: [Int: (item: MediaItem, markers: [(name: String, seconds: Double)])] = [:]
     /// Seeks asked of the current voice (compared with its status's `seekGenerationDone`).
     var seekGeneration = 0
     var lastSeekSeconds: Double = 0
@@ -875,12 +878,26 @@ public final class QueuePlayer: MediaPlayback {
 
   /// Gives the mixer the beat lines of entry `id`'s segment `token` on `voice`, so that it
   /// reports each beat on its frame (see `addBeatObserver`).
+  /// With them go its markers: the entry's named cue points (`Entry.cuePoints`, else the item's
+  /// own), each reported as it plays (see `addMarkerObserver`).
   private func postBeats(of id: Int, token: Int, voice: VoiceHandle, _ state: inout State) {
-    guard let entry = state.queue.entries[id], let grid = entry.beatGrid ?? entry.item.tagBeatGrid else { return }
-    state.beatSegments[token] = (entry.item, grid)
+    guard let entry = state.queue.entries[id] else { return }
+    let duration = entry.item.playbackDuration ?? .infinity
+    var markers: [(name: String, seconds: Double)] = []
+    for (name, points) in entry.cuePoints ?? entry.item.cuePoints {
+      for seconds in points where seconds >= 0 && seconds < duration { markers.append((name, seconds)) }
+    }
+    markers.sort { $0.seconds != $1.seconds ? $0.seconds < $1.seconds : $0.name < $1.name }
+    let grid = entry.beatGrid ?? entry.item.tagBeatGrid
+    guard grid != nil || !markers.isEmpty else { return }
+    if let grid { state.beatSegments[token] = (entry.item, grid) }
     state.beatSegments[token - Self.rememberedTokens] = nil
+    if !markers.isEmpty { state.markerSegments[token] = (entry.item, markers) }
+    state.markerSegments[token - Self.rememberedTokens] = nil
     engine.commands.post(
-      .setBeats(voice: voice, token: token, originSeconds: grid.offsetSeconds, secondsPerBeat: grid.secondsPerBeat))
+      .setBeats(
+        voice: voice, token: token, originSeconds: grid?.offsetSeconds ?? 0, secondsPerBeat: grid?.secondsPerBeat ?? 0,
+        markers: markers.map { $0.seconds }))
   }
 
   // MARK: - Beats
@@ -903,6 +920,33 @@ public final class QueuePlayer: MediaPlayback {
 
   public func removeBeatObserver(_ token: UInt64) { _ = beatObservers.withLock { $0.removeValue(forKey: token) } }
 
+  private let markerObservers = Mutex<[UInt64: @Sendable (MusicMarker) -> Void]>([:])
+
+  /// Calls `handler` with every marker of the music this player plays (an entry's named cue
+  /// points: `QueueDescriptor.Entry.cuePoints`, else the item's `CUE_<NAME>` tags), when it is
+  /// heard, as beats are (see `addBeatObserver`). Returns a token for `removeMarkerObserver(_:)`.
+  @discardableResult
+  public func addMarkerObserver(_ handler: @escaping @Sendable (MusicMarker) -> Void) -> UInt64 {
+    let token = nextBeatObserver.add(1, ordering: .relaxed).oldValue
+    markerObservers.withLock { $0[token] = handler }
+    return token
+  }
+
+  public func removeMarkerObserver(_ token: UInt64) { _ = markerObservers.withLock { $0.removeValue(forKey: token) } }
+
+  /// A marker the mixer reported (notification thread): passed on when it is heard.
+  private func deliverMarker(token: Int, index: Int, frame: Int64, audibleAt: UInt64, _ state: State) {
+    guard markerObservers.withLock({ !$0.isEmpty }), let (item, markers) = state.markerSegments[token],
+      markers.indices.contains(index)
+    else { return }
+    let marker = MusicMarker(
+      item: item, name: markers[index].name, fileSeconds: markers[index].seconds, mixFrame: frame,
+      seconds: Double(frame) / Double(engine.sampleRate))
+    deliver(frame: frame, at: audibleAt, checks: 0) { [weak self] in
+      for handler in self?.markerObservers.withLock({ Array($0.values) }) ?? [] { handler(marker) }
+    }
+  }
+
   /// A beat the mixer reported (notification thread): passed on when it is heard.
   private func deliverBeat(token: Int, index: Int, frame: Int64, audibleAt: UInt64, _ state: State) {
     guard beatObservers.withLock({ !$0.isEmpty }), let (item, grid) = state.beatSegments[token] else { return }
@@ -912,22 +956,24 @@ public final class QueuePlayer: MediaPlayback {
     let beat = MusicBeat(
       item: item, bar: barIndex + 1, beat: index - barIndex * meter + 1, beatsPerBar: meter, mixFrame: frame,
       seconds: Double(frame) / Double(engine.sampleRate))
-    deliver(beat, at: audibleAt, checks: 0)
+    deliver(frame: frame, at: audibleAt, checks: 0) { [weak self] in
+      for handler in self?.beatObservers.withLock({ Array($0.values) }) ?? [] { handler(beat) }
+    }
   }
 
   /// Hands `beat` to the observers at `uptime`, and then only once OpenAL's playback has reached
   /// its frame: the time stamped at mixing assumes the device plays on at once, which it does not
   /// when it has just started (the first beat of the music would come tens of milliseconds early).
-  private func deliver(_ beat: MusicBeat, at uptime: UInt64, checks: Int) {
+  private func deliver(frame: Int64, at uptime: UInt64, checks: Int, _ body: @escaping @Sendable () -> Void) {
     engine.whenAudible(at: uptime) { [weak self] in
       guard let self else { return }
-      let behind = beat.mixFrame - engine.heardFrame
+      let behind = frame - engine.heardFrame
       if uptime != 0 && behind > Int64(Self.beatSlackFrames) && checks < 8 {
         let wait = UInt64(behind) * 1_000_000_000 / UInt64(engine.sampleRate)
-        deliver(beat, at: DispatchTime.now().uptimeNanoseconds + wait, checks: checks + 1)
+        deliver(frame: frame, at: DispatchTime.now().uptimeNanoseconds + wait, checks: checks + 1, body)
         return
       }
-      for handler in beatObservers.withLock({ Array($0.values) }) { handler(beat) }
+      body()
     }
   }
 
@@ -1212,6 +1258,8 @@ public final class QueuePlayer: MediaPlayback {
         break
       case .beat(_, let token, let index, let frame, let audibleAt):
         deliverBeat(token: token, index: index, frame: frame, audibleAt: audibleAt, state)
+      case .marker(_, let token, let index, let frame, let audibleAt):
+        deliverMarker(token: token, index: index, frame: frame, audibleAt: audibleAt, state)
       case .segmentStarted(_, let token):
         guard isCurrent, case .gapless(token, let entry)? = state.voices.scheduled else { return }
         let from = state.queue.nowID.flatMap { state.queue.entries[$0]?.item }
