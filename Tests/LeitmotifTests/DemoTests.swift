@@ -61,7 +61,13 @@ struct DemoTests {
     // The events the cue file must ignore: a cooldown, a weak threat, the boss's priority.
     let ignored = timeline.events.filter { $0.outcome == "ignored" }.map(\.at)
     #expect(ignored == [41, 66.4, 112, 114], "\(timeline.events.map { "\($0.at) \($0.cue) \($0.outcome)" })")
-    #expect(timeline.stingers.count == 4)
+    #expect(timeline.stingers.count == 3)
+    // Victory: the fanfare is the bridge into exploring (on the boss's bar after 158 s), and the
+    // exploring music follows it on its last second (the fanfare lasts 4 s).
+    let victory = try #require(timeline.items.first { $0.title == "Victory (Stinger)" }, "\(timeline.items)")
+    let exploring = try #require(timeline.items.first { $0.at > victory.at && $0.title.contains("Exploration") })
+    #expect(victory.at >= 158 && victory.at <= 158 + Self.longestBar + 0.05, "\(victory)")
+    #expect(abs(exploring.at - victory.at - 3) < 0.05, "\(exploring.at) after \(victory.at)")
     #expect(FileManager.default.fileExists(atPath: svg))
     let picture = try String(contentsOfFile: svg, encoding: .utf8)
     #expect(picture.contains("bossPhase2") && picture.contains("enemy.spotted"))

@@ -174,6 +174,7 @@ final class DirectorCore {
     if isQuiet && newEvents.isEmpty && dropped == 0 && waiting.isEmpty
       && (scheduled.first.map { $0.time > now + 0.5 / Double(engine.sampleRate) } ?? true)
     {
+      if pendingBridge != nil { continueBridge() }
       noticeNowPlaying()
       if player.failuresSoFar != failuresSeen { noticeFailures() }
       return
@@ -230,10 +231,11 @@ final class DirectorCore {
     waiting.removeFirst(taken)
     stingers.removeAll { $0.playbackState == .stopped }
     ducks.removeAll { $0.isOver(at: now) }
+    if pendingBridge != nil { continueBridge() }
     noticeNowPlaying()
     if player.failuresSoFar != failuresSeen { noticeFailures() }
     applyMix()
-    isQuiet = !isMoving && stingers.isEmpty
+    isQuiet = !isMoving && stingers.isEmpty && pendingBridge == nil
   }
 
   /// Nothing moves and nothing plays on its own: the next update has nothing to step unless
@@ -538,6 +540,7 @@ final class DirectorCore {
   /// Puts the game's queue on the player: levelled to the score's loudness as the player's
   /// songs are, with the current state's loop and item transition.
   private func applyQueue(_ queue: GameQueue, cause: LevelEvent?, landing: (QueuePlayer.Landing, at: Double)? = nil) {
+    pendingBridge = nil
     let spec = queue.transition
     let state = currentState.flatMap { sheet.states[$0] }
     let source = MusicSource(name: Self.gameQueueSource, kind: .picks)
@@ -585,6 +588,15 @@ final class DirectorCore {
       default: return false
       }
     }
+    pendingBridge = nil
+    // A bridge between the state heard and this one: it plays first, on the grid.
+    if playing, let bridge = sheet.bridge(from: lastReportedState, to: name),
+      let item = resolved[bridge.music]?.items.first
+    {
+      currentState = name
+      statePriority = sheet.states[name]?.priority ?? 0
+      return playBridge(bridge, item: item, into: name, spec: spec, cause: cause)
+    }
     currentState = name
     statePriority = sheet.states[name]?.priority ?? 0
     // A pickup: the incoming piece starts that long before the line, so that its first downbeat
@@ -626,6 +638,75 @@ final class DirectorCore {
     }
     applyStateChange(name, spec: spec, cause: cause, built: built, lead: lead)
     return description + note + (lead > 0 ? " (its pickup first: the downbeat at \(Self.format(now + lead)) s)" : "")
+  }
+
+  /// A bridge playing (or about to): the state it leads into, the transition from its end, and
+  /// when the bridge is heard (the state's music is put behind it from then on).
+  private var pendingBridge: (state: String, spec: TransitionSpec, heardAt: Double, cause: LevelEvent?)?
+
+  /// Plays `bridge` (its `item`) into state `name`: on the moment `spec` gives, as a queue of
+  /// its own that neither repeats nor loops; the state's music is queued behind it once it is
+  /// heard, to start on its end (`continueBridge`).
+  private func playBridge(
+    _ bridge: MusicBridge, item: MediaItem, into name: String, spec: TransitionSpec, cause: LevelEvent?
+  ) -> String {
+    let (landsAt, landing) = landingTime(spec, playing: true)
+    let source = sheet.sources[bridge.music] ?? MusicSource(name: bridge.music, kind: .picks)
+    var entry = QueueDescriptor.Entry(item: item, loopRepeat: .off)
+    entry.gainDecibels = StateMusic.gain(for: item, source: source, levelling: sheet.loudness, target: loudnessTarget)
+    origins[item.assetURL.path] = (bridge.music, false)
+    player.repeatMode = .none
+    player.loopRepeat = .off
+    let description =
+      "bridge \"\(item.displayName)\" to \"\(name)\""
+      + (spec.seconds > 0 ? " (crossfade \(Self.format(spec.seconds)) s \(spec.curve.rawValue))" : "")
+    do {
+      try putOnPlayer(
+        QueueDescriptor(entries: withBeatGrids([entry])), startingAt: nil, spec: spec,
+        landing: landsAt > now + 0.5 / Double(engine.sampleRate) ? landing : nil, wasPlaying: true,
+        hold: spec.tailSeconds)
+    } catch {
+      report(.problem("bridge to \"\(name)\": the bridge was refused: \(error)"), cause: cause)
+      return description + ": refused"
+    }
+    if landsAt > now + 0.5 / Double(engine.sampleRate) {
+      report(.scheduled(what: description + " on the \(Self.momentText(spec))", at: landsAt), cause: cause)
+    }
+    layeredState = nil
+    layerNames = []
+    playingOrder = nil
+    lastNowPlaying = item
+    lastNowPlayingEntry = player.nowPlayingEntryID
+    report(
+      .stateChanged(from: lastReportedState, to: name, item: item, source: bridge.music, isUserMusic: false),
+      cause: cause, at: landsAt)
+    if lastReportedState != name { previousState = lastReportedState }
+    lastReportedState = name
+    var exit = TransitionSpec(seconds: bridge.seconds, curve: bridge.curve, moment: .end)
+    exit.entry = spec.entry == .samePosition ? .start : spec.entry
+    exit.entryCue = spec.entryCue
+    pendingBridge = (name, exit, landsAt, cause)
+    isQuiet = false
+    return description
+      + (landsAt > now + 0.5 / Double(engine.sampleRate)
+        ? " at \(Self.momentText(spec)) (\(Self.format(landsAt)) s)" : "")
+  }
+
+  /// Once the bridge is heard: the state's music goes behind it, to start as it ends.
+  private func continueBridge() {
+    guard let bridge = pendingBridge, now >= bridge.heardAt, player.playbackState == .playing else { return }
+    pendingBridge = nil
+    guard currentState == bridge.state else { return }
+    let (estimate, landing) = landingTime(bridge.spec, playing: true)
+    // Heard from its first frame at `heardAt`: its end is known exactly (the estimate from the
+    // position reported lags by what the bus holds).
+    var endsAt = estimate
+    if let duration = player.nowPlayingItem?.playbackDuration {
+      let rate = max(0.01, Double(player.currentPlaybackRate))
+      endsAt = max(now, bridge.heardAt + duration / rate - bridge.spec.seconds)
+    }
+    applyStateChange(
+      bridge.state, spec: bridge.spec, cause: bridge.cause, landing: landing.map { ($0, endsAt) }, isRebuild: true)
   }
 
   private var hasScheduledStateChange: Bool {
@@ -840,7 +921,9 @@ final class DirectorCore {
     lastNowPlayingEntry = player.nowPlayingEntryID
     // Stamped with the time the new music is heard: the first frame mixed after the change.
     if isRebuild && lastReportedState == name {
-      report(.nowPlaying(item: first.item, source: origin?.source, isUserMusic: origin?.isUserMusic ?? false))
+      report(
+        .nowPlaying(item: first.item, source: origin?.source, isUserMusic: origin?.isUserMusic ?? false), cause: cause,
+        at: heardAt)
     } else {
       report(
         .stateChanged(

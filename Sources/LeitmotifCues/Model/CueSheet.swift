@@ -33,6 +33,8 @@ public struct CueSheet: Sendable {
   public var states: [String: MusicState]
   /// The rules, in file order (the order breaks ties between rules of the same priority).
   public var rules: [CueRule]
+  /// Bridges between states (`bridges`), in file order.
+  public var bridges: [MusicBridge] = []
   /// The bundled music the file was checked against (nil when the check needed none): the
   /// director plays from it rather than walking and decoding the assets folder a second time.
   public var catalog: BundledCatalog?
@@ -55,6 +57,51 @@ public struct CueSheet: Sendable {
 
   /// The parameter called `name`, or nil when the sheet has none.
   public func parameter(named name: String) -> ParameterSpec? { parameters.first { $0.name == name } }
+
+  /// The bridge for a change from state `from` to state `to`: the most particular one that
+  /// names both (a named state before a wildcard, `from` before `to`), the first in the file
+  /// among equals. Nil when none matches (or `from` is nil: nothing played).
+  public func bridge(from: String?, to: String) -> MusicBridge? {
+    guard let from, from != to else { return nil }
+    var best: (rank: Int, bridge: MusicBridge)?
+    for bridge in bridges where bridge.matches(from: from, to: to) {
+      let rank = (bridge.from.isEmpty ? 0 : 2) + (bridge.to.isEmpty ? 0 : 1)
+      if best == nil || rank > best!.rank { best = (rank, bridge) }
+    }
+    return best?.bridge
+  }
+}
+
+/// A piece played between two states (`bridges: [{ from, to, music }]`): the change into `to`
+/// plays it first, on the grid as `to`'s transition says, and `to`'s music follows when it ends.
+/// As Wwise's transition segments and FMOD's transition timelines are.
+public struct MusicBridge: Sendable, Equatable {
+  /// The states it leaves (empty: any, `"*"`).
+  public var from: [String]
+  /// The states it goes to (empty: any).
+  public var to: [String]
+  /// The source of bundled music it plays (its first item).
+  public var music: String
+  /// The crossfade from the bridge's end into the state's music (0: a gapless join on the
+  /// bridge's last frame).
+  public var seconds: Double
+  /// Its curve.
+  public var curve: FadeCurve
+  /// Where it starts in the file, for reports.
+  public var line: Int?
+
+  public init(from: [String], to: [String], music: String, seconds: Double = 0, curve: FadeCurve = .equalPower) {
+    self.from = from
+    self.to = to
+    self.music = music
+    self.seconds = seconds
+    self.curve = curve
+  }
+
+  /// Whether it bridges `from` to `to`.
+  public func matches(from state: String, to target: String) -> Bool {
+    (from.isEmpty || from.contains(state)) && (to.isEmpty || to.contains(target))
+  }
 }
 
 /// Tempo and meter: where beats and bars fall.

@@ -466,6 +466,68 @@ extension CueSheetDecoder {
     return true
   }
 
+  // MARK: Bridges
+
+  /// `bridges: [{ from, to, music, seconds, curve }]`: `from` and `to` a state, a list of
+  /// states or "*"; `music` a source of bundled music.
+  mutating func decodeBridges(_ value: JSON5Value, _ path: String) {
+    guard case .array(let list) = value.kind else {
+      mismatch(value, path, expected: "a list of bridges ([{ from: \"explore\", to: \"combat\", music: \"SOURCE\" }])")
+      return
+    }
+    for (index, element) in list.enumerated() {
+      let elementPath = path + "[\(index)]"
+      guard let bridge = fields(element, elementPath, allowed: ["from", "to", "music", "seconds", "curve"]) else {
+        continue
+      }
+      var valid = true
+      func states(_ key: String) -> [String] {
+        guard let member = bridge[key] else {
+          error(element.location, elementPath, "a bridge needs \"\(key)\": a state, a list of states or \"*\"")
+          valid = false
+          return []
+        }
+        let names: [(String, JSON5.SourceLocation, String)]
+        if case .array(let items) = member.kind {
+          names = items.enumerated().compactMap { offset, item in
+            string(item, bridge.path(key) + "[\(offset)]").map { ($0, item.location, bridge.path(key) + "[\(offset)]") }
+          }
+        } else {
+          names = string(member, bridge.path(key)).map { [($0, member.location, bridge.path(key))] } ?? []
+        }
+        if names.contains(where: { $0.0 == "*" }) { return [] }
+        var result: [String] = []
+        for (name, location, namePath) in names {
+          if stateReference(name, at: location, namePath) { result.append(name) } else { valid = false }
+        }
+        return result
+      }
+      let from = states("from"), to = states("to")
+      guard let musicValue = bridge["music"], let music = string(musicValue, bridge.path("music")) else {
+        if bridge["music"] == nil {
+          error(element.location, elementPath, "a bridge needs \"music\": a source of bundled music")
+        }
+        continue
+      }
+      if sourceReference(music, at: musicValue.location, bridge.path("music")) {
+        if let source = sheet.sources[music], case .bundled = source.kind {
+        } else if sheet.sources[music] != nil {
+          error(
+            musicValue.location, bridge.path("music"),
+            "a bridge plays bundled music: \"\(music)\" is not a bundled source")
+          valid = false
+        }
+      } else {
+        valid = false
+      }
+      var made = MusicBridge(from: from, to: to, music: music)
+      if let seconds = number(bridge, "seconds", .seconds) { made.seconds = seconds }
+      if let curve = word(bridge, "curve", FadeCurve.self) { made.curve = curve }
+      made.line = element.location.line
+      if valid { sheet.bridges.append(made) }
+    }
+  }
+
   // MARK: States
 
   static let stateKeys = [

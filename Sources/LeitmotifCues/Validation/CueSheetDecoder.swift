@@ -177,6 +177,7 @@ struct CueSheetDecoder {
 
   static let topLevelKeys = [
     "version", "assets", "start", "seed", "tempo", "loudness", "parameters", "sources", "states", "rules",
+    "bridges",
   ]
 
   mutating func decode(_ text: String) -> CueSheet {
@@ -223,6 +224,7 @@ struct CueSheetDecoder {
       }
     }
     if let rules = top["rules"] { decodeRules(rules, top.path("rules")) }
+    if let bridges = top["bridges"] { decodeBridges(bridges, top.path("bridges")) }
     checkLayerReferences()
     addWarnings()
     return sheet

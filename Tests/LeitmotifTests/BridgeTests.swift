@@ -1,0 +1,129 @@
+import Foundation
+import LeitmotifFixtures
+import Testing
+
+@testable import Leitmotif
+@testable import LeitmotifCues
+
+/// Bridges: a piece played between two states, chosen by a from-to table with wildcards, on the
+/// grid into it and gaplessly out of it.
+@Suite("Bridges between states")
+struct BridgeTests {
+  static let bridgePitch = 440.0
+
+  static func game() throws -> DirectorFixture {
+    let game = try DirectorFixture()
+    try DirectorFixture.tone(
+      game.assets + "/bridge.ogg", pitch: bridgePitch, seconds: 2, tags: [("TITLE", "Bridge"), ("BPM", "120")])
+    try DirectorFixture.tone(
+      game.assets + "/other.ogg", pitch: 330, seconds: 2, tags: [("TITLE", "Other bridge"), ("BPM", "120")])
+    return game
+  }
+
+  static func sheet(_ game: DirectorFixture, bridges: String) throws -> CueSheet {
+    try game.sheet(
+      """
+      {
+        start: "explore",
+        assets: "assets",
+        sources: {
+          calm: { bundled: "explore.ogg" },
+          tense: { bundled: "combat.ogg" },
+          bossMusic: { bundled: "boss.ogg" },
+          bridging: { bundled: "bridge.ogg" },
+          other: { bundled: "other.ogg" },
+          mine: { library: { artist: "Me" }, fallback: "calm" },
+        },
+        states: {
+          explore: { music: "calm", transition: { seconds: 0, at: "bar" } },
+          combat: { music: "tense", transition: { seconds: 0, at: "bar" } },
+          boss: { music: "bossMusic", transition: { seconds: 0, at: "bar" } },
+        },
+        rules: [
+          { on: "fight", do: { state: "combat" } },
+          { on: "calm", do: { state: "explore" } },
+          { on: "boss", do: { state: "boss" } },
+        ],
+        bridges: \(bridges),
+      }
+      """)
+  }
+
+  @Test("The bridge plays on the bar, then the state's music joins it on its last frame")
+  func bridgeThenState() throws {
+    let game = try Self.game()
+    let sheet = try Self.sheet(game, bridges: #"[{ from: "explore", to: "combat", music: "bridging" }]"#)
+    let run = try game.simulate(sheet, [.cue(2.1, "fight")], seconds: 9)
+    let pitches = [DirectorFixture.explorePitch, Self.bridgePitch, DirectorFixture.combatPitch]
+    let states = run.timeline.states
+    #expect(states.map(\.state) == ["explore", "combat"], "\(run.timeline.summary)")
+    let bar = try #require(states.last?.from)
+    #expect(abs(bar - 4) < 0.02, "on the bar after 2.1 s: \(bar)")
+    #expect(Listen.loudest(run.left, bar + 0.2, bar + 1.8, among: pitches) == Self.bridgePitch, "the bridge")
+    #expect(Listen.loudest(run.left, bar + 2.2, bar + 4, among: pitches) == DirectorFixture.combatPitch, "then combat")
+    // The join: the combat music is reported as it starts, the bridge's two seconds after it.
+    let items = run.timeline.items.map { ($0.title, $0.at) }
+    let bridgeItem = try #require(items.first { $0.0 == "Bridge" }, "\(items)")
+    let combatItem = try #require(items.first { $0.0 == "Combat" }, "\(items)")
+    #expect(abs(combatItem.1 - bridgeItem.1 - 2) < 0.01, "\(items)")
+    // No gap at the join: every 10 ms around it has sound.
+    for step in 0..<20 {
+      let from = bar + 1.9 + Double(step) * 0.01
+      #expect(Listen.rms(Listen.window(run.left, from, from + 0.01)) > 0.05, "silent at \(from) s")
+    }
+    #expect(
+      Listen.level(of: Self.bridgePitch, in: Listen.window(run.left, bar + 2.1, bar + 3)) < 0.01, "the bridge ended")
+  }
+
+  @Test("The most particular bridge wins: a named state before a wildcard, from before to, the first of equals")
+  func precedence() throws {
+    let game = try Self.game()
+    let sheet = try Self.sheet(
+      game,
+      bridges: """
+        [
+          { from: "*", to: "*", music: "other" },
+          { from: "*", to: "combat", music: "other" },
+          { from: ["explore", "boss"], to: "*", music: "bridging" },
+          { from: "explore", to: "combat", music: "bridging", seconds: 0.5 },
+          { from: "explore", to: "combat", music: "other" },
+        ]
+        """)
+    #expect(sheet.bridge(from: "explore", to: "combat")?.seconds == 0.5)
+    #expect(sheet.bridge(from: "boss", to: "combat")?.music == "bridging", "from before to")
+    #expect(sheet.bridge(from: "combat", to: "explore")?.music == "other", "the catch-all")
+    #expect(sheet.bridge(from: "combat", to: "combat") == nil, "no bridge into the state playing")
+    #expect(sheet.bridge(from: nil, to: "combat") == nil, "nor from silence")
+  }
+
+  @Test("Another change while the bridge plays replaces what it led to")
+  func changeDuringTheBridge() throws {
+    let game = try Self.game()
+    let sheet = try Self.sheet(game, bridges: #"[{ from: "explore", to: "combat", music: "bridging" }]"#)
+    let run = try game.simulate(sheet, [.cue(2.1, "fight"), .cue(4.5, "boss")], seconds: 10)
+    let pitches = [
+      DirectorFixture.explorePitch, Self.bridgePitch, DirectorFixture.combatPitch, DirectorFixture.bossPitch,
+    ]
+    #expect(run.timeline.states.map(\.state) == ["explore", "combat", "boss"], "\(run.timeline.summary)")
+    // Out of the bridge on its next bar (its end, at 6 s), into the boss.
+    #expect(Listen.loudest(run.left, 6, 9, among: pitches) == DirectorFixture.bossPitch, "\(run.timeline.summary)")
+    #expect(
+      Listen.level(of: DirectorFixture.combatPitch, in: Listen.window(run.left, 4, 10)) < 0.01, "combat never came")
+  }
+
+  @Test("Bridge mistakes are errors naming the key")
+  func mistakes() throws {
+    let game = try Self.game()
+    for (bridges, expected) in [
+      (#"[{ from: "explor", to: "combat", music: "bridging" }]"#, "bridges[0].from: no state named \"explor\""),
+      (#"[{ from: "explore", to: "combat", music: "mine" }]"#, "a bridge plays bundled music"),
+      (#"[{ from: "explore", music: "bridging" }]"#, "a bridge needs \"to\""),
+      (#"[{ from: "explore", to: "combat" }]"#, "a bridge needs \"music\""),
+      (#"[{ from: "explore", to: "combat", music: "nothing" }]"#, "bridges[0].music"),
+      (#"{ from: "explore" }"#, "a list of bridges"),
+    ] {
+      let error = #expect(throws: CueFileError.self, "\(bridges)") { _ = try Self.sheet(game, bridges: bridges) }
+      #expect(error?.description.contains(expected) == true, "\(bridges): \(String(describing: error))")
+    }
+  }
+}
