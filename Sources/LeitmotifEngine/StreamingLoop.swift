@@ -334,9 +334,9 @@ package final class StreamingLoop: @unchecked Sendable {
     mixClock += Int64(frames)
   }
 
-  /// Reports every beat line the voices with lines play in the block `clock ..< clock + frames`,
-  /// each on its frame (found from the voice's own position, as a start on the beat is), with
-  /// the time it is heard. No allocation: `pendingEvents` has room.
+  /// Reports every beat line and marker the voices with lines play in the block `clock ..< clock
+  /// + frames`, each on its frame (found from the voice's own position, as a start on the beat
+  /// is), with the time it is heard. No allocation: `pendingEvents` has room.
   private func reportBeats(clock: Int64, frames: Int) {
     var nowNanoseconds: UInt64 = 0
     for index in 0..<(2 * Self.maximumVoices) {
@@ -354,12 +354,7 @@ package final class StreamingLoop: @unchecked Sendable {
         let frame = clock + due
         guard frame > lines.lastMarkerFrame else { continue }
         lines.lastMarkerFrame = frame
-        var audibleAt: UInt64 = 0
-        if !isOffline {
-          if nowNanoseconds == 0 { nowNanoseconds = DispatchTime.now().uptimeNanoseconds }
-          let delay = heardDelayFrames + deviceLatencyFrames + Int(due)
-          audibleAt = nowNanoseconds &+ UInt64(max(0, delay)) * 1_000_000_000 / UInt64(bus.mixRate)
-        }
+        let audibleAt = audibleTime(due: due, now: &nowNanoseconds)
         if pendingEvents.count < pendingEvents.capacity {
           pendingEvents.append(
             .marker(
@@ -380,12 +375,7 @@ package final class StreamingLoop: @unchecked Sendable {
         let frame = clock + due
         if frame > lines.lastFrame {
           lines.lastFrame = frame
-          var audibleAt: UInt64 = 0
-          if !isOffline {
-            if nowNanoseconds == 0 { nowNanoseconds = DispatchTime.now().uptimeNanoseconds }
-            let delay = heardDelayFrames + deviceLatencyFrames + Int(due)
-            audibleAt = nowNanoseconds &+ UInt64(max(0, delay)) * 1_000_000_000 / UInt64(bus.mixRate)
-          }
+          let audibleAt = audibleTime(due: due, now: &nowNanoseconds)
           if pendingEvents.count < pendingEvents.capacity {
             pendingEvents.append(
               .beat(voice: voice.handle, token: lines.token, index: beat, frame: frame, audibleAtNanoseconds: audibleAt)
@@ -396,6 +386,16 @@ package final class StreamingLoop: @unchecked Sendable {
       }
       beatLines[index] = lines
     }
+  }
+
+  /// When a frame `due` frames into the block being mixed is heard (uptime nanoseconds): what
+  /// the bus holds unplayed and the device's latency later. 0 offline (heard as rendered).
+  /// `now` is read once per block, on first need.
+  private func audibleTime(due: Int64, now: inout UInt64) -> UInt64 {
+    guard !isOffline else { return 0 }
+    if now == 0 { now = DispatchTime.now().uptimeNanoseconds }
+    let delay = heardDelayFrames + deviceLatencyFrames + Int(due)
+    return now &+ UInt64(max(0, delay)) * 1_000_000_000 / UInt64(bus.mixRate)
   }
 
   /// The device's latency, looked up at most every two seconds while beats are reported: OpenAL

@@ -60,14 +60,14 @@ struct BeatTests {
   "Beat callbacks live: delivered when OpenAL plays the beat's frame",
   .disabled(if: CGame.underThreadSanitizer, "the live run is timing-bound; see make test-tsan"))
 struct LiveBeatTests {
-  @Test("On OpenAL Soft's wave backend, each beat reaches the game within a device period of being played")
+  @Test("On OpenAL Soft's wave backend, each beat and marker reaches the game within a device period of being played")
   func liveBeats() throws {
     let directory = try TemporaryDirectory(prefix: "leitmotif-beats")
     let cues = directory.file("cues.json5")
     let events = directory.file("events.json5")
     try """
     { assets: "\(LiveEqualsOfflineTests.assets)", start: "fight",
-      sources: { battle: { bundled: "combat.ogg" } },
+      sources: { battle: { bundled: "combat.ogg", cues: { theme: [1, 2.5, 4] } } },
       states: { fight: { music: "battle", transition: { seconds: 0 } } } }
     """.write(toFile: cues, atomically: true, encoding: .utf8)
     try "[]".write(toFile: events, atomically: true, encoding: .utf8)
@@ -77,7 +77,8 @@ struct LiveBeatTests {
       ["cues", "simulate", cues, "--events", events, "--live", "--duration", "5", "--beats"], environment: environment)
     #expect(run.status == 0, "\(run.errors)")
     // "   0.417 s beat 1.2 of "Steel and Sparks (Combat)" (frame 32073; OpenAL was playing frame 32812)"
-    let beats = run.output.split(separator: "\n").compactMap { line -> (frame: Int64, heard: Int64, label: String)? in
+    let heardLines = run.output.split(separator: "\n").compactMap {
+      line -> (frame: Int64, heard: Int64, label: String)? in
       guard let open = line.range(of: "(frame "), let middle = line.range(of: "; OpenAL was playing frame ") else {
         return nil
       }
@@ -85,6 +86,16 @@ struct LiveBeatTests {
       let heard = Int64(line[middle.upperBound...].dropLast())
       let label = line[..<open.lowerBound].split(separator: " ").dropFirst(2).prefix(2).joined(separator: " ")
       return frame.flatMap { frame in heard.map { (frame, $0, label) } }
+    }
+    let beats = heardLines.filter { $0.label.hasPrefix("bar ") || $0.label.hasPrefix("beat ") }
+    // The markers: the source's "theme" at 1, 2.5 and 4 s of the file, 72000 frames apart.
+    let markers = heardLines.filter { $0.label.hasPrefix("cue ") }
+    #expect(markers.count == 3 && markers.allSatisfy { $0.label == "cue \"theme\"" }, "\(run.output)")
+    for (earlier, later) in zip(markers, markers.dropFirst()) {
+      #expect(later.frame - earlier.frame == 72_000, "markers at frames \(earlier.frame) and \(later.frame)")
+    }
+    if let first = markers.first, let downbeat = beats.first {
+      #expect(first.frame - downbeat.frame == 48_000, "the first marker 1 s after the first downbeat")
     }
     // 144 BPM: a beat every 20000 frames at 48 kHz, 12 in 5 s, the first the music's first frame.
     #expect(beats.count >= 11, "\(run.output)")
@@ -97,7 +108,7 @@ struct LiveBeatTests {
     // Never early by more than a bus block; most within a period; a beat late by more than two
     // periods would be the dispatcher failing, not the machine being busy (the whole suite runs
     // beside this test: a descheduled thread can lose a few milliseconds now and then).
-    let lags = beats.map { $0.heard - $0.frame }
+    let lags = (beats + markers).map { $0.heard - $0.frame }
     print("live beats: OpenAL's position minus each beat's frame at delivery: \(lags)")
     #expect(lags.allSatisfy { $0 >= -256 && $0 <= 2 * 1024 + 256 }, "OpenAL's position minus the beat's frame: \(lags)")
     let withinAPeriod = lags.filter { $0 <= 1024 + 256 }.count
