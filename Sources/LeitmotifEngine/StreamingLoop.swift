@@ -347,7 +347,12 @@ package final class StreamingLoop: @unchecked Sendable {
       else { continue }
       let rate = Double(voice.fileSampleRate)
       // Markers ahead of the position that fall in this block, each once, in order.
-      for (marker, seconds) in lines.markers.enumerated() where seconds * rate >= position - 1e-6 {
+      // (An index loop: `enumerated()` with a `where` allocated here in a debug build.)
+      var marker = 0
+      while marker < lines.markers.count {
+        let seconds = lines.markers[marker]
+        marker += 1
+        guard seconds * rate >= position - 1e-6 else { continue }
         guard let due = voice.mixFramesUntil(fileFrame: seconds * rate, token: lines.token, clock: clock),
           due < Int64(frames)
         else { break }
@@ -358,7 +363,8 @@ package final class StreamingLoop: @unchecked Sendable {
         if pendingEvents.count < pendingEvents.capacity {
           pendingEvents.append(
             .marker(
-              voice: voice.handle, token: lines.token, index: marker, frame: frame, audibleAtNanoseconds: audibleAt))
+              voice: voice.handle, token: lines.token, index: marker - 1, frame: frame, audibleAtNanoseconds: audibleAt)
+          )
         }
       }
       guard lines.secondsPerBeat > 0 else {

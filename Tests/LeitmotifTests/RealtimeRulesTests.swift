@@ -1,6 +1,7 @@
 import Foundation
 import LeitmotifFixtures
 import LeitmotifRealtimeAudit
+import Synchronization
 import Testing
 
 @testable import Leitmotif
@@ -34,18 +35,22 @@ struct RealtimeRulesTests {
     let player = QueuePlayer(engine: engine)
     player.transition = try Transition(duration: 0.4, curve: .equalPower)
     player.repeatMode = .all
-    // Each item has a stem (a layer, mixed per frame by the voice) and a beat grid (beats found
-    // by the mixer): both run on the streaming thread too.
+    // Each item has a stem (a layer, mixed per frame by the voice), a beat grid (beats found by
+    // the mixer) and named cue points (markers, found the same way): all run on the streaming
+    // thread too.
     let stem = MediaItem(
       path: try EngineHarness.vorbisTone(in: directory, name: "stem.ogg", seconds: 1.2, frequency: 990))
     let entries = items.map { item in
       var entry = QueueDescriptor.Entry(item: item)
       entry.layers = [QueueDescriptor.Layer(item: stem, volume: 0.5)]
       entry.beatGrid = QueueDescriptor.BeatGrid(beatsPerMinute: 240)
+      entry.cuePoints = ["tick": [0.05, 0.35, 0.65]]
       return entry
     }
     let beats = BeatLog()
     player.addBeatObserver { beats.add($0) }
+    let markers = Mutex<Int>(0)
+    player.addMarkerObserver { _ in markers.withLock { $0 += 1 } }
     try player.setQueue(with: QueueDescriptor(entries: entries))
     player.play()
     #expect(EngineHarness.wait(seconds: 3) { player.currentPlaybackTime > 0.3 })
@@ -67,6 +72,7 @@ struct RealtimeRulesTests {
     let counts = lm_audit_read()
     #expect(player.playbackState == .playing)
     #expect(beats.all.count >= 8, "the mixer reported \(beats.all.count) beats in 4 s at 240 BPM")
+    #expect(markers.withLock { $0 } >= 4, "the mixer reported \(markers.withLock { $0 }) markers")
     return counts
   }
 
