@@ -28,7 +28,8 @@ struct LiveEqualsOfflineTests {
   /// A level of the bundled music with what a designer uses: a start that fades in, a bar
   /// transition (96 BPM, 2.5 s bars), a beat transition (144 BPM), stingers on the beat with
   /// ducks, a volume ramp, a crossfade on the bar, and a rate ramp (which resamples); combat
-  /// enters with a pickup (0.4 s before its bar) over a tail of the music it leaves. The
+  /// enters with a pickup (0.4 s before its bar) over a tail of the music it leaves; stealth
+  /// leaves for explore through a bridge (the 3 s spotted stinger, explore over its end). The
   /// stealth music is a 44.1 kHz copy with a layer (the alert stem, also at 44.1 kHz: the voice's
   /// own resampler takes the two mixed), brought in on the beat, and the level leaves it on its bar.
   static func level(assets: String) -> String {
@@ -41,6 +42,7 @@ struct LiveEqualsOfflineTests {
         fight: { bundled: "combat.ogg", pickup: 0.4 },
         sneak: { bundled: "stealth44.ogg" },
         alert: { bundled: "alert44.ogg" },
+        spotted: { bundled: "stinger-spotted.ogg" },
       },
       states: {
         explore: { music: "calm", transition: { seconds: 1, at: "bar" } },
@@ -60,6 +62,7 @@ struct LiveEqualsOfflineTests {
         { on: "quieter", do: { volume: 0.5, ramp: 0.5 } },
         { on: "alarm", do: { layer: "alert", volume: 1, seconds: 0.5, at: "beat" } },
       ],
+      bridges: [ { from: "stealth", to: "explore", music: "spotted", seconds: 0.3 } ],
     }
     """
   }
@@ -101,7 +104,7 @@ struct LiveEqualsOfflineTests {
     """
 
   @Test(
-    "20 s of a level live (transitions, stingers, ducks, ramps, a layer on the beat, a pickup and a tail): the capture is the offline render of what it recorded"
+    "20 s of a level live (transitions, stingers, ducks, ramps, a layer on the beat, a pickup and a tail, a bridge): the capture is the offline render of what it recorded"
   )
   func liveEqualsOffline() throws {
     let directory = try TemporaryDirectory(prefix: "leitmotif-live")
@@ -137,6 +140,12 @@ struct LiveEqualsOfflineTests {
     }
     #expect(changes(live.output).count == 4, "\(live.output)")
     #expect(changes(live.output) == changes(rendered.output))
+    // Out of stealth by the bridge: its piece is what the change to explore plays first, and the
+    // exploring music follows it.
+    #expect(
+      changes(live.output).contains { $0.hasPrefix("state \"stealth\" -> \"explore\" playing \"Spotted!") },
+      "\(live.output)")
+    #expect(live.output.contains("now playing \"Open Country"), "\(live.output)")
 
     // (The wave backend leaves its sizes at 0xFFFFFFFF until the device closes: everything after
     // the `data` tag is read.)
