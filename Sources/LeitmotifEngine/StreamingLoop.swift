@@ -142,7 +142,7 @@ package final class StreamingLoop: @unchecked Sendable {
     mixScratch.initialize(repeating: 0, count: 2 * Self.maximumMixFrames)
     voices = [Voice?](repeating: nil, count: Self.maximumVoices)
     commandBatch.reserveCapacity(64)
-    pendingEvents.reserveCapacity(64)
+    pendingEvents.reserveCapacity(Self.pendingEventCapacity)
     dying.reserveCapacity(2 * Self.maximumVoices)
     dyingEvents.reserveCapacity(16)
     if device.rendersOnDemand && !isOffline {
@@ -360,7 +360,7 @@ package final class StreamingLoop: @unchecked Sendable {
         guard frame > lines.lastMarkerFrame else { continue }
         lines.lastMarkerFrame = frame
         let audibleAt = audibleTime(due: due, now: &nowNanoseconds)
-        if pendingEvents.count < pendingEvents.capacity {
+        if hasRoomForReports {
           pendingEvents.append(
             .marker(
               voice: voice.handle, token: lines.token, index: marker - 1, frame: frame, audibleAtNanoseconds: audibleAt)
@@ -382,7 +382,7 @@ package final class StreamingLoop: @unchecked Sendable {
         if frame > lines.lastFrame {
           lines.lastFrame = frame
           let audibleAt = audibleTime(due: due, now: &nowNanoseconds)
-          if pendingEvents.count < pendingEvents.capacity {
+          if hasRoomForReports {
             pendingEvents.append(
               .beat(voice: voice.handle, token: lines.token, index: beat, frame: frame, audibleAtNanoseconds: audibleAt)
             )
@@ -632,6 +632,13 @@ package final class StreamingLoop: @unchecked Sendable {
     for voice in voices { voice?.stream.stop() }
     for voice in dying { voice.stream.stop() }
   }
+
+  /// Room reserved for events the loop cannot do without: the event queue's lock is only tried,
+  /// so under load events can wait here for a few pumps, and beats and markers (which may be
+  /// dropped) must never take the last places an ended voice or a hand-over needs (an append past
+  /// the capacity would allocate on this thread).
+  private static let pendingEventCapacity = 256
+  private var hasRoomForReports: Bool { pendingEvents.count + 64 <= pendingEvents.capacity }
 
   private func flushEvents() {
     guard !pendingEvents.isEmpty else { return }
