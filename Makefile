@@ -3,11 +3,11 @@
 # apt-get line to run (otherwise) and stop.
 
 # C libraries the package links (OpenAL Soft, libvorbis/vorbisfile/vorbisenc, libmpg123, libFLAC, opusfile, SQLite,
-# libsamplerate, libsoxr),
+# libsamplerate, libsoxr, SoundTouch, libebur128),
 # pkg-config for SwiftPM to find them, lame for the benchmark's MP3 and the fixture script, CMake
 # for the C example (Examples/c-game), and a real sound server for the device-loss test
 # (PulseAudio with a null sink, recorded with parec).
-PACKAGES := pkg-config libopenal-dev libvorbis-dev libmpg123-dev libflac-dev libopusfile-dev libsqlite3-dev libsamplerate0-dev libsoxr-dev libebur128-dev lame tmux cmake \
+PACKAGES := pkg-config libopenal-dev libvorbis-dev libmpg123-dev libflac-dev libopusfile-dev libsqlite3-dev libsamplerate0-dev libsoxr-dev libsoundtouch-dev libebur128-dev lame tmux cmake \
   pulseaudio pulseaudio-utils
 
 .PHONY: deps test test-tsan fuzz soak demo bench format fixtures assets sdk install uninstall deb c-api examples c-game docs

@@ -1,11 +1,11 @@
 // swift-tools-version:6.0
 // Leitmotif's layers, lowest first; no layer names a type of one above it:
-//   C libraries (COpenAL, CVorbisFile, CMPG123, CFLAC, COpusFile, CSQLite, CSampleRate, CSoxr, CEbur128) one
-//                       target each
+//   C libraries (COpenAL, CVorbisFile, CMPG123, CFLAC, COpusFile, CSQLite, CSampleRate, CSoxr, CSoundTouch, CEbur128)
+//                       one target each
 //   LeitmotifDecoding   streaming decoders (Ogg Vorbis, MP3, FLAC, Opus), tags -> CVorbisFile, CMPG123, CFLAC, COpusFile
 //   LeitmotifOutput     OpenAL devices, sources, buffers, loopback, WAV        -> COpenAL
 //   LeitmotifEngine     the mixer and voices: mix clock, voice handles, music bus, resampling
-//                                                                       -> Decoding, Output, CSampleRate, CSoxr
+//                                                                       -> Decoding, Output, CSampleRate, CSoxr, CSoundTouch
 //   LeitmotifAnalysis   what a whole song tells: loudness (EBU R128), tempo and beats, energy
 //                                                                              -> Decoding, CEbur128
 //   LeitmotifLibrary    the player's music library: index (SQLite), queries, consent, picker, analysis at scan
@@ -54,6 +54,9 @@ let package = Package(
     // libsoxr, LGPL-2.1 (linked dynamically): the decode threads' fixed-ratio resampler, from a
     // file's rate to the mix rate.
     .systemLibrary(name: "CSoxr", pkgConfig: "soxr", providers: [.apt(["libsoxr-dev"])]),
+    // SoundTouch, LGPL-2.1 (linked dynamically, through its C API libSoundTouchDll): the voices'
+    // time-stretcher, tempo that keeps pitch. Its pkg-config file names the C++ library only.
+    .systemLibrary(name: "CSoundTouch", providers: [.apt(["libsoundtouch-dev"])]),
     // libebur128, MIT: EBU R128 loudness, loudness range and true peak of each scanned song.
     .systemLibrary(name: "CEbur128", pkgConfig: "libebur128", providers: [.apt(["libebur128-dev"])]),
     // glibc's <malloc.h> (the C library itself): heap statistics for the soak benchmark.
@@ -61,7 +64,9 @@ let package = Package(
 
     .target(name: "LeitmotifDecoding", dependencies: ["CVorbisFile", "CMPG123", "CFLAC", "COpusFile"]),
     .target(name: "LeitmotifOutput", dependencies: ["COpenAL"]),
-    .target(name: "LeitmotifEngine", dependencies: ["LeitmotifDecoding", "LeitmotifOutput", "CSampleRate", "CSoxr"]),
+    .target(
+      name: "LeitmotifEngine",
+      dependencies: ["LeitmotifDecoding", "LeitmotifOutput", "CSampleRate", "CSoxr", "CSoundTouch"]),
     .target(name: "LeitmotifAnalysis", dependencies: ["LeitmotifDecoding", "CEbur128"]),
     .target(name: "LeitmotifLibrary", dependencies: ["LeitmotifEngine", "LeitmotifAnalysis", "CSQLite"]),
     .target(name: "LeitmotifPlayers", dependencies: ["LeitmotifEngine", "LeitmotifLibrary"]),

@@ -38,6 +38,8 @@ let usage = """
   OPTIONS (render and play):
     --seek SECONDS       start this far into the file (in a queue: into the first item played)
     --rate R             speed in (0, 4], speed and pitch together (in a queue: every item)
+    --tempo T            tempo in 0.5...2: speed that keeps the pitch (SoundTouch); multiplies
+                         with --rate (the FILEs play as a queue)
     --duration SECONDS   stop after this much output (default: when the file or queue ends)
   queue options (with any of these, or more than one FILE, the FILEs play as a queue):
     --crossfade SECONDS  overlap between items (at most half the outgoing one); 0 is gapless
@@ -81,7 +83,8 @@ func say(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").ut
 /// The options each command takes, and the ones that make it play a queue.
 enum OptionNames {
   static let playback: Set = ["seek", "rate", "duration"]
-  static let queue: Set = ["crossfade", "curve", "repeat", "shuffle", "seed", "loops"]
+  /// `tempo` plays through a queue player: its voices have the time-stretcher.
+  static let queue: Set = ["crossfade", "curve", "repeat", "shuffle", "seed", "loops", "tempo"]
   static let render = playback.union(queue).union(["out", "sample-rate", "format"])
   static let play = playback.union(queue).union(["device"])
 }
@@ -137,6 +140,9 @@ struct Arguments {
     double("seek", expected: "a time from 0 to 86400 s (one day)") { $0 >= 0 && $0 <= FrameMath.maximumSeconds }
   }
   var rate: Float { Float(double("rate", expected: "a speed in (0, 4]") { $0 > 0 && $0 <= 4 } ?? 1) }
+  var tempo: Float {
+    Float(double("tempo", expected: "a tempo in 0.5...2 (speed without pitch)") { $0 >= 0.5 && $0 <= 2 } ?? 1)
+  }
   var durationSeconds: Double? {
     double("duration", expected: "a duration of more than 0 s, at most 86400 s (one day)") {
       $0 > 0 && $0 <= FrameMath.maximumSeconds
@@ -191,6 +197,7 @@ struct Arguments {
     options.durationSeconds = durationSeconds
     options.startSeconds = seekSeconds ?? 0
     options.rate = rate
+    options.tempo = tempo
     if command == "render" && options.durationSeconds == nil {
       if options.loopRepeat == .untilReleased {
         fail("--loops forever never ends: render needs --duration SECONDS with it")

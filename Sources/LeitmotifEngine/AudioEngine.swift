@@ -359,7 +359,11 @@ public final class AudioEngine: @unchecked Sendable {
   /// Opens the segment `request` for `voice`, starting at `startSeconds` of the file (nil: at the
   /// segment's own start), pre-buffers it, makes its `Voice` (here, so the streaming thread
   /// allocates nothing) and attaches it. Later `append`s for the voice run after.
-  package func load(_ request: SegmentRequest, startSeconds: Double?, voice: VoiceHandle) {
+  /// `timeStretching`: the voice gets a time-stretcher, so `.setTempo` works on it (music voices;
+  /// about 250 KB and a millisecond of the loader's time each, so not for every one-shot).
+  package func load(
+    _ request: SegmentRequest, startSeconds: Double?, voice: VoiceHandle, timeStretching: Bool = false
+  ) {
     let warn = warningReporter()
     let commands = self.commands
     let streams = self.streams
@@ -396,7 +400,7 @@ public final class AudioEngine: @unchecked Sendable {
         }
         let made = Voice(
           handle: voice, stream: stream, startFrame: start, mixRate: mixRate, waitForDecoding: isOffline,
-          settleLoads: settleLoads)
+          timeStretching: timeStretching, settleLoads: settleLoads)
         command = .attach(voice: voice, LoadedStream(voice: made))
       } catch {
         streams.remove(voice)

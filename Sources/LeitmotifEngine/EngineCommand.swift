@@ -29,6 +29,8 @@ package enum EngineCommand: Sendable {
   case stop(voice: VoiceHandle, generation: Int)
   case seek(voice: VoiceHandle, seconds: Double, generation: Int)
   case setRate(voice: VoiceHandle, Float)
+  /// Speed without pitch (a voice loaded with `timeStretching`; others ignore it).
+  case setTempo(voice: VoiceHandle, Float)
   case setVolume(voice: VoiceHandle, Float)
   /// The high-frequency gain of the voice's low-pass filter, 0...1 (1: unfiltered).
   case setLowPass(voice: VoiceHandle, Float)

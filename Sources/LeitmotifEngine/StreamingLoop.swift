@@ -48,6 +48,7 @@ package final class StreamingLoop: @unchecked Sendable {
   private var wantsPlaying = [Bool](repeating: false, count: maximumVoices)
   private var pendingSeek = [(seconds: Double, generation: Int)?](repeating: nil, count: maximumVoices)
   private var rates = [Float](repeating: 1, count: maximumVoices)
+  private var tempos = [Float](repeating: 1, count: maximumVoices)
   private var volumes = [Float](repeating: 1, count: maximumVoices)
   /// High-frequency gains of each slot's shelf filter (1: unfiltered).
   private var lowPassGains = [Float](repeating: 1, count: maximumVoices)
@@ -664,6 +665,7 @@ package final class StreamingLoop: @unchecked Sendable {
     triggeredPlays[slot] = nil
     armed[slot] = nil
     rates[slot] = 1
+    tempos[slot] = 1
     volumes[slot] = 1
     lowPassGains[slot] = 1
     for index in (2 * slot)..<(2 * slot + 2) where beatLines[index] != nil {
@@ -722,6 +724,7 @@ package final class StreamingLoop: @unchecked Sendable {
       let made = stream.voice
       made.install(status: statuses[slot])
       made.setRate(rates[slot])
+      if tempos[slot] != 1 { made.setTempo(tempos[slot]) }
       made.setVolume(volumes[slot])
       if lowPassGains[slot] != 1 { made.setLowPass(lowPassGains[slot]) }
       for layer in 0..<made.layerCount {
@@ -773,6 +776,10 @@ package final class StreamingLoop: @unchecked Sendable {
       guard owns(voice) else { return }
       rates[voice.slot] = rate
       voices[voice.slot]?.setRate(rate)
+    case .setTempo(let voice, let tempo):
+      guard owns(voice) else { return }
+      tempos[voice.slot] = tempo
+      voices[voice.slot]?.setTempo(tempo)
     case .setVolume(let voice, let volume):
       guard owns(voice) else { return }
       volumes[voice.slot] = volume

@@ -6,8 +6,8 @@ import LeitmotifOutput
 #endif
 
 /// A playing instance, mixed by Leitmotif itself: its decode-ahead stream (one or more segments
-/// joined gaplessly), the resampler that maps its file rate and playback rate onto mix frames,
-/// its shelf filter, the transport (playing, paused, fades, seeks, scans), and the crossfade
+/// joined gaplessly), its time-stretcher (tempo that keeps pitch, music voices only), the
+/// resampler that maps its file rate and playback rate onto mix frames, its shelf filter, the transport (playing, paused, fades, seeks, scans), and the crossfade
 /// envelope and hand-over that let a queue move on to a second voice.
 ///
 /// Every time here is a mix frame (frames since the engine started, the mix clock): a voice
@@ -105,6 +105,34 @@ package final class Voice: VoiceInput {
   private var volumeStep: Float = 0
   /// Resampled output is made in chunks of this many frames (see `produce`).
   static let resamplerChunkFrames = 64
+
+  // MARK: Tempo
+
+  /// The time-stretcher, for voices made with one (music: a queue's voices); nil for the others,
+  /// and when SoundTouch could not make one (then the tempo stays 1).
+  private let stretcher: TimeStretcher?
+  /// The tempo: speed without pitch (1: as written). `rate` multiplies with it.
+  private(set) var tempo: Float = 1
+  /// Whether the voice goes through the stretcher: from its first tempo other than 1 on (it stays
+  /// stretched from then on, so a tempo that glides back to 1 does not jump). The stretcher feeds
+  /// the resampler (which then runs even at rate 1), so positions are integrated as for a rate.
+  private var stretching = false
+  /// Blocks' frames per frame of the stretcher's output: the tempo while stretching, else 1.
+  private var stretchStep: Double { stretching ? Double(tempo) : 1 }
+  /// File frames per mix frame: what the position moves by per frame heard.
+  private var speed: Double { ratio * stretchStep }
+  /// The stretcher's output handed to the resampler (`stretchChunkFrames` frames, the voice's
+  /// pages); small, so that what the resampler holds of one tempo is short when the tempo changes.
+  private let stretchOutput: UnsafeMutablePointer<Float>
+  static let stretchChunkFrames = 128
+  /// The output what went in should make (frames put over the tempo they went in at, summed), and
+  /// what came out, since the stretcher's signal began: at the stream's end silence pushes out
+  /// the difference, the music's last frames, which SoundTouch holds until more comes.
+  private var stretchExpected: Double = 0
+  private var stretchReceived: Int64 = 0
+  /// The stream ended and silence is pushing the last frames out.
+  private var stretchTailing = false
+  private var stretchSilencePuts = 0
 
   // MARK: Layers
 
@@ -212,7 +240,7 @@ package final class Voice: VoiceInput {
   /// gapless join that continues it may still be opening.
   init(
     handle: VoiceHandle, stream: DecodeAheadStream, startFrame: Int64, mixRate: Int, waitForDecoding: Bool,
-    settleLoads: (@Sendable () -> Bool)? = nil
+    timeStretching: Bool = false, settleLoads: (@Sendable () -> Bool)? = nil
   ) {
     self.handle = handle
     self.settleLoads = settleLoads
@@ -230,11 +258,15 @@ package final class Voice: VoiceInput {
     // in a busy level, and malloc's arenas would fragment (see PageMemory).
     let layered = loaded.stream.stemCount > 0
     pages = PageMemory(
-      floatCount: 2 * (Voice.framesPerBuffer + Voice.resamplerChunkFrames) + (layered ? 4 * Voice.framesPerBuffer : 0))
+      floatCount: 2 * (Voice.framesPerBuffer + Voice.resamplerChunkFrames + Voice.stretchChunkFrames)
+        + (layered ? 4 * Voice.framesPerBuffer : 0))
     scratch = pages.floats
     chunk = pages.floats + 2 * Voice.framesPerBuffer
     layerScratch = chunk + 2 * Voice.resamplerChunkFrames
     layerMix = layerScratch + (layered ? 2 * Voice.framesPerBuffer : 0)
+    stretchOutput = layerMix + (layered ? 2 * Voice.framesPerBuffer : 0)
+    // Made here, on the loader (SoundTouch allocates as it warms up), at the blocks' rate.
+    stretcher = timeStretching ? TimeStretcher(sampleRate: loaded.stream.blockRate) : nil
     layers = (0..<loaded.stream.stemCount).map { _ in Layer(filter: ShelfFilter(sampleRate: loaded.stream.blockRate)) }
     resampler = VoiceResampler(maximumFrames: Voice.framesPerBuffer)
     ratio = Double(loaded.stream.format.sampleRate) / Double(mixRate)
@@ -376,6 +408,38 @@ package final class Voice: VoiceInput {
     }
   }
 
+  /// The tempo (speed without pitch; clamped to `TimeStretcher.tempoRange`), for a voice made with
+  /// a stretcher (others ignore it). Takes effect at the next frame mixed, from the stretcher's
+  /// next sequence; the first tempo other than 1 starts the stretcher where the stream is read
+  /// next, so nothing is skipped or heard twice.
+  func setTempo(_ newTempo: Float) {
+    guard let stretcher, resampler != nil, newTempo.isFinite, newTempo > 0 else { return }
+    let clamped = min(max(newTempo, TimeStretcher.tempoRange.lowerBound), TimeStretcher.tempoRange.upperBound)
+    if !stretching {
+      guard clamped != 1 else { return }
+      if !resampling {
+        resampling = true
+        resampledPosition = inputPosition
+        pendingSeam = nil
+        lastResamplerRatio = nil
+        resampler?.reset()
+      }
+      stretching = true
+      restartStretcher(stretcher)
+    }
+    tempo = clamped
+    stretcher.setTempo(clamped)
+  }
+
+  /// A fresh signal through the stretcher.
+  private func restartStretcher(_ stretcher: TimeStretcher) {
+    stretcher.clear()
+    stretchExpected = 0
+    stretchReceived = 0
+    stretchTailing = false
+    stretchSilencePuts = 0
+  }
+
   /// Glides to the new volume over `volumeGlideFrames` while heard; a voice not heard yet (or
   /// paused) takes it at once, so a start at a low volume does not begin with a blip at full.
   /// `clock`: the mix frame it is applied on. A voice that has not sounded yet (silent, or
@@ -501,7 +565,7 @@ package final class Voice: VoiceInput {
       return inputToken > handoff.token ? 0 : nil
     }
     guard inputFinalPass else { return nil }
-    let remainingOutput = Double(inputSegmentEnd - positionFrames) / ratio
+    let remainingOutput = Double(inputSegmentEnd - positionFrames) / speed
     let fade = Double(handoffFrames())
     return max(0, FrameMath.clamp((remainingOutput - fade).rounded(.down)))
   }
@@ -521,7 +585,7 @@ package final class Voice: VoiceInput {
     guard let position = playingPosition(token: token) else { return nil }
     // From the exact (fractional, when resampled) position: the first output frame at or after
     // the one that shows file frame `fileFrame`.
-    let remaining = (fileFrame - position) / ratio
+    let remaining = (fileFrame - position) / speed
     return max(0, startFrame - clock) + max(0, FrameMath.clamp((remaining - 1e-6).rounded(.up)))
   }
 
@@ -538,14 +602,23 @@ package final class Voice: VoiceInput {
   /// Resampled: the (fractional) file frame of the next frame mixed: the end of what the
   /// resampler made, less what of its last chunk is not mixed yet.
   private var exactPosition: Double {
-    let position = resampledPosition - Double(chunkFrames - chunkOffset) * ratio
+    let position = unfoldedPosition
     guard let seam = pendingSeam, position >= seam.end - 1e-9 else { return position }
     return position + seam.jump
   }
 
+  /// The position of the next frame mixed, before a pending seam: integrated, and, stretched,
+  /// less how far the stretcher's output is ahead of that on average
+  /// (`TimeStretcher.alignmentSeconds`).
+  private var unfoldedPosition: Double {
+    let position = resampledPosition - Double(chunkFrames - chunkOffset) * speed
+    guard stretching else { return position }
+    return position - TimeStretcher.alignmentSeconds(tempo: tempo) * Double(fileRate)
+  }
+
   /// Folds a seam the output has played past into the position (so the next one has the slot).
   private func foldPassedSeam() {
-    guard let seam = pendingSeam, resampledPosition - Double(chunkFrames - chunkOffset) * ratio >= seam.end - 1e-9
+    guard let seam = pendingSeam, unfoldedPosition >= seam.end - 1e-9
     else { return }
     resampledPosition += seam.jump
     pendingSeam = nil
@@ -558,7 +631,7 @@ package final class Voice: VoiceInput {
   /// of a 1 s item would otherwise begin before it is heard).
   func handoffSeconds() -> Double {
     guard let handoff else { return 0 }
-    let itemSeconds = Double(inputSegmentEnd - inputSegmentStart) / Double(fileRate) / Double(rate)
+    let itemSeconds = Double(inputSegmentEnd - inputSegmentStart) / Double(fileRate) / (Double(rate) * stretchStep)
     guard itemSeconds > 0 else { return handoff.seconds }
     return max(Voice.transportFadeSeconds, min(handoff.seconds, itemSeconds / 2))
   }
@@ -729,14 +802,15 @@ package final class Voice: VoiceInput {
     let produced = resampler.render(into: output, frames: count, inputPerOutput: resamplerRatio, input: self)
     // Where the output now stands in the file: libsamplerate ramps its output/input ratio
     // linearly from the last call's to this one's across the call (input frames are
-    // `blockStep` file frames each).
+    // `blockStep` file frames each, times the tempo when they come from the stretcher).
     let target = 1 / resamplerRatio
     let last = lastResamplerRatio ?? target
     if last == target {
-      resampledPosition += Double(produced) * ratio
+      resampledPosition += Double(produced) * speed
     } else if produced > 0 {
+      let step = blockStep * stretchStep
       for frame in 0..<produced {
-        resampledPosition += blockStep / (last + (target - last) * Double(frame) / Double(count))
+        resampledPosition += step / (last + (target - last) * Double(frame) / Double(count))
       }
     }
     lastResamplerRatio = produced == count ? target : last + (target - last) * Double(produced) / Double(count)
@@ -766,8 +840,42 @@ package final class Voice: VoiceInput {
     return produced
   }
 
-  /// For the resampler: the rest of the current block, lent until the next request.
+  /// For the resampler: the stretcher's next output while stretching, else the rest of the
+  /// current block, lent until the next request.
   package func nextInput(maximumFrames: Int) -> (UnsafePointer<Float>, Int)? {
+    guard stretching, let stretcher else { return nextBlockInput(maximumFrames: maximumFrames) }
+    return nextStretchedInput(stretcher, maximumFrames: min(maximumFrames, Voice.stretchChunkFrames))
+  }
+
+  /// The stretcher's next output, fed from the blocks as it asks for more; at the stream's end,
+  /// silence pushes out the last frames it holds (SoundTouch's own `flush` allocates), cut at the
+  /// length the music should have.
+  private func nextStretchedInput(_ stretcher: TimeStretcher, maximumFrames: Int) -> (UnsafePointer<Float>, Int)? {
+    while true {
+      var room = maximumFrames
+      if stretchTailing { room = min(room, max(0, Int(stretchExpected.rounded()) - Int(stretchReceived))) }
+      let received = room > 0 ? stretcher.receive(into: stretchOutput, maximumFrames: room) : 0
+      if received > 0 {
+        stretchReceived += Int64(received)
+        return (UnsafePointer(stretchOutput), received)
+      }
+      if let (pointer, frames) = nextBlockInput(maximumFrames: TimeStretcher.maximumPut) {
+        // Audio after the end (a segment appended to a stream that had played out): a new signal.
+        if stretchTailing { restartStretcher(stretcher) }
+        stretcher.put(pointer, frames: frames)
+        stretchExpected += Double(frames) / Double(stretcher.tempo)
+        continue
+      }
+      // Nothing more now: the decode thread is behind (wait for it), or the stream ended.
+      guard decoderEnded, room > 0, stretchSilencePuts < 32 else { return nil }
+      stretchTailing = true
+      stretchSilencePuts += 1
+      stretcher.put(stretcher.silence, frames: TimeStretcher.maximumPut)
+    }
+  }
+
+  /// The rest of the current block, lent until the next request.
+  private func nextBlockInput(maximumFrames: Int) -> (UnsafePointer<Float>, Int)? {
     if lentBlock {
       lentBlock = false
       block = nil
@@ -782,7 +890,7 @@ package final class Voice: VoiceInput {
       layerMix.update(from: pointer, count: 2 * frames)
       addLayers(
         of: current, offset: blockOffset, count: frames, into: layerMix, mixStart: produceFrame,
-        mixPerFrame: 1 / resamplerRatio)
+        mixPerFrame: 1 / (resamplerRatio * stretchStep))
       pointer = UnsafePointer(layerMix)
     }
     blockOffset += frames
@@ -949,6 +1057,7 @@ package final class Voice: VoiceInput {
     chunkFrames = 0
     chunkOffset = 0
     resampler?.reset()
+    if stretching, let stretcher { restartStretcher(stretcher) }
     _ = ensureBlock(events: &deferredEvents)
     publishPosition()
   }

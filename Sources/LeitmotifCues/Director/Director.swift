@@ -315,6 +315,9 @@ public final class Director: @unchecked Sendable {
   /// The high-frequency gain of the music's low-pass filter the director last set (1: open).
   public var musicLowPass: Float { core.withLock { $0.musicLowPass } }
 
+  /// The music's tempo the director last set (speed without pitch; 1: as written).
+  public var musicTempo: Float { core.withLock { $0.musicTempo } }
+
   /// Pumped clocking: applies the events posted since the last call and moves ramps along. Call
   /// it once per frame from the game loop (with `.ownThread` clocking it does nothing). No I/O; it takes the director's lock for as long as
   /// the events take (microseconds each).

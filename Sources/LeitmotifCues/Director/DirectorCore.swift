@@ -32,6 +32,8 @@ final class DirectorCore {
   private var stateRate = Ramp(1)
   private var volumeLevel = Ramp(1)
   private var rateLevel = Ramp(1)
+  /// The `tempo` actions' level (speed without pitch); parameter curves multiply it.
+  private var tempoLevel = Ramp(1)
   private var fade = Ramp(1)
   private var ducks: [DuckEnvelope] = []
   private var scheduled: [Scheduled] = []
@@ -58,9 +60,11 @@ final class DirectorCore {
   private var previousState: String?
   /// Reports made since the director last collected them.
   var outbox: [DirectorReport] = []
-  private var lastMix: (gain: Float, rate: Float, lowPass: Float)?
+  private var lastMix: (gain: Float, rate: Float, tempo: Float, lowPass: Float)?
   /// The music's low-pass as last set (1: open), for timelines.
   var musicLowPass: Float { lastMix?.lowPass ?? 1 }
+  /// The music's tempo as last set (1: as written), for timelines.
+  var musicTempo: Float { lastMix?.tempo ?? 1 }
   /// The state whose queue is on the player (its layers are the ones the player's items have):
   /// nil while the game's own queue plays.
   private var layeredState: String?
@@ -75,7 +79,7 @@ final class DirectorCore {
   /// published position is where the mix is, the director's clock runs ahead of that.
   private var playingPosition: Double {
     let mixedSeconds = Double(engine.mixClock.now - mixFrameOrigin) / Double(engine.sampleRate)
-    return player.currentPlaybackTime + max(0, now - mixedSeconds) * max(0.01, Double(player.currentPlaybackRate))
+    return player.currentPlaybackTime + max(0, now - mixedSeconds) * max(0.01, player.musicSpeed)
   }
 
   private struct Scheduled {
@@ -252,6 +256,7 @@ final class DirectorCore {
   /// Whether ramps or ducks are moving (the real-time thread then updates every few ms).
   var isMoving: Bool {
     fade.isMoving(at: now) || volumeLevel.isMoving(at: now) || rateLevel.isMoving(at: now)
+      || tempoLevel.isMoving(at: now)
       || stateVolume.isMoving(at: now) || stateRate.isMoving(at: now) || !ducks.isEmpty
       || parameters.values.contains { $0.isMoving(at: now) }
   }
@@ -365,6 +370,9 @@ final class DirectorCore {
     case .rate(let value, let ramp):
       rateLevel.move(to: Double(value), over: ramp, at: now)
       return "rate \(Self.format(Double(value)))" + (ramp > 0 ? " over \(Self.format(ramp)) s" : "")
+    case .tempo(let value, let ramp):
+      tempoLevel.move(to: Double(value), over: ramp, at: now)
+      return "tempo \(Self.format(Double(value)))" + (ramp > 0 ? " over \(Self.format(ramp)) s" : "")
     case .volume(let value, let ramp):
       volumeLevel.move(to: Double(value), over: ramp, at: now)
       return "volume \(Self.format(Double(value)))" + (ramp > 0 ? " over \(Self.format(ramp)) s" : "")
@@ -463,7 +471,7 @@ final class DirectorCore {
     else { return nil }
     let grid = self.grid(for: playing)
     let unit = moment == .beat ? grid.secondsPerBeat : grid.secondsPerBar * Double(max(1, bars))
-    let rate = max(0.01, Double(player.currentPlaybackRate))
+    let rate = max(0.01, player.musicSpeed)
     let position = playingPosition
     // The lead in the playing file's seconds (it moves `rate` of them a second).
     let leadInFile = max(0, lead) * rate
@@ -702,7 +710,7 @@ final class DirectorCore {
     // position reported lags by what the bus holds).
     var endsAt = estimate
     if let duration = player.nowPlayingItem?.playbackDuration {
-      let rate = max(0.01, Double(player.currentPlaybackRate))
+      let rate = max(0.01, player.musicSpeed)
       endsAt = max(now, bridge.heardAt + duration / rate - bridge.spec.seconds)
     }
     applyStateChange(
@@ -725,7 +733,7 @@ final class DirectorCore {
     guard playing, let item = player.nowPlayingItem else { return (now, nil) }
     // The mixer starts incoming music on the first frame it mixes after the change.
     let earliest = now
-    let rate = max(0.01, Double(player.currentPlaybackRate))
+    let rate = max(0.01, player.musicSpeed)
     let position = playingPosition
     if let cue = spec.exitCue {
       let leadInFile = max(0, lead) * rate
@@ -1160,6 +1168,7 @@ final class DirectorCore {
     var gain = stateVolume.value(at: now) * volumeLevel.value(at: now) * fade.value(at: now)
     gain *= ducks.reduce(1) { min($0, $1.gain(at: now)) }
     var rate = stateRate.value(at: now) * rateLevel.value(at: now)
+    var tempo = tempoLevel.value(at: now)
     var lowPass = 1.0
     for spec in sheet.parameters {
       guard let value = parameters[spec.name]?.value(at: now) else { continue }
@@ -1168,15 +1177,20 @@ final class DirectorCore {
         switch drive.target {
         case .volume: gain *= max(0, min(1, level))
         case .rate: rate *= level
+        case .tempo: tempo *= level
         case .lowpass: lowPass *= max(0, min(1, level))
         }
       }
     }
     applyLayerMix()
-    let mix = (gain: Float(max(0, min(1, gain))), rate: Float(max(0.01, min(4, rate))), lowPass: Float(lowPass))
+    let mix = (
+      gain: Float(max(0, min(1, gain))), rate: Float(max(0.01, min(4, rate))), tempo: Float(max(0.5, min(2, tempo))),
+      lowPass: Float(lowPass)
+    )
     if let last = lastMix, last == mix { return }
     if lastMix?.gain != mix.gain { player.setMixGain(mix.gain) }
     if lastMix?.rate != mix.rate { player.setMixRate(mix.rate) }
+    if lastMix?.tempo != mix.tempo { player.setMixTempo(mix.tempo) }
     if lastMix?.lowPass != mix.lowPass { player.lowPassGain = mix.lowPass }
     lastMix = mix
   }
@@ -1195,7 +1209,7 @@ final class DirectorCore {
         switch drive.target {
         case .volume: gains[index] *= level
         case .lowpass: lowPasses[index] *= level
-        case .rate: break  // refused by the cue file's check: the layers of a piece share its rate
+        case .rate, .tempo: break  // refused by the cue file's check: the layers of a piece share its speed
         }
       }
     }

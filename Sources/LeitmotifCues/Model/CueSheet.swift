@@ -199,6 +199,8 @@ public struct ParameterDrive: Sendable {
     case volume
     /// Multiplies the music's rate (the product stays in (0, 4]).
     case rate
+    /// Multiplies the music's tempo: speed without pitch (the product stays in 0.5...2).
+    case tempo
     /// The low-pass filter's high-frequency gain (0...1; 1 is unfiltered): muffled music.
     case lowpass
   }
@@ -688,6 +690,8 @@ public enum CueAction: Sendable, Equatable {
   case duck(DuckAction)
   /// Changes the music's rate (speed and pitch) to `value` over `rampSeconds`.
   case rate(Float, rampSeconds: Double)
+  /// Changes the music's tempo (speed, keeping pitch) to `value` (0.5...2) over `rampSeconds`.
+  case tempo(Float, rampSeconds: Double)
   /// Changes the music's volume (0...1) over `rampSeconds`.
   case volume(Float, rampSeconds: Double)
   /// Moves within the playing item, dipping over `fadeSeconds` around the jump.
@@ -717,6 +721,7 @@ public enum CueAction: Sendable, Equatable {
     case .stinger: return "stinger"
     case .duck: return "duck"
     case .rate: return "rate"
+    case .tempo: return "tempo"
     case .volume: return "volume"
     case .seek: return "seek"
     case .pause: return "pause"

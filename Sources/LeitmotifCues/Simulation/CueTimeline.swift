@@ -123,6 +123,7 @@ public struct CueTimeline: Sendable, Codable {
       if let value = values[spec.name] { record(spec.name, value, minimum: spec.minimum, maximum: spec.maximum) }
     }
     record(Self.lowPassLane, Double(director.musicLowPass), minimum: 0, maximum: 1)
+    record(Self.tempoLane, Double(director.musicTempo), minimum: 0.5, maximum: 2)
     for (name, level) in layerLevels { record(Self.layerLanePrefix + name, Double(level), minimum: 0, maximum: 1) }
     // A layer of a state no longer heard is silent (its lane drops to 0, not stays where it was).
     let heard = Set(layerLevels.map { Self.layerLanePrefix + $0.0 })
@@ -134,6 +135,8 @@ public struct CueTimeline: Sendable, Codable {
 
   /// The lane of the music's low-pass filter.
   public static let lowPassLane = "music low-pass"
+  /// The lane of the music's tempo (speed without pitch, 0.5 to 2).
+  public static let tempoLane = "music tempo"
   /// The start of a layer's lane ("layer alert"): the level heard of that stem of the state's
   /// music, 0 to 1 (its fade times its parameter drive), while a state with it plays.
   public static let layerLanePrefix = "layer "

@@ -488,10 +488,11 @@ private struct Picture {
   }
 
   /// The parameter lanes (every parameter of the cue file), then the music's low-pass filter's
-  /// when it moved at all, then each layer's level (a state's stems, as heard).
+  /// and its tempo's when they moved at all, then each layer's level (a state's stems, as heard).
   func valueLanes() -> [CueTimeline.ValueLane] {
     (timeline.lanes ?? []).filter { lane in
-      lane.name != CueTimeline.lowPassLane || lane.points.contains { $0.count == 2 && $0[1] != 1 }
+      (lane.name != CueTimeline.lowPassLane && lane.name != CueTimeline.tempoLane)
+        || lane.points.contains { $0.count == 2 && $0[1] != 1 }
     }
   }
 
@@ -503,11 +504,14 @@ private struct Picture {
     let span = max(1e-9, lane.maximum - lane.minimum)
     func y(_ value: Double) -> Double { baseline - max(0, min(1, (value - lane.minimum) / span)) * height }
     let isFilter = lane.name == CueTimeline.lowPassLane
-    // Parameters green, the filter purple, layers (a stem's level heard) orange.
-    let colour = isFilter ? "#7a5195" : lane.name.hasPrefix(CueTimeline.layerLanePrefix) ? "#c05a00" : "#2f6f4f"
+    // Parameters green, the filter and the tempo purple, layers (a stem's level heard) orange.
+    let colour =
+      isFilter || lane.name == CueTimeline.tempoLane
+      ? "#7a5195" : lane.name.hasPrefix(CueTimeline.layerLanePrefix) ? "#c05a00" : "#2f6f4f"
     texts.append(
       text(
-        Layout.plotLeft - 10, top + height / 2 + 4, isFilter ? "low-pass" : lane.name, size: 12,
+        Layout.plotLeft - 10, top + height / 2 + 4,
+        isFilter ? "low-pass" : lane.name == CueTimeline.tempoLane ? "tempo" : lane.name, size: 12,
         attributes: ##"fill="#333333" font-weight="bold" text-anchor="end""##))
     texts.append(
       text(

@@ -50,7 +50,7 @@ extension CueSheetDecoder {
     for (index, element) in elements.enumerated() {
       let drivePath = "\(path)[\(index)]"
       guard let drive = fields(element, drivePath, allowed: ["target", "curve", "shape", "layer"]) else { continue }
-      let target = required(drive, "target", "volume, rate or lowpass").flatMap {
+      let target = required(drive, "target", "volume, rate, tempo or lowpass").flatMap {
         word($0, drive.path("target"), ParameterDrive.Target.self)
       }
       var layer: String?
@@ -58,10 +58,11 @@ extension CueSheetDecoder {
         // States are read after parameters: the name is checked once they are (`checkLayerReferences`).
         layerReferences.append((name, given.location, drive.path("layer")))
         layer = name
-        if target == .rate {
+        if let target, target == .rate || target == .tempo {
           error(
             drive["target"]!.location, drive.path("target"),
-            "a layer's drive takes volume or lowpass; rate applies to the whole music (its layers stay in step)")
+            "a layer's drive takes volume or lowpass; \(target.rawValue) applies to the whole music (its layers stay in step)"
+          )
         }
       }
       let shape = word(drive, "shape", ResponseCurve.Shape.self) ?? .linear
@@ -89,6 +90,7 @@ extension CueSheetDecoder {
     let yRange: NumberRange
     switch target {
     case .rate: yRange = .rate
+    case .tempo: yRange = .tempo
     case .volume, .lowpass: yRange = .unit
     case nil: yRange = .any
     }

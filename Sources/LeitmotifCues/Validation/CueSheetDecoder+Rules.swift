@@ -160,7 +160,8 @@ extension CueSheetDecoder {
   // MARK: Actions
 
   static let verbs = [
-    "state", "crossfade", "stinger", "duck", "rate", "volume", "seek", "pause", "resume", "stop", "skip", "set",
+    "state", "crossfade", "stinger", "duck", "rate", "tempo", "volume", "seek", "pause", "resume", "stop", "skip",
+    "set",
     "releaseLoop", "layer",
   ]
 
@@ -171,6 +172,7 @@ extension CueSheetDecoder {
     "stinger": ["stinger", "at", "volume", "duck"],
     "duck": ["duck", "attack", "hold", "release"],
     "rate": ["rate", "ramp"],
+    "tempo": ["tempo", "ramp"],
     "volume": ["volume", "ramp"],
     "seek": ["seek", "fade"],
     "pause": ["pause", "fade"],
@@ -261,6 +263,9 @@ extension CueSheetDecoder {
     case "rate":
       guard let rate = number(given, verbPath, name: "rate", .rate) else { return nil }
       return .rate(Float(rate), rampSeconds: number(action, "ramp", .seconds) ?? 0)
+    case "tempo":
+      guard let tempo = number(given, verbPath, name: "tempo", .tempo) else { return nil }
+      return .tempo(Float(tempo), rampSeconds: number(action, "ramp", .seconds) ?? 0)
     case "volume":
       guard let volume = number(given, verbPath, name: "volume", .unit) else { return nil }
       return .volume(Float(volume), rampSeconds: number(action, "ramp", .seconds) ?? 0)

@@ -552,6 +552,8 @@ struct NumberRange: CustomStringConvertible {
   static let unit = NumberRange(0, 1)
   /// Playback rates: OpenAL's pitch, as the player allows it.
   static let rate = NumberRange(0, 4, lowerIncluded: false)
+  /// A tempo (speed without pitch): SoundTouch's range.
+  static let tempo = NumberRange(0.5, 2)
 
   /// False for NaN and the infinities, always.
   func contains(_ value: Double) -> Bool {

@@ -41,6 +41,8 @@ public enum PlayerEvent: Sendable {
 public enum PlayerError: Error, Sendable, Equatable, CustomStringConvertible {
   /// `currentPlaybackRate` must be 0 (pause) or within (0, 4].
   case rateOutOfRange(Float)
+  /// A queue player's `tempo` must be within 0.5...2 (SoundTouch's range).
+  case tempoOutOfRange(Float)
   /// The engine already plays as many voices as it can.
   case noFreeVoice(limit: Int)
 
@@ -49,6 +51,8 @@ public enum PlayerError: Error, Sendable, Equatable, CustomStringConvertible {
     switch self {
     case .rateOutOfRange(let rate):
       return "playback rate \(rate) is out of range: expected 0 (pause) or a value in (0, 4]"
+    case .tempoOutOfRange(let tempo):
+      return "tempo \(tempo) is out of range: expected a value in 0.5...2 (1 plays as written)"
     case .noFreeVoice(let limit): return "no free voice: the engine plays at most \(limit) at once"
     }
   }

@@ -96,6 +96,8 @@ public final class QueuePlayer: MediaPlayback {
     var playbackState: PlaybackState = .stopped
     var stateBeforeSeeking: PlaybackState?
     var rate: Float = 1
+    /// Speed without pitch (the voices' time-stretchers), 0.5...2.
+    var tempo: Float = 1
     var volume: Float = 1
     /// A gain under `volume` that the music director steps (ducks, fades, parameter curves)
     /// without a `volumeChanged` notification for every step.
@@ -596,6 +598,43 @@ public final class QueuePlayer: MediaPlayback {
     if !playing { play() }
   }
 
+  /// The tempo: speed without pitch ("hurry up" music), 0.5 to 2, 1 as written; it multiplies
+  /// with `currentPlaybackRate`, which stays tape speed (speed and pitch together). Every voice of
+  /// the player goes through SoundTouch's time-stretcher from its first tempo other than 1, and
+  /// positions, beats and bar lines follow the stretched time. Takes effect at the next frame
+  /// the mixer mixes; does not start playback. Values outside 0.5...2 are refused and reported
+  /// (use `setTempo(_:)` for the error).
+  public var tempo: Float {
+    get { state.withLock { $0.tempo } }
+    set {
+      do throws(PlayerError) { try setTempo(newValue) } catch {
+        engine.report(Diagnostic(.error, error.description, error: error))
+      }
+    }
+  }
+
+  /// - Throws: `PlayerError.tempoOutOfRange` for NaN and values outside 0.5...2.
+  public func setTempo(_ tempo: Float) throws(PlayerError) {
+    guard tempo.isFinite, TimeStretcher.tempoRange.contains(tempo) else { throw PlayerError.tempoOutOfRange(tempo) }
+    setMixTempo(tempo)
+  }
+
+  /// The speed the music moves at through its files: rate times tempo (0 when not playing).
+  package var musicSpeed: Double {
+    state.withLock { $0.playbackState == .playing ? Double($0.rate) * Double($0.tempo) : 0 }
+  }
+
+  /// The director's tempo (clamped to 0.5...2): like `setMixRate`, without a notification.
+  package func setMixTempo(_ tempo: Float) {
+    guard tempo.isFinite else { return }
+    let clamped = min(max(tempo, TimeStretcher.tempoRange.lowerBound), TimeStretcher.tempoRange.upperBound)
+    state.withLock { state in
+      guard state.tempo != clamped else { return }
+      state.tempo = clamped
+      for voice in allVoices(state) { engine.commands.post(.setTempo(voice: voice, clamped)) }
+    }
+  }
+
   /// The player's gain, 0 to 1 (the engine's `masterGain` sits above every player).
   public var volume: Float {
     get { state.withLock { $0.volume } }
@@ -1013,6 +1052,7 @@ public final class QueuePlayer: MediaPlayback {
     }
     let voice = lease.handle
     engine.commands.post(.setRate(voice: voice, state.rate))
+    if state.tempo != 1 { engine.commands.post(.setTempo(voice: voice, state.tempo)) }
     engine.commands.post(.setVolume(voice: voice, state.volume * state.mixGain))
     engine.commands.post(.setLowPass(voice: voice, state.lowPassGain))
     for layer in state.layerLevels.indices {
@@ -1047,7 +1087,7 @@ public final class QueuePlayer: MediaPlayback {
     state.seekGeneration = 0  // seek generations count per voice (the slot's status starts at 0)
     let seek = state.requestedSeekSeconds
     state.requestedSeekSeconds = nil
-    engine.load(request(for: id, token: token, state), startSeconds: seek, voice: voice)
+    engine.load(request(for: id, token: token, state), startSeconds: seek, voice: voice, timeStretching: true)
     postBeats(of: id, token: token, voice: voice, &state)
     if playing {
       if let fade, !fadeFrom.isEmpty {
@@ -1082,7 +1122,7 @@ public final class QueuePlayer: MediaPlayback {
 
   private func armFollower(_ id: Int, token: Int, transition: Transition, _ state: inout State) {
     guard let current = state.voices.current, let follower = takeVoice(&state, forFollower: true) else { return }
-    engine.load(request(for: id, token: token, state), startSeconds: nil, voice: follower.handle)
+    engine.load(request(for: id, token: token, state), startSeconds: nil, voice: follower.handle, timeStretching: true)
     postBeats(of: id, token: token, voice: follower.handle, &state)
     let seconds = max(transition.duration, Voice.transportFadeSeconds)
     engine.commands.post(

@@ -34,6 +34,9 @@ public struct QueueRenderer {
     public var renderFrames: Int = 1024
     /// Playback speed in (0, 4], for every item (speed and pitch together).
     public var rate: Float = 1
+    /// Tempo in 0.5...2, for every item: speed without pitch (`QueuePlayer.tempo`); it
+    /// multiplies with `rate`.
+    public var tempo: Float = 1
     /// Where to start in the first item played, in seconds of its file.
     public var startSeconds: Double = 0
 
@@ -53,6 +56,7 @@ public struct QueueRenderer {
       }
       guard renderFrames > 0 else { throw .invalidOptions("render size \(renderFrames) frames: expected 1 or more") }
       guard rate.isFinite, rate > 0, rate <= 4 else { throw .player(.rateOutOfRange(rate)) }
+      guard tempo.isFinite, TimeStretcher.tempoRange.contains(tempo) else { throw .player(.tempoOutOfRange(tempo)) }
       if case .times(let count) = loopRepeat, count < 0 { throw .queue(.invalidLoopCount(count)) }
       if durationSeconds == nil {
         // A render that cannot end would fill the disk: refuse it before writing anything.
@@ -79,6 +83,7 @@ public struct QueueRenderer {
       // Seed and shuffle before the queue: the whole queue is shuffled, its first item included.
       player.shuffleSeed = seed
       player.shuffleMode = shuffleMode
+      player.setMixTempo(tempo)
       try player.setQueue(with: items)
       if startSeconds > 0 { player.currentPlaybackTime = startSeconds }
     }
@@ -171,7 +176,8 @@ public struct QueueRenderer {
     // A safety net under the queue's own end, should it never come: every item heard in full as
     // many times as it may loop, slowed by the rate, plus slack. Past it, the render stops and says so.
     let loopPasses = Double((options.loopRepeat.count ?? 0) + 1)
-    let queueSeconds = items.reduce(0) { $0 + ($1.playbackDuration ?? 0) } * loopPasses / Double(options.rate)
+    let queueSeconds =
+      items.reduce(0) { $0 + ($1.playbackDuration ?? 0) } * loopPasses / (Double(options.rate) * Double(options.tempo))
     let safetyLimit =
       options.durationSeconds == nil
       ? FrameMath.frames(seconds: queueSeconds + 10, rate: Double(outputRate), rounding: .towardZero) : Int64.max
