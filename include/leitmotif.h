@@ -453,6 +453,11 @@ lm_error lm_player_play(lm_engine *engine);
 lm_error lm_player_pause(lm_engine *engine);
 /* The speed: 0 pauses; (0, 4] plays at that speed. Otherwise LM_ERROR_INVALID_ARGUMENT. */
 lm_error lm_player_set_rate(lm_engine *engine, float rate);
+/* The tempo: speed that keeps the pitch (a time-stretcher, SoundTouch, in each music voice), in
+   [0.5, 2], 1 as written; it multiplies with the rate (tape speed). Beats, bars and positions
+   follow the stretched time. The cue file's `tempo` actions and parameters set it too.
+   Otherwise LM_ERROR_INVALID_ARGUMENT. Does not start playback. */
+lm_error lm_player_set_tempo(lm_engine *engine, float tempo);
 /* Seeks the now-playing item to `seconds` (finite, 0 or more), sample-accurately. */
 lm_error lm_player_seek(lm_engine *engine, double seconds);
 /* The player's gain, 0 to 1 (anything else: LM_ERROR_INVALID_ARGUMENT). */

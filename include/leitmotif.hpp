@@ -187,6 +187,7 @@ class engine {
   void play() { check(lm_player_play(handle_)); }
   void pause() { check(lm_player_pause(handle_)); }
   void set_rate(float rate) { check(lm_player_set_rate(handle_, rate)); }
+  void set_tempo(float tempo) { check(lm_player_set_tempo(handle_, tempo)); }
   void seek(double seconds) { check(lm_player_seek(handle_, seconds)); }
   void set_volume(float volume) { check(lm_player_set_volume(handle_, volume)); }
 

@@ -465,6 +465,9 @@ static int self_test(const char *cues) {
   expect(lm_player_set_rate(engine, 9.0f), LM_ERROR_INVALID_ARGUMENT, "rate 9 (out of range)");
   expect(lm_player_set_rate(engine, -1.0f), LM_ERROR_INVALID_ARGUMENT, "rate -1");
   expect(lm_player_set_rate(engine, NAN), LM_ERROR_INVALID_ARGUMENT, "rate NaN");
+  expect(lm_player_set_tempo(engine, 3.0f), LM_ERROR_INVALID_ARGUMENT, "tempo 3 (out of range)");
+  expect(lm_player_set_tempo(engine, NAN), LM_ERROR_INVALID_ARGUMENT, "tempo NaN");
+  expect(lm_player_set_tempo(engine, 1.0f), LM_OK, "tempo 1");
   expect(lm_player_set_volume(engine, 2.0f), LM_ERROR_INVALID_ARGUMENT, "volume 2");
   expect(lm_player_seek(engine, -1.0), LM_ERROR_INVALID_ARGUMENT, "seek to -1 s");
   expect(lm_set_parameter(engine, "no.such.parameter", 1, 0), LM_ERROR_INVALID_ARGUMENT, "an unknown parameter");

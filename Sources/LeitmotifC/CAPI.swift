@@ -376,6 +376,17 @@ public func lmPlayerSetRate(_ handle: OpaquePointer?, _ rate: Float) -> lm_error
   }
 }
 
+@_cdecl("lm_player_set_tempo")
+public func lmPlayerSetTempo(_ handle: OpaquePointer?, _ tempo: Float) -> lm_error {
+  withEngine(handle) { session throws(CAPIError) in
+    do {
+      try session.director.player.setTempo(tempo)
+    } catch {
+      throw .invalidArgument("tempo \(tempo): \(error)")
+    }
+  }
+}
+
 @_cdecl("lm_player_seek")
 public func lmPlayerSeek(_ handle: OpaquePointer?, _ seconds: Double) -> lm_error {
   withEngine(handle) { session throws(CAPIError) in

@@ -74,8 +74,17 @@ struct DemoTests {
     // A lane per parameter, and the music's low-pass filter, with the level's moves on them.
     let lanes = timeline.lanes ?? []
     #expect(
-      Set(lanes.map(\.name)) == ["health", "paused", "intensity", CueTimeline.lowPassLane, "layer alert"],
+      Set(lanes.map(\.name)) == [
+        "health", "paused", "intensity", CueTimeline.lowPassLane, CueTimeline.tempoLane, "layer alert",
+      ],
       "\(lanes.map(\.name))")
+    // The enraged boss at 150 s: the tempo rises to 1.15 over 2 s (pitch kept), and eases back
+    // to 1 as the fight ends at 158 s.
+    let tempo = lanes.first { $0.name == CueTimeline.tempoLane }?.points ?? []
+    #expect(tempo.first.map { $0[0] >= 150 && $0[0] < 150.5 } == true, "the tempo moves from 150 s: \(tempo.prefix(3))")
+    #expect(tempo.contains { $0[0] >= 152 && $0[0] < 158 && abs($0[1] - 1.15) < 0.001 }, "1.15 while enraged")
+    #expect(tempo.last.map { $0[0] >= 158 && $0[0] < 160 && $0[1] == 1 } == true, "back to 1: \(tempo.suffix(3))")
+    #expect(picture.contains(#"data-name="music tempo""#))
     // The stealth state's alert stem: silent in the dark until the wolf at 40 s brings it in on
     // the bar; silent again once the state is left.
     let alert = lanes.first { $0.name == "layer alert" }?.points ?? []

@@ -32,6 +32,8 @@ struct LiveEqualsOfflineTests {
   /// leaves for explore through a bridge (the 3 s spotted stinger, explore over its end). The
   /// stealth music is a 44.1 kHz copy with a layer (the alert stem, also at 44.1 kHz: the voice's
   /// own resampler takes the two mixed), brought in on the beat, and the level leaves it on its bar.
+  /// Back in explore the music hurries (tempo 1.2: SoundTouch in each voice, the combat music
+  /// crossfading in stretched too), then slows by rate on top.
   static func level(assets: String) -> String {
     """
     {
@@ -59,6 +61,7 @@ struct LiveEqualsOfflineTests {
         { on: "hit", do: [{ stinger: "stinger-spotted.ogg", at: "beat" }, { duck: -8, attack: 0.1, hold: 0.5, release: 0.8 }] },
         { on: "again", do: { crossfade: "combat", seconds: 0.3 } },
         { on: "slow", do: { rate: 0.8, ramp: 1 } },
+        { on: "hurry", do: { tempo: 1.2, ramp: 0.5 } },
         { on: "quieter", do: { volume: 0.5, ramp: 0.5 } },
         { on: "alarm", do: { layer: "alert", volume: 1, seconds: 0.5, at: "beat" } },
       ],
@@ -98,13 +101,14 @@ struct LiveEqualsOfflineTests {
       { at: 10.2, cue: "hit" },
       { at: 11.1, cue: "alarm" },
       { at: 13.4, cue: "calm" },
+      { at: 14.6, cue: "hurry" },
       { at: 16.0, cue: "again" },
       { at: 17.0, cue: "slow" },
     ]
     """
 
   @Test(
-    "20 s of a level live (transitions, stingers, ducks, ramps, a layer on the beat, a pickup and a tail, a bridge): the capture is the offline render of what it recorded"
+    "20 s of a level live (transitions, stingers, ducks, ramps, a layer on the beat, a pickup and a tail, a bridge, a tempo change): the capture is the offline render of what it recorded"
   )
   func liveEqualsOffline() throws {
     let directory = try TemporaryDirectory(prefix: "leitmotif-live")
@@ -129,7 +133,8 @@ struct LiveEqualsOfflineTests {
     let rendered = try LeitmotifCommand.run(
       ["cues", "simulate", cues, "--events", recorded, "--out", offline, "--duration", "20"])
     #expect(rendered.status == 0, "\(rendered.errors)")
-    #expect(live.output.contains("recorded 9 events"), "\(live.output)")
+    #expect(live.output.contains("recorded 10 events"), "\(live.output)")
+    #expect(live.output.contains("tempo 1.2 over 0.5 s"), "\(live.output)")
     #expect(live.output.contains("layer \"alert\" to 1 over 0.5 s on the beat"), "\(live.output)")
     #expect(live.output.contains("; 0 scheduled changes came late"), "\(live.output)")
     // The same changes, in the same order, each on its line.

@@ -123,7 +123,10 @@ public struct CueTimeline: Sendable, Codable {
       if let value = values[spec.name] { record(spec.name, value, minimum: spec.minimum, maximum: spec.maximum) }
     }
     record(Self.lowPassLane, Double(director.musicLowPass), minimum: 0, maximum: 1)
-    record(Self.tempoLane, Double(director.musicTempo), minimum: 0.5, maximum: 2)
+    // The tempo's lane from its first change on (most cue files never change it).
+    if director.musicTempo != 1 || lanes.contains(where: { $0.name == Self.tempoLane }) {
+      record(Self.tempoLane, Double(director.musicTempo), minimum: 0.5, maximum: 2)
+    }
     for (name, level) in layerLevels { record(Self.layerLanePrefix + name, Double(level), minimum: 0, maximum: 1) }
     // A layer of a state no longer heard is silent (its lane drops to 0, not stays where it was).
     let heard = Set(layerLevels.map { Self.layerLanePrefix + $0.0 })
