@@ -359,8 +359,9 @@ public final class AudioEngine: @unchecked Sendable {
   /// Opens the segment `request` for `voice`, starting at `startSeconds` of the file (nil: at the
   /// segment's own start), pre-buffers it, makes its `Voice` (here, so the streaming thread
   /// allocates nothing) and attaches it. Later `append`s for the voice run after.
-  /// `timeStretching`: the voice gets a time-stretcher, so `.setTempo` works on it (music voices;
-  /// about 250 KB and a millisecond of the loader's time each, so not for every one-shot).
+  /// `timeStretching`: the voice gets a time-stretcher, so `.setTempo` works on it (about 250 KB
+  /// and a millisecond or more of the loader's time each, so only where a tempo is wanted; see
+  /// also `provideStretcher`).
   package func load(
     _ request: SegmentRequest, startSeconds: Double?, voice: VoiceHandle, timeStretching: Bool = false
   ) {
@@ -408,6 +409,28 @@ public final class AudioEngine: @unchecked Sendable {
       }
       commands.post(command)
     }
+  }
+
+  /// Makes a time-stretcher for `voice` on the loader (SoundTouch allocates as it warms up,
+  /// about a millisecond) and hands it to the voice: for a voice loaded without `timeStretching`
+  /// whose owner now wants a tempo. The loader runs in order, so a voice whose load was asked
+  /// for before this has its stream (and is attached) by the time the stretcher arrives; the
+  /// tempo set for it applies then, a few milliseconds after it was asked for (offline: at the
+  /// next render, as this waits for the loader).
+  package func provideStretcher(for voice: VoiceHandle) {
+    let commands = self.commands
+    let streams = self.streams
+    let running = self.running
+    let pool = self.pool
+    runOnLoader {
+      guard running.value.load(ordering: .acquiring), pool.owns(voice), let stream = streams.stream(for: voice),
+        let made = TimeStretcher(sampleRate: stream.blockRate)
+      else { return }
+      commands.post(.adoptStretcher(voice: voice, MadeStretcher(stretcher: made)))
+    }
+    // Offline, the stretcher lands on the next render, whatever the loader's pace: the same
+    // output every run.
+    if isOffline { _ = loader.settle() }
   }
 
   /// Blocks decoded before a stream is handed to the streaming thread (about a third of a second):

@@ -10,6 +10,12 @@ package struct LoadedStream: @unchecked Sendable {
   var voice: Voice
 }
 
+/// A time-stretcher made on the loader for a voice that plays already, handed to the streaming
+/// thread (which alone uses it from then on).
+package struct MadeStretcher: @unchecked Sendable {
+  var stretcher: TimeStretcher
+}
+
 /// Requests from game threads to the streaming thread. Every request about a voice names its
 /// handle (slot and generation); the streaming thread drops those whose generation is no longer
 /// the slot's (an earlier owner's, see `VoiceHandle`).
@@ -29,8 +35,10 @@ package enum EngineCommand: Sendable {
   case stop(voice: VoiceHandle, generation: Int)
   case seek(voice: VoiceHandle, seconds: Double, generation: Int)
   case setRate(voice: VoiceHandle, Float)
-  /// Speed without pitch (a voice loaded with `timeStretching`; others ignore it).
+  /// Speed without pitch (a voice with a stretcher; others ignore it until one comes).
   case setTempo(voice: VoiceHandle, Float)
+  /// A stretcher for a voice made without one (`AudioEngine.provideStretcher`).
+  case adoptStretcher(voice: VoiceHandle, MadeStretcher)
   case setVolume(voice: VoiceHandle, Float)
   /// The high-frequency gain of the voice's low-pass filter, 0...1 (1: unfiltered).
   case setLowPass(voice: VoiceHandle, Float)

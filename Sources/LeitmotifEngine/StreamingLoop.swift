@@ -780,6 +780,13 @@ package final class StreamingLoop: @unchecked Sendable {
       guard owns(voice) else { return }
       tempos[voice.slot] = tempo
       voices[voice.slot]?.setTempo(tempo)
+    case .adoptStretcher(let voice, let made):
+      guard owns(voice), let playing = voices[voice.slot], playing.adopt(made.stretcher) else {
+        // Not wanted (the voice went, or has one): freed off this thread.
+        pendingEvents.append(.reclaim(made.stretcher))
+        return
+      }
+      if tempos[voice.slot] != 1 { playing.setTempo(tempos[voice.slot]) }
     case .setVolume(let voice, let volume):
       guard owns(voice) else { return }
       volumes[voice.slot] = volume

@@ -108,9 +108,10 @@ package final class Voice: VoiceInput {
 
   // MARK: Tempo
 
-  /// The time-stretcher, for voices made with one (music: a queue's voices); nil for the others,
-  /// and when SoundTouch could not make one (then the tempo stays 1).
-  private let stretcher: TimeStretcher?
+  /// The time-stretcher: made with the voice when its owner asked (a queue player once any
+  /// tempo other than 1 was set), or handed over later (`adopt`); nil for the others, and when
+  /// SoundTouch could not make one (then the tempo stays 1).
+  private var stretcher: TimeStretcher?
   /// The tempo: speed without pitch (1: as written). `rate` multiplies with it.
   private(set) var tempo: Float = 1
   /// Whether the voice goes through the stretcher: from its first tempo other than 1 on (it stays
@@ -408,8 +409,16 @@ package final class Voice: VoiceInput {
     }
   }
 
-  /// The tempo (speed without pitch; clamped to `TimeStretcher.tempoRange`), for a voice made with
-  /// a stretcher (others ignore it). Takes effect at the next frame mixed, from the stretcher's
+  /// Takes a stretcher made on the loader for a voice that had none; false (and the caller lets
+  /// it go off this thread) when it has one already.
+  func adopt(_ made: TimeStretcher) -> Bool {
+    guard stretcher == nil else { return false }
+    stretcher = made
+    return true
+  }
+
+  /// The tempo (speed without pitch; clamped to `TimeStretcher.tempoRange`), for a voice with a
+  /// stretcher (others ignore it). Takes effect at the next frame mixed, from the stretcher's
   /// next sequence; the first tempo other than 1 starts the stretcher where the stream is read
   /// next, so nothing is skipped or heard twice.
   func setTempo(_ newTempo: Float) {

@@ -109,6 +109,7 @@ final class DirectorCore {
     self.resolved = resolved
     generator = SeededGenerator(seed: sheet.seed)
     resetParameters()
+    if sheet.usesTempo { player.prepareForTempo() }
   }
 
   // MARK: - Cue file and sources
@@ -117,6 +118,7 @@ final class DirectorCore {
   /// keep their values where they still exist.
   func replace(sheet: CueSheet, catalog: BundledCatalog, resolved: [String: SourceResolution]) {
     self.sheet = sheet
+    if sheet.usesTempo { player.prepareForTempo() }
     self.catalog = catalog
     self.resolved = resolved
     // A designer who fixes a file reloads: every file gets another chance.
@@ -494,12 +496,13 @@ final class DirectorCore {
   /// grid's offset: the source's `tempo.offset`, or the first beat the analysis found).
   func pickupSeconds(of item: MediaItem, source: String?) -> Double {
     let music = source.flatMap { sheet.sources[$0] }
-    if let pickup = music?.pickupSeconds { return pickup }
     let grid = grid(for: item, source: music)
-    if let music, let beats = music.pickupBeats {
-      return beats * (music.pickupInBars ? grid.secondsPerBar : grid.secondsPerBeat)
+    switch music?.pickup {
+    case .seconds(let seconds)?: return seconds
+    case .beats(let beats)?: return beats * grid.secondsPerBeat
+    case .bars(let bars)?: return bars * grid.secondsPerBar
+    case nil: return max(0, grid.offsetSeconds)
     }
-    return max(0, grid.offsetSeconds)
   }
 
   /// The source name the game's own queue (`CueAction.playQueue`) is reported under.
@@ -539,7 +542,7 @@ final class DirectorCore {
       } else {
         schedule(.playQueue(queue), at: landsAt, cause: cause)
       }
-      return description + " at \(spec.moment.rawValue) (\(Self.format(landsAt)) s)"
+      return description + " at \(Self.momentText(spec)) (\(Self.format(landsAt)) s)"
     }
     applyQueue(queue, cause: cause)
     return description
@@ -641,7 +644,7 @@ final class DirectorCore {
         schedule(.changeState(name: name, spec: spec, landsAt: landsAt), at: landsAt, cause: cause)
       }
       return description
-        + " at \(spec.exitCue.map { "cue \"\($0)\"" } ?? spec.moment.rawValue) (\(Self.format(landsAt)) s)"
+        + " at \(Self.momentText(spec)) (\(Self.format(landsAt)) s)"
         + (lead > 0 ? ", its pickup from \(Self.format(landsAt - lead)) s" : "") + note + gridNote
     }
     applyStateChange(name, spec: spec, cause: cause, built: built, lead: lead)

@@ -33,6 +33,12 @@ public struct CueSheet: Sendable {
   public var states: [String: MusicState]
   /// The rules, in file order (the order breaks ties between rules of the same priority).
   public var rules: [CueRule]
+  /// Whether a rule or a parameter can change the tempo: then the music's voices are made with
+  /// time-stretchers from the start (a tempo then lands on its frame, live as offline).
+  public var usesTempo: Bool {
+    rules.contains { rule in rule.actions.contains { if case .tempo = $0 { return true } else { return false } } }
+      || parameters.contains { $0.drives.contains { $0.target == .tempo } }
+  }
   /// Bridges between states (`bridges`), in file order.
   public var bridges: [MusicBridge] = []
   /// The bundled music the file was checked against (nil when the check needed none): the
@@ -323,12 +329,7 @@ public struct MusicSource: Sendable {
   public var cuePointsSeconds: [Double]
   /// The time from each item's first frame to its first downbeat (`pickup`), for transitions
   /// with `pickup: true`; nil: where the item's bars begin (its grid's offset).
-  public var pickupSeconds: Double?
-  /// The same in beats of the item's grid (`pickup: { beats: N }` or `{ bars: N }`, bars
-  /// counted as the grid's beats per bar), when it was given so.
-  public var pickupBeats: Double?
-  /// With `pickupBeats`: whether they were given as bars (`pickup: { bars: N }`).
-  public var pickupInBars = false
+  public var pickup: Pickup?
   /// Named cue points of every item of the source (`cues: { exit: 32.5, phrase: [8, 16],
   /// drop: { bar: 17 } }`), for `at: { cue }` and `enter: { cue }`; they win over the files' own
   /// `CUE_<NAME>` tags of the same name.
@@ -349,6 +350,16 @@ public struct MusicSource: Sendable {
     replayGain = .track
     cuePointsSeconds = []
     grid = nil
+  }
+
+  /// A pickup's length, as the cue file gives it.
+  public enum Pickup: Sendable, Equatable {
+    /// `pickup: SECONDS`.
+    case seconds(Double)
+    /// `pickup: { beats: N }`: beats of the item's grid.
+    case beats(Double)
+    /// `pickup: { bars: N }`: bars of the item's grid (its beats per bar each).
+    case bars(Double)
   }
 }
 

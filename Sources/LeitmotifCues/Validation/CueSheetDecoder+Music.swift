@@ -205,7 +205,7 @@ extension CueSheetDecoder {
   /// `pickup: SECONDS`, `{ beats: N }` or `{ bars: N }`.
   private mutating func decodePickup(_ value: JSON5Value, _ path: String, into music: inout MusicSource) {
     if value.objectValue == nil {
-      music.pickupSeconds = number(value, path, name: "pickup", NumberRange(0, 60))
+      music.pickup = number(value, path, name: "pickup", NumberRange(0, 60)).map { .seconds($0) }
       return
     }
     guard let pickup = fields(value, path, allowed: ["beats", "bars"]) else { return }
@@ -215,8 +215,7 @@ extension CueSheetDecoder {
       return
     }
     guard let count = number(pickup, given[0], NumberRange(0, 64)) else { return }
-    music.pickupBeats = count
-    music.pickupInBars = given[0] == "bars"
+    music.pickup = given[0] == "bars" ? .bars(count) : .beats(count)
   }
 
   private mutating func decodeCuePoints(_ value: JSON5Value, _ path: String) -> [Double] {

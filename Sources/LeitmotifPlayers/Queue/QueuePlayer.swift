@@ -98,6 +98,9 @@ public final class QueuePlayer: MediaPlayback {
     var rate: Float = 1
     /// Speed without pitch (the voices' time-stretchers), 0.5...2.
     var tempo: Float = 1
+    /// A tempo other than 1 was set once: every voice from then on is made with a stretcher
+    /// (before, none is: a stretcher costs a millisecond of the loader's time per voice).
+    var stretches = false
     var volume: Float = 1
     /// A gain under `volume` that the music director steps (ducks, fades, parameter curves)
     /// without a `volumeChanged` notification for every step.
@@ -624,6 +627,17 @@ public final class QueuePlayer: MediaPlayback {
     state.withLock { $0.playbackState == .playing ? Double($0.rate) * Double($0.tempo) : 0 }
   }
 
+  /// Voices made from now on get time-stretchers (the director's, for a cue file that can change
+  /// the tempo): a tempo then lands on the frame it is applied at, without waiting for the
+  /// loader to make a stretcher for the voice playing. Those playing now get theirs made.
+  package func prepareForTempo() {
+    state.withLock { state in
+      guard !state.stretches else { return }
+      state.stretches = true
+      for voice in allVoices(state) { engine.provideStretcher(for: voice) }
+    }
+  }
+
   /// The director's tempo (clamped to 0.5...2): like `setMixRate`, without a notification.
   package func setMixTempo(_ tempo: Float) {
     guard tempo.isFinite else { return }
@@ -632,6 +646,11 @@ public final class QueuePlayer: MediaPlayback {
       guard state.tempo != clamped else { return }
       state.tempo = clamped
       for voice in allVoices(state) { engine.commands.post(.setTempo(voice: voice, clamped)) }
+      if !state.stretches && clamped != 1 {
+        // The voices playing now were made without stretchers: the loader makes theirs.
+        state.stretches = true
+        for voice in allVoices(state) { engine.provideStretcher(for: voice) }
+      }
     }
   }
 
@@ -1087,7 +1106,8 @@ public final class QueuePlayer: MediaPlayback {
     state.seekGeneration = 0  // seek generations count per voice (the slot's status starts at 0)
     let seek = state.requestedSeekSeconds
     state.requestedSeekSeconds = nil
-    engine.load(request(for: id, token: token, state), startSeconds: seek, voice: voice, timeStretching: true)
+    engine.load(
+      request(for: id, token: token, state), startSeconds: seek, voice: voice, timeStretching: state.stretches)
     postBeats(of: id, token: token, voice: voice, &state)
     if playing {
       if let fade, !fadeFrom.isEmpty {
@@ -1122,7 +1142,9 @@ public final class QueuePlayer: MediaPlayback {
 
   private func armFollower(_ id: Int, token: Int, transition: Transition, _ state: inout State) {
     guard let current = state.voices.current, let follower = takeVoice(&state, forFollower: true) else { return }
-    engine.load(request(for: id, token: token, state), startSeconds: nil, voice: follower.handle, timeStretching: true)
+    engine.load(
+      request(for: id, token: token, state), startSeconds: nil, voice: follower.handle,
+      timeStretching: state.stretches)
     postBeats(of: id, token: token, voice: follower.handle, &state)
     let seconds = max(transition.duration, Voice.transportFadeSeconds)
     engine.commands.post(
