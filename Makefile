@@ -6,9 +6,10 @@
 # libsamplerate, libsoxr, SoundTouch, libebur128),
 # pkg-config for SwiftPM to find them, lame for the benchmark's MP3 and the fixture script, CMake
 # for the C example (Examples/c-game), and a real sound server for the device-loss test
-# (PulseAudio with a null sink, recorded with parec).
-PACKAGES := pkg-config libopenal-dev libvorbis-dev libmpg123-dev libflac-dev libopusfile-dev libsqlite3-dev libsamplerate0-dev libsoxr-dev libsoundtouch-dev libebur128-dev lame tmux cmake \
-  pulseaudio pulseaudio-utils
+# (PulseAudio with a null sink, recorded with parec); libsystemd's sd-bus for MPRIS, and a session
+# bus of the tests' own (dbus-daemon) with playerctl as the desktop's client.
+PACKAGES := pkg-config libopenal-dev libvorbis-dev libmpg123-dev libflac-dev libopusfile-dev libsqlite3-dev libsamplerate0-dev libsoxr-dev libsoundtouch-dev libebur128-dev libsystemd-dev lame tmux cmake \
+  pulseaudio pulseaudio-utils dbus-daemon playerctl
 
 .PHONY: deps test test-tsan fuzz soak demo bench format fixtures assets sdk install uninstall deb c-api examples c-game docs
 
@@ -141,7 +142,7 @@ LIBDIR ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 SDK_LIBRARY := .build/sdk/lib/libleitmotif.so.$(VERSION)
 # LeitmotifC and every Swift target it depends on (Package.swift): the objects the library holds.
-SDK_TARGETS := LeitmotifC Leitmotif LeitmotifCues LeitmotifPlayers LeitmotifLibrary LeitmotifAnalysis \
+SDK_TARGETS := LeitmotifC Leitmotif LeitmotifDesktop LeitmotifCues LeitmotifPlayers LeitmotifLibrary LeitmotifAnalysis \
   LeitmotifEngine LeitmotifOutput LeitmotifDecoding
 
 sdk: deps

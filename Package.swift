@@ -59,6 +59,8 @@ let package = Package(
     .systemLibrary(name: "CSoundTouch", providers: [.apt(["libsoundtouch-dev"])]),
     // libebur128, MIT: EBU R128 loudness, loudness range and true peak of each scanned song.
     .systemLibrary(name: "CEbur128", pkgConfig: "libebur128", providers: [.apt(["libebur128-dev"])]),
+    // sd-bus from libsystemd, LGPL-2.1 (linked dynamically): MPRIS on the session bus.
+    .systemLibrary(name: "CSystemdBus", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
     // glibc's <malloc.h> (the C library itself): heap statistics for the soak benchmark.
     .systemLibrary(name: "CMalloc"),
 
@@ -71,11 +73,12 @@ let package = Package(
     .target(name: "LeitmotifLibrary", dependencies: ["LeitmotifEngine", "LeitmotifAnalysis", "CSQLite"]),
     .target(name: "LeitmotifPlayers", dependencies: ["LeitmotifEngine", "LeitmotifLibrary"]),
     .target(name: "LeitmotifCues", dependencies: ["LeitmotifPlayers"]),
+    .target(name: "LeitmotifDesktop", dependencies: ["LeitmotifCues", "CSystemdBus"]),
     .target(
       name: "Leitmotif",
       dependencies: [
         "LeitmotifDecoding", "LeitmotifOutput", "LeitmotifEngine", "LeitmotifAnalysis", "LeitmotifLibrary",
-        "LeitmotifPlayers", "LeitmotifCues",
+        "LeitmotifPlayers", "LeitmotifCues", "LeitmotifDesktop",
       ]),
 
     // The C API: the header's declarations for the Swift side, and the @_cdecl functions.

@@ -6,7 +6,7 @@ struct DemoOptions {
 
   static let usage = """
     usage: leitmotif-demo [--offline | --realtime] [--speed N] [--cues FILE] [--level FILE]
-                          [--library DIR] [--pick] [--out FILE.wav] [--timeline FILE.svg]
+                          [--library DIR] [--pick] [--out FILE.wav] [--timeline FILE.svg] [--no-desktop]
       plays the demo level: with a sound card in real time; with none (CI, a server) it says so
       and renders the level offline, faster than real time, to --out
       --offline, --realtime  force the mode (real time without a sound card plays headless)
@@ -22,6 +22,8 @@ struct DemoOptions {
       --timeline FILE  the timeline: FILE.svg (the picture), FILE.json (its data) and FILE.png
                        (where rsvg-convert or ImageMagick is installed), FILE without its
                        extension (default demo-level); the same as leitmotif cues simulate's
+      --no-desktop     real time only: stay off the desktop's media controls (MPRIS), which the
+                       level is on by default where there is a session bus
     """
 
   var mode = Mode.automatic
@@ -30,6 +32,7 @@ struct DemoOptions {
   var levelPath: String
   var libraryFolder: String?
   var pick = false
+  var desktop = true
   var outputPath = "demo-level.wav"
   var timelinePath = "demo-level.svg"
 
@@ -46,6 +49,7 @@ struct DemoOptions {
       case "--offline": mode = .offline
       case "--realtime": mode = .realtime
       case "--pick": pick = true
+      case "--no-desktop": desktop = false
       case "--help", "-h": throw UsageError(message: nil)
       case "--speed", "--cues", "--level", "--library", "--out", "--timeline":
         guard let value = rest.popFirst(), !value.isEmpty else {

@@ -82,6 +82,16 @@ enum RealtimeLevel {
       exit(2)
     }
     director.setPicks(picks)
+    // On the desktop's media controls, with the media keys and the player's own music app as
+    // the cue file says, where there is a session bus.
+    var desktop: DesktopMusic?
+    if options.desktop {
+      let result = Result { () throws(DesktopBusError) in
+        try DesktopMusic(director: director, publish: .init(identity: "Leitmotif demo", busName: "leitmotif_demo"))
+      }
+      desktop = try? result.get()
+      Output.shared.print(DesktopMusic.describe(result))
+    }
     let speed = options.speed
     let reporter = LevelReporter(levelSeconds: levelSeconds, speed: speed)
     let log = ReportCollector()
@@ -115,6 +125,7 @@ enum RealtimeLevel {
     }
     Output.shared.finishProgress()
     director.player.stop()
+    desktop?.shutdown()
     director.waitForReports()
     director.shutdown()
     timeline.add(reports: log.all, script: script)

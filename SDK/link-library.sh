@@ -13,7 +13,7 @@
 # not need the toolchain. So the Swift runtime, Dispatch and FoundationEssentials are linked in statically
 # here, from the toolchain's swift_static folder, all of their symbols kept local
 # (--exclude-libs ALL), and only the lm_ functions exported (SDK/leitmotif.map). What stays
-# dynamic is Debian's: OpenAL Soft, the decoders, SQLite, libsoxr, libsamplerate, libebur128,
+# dynamic is Debian's: OpenAL Soft, the decoders, SQLite, libsoxr, libsamplerate, libebur128, libsystemd,
 # libstdc++ and glibc. --no-undefined makes a missing object or runtime library fail here, not
 # in the game.
 set -eu

@@ -102,7 +102,10 @@ typedef enum lm_error {
   LM_ERROR_TOO_MANY_ENGINES = 8,
   /* The program was built against a leitmotif.h this library cannot serve: another major
      version, or a newer one (the message names both versions). */
-  LM_ERROR_VERSION = 9
+  LM_ERROR_VERSION = 9,
+  /* Something the system does not have: no session bus for the desktop calls (a server, a
+     container). The game plays on without it. */
+  LM_ERROR_UNAVAILABLE = 10
 } lm_error;
 
 /* The enumerator's name ("LM_ERROR_BUS_FULL"), a static string; "LM_ERROR_UNKNOWN" for other
@@ -913,6 +916,122 @@ lm_error lm_set_marker_callback(lm_engine *engine, lm_marker_fn callback, void *
 
 /* Sets (or removes) the diagnostic callback (see lm_config.diagnostic_callback). Any thread. */
 lm_error lm_set_diagnostic_callback(lm_engine *engine, lm_diagnostic_fn callback, void *user_data);
+
+/* ---------------------------------------------------------------------------------------------
+ * The desktop: media keys, "now playing", and the player's own music apps (MPRIS)
+ * Linux desktops (GNOME, KDE, playerctl, every media key) speak MPRIS on the session bus. The
+ * calls below need that bus: without one (a server, a container) they return
+ * LM_ERROR_UNAVAILABLE, once per call, and nothing else of the engine changes. The bus is
+ * talked to on threads of Leitmotif's ("lm.mpris", "lm.system-music"): no call here waits on it.
+ * ------------------------------------------------------------------------------------------- */
+
+/* Shows the engine's music on the desktop's media controls as an MPRIS player
+   ("org.mpris.MediaPlayer2.<name>", with ".instance<pid>" when taken): title, artist, album,
+   length, cover (a cover.jpg or folder.png beside the file), BPM, status, position and volume,
+   following the music within 100 ms. The media keys do what the cue file's `mediaKeys` say
+   (default: play, pause and stop pause and resume the game's music; next and previous skip the
+   player's own songs only). `identity`: the name the desktop shows (NULL: "Leitmotif");
+   `desktop_entry`: the game's .desktop file name without ".desktop", for its icon (NULL: none).
+   A second call replaces the first. Errors: LM_ERROR_UNAVAILABLE (no session bus),
+   LM_ERROR_INVALID_ARGUMENT. Any thread. */
+lm_error lm_desktop_publish(lm_engine *engine, const char *identity, const char *desktop_entry);
+
+/* Takes the game off the desktop's media controls (no effect when it is not there). Waits for
+   the bus thread to end. Any thread but a callback's. */
+lm_error lm_desktop_unpublish(lm_engine *engine);
+
+/* Starts following the player's own music apps (the system music player: every other MPRIS
+   player on the bus) and carrying out the cue file's `systemMusic`: leave them, pause them while
+   the game's music plays (and resume them when it stops or the engine is destroyed), or duck the
+   game's music under them. Errors: LM_ERROR_UNAVAILABLE (no session bus). Any thread. */
+lm_error lm_system_music_start(lm_engine *engine);
+
+/* Stops following them; the apps the game paused are resumed first. Any thread but a
+   callback's. */
+lm_error lm_system_music_stop(lm_engine *engine);
+
+/* A music app as lm_system_music_apps and the callback see it. Strings are copied into the
+   arrays (NUL-terminated, "" when the app does not say; cut at a UTF-8 boundary to fit, and
+   `truncated` says so). */
+typedef struct lm_system_music_app {
+  size_t struct_size;
+  /* Its MPRIS bus name, which the commands take: "org.mpris.MediaPlayer2.vlc". */
+  char bus_name[LM_TEXT_CAPACITY];
+  /* The name it shows ("VLC media player"). */
+  char identity[LM_TEXT_CAPACITY];
+  lm_playback_state playback_state;
+  /* Nonzero when it names what it plays; the item's fields below are "" / negative otherwise. */
+  int has_item;
+  int truncated;
+  char title[LM_TEXT_CAPACITY];
+  /* The artists, joined with ", ". */
+  char artist[LM_TEXT_CAPACITY];
+  char album[LM_TEXT_CAPACITY];
+  /* mpris:artUrl and xesam:url as the app gave them. */
+  char art_url[LM_PATH_CAPACITY];
+  char url[LM_PATH_CAPACITY];
+  /* Seconds into the item now, and its length (negative: unknown). */
+  double position_seconds;
+  double duration_seconds;
+  /* 0 to 1; negative when the app does not say. */
+  double volume;
+  /* Nonzero when the app takes commands at all, and each of them. */
+  int can_control;
+  int can_play;
+  int can_pause;
+  int can_go_next;
+  int can_go_previous;
+  int can_seek;
+  /* Nonzero when lm_system_music_open takes file:// URIs. */
+  int can_open_files;
+} lm_system_music_app;
+
+/* Copies the player's music apps into `apps` (at most `capacity`; set apps[0].struct_size to
+   sizeof(lm_system_music_app): it is the array's stride) and their number into *out_count (which
+   may be more than capacity). `apps` may be NULL with capacity 0 to count them. Errors:
+   LM_ERROR_WRONG_MODE (lm_system_music_start was not called). Any thread. */
+lm_error lm_system_music_apps(lm_engine *engine, lm_system_music_app *apps, size_t capacity, size_t *out_count);
+
+typedef enum lm_remote_command {
+  LM_COMMAND_PLAY = 0,
+  LM_COMMAND_PAUSE = 1,
+  LM_COMMAND_TOGGLE_PLAY_PAUSE = 2,
+  LM_COMMAND_STOP = 3,
+  LM_COMMAND_NEXT = 4,
+  LM_COMMAND_PREVIOUS = 5,
+  /* `seconds` forward (negative: back) from where the app is. */
+  LM_COMMAND_SEEK_BY = 6,
+  /* To `seconds` into the item. */
+  LM_COMMAND_SET_POSITION = 7
+} lm_remote_command;
+
+/* Sends `command` to the app `bus_name` (NULL: the one playing, else the one that played last).
+   Returns at once: a refusal or no answer comes to the system music callback as
+   LM_SYSTEM_MUSIC_COMMAND_FAILED. Errors: LM_ERROR_INVALID_ARGUMENT (no such app, a bad
+   command or seconds), LM_ERROR_WRONG_MODE (not started). Any thread. */
+lm_error lm_system_music_command(lm_engine *engine, const char *bus_name, lm_remote_command command, double seconds);
+
+/* Hands `uri` (a file:// URL of one of the player's songs, say) to the app to play (MPRIS
+   OpenUri). As lm_system_music_command otherwise. */
+lm_error lm_system_music_open(lm_engine *engine, const char *bus_name, const char *uri);
+
+typedef enum lm_system_music_event {
+  LM_SYSTEM_MUSIC_APPEARED = 0,
+  LM_SYSTEM_MUSIC_CHANGED = 1,
+  LM_SYSTEM_MUSIC_DISAPPEARED = 2,
+  LM_SYSTEM_MUSIC_COMMAND_FAILED = 3
+} lm_system_music_event;
+
+/* Called on every change of the player's music apps, on Leitmotif's "lm.system-music" thread:
+   `app` is the app (for DISAPPEARED only bus_name and identity are set; for COMMAND_FAILED
+   only bus_name); `message` says what failed (COMMAND_FAILED), else "". Both are valid during
+   the call only. It must return quickly; it may call any lm_* function except
+   lm_engine_destroy and lm_system_music_stop. */
+typedef void (*lm_system_music_fn)(lm_system_music_event event, const lm_system_music_app *app, const char *message,
+                                   void *user_data);
+
+/* Sets (or, with NULL, removes) the system music callback. Any thread. */
+lm_error lm_set_system_music_callback(lm_engine *engine, lm_system_music_fn callback, void *user_data);
 
 /* Waits until every report made so far has reached the report callback (and, offline, every
    beat and marker rendered so far their callbacks). Any thread but the callback's own

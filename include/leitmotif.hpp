@@ -206,6 +206,34 @@ class engine {
   }
   void flush_reports() { check(lm_flush_reports(handle_)); }
 
+  /* The desktop (MPRIS). Each throws leitmotif::error with LM_ERROR_UNAVAILABLE where there is
+     no session bus: catch it once and play on. */
+  void publish_on_desktop(const char *identity = NULL, const char *desktop_entry = NULL) {
+    check(lm_desktop_publish(handle_, identity, desktop_entry));
+  }
+  void unpublish_from_desktop() { check(lm_desktop_unpublish(handle_)); }
+  void start_system_music() { check(lm_system_music_start(handle_)); }
+  void stop_system_music() { check(lm_system_music_stop(handle_)); }
+  std::vector<lm_system_music_app> system_music_apps() const {
+    std::size_t total = 0;
+    check(lm_system_music_apps(handle_, NULL, 0, &total));
+    std::vector<lm_system_music_app> apps(total);
+    if (total == 0) return apps;
+    apps[0].struct_size = sizeof(lm_system_music_app);
+    check(lm_system_music_apps(handle_, apps.data(), apps.size(), &total));
+    if (total < apps.size()) apps.resize(total);
+    return apps;
+  }
+  void system_music_command(lm_remote_command command, const char *bus_name = NULL, double seconds = 0) {
+    check(lm_system_music_command(handle_, bus_name, command, seconds));
+  }
+  void system_music_open(const char *uri, const char *bus_name = NULL) {
+    check(lm_system_music_open(handle_, bus_name, uri));
+  }
+  void on_system_music(lm_system_music_fn callback, void *user_data = NULL) {
+    check(lm_set_system_music_callback(handle_, callback, user_data));
+  }
+
  private:
   void check(lm_error code) const { detail::check(code, lm_engine_last_error(handle_)); }
   lm_engine *handle_ = NULL;

@@ -210,6 +210,16 @@ static int run_game(const char *cues, const char *offline_path, int paced, doubl
   check(engine, lm_set_beat_callback(engine, on_beat, NULL), "lm_set_beat_callback");
   check(engine, lm_set_marker_callback(engine, on_marker, NULL), "lm_set_marker_callback");
 
+  /* On the desktop's media controls (media keys as the cue file's mediaKeys say), and the
+     player's own music app handled as its systemMusic says, where there is a session bus. Real
+     time only: an offline render is not what the player hears now. Without a bus the calls say
+     so (LM_ERROR_UNAVAILABLE) and the game plays on. */
+  if (!offline_path) {
+    lm_error desktop = lm_desktop_publish(engine, "Leitmotif C game", NULL);
+    if (desktop == LM_OK) desktop = lm_system_music_start(engine);
+    printf("game: desktop media controls: %s\n", desktop == LM_OK ? "on" : lm_engine_last_error(engine));
+  }
+
   lm_authorization consent;
   check(engine, lm_library_authorization_status(engine, &consent), "lm_library_authorization_status");
   printf("game: music library %s\n", consent == LM_AUTHORIZATION_AUTHORIZED ? "authorized: your songs may play"

@@ -6,9 +6,11 @@
 //   LeitmotifLibrary                     the player's music library: index, queries, consent, picker
 //   LeitmotifPlayers                     Player, QueuePlayer, transitions, offline rendering
 //   LeitmotifCues                        cue files, the level-event bus, the music director
+//   LeitmotifDesktop                     the desktop's session bus: MPRIS ("now playing", media keys)
 @_exported import LeitmotifAnalysis
 @_exported import LeitmotifCues
 @_exported import LeitmotifDecoding
+@_exported import LeitmotifDesktop
 @_exported import LeitmotifEngine
 @_exported import LeitmotifLibrary
 @_exported import LeitmotifOutput

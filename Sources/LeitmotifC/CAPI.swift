@@ -1,5 +1,5 @@
-// The C API of include/leitmotif.h: with LibraryCAPI.swift (the music library's calls), the one
-// place that talks to C. Each function checks its
+// The C API of include/leitmotif.h: with LibraryCAPI.swift (the music library's calls) and
+// DesktopCAPI.swift (MPRIS), the one place that talks to C. Each function checks its
 // arguments (NULL, UTF-8, ranges), finds its engine in the handle table, calls the Swift API,
 // and turns a thrown `CAPIError` into its code and the thread's last-error message. What each
 // function promises (threads, string lifetimes) is written in the header.
@@ -68,6 +68,7 @@ public func lmErrorName(_ error: lm_error) -> UnsafePointer<CChar> {
   case LM_ERROR_WRONG_MODE: return CString.literal("LM_ERROR_WRONG_MODE")
   case LM_ERROR_TOO_MANY_ENGINES: return CString.literal("LM_ERROR_TOO_MANY_ENGINES")
   case LM_ERROR_VERSION: return CString.literal("LM_ERROR_VERSION")
+  case LM_ERROR_UNAVAILABLE: return CString.literal("LM_ERROR_UNAVAILABLE")
   default: return CString.literal("LM_ERROR_UNKNOWN")
   }
 }

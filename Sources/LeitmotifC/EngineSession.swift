@@ -16,6 +16,8 @@ final class EngineSession: @unchecked Sendable {
   let director: Director
   let library: MediaLibrary
   let callbacks: Callbacks
+  /// The desktop's parts (`lm_desktop_publish`, `lm_system_music_start`).
+  let desktop = DesktopSession()
   /// Where an offline engine's beats wait for the game's callback (see `init`).
   let beatQueue = DispatchQueue(label: "leitmotif.c.beats")
   let prompt: ForwardingPrompt
@@ -108,6 +110,8 @@ final class EngineSession: @unchecked Sendable {
 
   /// Stops everything; after it returns no callback of this engine runs or starts.
   func shutdown() {
+    // The player's music apps the game paused are resumed while the bus is still there.
+    desktop.shutdown()
     callbacks.close()
     consentObservation.withLock { observation in
       observation?.cancel()
@@ -261,6 +265,11 @@ final class Callbacks: @unchecked Sendable {
     var userData: UnsafeMutableRawPointer?
   }
   private let marker = Mutex<MarkerCallback?>(nil)
+  private struct SystemMusicCallback: @unchecked Sendable {
+    var function: lm_system_music_fn
+    var userData: UnsafeMutableRawPointer?
+  }
+  private let systemMusic = Mutex<SystemMusicCallback?>(nil)
   private let report = Mutex<Report?>(nil)
   private let diagnostic = Mutex<DiagnosticCallback?>(nil)
   private let authorization = Mutex<AuthorizationCallback?>(nil)
@@ -306,6 +315,34 @@ final class Callbacks: @unchecked Sendable {
         }
       }
     }
+  }
+
+  func setSystemMusic(_ function: lm_system_music_fn?, _ userData: UnsafeMutableRawPointer?) {
+    systemMusic.withLock { $0 = function.map { SystemMusicCallback(function: $0, userData: userData) } }
+  }
+
+  func deliver(_ event: SystemMusicEvent) {
+    guard let callback = systemMusic.withLock({ $0 }) else { return }
+    var app = lm_system_music_app()
+    let kind: lm_system_music_event
+    var message = ""
+    switch event {
+    case .appeared(let seen):
+      kind = LM_SYSTEM_MUSIC_APPEARED
+      fill(&app, with: seen)
+    case .changed(let seen):
+      kind = LM_SYSTEM_MUSIC_CHANGED
+      fill(&app, with: seen)
+    case .disappeared(let busName, let identity):
+      kind = LM_SYSTEM_MUSIC_DISAPPEARED
+      fill(&app, with: nil, busName: busName)
+      _ = CString.copy(identity, into: &app.identity)
+    case .commandFailed(let busName, let error):
+      kind = LM_SYSTEM_MUSIC_COMMAND_FAILED
+      fill(&app, with: nil, busName: busName)
+      message = "\(error)"
+    }
+    gated { message.withCString { callback.function(kind, &app, $0, callback.userData) } }
   }
 
   func setDiagnostic(_ function: lm_diagnostic_fn?, _ userData: UnsafeMutableRawPointer?) {

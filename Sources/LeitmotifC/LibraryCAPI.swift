@@ -15,7 +15,7 @@ private func libraryError(_ error: LibraryError) -> CAPIError {
 }
 
 /// The caller's array stride: `first.struct_size`, at least this version's struct.
-private func arrayStride<T>(of first: UnsafeMutablePointer<T>, _ type: String) throws(CAPIError) -> Int {
+func arrayStride<T>(of first: UnsafeMutablePointer<T>, _ type: String) throws(CAPIError) -> Int {
   let size = UnsafeRawPointer(first).load(as: Int.self)
   try checkedSize(size, of: type, MemoryLayout<T>.size)
   return size

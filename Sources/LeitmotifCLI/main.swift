@@ -427,7 +427,8 @@ func play(_ arguments: Arguments) -> Int32 {
   let duration = arguments.durationSeconds
   let engine = openEngine(arguments, diagnostics: printDiagnostic)
   let player: Player
-  do { player = try Player(engine: engine, item: MediaItem(path: path)) } catch { fail("\(error)", status: 1) }
+  // With its tags, for the desktop's "now playing".
+  do { player = try Player(engine: engine, item: loadItems([path])[0]) } catch { fail("\(error)", status: 1) }
   do { try player.setCurrentPlaybackRate(rate) } catch { fail("--rate: \(error)") }
   if let seek { player.currentPlaybackTime = seek }
   stopOnSignals()
@@ -437,6 +438,8 @@ func play(_ arguments: Arguments) -> Int32 {
     if case .itemFailed = event { failed.set() }
   }
   player.play()
+  let desktop = showOnDesktop(player)
+  defer { desktop?.shutdown() }
   let started = Date()
   var tick = 0
   while interrupted == 0 {
@@ -463,6 +466,19 @@ func play(_ arguments: Arguments) -> Int32 {
   return failed.isSet ? 1 : 0
 }
 
+/// On the desktop's media controls (MPRIS: GNOME's and KDE's "now playing", playerctl, the media
+/// keys) while it plays, where there is a session bus; one line says which.
+func showOnDesktop(_ player: any MediaPlayback) -> NowPlayingService? {
+  do {
+    let service = try NowPlayingService(player: player, configuration: .init(identity: "Leitmotif"))
+    say("on the desktop's media controls as \(service.busName)")
+    return service
+  } catch {
+    say("not on the desktop's media controls: \(error)")
+    return nil
+  }
+}
+
 /// Stops, then lets the 10 ms fade-out play before the engine goes: stopping must not click.
 func stopWithFade(_ stop: () -> Void) {
   stop()
@@ -486,6 +502,8 @@ func playQueue(_ arguments: Arguments) -> Int32 {
   say("playing \(count) on \"\(engine.initialDevice.name)\" (\(engine.initialDevice.kind.rawValue))")
   // Setting the rate starts playback (the rate was checked when the options were read).
   do { try player.setCurrentPlaybackRate(options.rate) } catch { fail("--rate: \(error)") }
+  let desktop = showOnDesktop(player)
+  defer { desktop?.shutdown() }
   let started = Date()
   var stoppedBy: String?
   while player.playbackState != .stopped {

@@ -271,7 +271,7 @@ struct CueFileTests {
       errors.map(\.message) == [
         "unknown key \"metre\"; did you mean \"meter\"?",
         "\"smoth\" is not one of linear or smooth; did you mean \"smooth\"?",
-        "unknown key \"colour\" (expected version, assets, start, seed, tempo, loudness, parameters, sources, states, rules or bridges)",
+        "unknown key \"colour\" (expected version, assets, start, seed, tempo, loudness, parameters, sources, states, rules, bridges, mediaKeys or systemMusic)",
       ])
   }
 

@@ -127,7 +127,7 @@ struct InstallTests {
   func noFullFoundation() throws {
     let targets = [
       "LeitmotifDecoding", "LeitmotifOutput", "LeitmotifEngine", "LeitmotifAnalysis", "LeitmotifLibrary",
-      "LeitmotifPlayers", "LeitmotifCues", "Leitmotif", "LeitmotifC",
+      "LeitmotifPlayers", "LeitmotifCues", "LeitmotifDesktop", "Leitmotif", "LeitmotifC",
     ]
     var offenders: [String] = []
     for target in targets {

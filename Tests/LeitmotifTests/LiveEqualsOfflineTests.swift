@@ -175,7 +175,13 @@ struct LiveEqualsOfflineTests {
     }
     #expect(
       largest <= 1e-7,
-      "largest difference \(largest); \(differing) of \(compared) frames differ at all, the first beyond 1e-7 at \(Double(firstDifference ?? 0) / 48_000) s"
+      """
+      largest difference \(largest); \(differing) of \(compared) frames differ at all, the first beyond 1e-7 at \(Double(firstDifference ?? 0) / 48_000) s
+      live:
+      \(live.output)
+      offline:
+      \(rendered.output)
+      """
     )
     // The comparison can tell a change apart: the music is far from silent.
     #expect(heard.reduce(0) { max($0, abs($1)) } > 0.3)

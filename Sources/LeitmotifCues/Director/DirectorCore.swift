@@ -36,6 +36,8 @@ final class DirectorCore {
   private var tempoLevel = Ramp(1)
   private var fade = Ramp(1)
   private var ducks: [DuckEnvelope] = []
+  /// The game's held duck (`CueAction.holdDuck`): a gain, 1 when none is held.
+  private var heldDuck = Ramp(1)
   private var scheduled: [Scheduled] = []
   private var scheduleCounter = 0
   /// Events taken from the bus, waiting for their audio time (offline) or the next update.
@@ -259,7 +261,7 @@ final class DirectorCore {
   var isMoving: Bool {
     fade.isMoving(at: now) || volumeLevel.isMoving(at: now) || rateLevel.isMoving(at: now)
       || tempoLevel.isMoving(at: now)
-      || stateVolume.isMoving(at: now) || stateRate.isMoving(at: now) || !ducks.isEmpty
+      || stateVolume.isMoving(at: now) || stateRate.isMoving(at: now) || !ducks.isEmpty || heldDuck.isMoving(at: now)
       || parameters.values.contains { $0.isMoving(at: now) }
   }
 
@@ -365,6 +367,11 @@ final class DirectorCore {
       return changeState(to: name, spec: override ?? state.transition, cause: cause)
     case .stinger(let stinger):
       return playStinger(stinger, cause: cause)
+    case .holdDuck(let decibels, let seconds):
+      heldDuck.move(to: DuckEnvelope.gain(decibels: decibels), over: seconds, at: now)
+      return decibels < 0
+        ? "hold the music down \(Self.format(-decibels)) dB over \(Self.format(seconds)) s"
+        : "let the held duck go over \(Self.format(seconds)) s"
     case .duck(let duck):
       ducks.append(DuckEnvelope(duck, at: now))
       return
@@ -1169,7 +1176,7 @@ final class DirectorCore {
   /// curves put them now. Posted only when they change.
   private func applyMix() {
     var gain = stateVolume.value(at: now) * volumeLevel.value(at: now) * fade.value(at: now)
-    gain *= ducks.reduce(1) { min($0, $1.gain(at: now)) }
+    gain *= ducks.reduce(1) { min($0, $1.gain(at: now)) } * heldDuck.value(at: now)
     var rate = stateRate.value(at: now) * rateLevel.value(at: now)
     var tempo = tempoLevel.value(at: now)
     var lowPass = 1.0

@@ -62,7 +62,7 @@ struct DuckEnvelope: Sendable {
 
   init(_ duck: DuckAction, at start: Double) {
     self.start = start
-    depth = pow(10, min(0, duck.decibels) / 20)
+    depth = Self.gain(decibels: duck.decibels)
     attack = duck.attackSeconds
     hold = duck.holdSeconds
     release = duck.releaseSeconds
@@ -78,4 +78,7 @@ struct DuckEnvelope: Sendable {
   }
 
   func isOver(at time: Double) -> Bool { time >= start + attack + hold + release }
+
+  /// The gain of a duck `decibels` down (0 dB and above: 1).
+  static func gain(decibels: Double) -> Double { pow(10, min(0, decibels) / 20) }
 }

@@ -41,6 +41,12 @@ public struct CueSheet: Sendable {
   }
   /// Bridges between states (`bridges`), in file order.
   public var bridges: [MusicBridge] = []
+  /// What the desktop's media keys do in the game (`mediaKeys`), through MPRIS: every key has an
+  /// action, the defaults where the file says nothing (`MediaKeyAction.defaults`).
+  public var mediaKeys: [MediaKey: MediaKeyAction] = MediaKeyAction.defaults
+  /// What the game does with the player's own music app (another MPRIS player that is
+  /// playing) when the game's music starts (`systemMusic`); `leave` where the file says nothing.
+  public var systemMusic: SystemMusicPolicy = .leave
   /// The bundled music the file was checked against (nil when the check needed none): the
   /// director plays from it rather than walking and decoding the assets folder a second time.
   public var catalog: BundledCatalog?
@@ -76,6 +82,48 @@ public struct CueSheet: Sendable {
     }
     return best?.bridge
   }
+}
+
+/// A media key of the desktop (MPRIS's Play, Pause, PlayPause, Stop, Next and Previous), by its
+/// name in the cue file's `mediaKeys`.
+public enum MediaKey: String, CaseIterable, Sendable, Hashable {
+  case play, pause, playPause, stop, next, previous
+}
+
+/// What a media key does in the game (`mediaKeys: { next: "skip", playPause: { cue: "menu.pause" } }`).
+public enum MediaKeyAction: Sendable, Equatable {
+  /// Next and Previous: skip the player's own songs only; while the game's score plays, the key
+  /// does nothing (the score is the game's to change). The default for both.
+  case skip
+  /// Play, Pause, PlayPause and Stop: pause and resume the game's music (Stop pauses too: a
+  /// game's score does not end because a key was pressed). The default for all four.
+  case pause
+  /// The key does nothing (and the desktop shows it disabled where MPRIS can say so).
+  case ignore
+  /// The key posts this cue on the level-event bus, as if the game had posted it.
+  case cue(String)
+
+  /// What a key does when the cue file does not say.
+  public static let defaults: [MediaKey: MediaKeyAction] = [
+    .play: .pause, .pause: .pause, .playPause: .pause, .stop: .pause, .next: .skip, .previous: .skip,
+  ]
+}
+
+/// What the game does with the player's own music app when the game's music starts
+/// (`systemMusic: "leave" | "pause" | "duck" | { duck: -12, seconds: 1 }`). Carried out by
+/// `SystemMusicCoordinator` (LeitmotifDesktop) where the game runs one.
+public enum SystemMusicPolicy: Sendable, Equatable {
+  /// Both play (the default: Leitmotif touches another program only when the file says so).
+  case leave
+  /// The app is paused when the game's music starts, and resumed when the game's music stops
+  /// or the game ends (only an app the game paused, and only if it is still paused).
+  case pause
+  /// The game's music is held down by `decibels` (< 0) over `seconds` while the app plays,
+  /// and comes back up over `seconds` when it stops: the player's music leads.
+  case duck(decibels: Double, seconds: Double)
+
+  /// `"duck"` without numbers.
+  public static let defaultDuck = SystemMusicPolicy.duck(decibels: -15, seconds: 1)
 }
 
 /// A piece played between two states (`bridges: [{ from, to, music }]`): the change into `to`
@@ -724,6 +772,11 @@ public enum CueAction: Sendable, Equatable {
   /// The game's own queue (`Director.setQueue`): these items play in place of the state's music
   /// until the next state change. Not a cue file action: the game's command only.
   case playQueue(GameQueue)
+  /// Holds the music down by `decibels` (<= 0; 0 lets it back up), moving there over
+  /// `seconds`, until told otherwise: a duck with no end of its own, for what the game knows
+  /// and the cue file cannot (the player's own music app plays: `systemMusic: { duck }`). It
+  /// multiplies with the cue file's ducks. Not a cue file action: the game's command only.
+  case holdDuck(decibels: Double, seconds: Double)
 
   /// The action's key in the file, for reports.
   public var verb: String {
@@ -743,6 +796,7 @@ public enum CueAction: Sendable, Equatable {
     case .releaseLoop: return "releaseLoop"
     case .layer: return "layer"
     case .playQueue: return "queue"
+    case .holdDuck: return "hold duck"
     }
   }
 }

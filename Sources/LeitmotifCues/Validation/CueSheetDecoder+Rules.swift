@@ -455,3 +455,75 @@ extension RuleConditions {
   /// No condition at all: the rule fires on every cue it answers.
   var isEmpty: Bool { states == nil && notStates.isEmpty && payload.isEmpty && parameters.isEmpty }
 }
+
+// MARK: Media keys
+
+extension CueSheetDecoder {
+  /// `mediaKeys: { next: "skip", previous: "ignore", playPause: { cue: "menu.pause" } }`: each key
+  /// of `MediaKey`, a word (`skip` for next and previous, `pause` for the other four, `ignore`
+  /// for any) or `{ cue }`.
+  mutating func decodeMediaKeys(_ value: JSON5Value, _ path: String) {
+    guard let keys = fields(value, path, allowed: MediaKey.allCases.map(\.rawValue)) else { return }
+    for key in MediaKey.allCases {
+      guard let given = keys[key.rawValue] else { continue }
+      let keyPath = keys.path(key.rawValue)
+      let word: MediaKeyAction = [.next, .previous].contains(key) ? .skip : .pause
+      let wordText = word == .skip ? "skip" : "pause"
+      let expected = "\"\(wordText)\", \"ignore\" or { cue: \"NAME\" }"
+      switch given.kind {
+      case .string(let text):
+        switch text {
+        case wordText: sheet.mediaKeys[key] = word
+        case "ignore": sheet.mediaKeys[key] = .ignore
+        case "skip", "pause":
+          error(
+            given.location, keyPath,
+            "\"\(text)\" is not for \(key.rawValue): \(key.rawValue) takes \(expected)")
+        default:
+          error(given.location, keyPath, Self.unknownWord(text, [wordText, "ignore"]) + " (or { cue: \"NAME\" })")
+        }
+      case .object:
+        guard let action = fields(given, keyPath, allowed: ["cue"]),
+          let cueValue = required(action, "cue", "the cue the key posts"),
+          let cue = string(cueValue, action.path("cue"))
+        else { continue }
+        sheet.mediaKeys[key] = .cue(cue)
+        if !sheet.rules.contains(where: { Self.pattern(cue, isCoveredBy: $0.cues) }) {
+          warning(cueValue.location, action.path("cue"), "no rule listens to cue \"\(cue)\": the key does nothing")
+        }
+      default:
+        mismatch(given, keyPath, expected: expected)
+      }
+    }
+  }
+}
+
+// MARK: The player's own music app
+
+extension CueSheetDecoder {
+  /// `systemMusic: "leave" | "pause" | "duck" | { duck: -12, seconds: 1 }`.
+  mutating func decodeSystemMusic(_ value: JSON5Value, _ path: String) {
+    let expected = "\"leave\", \"pause\", \"duck\" or { duck: DECIBELS, seconds: S }"
+    switch value.kind {
+    case .string(let text):
+      switch text {
+      case "leave": sheet.systemMusic = .leave
+      case "pause": sheet.systemMusic = .pause
+      case "duck": sheet.systemMusic = SystemMusicPolicy.defaultDuck
+      default:
+        error(value.location, path, Self.unknownWord(text, ["leave", "pause", "duck"]) + " (or { duck: DECIBELS })")
+      }
+    case .object:
+      guard let fields = fields(value, path, allowed: ["duck", "seconds"]),
+        let duckValue = required(fields, "duck", "how far down the game's music goes, in dB, below 0")
+      else { return }
+      guard case .duck(_, let defaultSeconds) = SystemMusicPolicy.defaultDuck else { return }
+      let decibels = number(duckValue, fields.path("duck"), name: "duck", NumberRange(-96, 0, upperIncluded: false))
+      let seconds = fields.has("seconds") ? number(fields, "seconds", NumberRange(0, 60)) : defaultSeconds
+      guard let decibels, let seconds else { return }
+      sheet.systemMusic = .duck(decibels: decibels, seconds: seconds)
+    default:
+      mismatch(value, path, expected: expected)
+    }
+  }
+}

@@ -177,7 +177,7 @@ struct CueSheetDecoder {
 
   static let topLevelKeys = [
     "version", "assets", "start", "seed", "tempo", "loudness", "parameters", "sources", "states", "rules",
-    "bridges",
+    "bridges", "mediaKeys", "systemMusic",
   ]
 
   mutating func decode(_ text: String) -> CueSheet {
@@ -225,6 +225,8 @@ struct CueSheetDecoder {
     }
     if let rules = top["rules"] { decodeRules(rules, top.path("rules")) }
     if let bridges = top["bridges"] { decodeBridges(bridges, top.path("bridges")) }
+    if let keys = top["mediaKeys"] { decodeMediaKeys(keys, top.path("mediaKeys")) }
+    if let policy = top["systemMusic"] { decodeSystemMusic(policy, top.path("systemMusic")) }
     checkLayerReferences()
     addWarnings()
     return sheet

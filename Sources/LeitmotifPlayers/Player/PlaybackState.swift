@@ -89,6 +89,10 @@ public protocol MediaPlayback: AnyObject, Sendable {
   func endSeeking()
   /// Playing, paused, stopped, interrupted or seeking.
   var playbackState: PlaybackState { get }
+  /// The item playing (or ready to): `Player`'s item, `QueuePlayer`'s now-playing one.
+  var nowPlayingItem: MediaItem? { get }
+  /// The player's own volume, 0 to 1 (under the engine's master volume).
+  var volume: Float { get set }
 }
 
 package extension MediaPlayback {

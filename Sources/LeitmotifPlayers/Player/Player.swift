@@ -121,6 +121,9 @@ public final class Player: MediaPlayback {
 
   /// Opens the item and fills the output buffers so that `play()` starts at once. Returns
   /// immediately; `isPreparedToPlay` turns true (and `.prepared` is reported) when done.
+  /// `item` (MediaPlayback's name for it, shared with `QueuePlayer`).
+  public var nowPlayingItem: MediaItem? { item }
+
   public func prepareToPlay() {
     let request = state.withLock { state -> (String, Double, VoiceHandle)? in
       guard state.item != nil, let voice = currentVoice(&state), let item = state.item, !state.loadRequested

@@ -1,0 +1,152 @@
+import LeitmotifCues
+import LeitmotifPlayers
+
+/// A command from outside the game: a media key, the desktop's "now playing" controls,
+/// `playerctl`. MediaPlayer's remote commands (`MPRemoteCommandCenter`'s play, pause,
+/// togglePlayPause, stop, nextTrack, previousTrack, changePlaybackPosition), as MPRIS sends them.
+public enum RemoteCommand: Sendable, Hashable {
+  case play, pause, togglePlayPause, stop, nextTrack, previousTrack
+  /// MPRIS `Seek`: by this many seconds from where the music is (negative: back).
+  case seek(by: Double)
+  /// MPRIS `SetPosition`: to this many seconds into the item playing.
+  case changePlaybackPosition(to: Double)
+
+  /// The cue file's name for the key (`mediaKeys`), for the six keys.
+  public var mediaKey: MediaKey? {
+    switch self {
+    case .play: return .play
+    case .pause: return .pause
+    case .togglePlayPause: return .playPause
+    case .stop: return .stop
+    case .nextTrack: return .next
+    case .previousTrack: return .previous
+    case .seek, .changePlaybackPosition: return nil
+    }
+  }
+}
+
+/// Who decides what a remote command does, and whether the desktop shows it as possible. Called
+/// on the MPRIS service's own thread (never the game's or the mixer's); each call returns at once
+/// (the players' calls only post to the engine).
+public struct RemoteCommandHandler: Sendable {
+  /// Carries `command` out; false when it did nothing (the caller is told so).
+  public var perform: @Sendable (RemoteCommand) -> Bool
+  /// Whether `command` would do something now (MPRIS's CanGoNext, CanPlay, ...).
+  public var isEnabled: @Sendable (RemoteCommand) -> Bool
+
+  public init(
+    perform: @escaping @Sendable (RemoteCommand) -> Bool, isEnabled: @escaping @Sendable (RemoteCommand) -> Bool
+  ) {
+    self.perform = perform
+    self.isEnabled = isEnabled
+  }
+
+  /// A music player's own behaviour, for a game that plays a `QueuePlayer` as a player would:
+  /// the keys do what they say, Next and Previous move through the queue.
+  public static func queue(_ player: QueuePlayer) -> RemoteCommandHandler {
+    RemoteCommandHandler(
+      perform: { command in
+        switch command {
+        case .play: player.play()
+        case .pause: player.pause()
+        case .togglePlayPause: player.playbackState == .playing ? player.pause() : player.play()
+        case .stop: player.stop()
+        case .nextTrack: return (try? player.skipToNextItem()) != nil
+        case .previousTrack: return (try? player.skipToPreviousItem()) != nil
+        case .seek(let seconds):
+          guard player.nowPlayingItem != nil else { return false }
+          player.currentPlaybackTime = max(0, player.currentPlaybackTime + seconds)
+        case .changePlaybackPosition(let seconds):
+          guard player.nowPlayingItem != nil else { return false }
+          player.currentPlaybackTime = max(0, seconds)
+        }
+        return true
+      },
+      isEnabled: { command in
+        switch command {
+        case .nextTrack, .previousTrack, .seek, .changePlaybackPosition: return player.nowPlayingItem != nil
+        default: return !player.queue.isEmpty
+        }
+      })
+  }
+
+  /// What a music player does, for any player: a `QueuePlayer` as `queue(_:)`; a one-item
+  /// `Player` plays, pauses, stops and seeks, and has no next or previous.
+  public static func playback(_ player: any MediaPlayback) -> RemoteCommandHandler {
+    if let queue = player as? QueuePlayer { return .queue(queue) }
+    return RemoteCommandHandler(
+      perform: { command in
+        switch command {
+        case .play: player.play()
+        case .pause: player.pause()
+        case .togglePlayPause: player.playbackState == .playing ? player.pause() : player.play()
+        case .stop: player.stop()
+        case .nextTrack, .previousTrack: return false
+        case .seek(let seconds):
+          guard player.nowPlayingItem != nil else { return false }
+          player.currentPlaybackTime = max(0, player.currentPlaybackTime + seconds)
+        case .changePlaybackPosition(let seconds):
+          guard player.nowPlayingItem != nil else { return false }
+          player.currentPlaybackTime = max(0, seconds)
+        }
+        return true
+      },
+      isEnabled: { command in
+        switch command {
+        case .nextTrack, .previousTrack: return false
+        default: return player.nowPlayingItem != nil
+        }
+      })
+  }
+
+  /// The cue file's `mediaKeys` (read at each press, so a reload counts at once): `skip` moves
+  /// through the player's own songs only, `pause` pauses and resumes the game's music, a cue is
+  /// posted on the level-event bus. Seeking is the game's too: only in the player's own songs.
+  public static func director(_ director: Director) -> RemoteCommandHandler {
+    let player = director.player
+    @Sendable func action(_ command: RemoteCommand) -> MediaKeyAction? {
+      command.mediaKey.map { director.sheet.mediaKeys[$0] ?? MediaKeyAction.defaults[$0] ?? .ignore }
+    }
+    @Sendable func playsUserMusic() -> Bool { director.nowPlaying?.isUserMusic ?? false }
+    return RemoteCommandHandler(
+      perform: { command in
+        switch command {
+        case .seek(let seconds):
+          guard playsUserMusic() else { return false }
+          player.currentPlaybackTime = max(0, player.currentPlaybackTime + seconds)
+          return true
+        case .changePlaybackPosition(let seconds):
+          guard playsUserMusic() else { return false }
+          player.currentPlaybackTime = max(0, seconds)
+          return true
+        default:
+          switch action(command) {
+          case .cue(let name): return director.post(name)
+          case .skip:
+            guard playsUserMusic() else { return false }
+            if command == .nextTrack { return (try? player.skipToNextItem()) != nil }
+            return (try? player.skipToPreviousItem()) != nil
+          case .pause:
+            switch command {
+            case .play: player.play()
+            case .togglePlayPause: player.playbackState == .playing ? player.pause() : player.play()
+            default: player.pause()
+            }
+            return true
+          case .ignore, nil: return false
+          }
+        }
+      },
+      isEnabled: { command in
+        switch command {
+        case .seek, .changePlaybackPosition: return playsUserMusic()
+        default:
+          switch action(command) {
+          case .cue, .pause: return true
+          case .skip: return playsUserMusic()
+          case .ignore, nil: return false
+          }
+        }
+      })
+  }
+}

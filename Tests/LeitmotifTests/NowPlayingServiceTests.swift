@@ -1,0 +1,346 @@
+import Foundation
+import LeitmotifFixtures
+import Synchronization
+import Testing
+
+@testable import Leitmotif
+@testable import LeitmotifCues
+@testable import LeitmotifDesktop
+@testable import LeitmotifPlayers
+
+/// A session bus of the test's own (`dbus-daemon --session`), stopped with the value.
+final class TestSessionBus {
+  let address: String
+  private let daemon: ChildProcess
+  private let directory: TemporaryDirectory
+
+  init() throws {
+    directory = try TemporaryDirectory(prefix: "leitmotif-bus")
+    let output = directory.file("address")
+    daemon = try ChildProcess(
+      "/usr/bin/dbus-daemon", ["--session", "--nofork", "--print-address=1"],
+      environment: ["PATH": "/usr/bin:/bin"], output: output)
+    var found: String?
+    _ = EngineHarness.wait(seconds: 10) {
+      let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+      found = text.split(separator: "\n").first.map(String.init)
+      return found != nil
+    }
+    guard let found else { throw SpawnFailure(description: "dbus-daemon printed no address") }
+    address = found
+  }
+
+  deinit { daemon.terminate() }
+
+  /// Runs `playerctl` on this bus for the player `leitmotif`; its output (trimmed) and status.
+  func playerctl(_ arguments: [String], player: String = "leitmotif") throws -> (output: String, status: Int32) {
+    let output = directory.file("playerctl-\(UUID().uuidString)")
+    let child = try ChildProcess(
+      "/usr/bin/playerctl", ["--player=\(player)"] + arguments,
+      environment: ["DBUS_SESSION_BUS_ADDRESS": address, "PATH": "/usr/bin:/bin"], output: output)
+    let status = Int32(child.finish(status: true)) ?? -1
+    let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+    return (text.trimmingCharacters(in: .whitespacesAndNewlines), status)
+  }
+}
+
+/// Waits up to `seconds` for `playerctl ARGUMENTS` to print `expected`; the last output.
+private func playerctl(
+  _ bus: TestSessionBus, _ arguments: [String], player: String = "leitmotif", becomes expected: String,
+  seconds: Double = 5
+) throws -> String {
+  var last = ""
+  let deadline = Date().addingTimeInterval(seconds)
+  while Date() < deadline {
+    last = try bus.playerctl(arguments, player: player).output
+    if last == expected { return last }
+    usleep(20_000)
+  }
+  return last
+}
+
+@Suite("The desktop's now playing and media keys: Leitmotif as an MPRIS player, seen through playerctl", .serialized)
+struct NowPlayingServiceTests {
+  static var canRun: Bool {
+    FileManager.default.isExecutableFile(atPath: "/usr/bin/dbus-daemon")
+      && FileManager.default.isExecutableFile(atPath: "/usr/bin/playerctl")
+  }
+
+  private func songs(_ directory: TemporaryDirectory) throws -> [MediaItem] {
+    let folder = directory.file("album")
+    try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+    try Data([0xFF, 0xD8, 0xFF, 0xE0]).write(to: URL(fileURLWithPath: folder + "/cover.jpg"))
+    var items: [MediaItem] = []
+    for (index, (title, pitch)) in [("First Light", 330.0), ("Second Wind", 440.0)].enumerated() {
+      let path = folder + "/\(index + 1).ogg"
+      try DirectorFixture.tone(
+        path, pitch: pitch, seconds: 6,
+        tags: [
+          ("TITLE", title), ("ARTIST", "The Players"), ("ALBUM", "Own Music"), ("BPM", "96"),
+          ("TRACKNUMBER", "\(index + 1)"),
+        ])
+      items.append(try MediaItem.load(path: path))
+    }
+    return items
+  }
+
+  @Test(
+    "playerctl sees what plays: title, artist, album, length, BPM, cover, status, volume, position; changes within 100 ms",
+    .enabled(if: canRun))
+  func metadataAndStatus() throws {
+    let bus = try TestSessionBus()
+    let directory = try TemporaryDirectory(prefix: "leitmotif-mpris")
+    let items = try songs(directory)
+    let engine = try AudioEngine(output: .headless)
+    defer { engine.shutdown() }
+    let player = QueuePlayer(engine: engine)
+    try player.setQueue(with: items)
+    let service = try NowPlayingService(
+      player: player, configuration: .init(identity: "Leitmotif Test", busAddress: bus.address))
+    defer { service.shutdown() }
+    #expect(service.busName == "org.mpris.MediaPlayer2.leitmotif")
+
+    #expect(try playerctl(bus, ["status"], becomes: "Stopped") == "Stopped")
+    player.play()
+    #expect(try playerctl(bus, ["status"], becomes: "Playing") == "Playing")
+    let format = "{{title}}|{{artist}}|{{album}}|{{mpris:length}}|{{xesam:audioBPM}}|{{mpris:artUrl}}"
+    let expected =
+      "First Light|The Players|Own Music|\(Int64(items[0].playbackDuration! * 1_000_000))|96|"
+      + URL(fileURLWithPath: directory.file("album/cover.jpg")).absoluteString
+    #expect(try playerctl(bus, ["metadata", "--format", format], becomes: expected) == expected)
+    usleep(500_000)
+    let position = Double(try bus.playerctl(["position"]).output) ?? -1
+    #expect(
+      abs(position - player.currentPlaybackTime) < 0.3, "playerctl \(position), player \(player.currentPlaybackTime)")
+    player.volume = 0.5
+    #expect(try playerctl(bus, ["volume"], becomes: "0.500000") == "0.500000")
+
+    // Within 100 ms: a client of the test's own watches PropertiesChanged on the bus.
+    let watcher = try BusConnection(address: bus.address)
+    let seen = Mutex<[(String, Double)]>([])
+    try watcher.addMatch(
+      "type='signal',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',path='/org/mpris/MediaPlayer2'"
+    ) { message in
+      let arguments = message.arguments()
+      guard arguments.count >= 2, let changed = arguments[1].dictionaryValue,
+        let status = changed[bus: "PlaybackStatus"]?.stringValue
+      else { return }
+      seen.withLock { $0.append((status, Date().timeIntervalSince1970)) }
+    }
+    try watcher.process(waitingAtMost: 0.05)
+    var delays: [Double] = []
+    for round in 0..<6 {
+      let pausing = round % 2 == 0
+      let asked = Date().timeIntervalSince1970
+      if pausing { player.pause() } else { player.play() }
+      let want = pausing ? "Paused" : "Playing"
+      let deadline = Date().addingTimeInterval(2)
+      while Date() < deadline, !seen.withLock({ $0.contains { $0.0 == want && $0.1 >= asked } }) {
+        try watcher.process(waitingAtMost: 0.01)
+      }
+      let at = seen.withLock { $0.first { $0.0 == want && $0.1 >= asked }?.1 }
+      delays.append((at ?? .infinity) - asked)
+    }
+    #expect(delays.allSatisfy { $0 < 0.1 }, "PlaybackStatus followed in \(delays.map { String(format: "%.3f", $0) })")
+    print(
+      "NowPlayingService: PlaybackStatus followed the player in", delays.map { String(format: "%.1f ms", $0 * 1000) })
+  }
+
+  @Test(
+    "playerctl next, previous, play-pause and position reach a queue player; the media key's latency is measured",
+    .enabled(if: canRun))
+  func commandsReachThePlayer() throws {
+    let bus = try TestSessionBus()
+    let directory = try TemporaryDirectory(prefix: "leitmotif-mpris")
+    let items = try songs(directory)
+    let engine = try AudioEngine(output: .headless)
+    defer { engine.shutdown() }
+    let player = QueuePlayer(engine: engine)
+    try player.setQueue(with: items)
+    player.play()
+    let service = try NowPlayingService(player: player, configuration: .init(busAddress: bus.address))
+    defer { service.shutdown() }
+    #expect(try playerctl(bus, ["metadata", "title"], becomes: "First Light") == "First Light")
+
+    let pressed = Date()
+    #expect(try bus.playerctl(["next"]).status == 0)
+    #expect(EngineHarness.wait(seconds: 2) { player.nowPlayingItem?.title == "Second Wind" })
+    let latency = Date().timeIntervalSince(pressed)
+    #expect(try playerctl(bus, ["metadata", "title"], becomes: "Second Wind") == "Second Wind")
+    print(String(format: "NowPlayingService: playerctl next to the queue's next item: %.1f ms", latency * 1000))
+
+    #expect(try bus.playerctl(["play-pause"]).status == 0)
+    #expect(EngineHarness.wait(seconds: 2) { player.playbackState == .paused })
+    #expect(try playerctl(bus, ["status"], becomes: "Paused") == "Paused")
+    #expect(try bus.playerctl(["play-pause"]).status == 0)
+    #expect(EngineHarness.wait(seconds: 2) { player.playbackState == .playing })
+
+    #expect(try bus.playerctl(["position", "3"]).status == 0)
+    #expect(EngineHarness.wait(seconds: 2) { abs(player.currentPlaybackTime - 3) < 0.3 })
+    // MediaPlayer's previous: three seconds in, back to the item's start; then the item before.
+    #expect(try bus.playerctl(["previous"]).status == 0)
+    #expect(EngineHarness.wait(seconds: 2) { player.currentPlaybackTime < 1 })
+    #expect(player.nowPlayingItem?.title == "Second Wind")
+    #expect(try bus.playerctl(["previous"]).status == 0)
+    #expect(EngineHarness.wait(seconds: 2) { player.nowPlayingItem?.title == "First Light" })
+    #expect(service.commandsReceived.contains(.nextTrack))
+    #expect(service.commandsReceived.contains(.changePlaybackPosition(to: 3)))
+
+    // A second service on the same bus takes the specification's instance name.
+    let second = try NowPlayingService(player: player, configuration: .init(busAddress: bus.address))
+    defer { second.shutdown() }
+    #expect(second.busName == "org.mpris.MediaPlayer2.leitmotif.instance\(getpid())")
+  }
+
+  @Test(
+    "The cue file's mediaKeys: next posts its cue to the director; by default the score does not skip and play-pause pauses",
+    .enabled(if: canRun))
+  func mediaKeysReachTheDirector() throws {
+    let bus = try TestSessionBus()
+    let game = try DirectorFixture()
+    _ = try game.sheet(
+      """
+      {
+        \(DirectorFixture.sources)
+        start: "explore",
+        states: { explore: { music: "calm" }, combat: { music: "tense", transition: { seconds: 0 } } },
+        rules: [ { on: "music.next", do: { crossfade: "combat", seconds: 0 } } ],
+        mediaKeys: { next: { cue: "music.next" } },
+      }
+      """)
+    let engine = try AudioEngine(output: .headless)
+    defer { engine.shutdown() }
+    let director = try Director(engine: engine, cueFile: game.cuePath)
+    defer { director.shutdown() }
+    director.start()
+    #expect(EngineHarness.wait(seconds: 5) { director.player.playbackState == .playing })
+    let service = try NowPlayingService(director: director, configuration: .init(busAddress: bus.address))
+    defer { service.shutdown() }
+    #expect(try playerctl(bus, ["metadata", "title"], becomes: "Explore") == "Explore")
+
+    // Previous keeps its default: skip only the player's own songs, so while the score plays
+    // CanGoPrevious is false and playerctl says it cannot.
+    let previous = try bus.playerctl(["previous"])
+    #expect(previous.status != 0, "\(previous.output)")
+    usleep(200_000)
+    #expect(director.currentState == "explore")
+    let pressed = Date()
+    #expect(try bus.playerctl(["next"]).status == 0)
+    #expect(EngineHarness.wait(seconds: 2) { director.currentState == "combat" })
+    print(
+      String(
+        format: "NowPlayingService: playerctl next to the director's state change: %.1f ms",
+        Date().timeIntervalSince(pressed) * 1000))
+    #expect(try playerctl(bus, ["metadata", "title"], becomes: "Combat") == "Combat")
+    #expect(try bus.playerctl(["play-pause"]).status == 0)
+    #expect(EngineHarness.wait(seconds: 2) { director.player.playbackState == .paused })
+    #expect(try bus.playerctl(["play-pause"]).status == 0)
+    #expect(EngineHarness.wait(seconds: 2) { director.player.playbackState == .playing })
+    #expect(service.commandsReceived == [.nextTrack, .togglePlayPause, .togglePlayPause])
+  }
+
+  @Test(
+    "leitmotif play and the demo show on the desktop's media controls where there is a session bus, and take its keys",
+    .enabled(if: canRun))
+  func commandLineAndDemo() throws {
+    let bus = try TestSessionBus()
+    let directory = try TemporaryDirectory(prefix: "leitmotif-mpris-cli")
+    let items = try songs(directory)
+    // This process's environment (its HOME holds the bundled music's analysis cache, which the
+    // other tests have filled: a fresh one would have the demo analyse it all first), on the
+    // test's bus, with no sound.
+    var environment = ProcessInfo.processInfo.environment
+    environment["DBUS_SESSION_BUS_ADDRESS"] = bus.address
+    environment["ALSOFT_DRIVERS"] = "null"
+    let output = directory.file("play.out")
+    let play = try ChildProcess(
+      LeitmotifCommand.executable, ["play", items[0].assetURL.path, "--duration", "4"],
+      environment: environment, output: output)
+    #expect(try playerctl(bus, ["metadata", "title"], becomes: "First Light") == "First Light")
+    #expect(try playerctl(bus, ["metadata", "xesam:audioBPM"], becomes: "96") == "96")
+    #expect(try bus.playerctl(["pause"]).status == 0)
+    #expect(try playerctl(bus, ["status"], becomes: "Paused") == "Paused")
+    // A one-item player has no next: the desktop shows it disabled.
+    #expect(try bus.playerctl(["next"]).status != 0)
+    #expect(play.finish(status: true) == "0")
+    let printed = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+    #expect(printed.contains("on the desktop's media controls as org.mpris.MediaPlayer2.leitmotif"), "\(printed)")
+    #expect(printed.contains("[paused]"), "\(printed)")
+
+    // The demo level, in real time (headless here), fast: on the bus as leitmotif_demo while it
+    // plays; with --no-desktop not at all.
+    let demoOutput = directory.file("demo.out")
+    let demo = try ChildProcess(
+      LeitmotifCommand.executable(named: "leitmotif-demo"),
+      [
+        "--realtime", "--speed", "40", "--out", directory.file("demo.wav"), "--timeline",
+        directory.file("demo.svg"),
+      ], environment: environment, output: demoOutput)
+    #expect(
+      try playerctl(bus, ["status"], player: "leitmotif_demo", becomes: "Playing", seconds: 30) == "Playing")
+    _ = demo.finish()
+    let demoPrinted = (try? String(contentsOfFile: demoOutput, encoding: .utf8)) ?? ""
+    #expect(
+      demoPrinted.contains("on the desktop's media controls as org.mpris.MediaPlayer2.leitmotif_demo"), "\(demoPrinted)"
+    )
+    let quiet = try ChildProcess(
+      LeitmotifCommand.executable(named: "leitmotif-demo"),
+      [
+        "--realtime", "--speed", "40", "--no-desktop", "--out", directory.file("demo2.wav"), "--timeline",
+        directory.file("demo2.svg"),
+      ], environment: environment, output: directory.file("demo2.out"))
+    usleep(1_500_000)
+    let listed = try bus.playerctl(["--list-all"], player: "%any").output
+    _ = quiet.finish()
+    #expect(!listed.contains("leitmotif_demo"), "\(listed)")
+  }
+
+  @Test("No session bus: a typed error naming what was looked for, and the music plays on")
+  func noSessionBus() throws {
+    #expect(BusConnection.sessionBusAddress(environment: [:]) == nil)
+    #expect(BusConnection.sessionBusAddress(environment: ["XDG_RUNTIME_DIR": "/nonexistent"]) == nil)
+    let engine = try EngineHarness.offlineEngine()
+    let directory = try TemporaryDirectory(prefix: "leitmotif-mpris")
+    let path = try EngineHarness.vorbisTone(in: directory, seconds: 2)
+    let player = QueuePlayer(engine: engine)
+    try player.setQueue(with: [MediaItem(path: path)])
+    player.play()
+    engine.waitForLoader()
+    let missing = directory.file("no-bus")
+    do {
+      _ = try NowPlayingService(player: player, configuration: .init(busAddress: "unix:path=" + missing))
+      Issue.record("a service without a bus")
+    } catch {
+      #expect(error.code == .noSessionBus)
+      #expect(error.description.contains(missing), "\(error)")
+    }
+    let samples = EngineHarness.render(engine, seconds: 0.5)
+    #expect(EngineHarness.peak(samples[...]) > 0.1)
+    #expect(player.playbackState == .playing)
+  }
+
+  @Test("mediaKeys in the cue file: each key's words, a cue, and the mistakes named by key")
+  func cueFileMediaKeys() throws {
+    let good = try CueSheet.parse(
+      """
+      { rules: [ { on: "pause.menu", do: { volume: 1 } } ],
+        mediaKeys: { playPause: { cue: "pause.menu" }, previous: "ignore", stop: "pause" } }
+      """, path: "cues.json5")
+    #expect(good.mediaKeys[.playPause] == .cue("pause.menu"))
+    #expect(good.mediaKeys[.previous] == .ignore)
+    #expect(good.mediaKeys[.stop] == .pause)
+    #expect(good.mediaKeys[.next] == .skip)
+    #expect(good.mediaKeys[.play] == .pause)
+
+    func problems(_ keys: String) -> [String] {
+      CueSheet.check("{ mediaKeys: \(keys) }", path: "cues.json5").problems.map { "\($0.keyPath): \($0.message)" }
+    }
+    #expect(
+      problems(#"{ playPause: "skip" }"#).contains { $0.hasPrefix("mediaKeys.playPause:") && $0.contains("\"pause\"") })
+    #expect(problems(#"{ nxt: "skip" }"#).contains { $0.contains("did you mean \"next\"") })
+    #expect(problems(#"{ next: "skp" }"#).contains { $0.contains("did you mean \"skip\"") })
+    #expect(problems(#"{ next: 3 }"#).contains { $0.hasPrefix("mediaKeys.next:") && $0.contains("found a number") })
+    #expect(problems(#"{ next: { cue: "nobody.listens" } }"#).contains { $0.contains("no rule listens") })
+    #expect(problems(#"{ next: {} }"#).contains { $0.contains("missing \"cue\"") })
+  }
+}
