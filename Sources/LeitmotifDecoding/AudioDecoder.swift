@@ -19,6 +19,9 @@ public protocol AudioDecoder: AnyObject {
   var cursorFrames: Int64 { get }
   /// The file's tags (Vorbis comments or ID3v2), read when it was opened.
   var tags: AudioTags { get }
+  /// The file's picture (its front cover, else its first), when it was opened to keep it
+  /// (`AudioFile.artwork(path:)`); nil otherwise.
+  var artwork: Artwork? { get }
   /// Things worth knowing that did not stop decoding (an oversized tag skipped, a hole in the stream).
   var warnings: [String] { get }
 
@@ -56,14 +59,27 @@ public enum AudioFile {
   /// - Throws: `DecodeError` naming the file and the reason (missing, a directory, unreadable,
   ///   empty, not Ogg Vorbis, Opus, MP3 or FLAC, damaged).
   public static func openDecoder(path: String) throws(DecodeError) -> any AudioDecoder {
+    try openDecoder(path: path, keepingArtwork: false)
+  }
+
+  /// The picture `path` carries (its front cover, else its first: `METADATA_BLOCK_PICTURE` in Ogg
+  /// Vorbis and Opus, a PICTURE block in FLAC, APIC in MP3), nil when it has none. Opens the file
+  /// (I/O: not on a game's or the mixer's thread).
+  /// - Throws: `DecodeError` as `openDecoder` does.
+  public static func artwork(path: String) throws(DecodeError) -> Artwork? {
+    try openDecoder(path: path, keepingArtwork: true).artwork
+  }
+
+  static func openDecoder(path: String, keepingArtwork: Bool) throws(DecodeError) -> any AudioDecoder {
     let source = try FileByteSource(path: path)
     let kind = FormatSniffer.sniff(source)
     let decoder: any AudioDecoder
     switch kind {
-    case .vorbis: decoder = try VorbisDecoder(source: source)
-    case .mp3(let id3v2SizeBytes): decoder = try MP3Decoder(source: source, id3v2SizeBytes: id3v2SizeBytes)
-    case .flac: decoder = try FLACDecoder(source: source)
-    case .opus: decoder = try OpusDecoder(source: source)
+    case .vorbis: decoder = try VorbisDecoder(source: source, keepingArtwork: keepingArtwork)
+    case .mp3(let id3v2SizeBytes):
+      decoder = try MP3Decoder(source: source, id3v2SizeBytes: id3v2SizeBytes, keepingArtwork: keepingArtwork)
+    case .flac: decoder = try FLACDecoder(source: source, keepingArtwork: keepingArtwork)
+    case .opus: decoder = try OpusDecoder(source: source, keepingArtwork: keepingArtwork)
     case .other(let detected):
       throw DecodeError(path: path, reason: .unrecognizedFormat(detected: detected))
     case .truncatedTag(let claimed):

@@ -58,6 +58,64 @@ public struct AudioTags: Sendable, Hashable {
   public init() {}
 }
 
+/// A picture a file carries (a cover): Vorbis comments' and Opus tags' `METADATA_BLOCK_PICTURE`,
+/// FLAC's PICTURE block, ID3v2's APIC frame. Read only when asked for (`AudioFile.artwork`):
+/// covers run to megabytes, and the engine and the library never need them.
+public struct Artwork: Sendable, Equatable {
+  /// The picture's MIME type as the file says ("image/jpeg", "image/png").
+  public var mimeType: String
+  /// The image file's bytes.
+  public var data: [UInt8]
+  /// The picture's role: 3 is the front cover (ID3v2 and FLAC number them alike).
+  public var pictureType: Int
+
+  public init(mimeType: String, data: [UInt8], pictureType: Int = 3) {
+    self.mimeType = mimeType
+    self.data = data
+    self.pictureType = pictureType
+  }
+
+  /// The file name extension for its type ("jpg", "png", "gif", "webp"; "img" for others).
+  public var fileExtension: String {
+    switch mimeType.lowercased() {
+    case "image/jpeg", "image/jpg": return "jpg"
+    case "image/png": return "png"
+    case "image/gif": return "gif"
+    case "image/webp": return "webp"
+    default: return "img"
+    }
+  }
+
+  /// Of several pictures, the one a player shows: the front cover, else the first.
+  static func better(_ current: Artwork?, _ candidate: Artwork) -> Artwork {
+    guard let current else { return candidate }
+    return current.pictureType != 3 && candidate.pictureType == 3 ? candidate : current
+  }
+
+  /// A FLAC picture block (big-endian: type, MIME type, description, width, height, depth,
+  /// colours, data), as FLAC stores it and `METADATA_BLOCK_PICTURE` carries it in base64. Nil
+  /// when a length runs past the block or the picture is a URL ("-->").
+  package static func flacPictureBlock(_ bytes: [UInt8]) -> Artwork? {
+    var offset = 0
+    func word() -> Int? {
+      guard offset + 4 <= bytes.count else { return nil }
+      defer { offset += 4 }
+      return bytes[offset..<offset + 4].reduce(0) { $0 << 8 | Int($1) }
+    }
+    func field() -> ArraySlice<UInt8>? {
+      guard let length = word(), length <= bytes.count - offset else { return nil }
+      defer { offset += length }
+      return bytes[offset..<offset + length]
+    }
+    guard let type = word(), let mime = field(), field() != nil else { return nil }
+    for _ in 0..<4 { guard word() != nil else { return nil } }
+    guard let data = field(), !data.isEmpty else { return nil }
+    let mimeType = String(decoding: mime, as: UTF8.self)
+    guard mimeType != "-->" else { return nil }
+    return Artwork(mimeType: mimeType, data: Array(data), pictureType: type)
+  }
+}
+
 /// Builds `AudioTags` from (name, value) pairs, whatever tag format they came from.
 ///
 /// Vorbis comment names are used as the common vocabulary (case-insensitive); the MP3 decoder maps
@@ -66,11 +124,32 @@ package struct TagCollector {
   private(set) var tags = AudioTags()
   private var loopLengthFrames: Int64?
 
+  /// Whether pictures are kept (`artwork`); off for everything but `AudioFile.artwork`.
+  package var keepsArtwork = false
+  /// The picture to show, when `keepsArtwork`.
+  package private(set) var artwork: Artwork?
+
   package init() {}
+
+  /// Keeps `picture` if it is the better one to show (the front cover wins).
+  package mutating func add(artwork picture: Artwork) {
+    guard keepsArtwork else { return }
+    artwork = Artwork.better(artwork, picture)
+  }
 
   /// A Vorbis comment, "NAME=value" (Ogg Vorbis, Ogg Opus and FLAC all carry them), as UTF-8
   /// bytes; one without "=" is ignored.
   package mutating func add(comment bytes: UnsafeRawBufferPointer) {
+    if Self.isPicture(bytes) {
+      // A cover in base64 (often hundreds of kilobytes): decoded only when pictures are wanted,
+      // and never made into a String otherwise.
+      if keepsArtwork, let block = Self.base64(bytes[Self.pictureKey.count...]),
+        let picture = Artwork.flacPictureBlock(block)
+      {
+        add(artwork: picture)
+      }
+      return
+    }
     let text = String(decoding: bytes, as: UTF8.self)
     guard let equals = text.firstIndex(of: "=") else { return }
     add(name: String(text[..<equals]), value: String(text[text.index(after: equals)...]))
@@ -133,6 +212,47 @@ package struct TagCollector {
         if !seconds.isEmpty { tags.cuePoints[name] = Array(Set((tags.cuePoints[name] ?? []) + seconds)).sorted() }
       }
     }
+  }
+
+  static let pictureKey = Array("METADATA_BLOCK_PICTURE=".utf8)
+
+  /// Whether the comment is a `METADATA_BLOCK_PICTURE` (its name in any case).
+  static func isPicture(_ bytes: UnsafeRawBufferPointer) -> Bool {
+    guard bytes.count > pictureKey.count else { return false }
+    for index in pictureKey.indices {
+      var byte = bytes[index]
+      if byte >= 0x61 && byte <= 0x7A { byte -= 0x20 }
+      if byte != pictureKey[index] { return false }
+    }
+    return true
+  }
+
+  /// Standard base64 (RFC 4648; padding optional, whitespace skipped); nil on any other byte.
+  static func base64(_ text: Slice<UnsafeRawBufferPointer>) -> [UInt8]? {
+    var output: [UInt8] = []
+    output.reserveCapacity(text.count * 3 / 4)
+    var accumulator: UInt32 = 0
+    var bits = 0
+    for byte in text {
+      let value: UInt32
+      switch byte {
+      case 0x41...0x5A: value = UInt32(byte - 0x41)
+      case 0x61...0x7A: value = UInt32(byte - 0x61 + 26)
+      case 0x30...0x39: value = UInt32(byte - 0x30 + 52)
+      case 0x2B: value = 62
+      case 0x2F: value = 63
+      case 0x3D: return output  // padding: the end
+      case 0x20, 0x0A, 0x0D, 0x09: continue
+      default: return nil
+      }
+      accumulator = accumulator << 6 | value
+      bits += 6
+      if bits >= 8 {
+        bits -= 8
+        output.append(UInt8(truncatingIfNeeded: accumulator >> UInt32(bits)))
+      }
+    }
+    return output
   }
 
   /// The tags, with LOOPLENGTH turned into an end frame and loop points that contradict the

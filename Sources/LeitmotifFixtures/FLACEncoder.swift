@@ -7,7 +7,7 @@ import LeitmotifDecoding
 
 /// Writes FLAC files for tests and benchmarks with libFLAC's encoder (the only file that calls
 /// it): interleaved floats in, `bitsPerSample`-bit integers out (rounded, clamped), tags as a
-/// Vorbis comment block, and the STREAMINFO length filled in (or, with `unknownLength`, left at
+/// Vorbis comment block, a cover as a PICTURE block, and the STREAMINFO length filled in (or, with `unknownLength`, left at
 /// 0, as some streaming encoders leave it).
 public enum FLACEncoder {
   public struct Error: Swift.Error, CustomStringConvertible {
@@ -18,7 +18,7 @@ public enum FLACEncoder {
 
   public static func encode(
     samples: [Float], format: PCMFormat, bitsPerSample: Int = 16, tags: [(String, String)] = [],
-    unknownLength: Bool = false, to path: String
+    picture: (mimeType: String, data: [UInt8])? = nil, unknownLength: Bool = false, to path: String
   ) throws(Error) {
     guard let encoder = FLAC__stream_encoder_new() else { throw Error(path: path, reason: "no encoder") }
     defer { FLAC__stream_encoder_delete(encoder) }
@@ -40,12 +40,27 @@ public enum FLACEncoder {
       }
     }
     defer { if let comment { FLAC__metadata_object_delete(comment) } }
+    // A PICTURE block: the front cover.
+    var pictureBlock: UnsafeMutablePointer<FLAC__StreamMetadata>?
+    if let picture {
+      pictureBlock = FLAC__metadata_object_new(FLAC__METADATA_TYPE_PICTURE)
+      var data = picture.data
+      var mime = Array(picture.mimeType.utf8CString)
+      var description = Array("Cover".utf8) + [0]
+      guard let pictureBlock, FLAC__metadata_object_picture_set_mime_type(pictureBlock, &mime, 1) != 0,
+        FLAC__metadata_object_picture_set_description(pictureBlock, &description, 1) != 0,
+        FLAC__metadata_object_picture_set_data(pictureBlock, &data, UInt32(data.count), 1) != 0
+      else { throw Error(path: path, reason: "the picture cannot be written") }
+      pictureBlock.pointee.data.picture.type = FLAC__STREAM_METADATA_PICTURE_TYPE_FRONT_COVER
+    }
+    defer { if let pictureBlock { FLAC__metadata_object_delete(pictureBlock) } }
     // libFLAC keeps the pointer to the list until the encoder finishes: it must outlive the call.
-    let blocks = UnsafeMutablePointer<UnsafeMutablePointer<FLAC__StreamMetadata>?>.allocate(capacity: 1)
+    let present = [comment, pictureBlock].compactMap { $0 }
+    let blocks = UnsafeMutablePointer<UnsafeMutablePointer<FLAC__StreamMetadata>?>.allocate(capacity: 2)
     defer { blocks.deallocate() }
-    blocks.initialize(to: comment)
-    if comment != nil {
-      guard FLAC__stream_encoder_set_metadata(encoder, blocks, 1) != 0 else {
+    for (index, block) in present.enumerated() { (blocks + index).initialize(to: block) }
+    if !present.isEmpty {
+      guard FLAC__stream_encoder_set_metadata(encoder, blocks, UInt32(present.count)) != 0 else {
         throw Error(path: path, reason: "the tags cannot be set")
       }
     }

@@ -94,6 +94,9 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     // Up to the first zero byte: NAME=VALUE lines.
     let split = bytes.firstIndex(of: 0) ?? bytes.count
     var collector = TagCollector()
+    // Pictures too: METADATA_BLOCK_PICTURE's base64 and the FLAC picture block inside it.
+    collector.keepsArtwork = true
+    _ = Artwork.flacPictureBlock(Array(bytes[0..<split]))
     let text = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[0..<split]), as: UTF8.self)
     // Each line as the decoders hand a Vorbis comment over (Vorbis, Opus and FLAC alike).
     for line in text.split(whereSeparator: \.isNewline) {

@@ -78,7 +78,16 @@ struct NowPlayingServiceTests {
         tags: [
           ("TITLE", title), ("ARTIST", "The Players"), ("ALBUM", "Own Music"), ("BPM", "96"),
           ("TRACKNUMBER", "\(index + 1)"),
-        ])
+        ]
+          // The second carries its own cover, which wins over the folder's.
+          + (index == 1
+            ? [
+              (
+                "METADATA_BLOCK_PICTURE",
+                Data(ArtworkTests.pictureBlock(type: 3, mime: "image/png", data: ArtworkTests.png))
+                  .base64EncodedString()
+              )
+            ] : []))
       items.append(try MediaItem.load(path: path))
     }
     return items
@@ -168,6 +177,11 @@ struct NowPlayingServiceTests {
     let latency = Date().timeIntervalSince(pressed)
     #expect(try playerctl(bus, ["metadata", "title"], becomes: "Second Wind") == "Second Wind")
     print(String(format: "NowPlayingService: playerctl next to the queue's next item: %.1f ms", latency * 1000))
+    // Its own cover, taken out of the file into a file of its own.
+    let art = try bus.playerctl(["metadata", "mpris:artUrl"]).output
+    #expect(art.hasSuffix(".png") && art.contains("/leitmotif/art/"), "\(art)")
+    let artFile = try #require(URL(string: art))
+    #expect(try [UInt8](Data(contentsOf: artFile)) == ArtworkTests.png)
 
     #expect(try bus.playerctl(["play-pause"]).status == 0)
     #expect(EngineHarness.wait(seconds: 2) { player.playbackState == .paused })

@@ -25,6 +25,7 @@ final class FLACDecoder: AudioDecoder {
   private(set) var lengthFrames: Int64
   private(set) var cursorFrames: Int64 = 0
   private(set) var tags = AudioTags()
+  private(set) var artwork: Artwork?
   private(set) var warnings: [String] = []
   var path: String { source.path }
 
@@ -35,13 +36,17 @@ final class FLACDecoder: AudioDecoder {
   private var poisoned: DecodeError?
   private var ended = false
 
-  init(source: FileByteSource) throws(DecodeError) {
+  init(source: FileByteSource, keepingArtwork: Bool = false) throws(DecodeError) {
     self.source = source
     guard let decoder = FLAC__stream_decoder_new() else {
       throw DecodeError(path: source.path, reason: .unsupported("libFLAC could not create a decoder"))
     }
     let callbacks = FLACCallbacks(source: source)
     FLAC__stream_decoder_set_metadata_respond(decoder, FLAC__METADATA_TYPE_VORBIS_COMMENT)
+    if keepingArtwork {
+      callbacks.tags.keepsArtwork = true
+      FLAC__stream_decoder_set_metadata_respond(decoder, FLAC__METADATA_TYPE_PICTURE)
+    }
     let status = FLAC__stream_decoder_init_stream(
       decoder, flacRead, flacSeek, flacTell, flacLength, flacEOF, flacWrite, flacMetadata, flacError,
       Unmanaged.passUnretained(callbacks).toOpaque())
@@ -86,6 +91,7 @@ final class FLACDecoder: AudioDecoder {
       warnings.append("the FLAC header does not give the length: counted by decoding the file once")
     }
     tags = callbacks.tags.finished(lengthFrames: lengthFrames)
+    artwork = callbacks.tags.artwork
   }
 
   deinit { FLAC__stream_decoder_delete(decoder) }
@@ -256,6 +262,14 @@ private final class FLACCallbacks {
         guard let bytes = entry.entry else { continue }
         tags.add(comment: UnsafeRawBufferPointer(start: bytes, count: Int(entry.length)))
       }
+    case FLAC__METADATA_TYPE_PICTURE:
+      let picture = block.pointee.data.picture
+      guard let data = picture.data, picture.data_length > 0 else { return }
+      tags.add(
+        artwork: Artwork(
+          mimeType: picture.mime_type.map { String(cString: $0) } ?? "image/jpeg",
+          data: Array(UnsafeBufferPointer(start: data, count: Int(picture.data_length))),
+          pictureType: Int(picture.type.rawValue)))
     default: break
     }
   }

@@ -22,6 +22,7 @@ final class MP3Decoder: AudioDecoder {
   let lengthFrames: Int64
   private(set) var cursorFrames: Int64 = 0
   let tags: AudioTags
+  let artwork: Artwork?
   private(set) var warnings: [String] = []
   var path: String { source.path }
   /// Whether the file carried gapless information (a LAME/Info tag), so nothing had to be scanned.
@@ -30,12 +31,14 @@ final class MP3Decoder: AudioDecoder {
   /// Tags larger than this are skipped rather than parsed: a megabyte of ID3 is cover art or an
   /// attack, never a title, and parsing it costs memory on the loading thread.
   static let maximumParsedID3v2Bytes: Int64 = 1 << 20
+  /// When the cover is asked for (`AudioFile.artwork`), a tag up to this size is parsed.
+  static let maximumArtworkID3v2Bytes: Int64 = 16 << 20
 
   private let source: FileByteSource
   private let handle: OpaquePointer
   private var ended = false
 
-  init(source: FileByteSource, id3v2SizeBytes: Int64) throws(DecodeError) {
+  init(source: FileByteSource, id3v2SizeBytes: Int64, keepingArtwork: Bool = false) throws(DecodeError) {
     self.source = source
     var code: Int32 = 0
     guard let handle = mpg123_new(nil, &code) else {
@@ -43,7 +46,10 @@ final class MP3Decoder: AudioDecoder {
     }
     self.handle = handle
     var flags = MPG123_QUIET.rawValue | MPG123_GAPLESS.rawValue | MPG123_NO_FRANKENSTEIN.rawValue
-    if id3v2SizeBytes > Self.maximumParsedID3v2Bytes {
+    // APIC frames (covers) are parsed only when asked for; the tag-size limit below still holds
+    // for them only up to `maximumArtworkID3v2Bytes`.
+    if keepingArtwork { flags |= MPG123_PICTURE.rawValue }
+    if id3v2SizeBytes > (keepingArtwork ? Self.maximumArtworkID3v2Bytes : Self.maximumParsedID3v2Bytes) {
       flags |= MPG123_SKIP_ID3V2.rawValue
       warnings.append("ID3v2 tag of \(id3v2SizeBytes) bytes is over 1 MiB: skipped, tags not read")
     }
@@ -131,8 +137,10 @@ final class MP3Decoder: AudioDecoder {
     }
 
     var collector = TagCollector()
+    collector.keepsArtwork = keepingArtwork
     Self.readTags(handle, into: &collector)
     tags = collector.finished(lengthFrames: length)
+    artwork = collector.artwork
   }
 
   deinit { mpg123_delete(handle) }
@@ -242,6 +250,15 @@ final class MP3Decoder: AudioDecoder {
         if let name = string(extra.description), let value = string(extra.text) {
           collector.add(name: name, value: value)
         }
+      }
+      // Set only with MPG123_PICTURE (a decoder opened for its artwork).
+      for index in 0..<(tag.picture == nil ? 0 : tag.pictures) {
+        let picture = tag.picture[index]
+        guard let data = picture.data, picture.size > 0 else { continue }
+        collector.add(
+          artwork: Artwork(
+            mimeType: string(picture.mime_type) ?? "image/jpeg",
+            data: Array(UnsafeBufferPointer(start: data, count: picture.size)), pictureType: Int(picture.type)))
       }
     }
     if let tag = version1?.pointee {

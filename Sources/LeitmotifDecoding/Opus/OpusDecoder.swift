@@ -23,6 +23,7 @@ final class OpusDecoder: AudioDecoder {
   let lengthFrames: Int64
   private(set) var cursorFrames: Int64 = 0
   let tags: AudioTags
+  let artwork: Artwork?
   private(set) var warnings: [String] = []
   var path: String { source.path }
 
@@ -32,7 +33,7 @@ final class OpusDecoder: AudioDecoder {
   private var poisoned: DecodeError?
   private var holes = 0
 
-  init(source: FileByteSource) throws(DecodeError) {
+  init(source: FileByteSource, keepingArtwork: Bool = false) throws(DecodeError) {
     self.source = source
     var callbacks = OpusFileCallbacks(
       read: { stream, buffer, count in
@@ -74,6 +75,7 @@ final class OpusDecoder: AudioDecoder {
     format = AudioFormat(sampleRate: 48_000, channelCount: allMono ? 1 : 2)
     lengthFrames = total
     var collector = TagCollector()
+    collector.keepsArtwork = keepingArtwork
     if let comments = op_tags(file, -1), let entries = comments.pointee.user_comments {
       for index in 0..<Int(comments.pointee.comments) {
         guard let entry = entries[index] else { continue }
@@ -82,6 +84,7 @@ final class OpusDecoder: AudioDecoder {
       }
     }
     tags = collector.finished(lengthFrames: total)
+    artwork = collector.artwork
   }
 
   deinit { op_free(file) }

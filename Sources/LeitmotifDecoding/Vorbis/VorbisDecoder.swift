@@ -34,6 +34,7 @@ final class VorbisDecoder: AudioDecoder {
   private(set) var lengthFrames: Int64
   private(set) var cursorFrames: Int64 = 0
   private(set) var tags = AudioTags()
+  private(set) var artwork: Artwork?
   private(set) var warnings: [String] = []
   var path: String { source.path }
 
@@ -69,7 +70,7 @@ final class VorbisDecoder: AudioDecoder {
   private var pending: [Float] = []  // resampled output not yet handed out (interleaved)
   private var pendingStart = 0
 
-  init(source: FileByteSource) throws(DecodeError) {
+  init(source: FileByteSource, keepingArtwork: Bool = false) throws(DecodeError) {
     self.source = source
     file = .allocate(capacity: 1)
     let opened = Self.open(file, source: source, seekable: true)
@@ -137,6 +138,7 @@ final class VorbisDecoder: AudioDecoder {
     format = AudioFormat(sampleRate: outputRate, channelCount: min(2, links.map(\.channelCount).max()!))
     lengthFrames = startInOutput
     var collector = TagCollector()
+    collector.keepsArtwork = keepingArtwork
     if let comment = ov_comment(file, -1) {
       for index in 0..<Int(comment.pointee.comments) {
         guard let entry = comment.pointee.user_comments[index] else { continue }
@@ -167,6 +169,7 @@ final class VorbisDecoder: AudioDecoder {
       }
     }
     tags = collector.finished(lengthFrames: lengthFrames)
+    artwork = collector.artwork
     if linkCount > 1 && links.contains(where: { $0.sampleRate != outputRate }) {
       warnings.append("chained stream changes sample rate; later links are resampled to \(outputRate) Hz")
     }

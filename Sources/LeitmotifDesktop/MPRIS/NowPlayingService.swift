@@ -1,6 +1,7 @@
 import Dispatch
 import FoundationEssentials
 import LeitmotifCues
+import LeitmotifDecoding
 import LeitmotifLibrary
 import LeitmotifOutput
 import LeitmotifPlayers
@@ -224,7 +225,9 @@ private final class MPRISObject: @unchecked Sendable {
   private var lastIndex: Int?
   /// Where the music was at the last poll and when, to tell a seek from playing on.
   private var lastPosition: (seconds: Double, at: Double, rate: Double)?
+  /// Cover URLs by file, and by folder (nil: none).
   private var artCache: [String: String?] = [:]
+  private var folderArtCache: [String: String?] = [:]
 
   init(core: ServiceCore, connection: BusConnection) {
     self.service = core
@@ -296,12 +299,43 @@ private final class MPRISObject: @unchecked Sendable {
     return entries
   }
 
-  /// The cover image beside the file (cover, folder or front, .jpg or .png, as music players
-  /// look for it), as a file URL; nil when there is none. Looked up once per folder.
+  /// The item's cover as a file URL: the picture the file carries (written once to
+  /// `$XDG_RUNTIME_DIR/leitmotif/art/`, else the temporary folder, named by its content), else
+  /// an image beside the file (cover, folder, front or album, .jpg or .png, as music players
+  /// look for it); nil when there is neither. Looked up once per file (and folder), on the
+  /// service's thread.
   private func artURL(for item: MediaItem) -> String? {
     guard item.assetURL.isFileURL else { return nil }
-    let folder = item.assetURL.deletingLastPathComponent()
-    if let cached = artCache[folder.path] { return cached }
+    let path = item.assetURL.path
+    if let cached = artCache[path] { return cached }
+    let url = embeddedArtURL(path) ?? folderArtURL(item.assetURL.deletingLastPathComponent())
+    artCache[path] = url
+    return url
+  }
+
+  private func embeddedArtURL(_ path: String) -> String? {
+    guard let artwork = (try? AudioFile.artwork(path: path)) ?? nil else { return nil }
+    // Named by a hash of the bytes: the same cover (an album's) is written once.
+    var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+    for byte in artwork.data { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+    let folder = Self.artFolder
+    let file = folder + "/" + String(hash, radix: 16) + "." + artwork.fileExtension
+    if !FileManager.default.fileExists(atPath: file) {
+      _ = try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+      guard (try? Data(artwork.data).write(to: URL(fileURLWithPath: file), options: .atomic)) != nil else { return nil }
+    }
+    return URL(fileURLWithPath: file).absoluteString
+  }
+
+  /// Where covers taken out of files go: the user's runtime folder (private, emptied at logout).
+  static var artFolder: String {
+    let environment = ProcessInfo.processInfo.environment
+    let base = environment["XDG_RUNTIME_DIR"].flatMap { $0.isEmpty ? nil : $0 } ?? environment["TMPDIR"] ?? "/tmp"
+    return base + "/leitmotif/art"
+  }
+
+  private func folderArtURL(_ folder: URL) -> String? {
+    if let cached = folderArtCache[folder.path] { return cached }
     let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
     let wanted = ["cover", "folder", "front", "album"]
     let found = names.sorted().first { name in
@@ -310,7 +344,7 @@ private final class MPRISObject: @unchecked Sendable {
       return wanted.contains(String(parts[0])) && ["jpg", "jpeg", "png"].contains(String(parts[1]))
     }
     let url = found.map { folder.appendingPathComponent($0).absoluteString }
-    artCache[folder.path] = url
+    folderArtCache[folder.path] = url
     return url
   }
 
