@@ -927,7 +927,7 @@ lm_error lm_set_diagnostic_callback(lm_engine *engine, lm_diagnostic_fn callback
 
 /* Shows the engine's music on the desktop's media controls as an MPRIS player
    ("org.mpris.MediaPlayer2.<name>", with ".instance<pid>" when taken): title, artist, album,
-   length, cover (a cover.jpg or folder.png beside the file), BPM, status, position and volume,
+   length, cover (the file's own, else a cover.jpg or folder.png beside it), BPM, status, position and volume,
    following the music within 100 ms. The media keys do what the cue file's `mediaKeys` say
    (default: play, pause and stop pause and resume the game's music; next and previous skip the
    player's own songs only). `identity`: the name the desktop shows (NULL: "Leitmotif");
