@@ -88,8 +88,12 @@ struct LatencyBenchmark {
       table.add([
         Self.caseNames[String(fields[0])] ?? String(fields[0]), String(latencies.count),
         String(format: "%.1f", median * 1000), String(format: "%.1f", maximum * 1000),
-        String(format: "%.1f", latencies[0] * 1000), String(format: "%.1f", Self.goalSeconds * 1000),
-        maximum <= Self.goalSeconds ? "PASS" : (median <= Self.goalSeconds ? "median PASS, max ABOVE" : "ABOVE GOAL"),
+        String(format: "%.1f", latencies[0] * 1000),
+        fields[0] == "key" ? "-" : String(format: "%.1f", Self.goalSeconds * 1000),
+        fields[0] == "key"
+          ? "-"
+          : maximum <= Self.goalSeconds
+            ? "PASS" : (median <= Self.goalSeconds ? "median PASS, max ABOVE" : "ABOVE GOAL"),
       ])
     }
     print(
@@ -124,6 +128,7 @@ struct LatencyBenchmark {
       process.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-daemon")
       process.arguments = ["--session", "--nofork", "--address=unix:path=" + socket]
       process.standardOutput = FileHandle.nullDevice
+      process.standardError = FileHandle.nullDevice  // its notice about the fd limit, as a user
       guard (try? process.run()) != nil else { return nil }
       let deadline = Date().addingTimeInterval(5)
       while !FileManager.default.fileExists(atPath: socket) && Date() < deadline { usleep(10_000) }

@@ -21,6 +21,49 @@ private final class SystemMusicLog: @unchecked Sendable {
   }
 }
 
+/// A game whose cue file says `systemMusic: "pause"`, in real time (headless), beside a playing
+/// music app of the tests' own on a bus of the test's own, with the coordinator running.
+private final class PausingGame {
+  let bus: TestSessionBus
+  let app: TestMusicApp
+  let engine: AudioEngine
+  let director: Director
+  let system: SystemMusicPlayer
+  let coordinator: SystemMusicCoordinator
+  /// The engine's notices (the coordinator says what it did there).
+  let notices = Notices()
+  final class Notices: Sendable {
+    let lines = Mutex<[String]>([])
+    func contains(prefix: String) -> Bool { lines.withLock { $0.contains { $0.hasPrefix(prefix) } } }
+  }
+  private let fixture: DirectorFixture
+
+  init() throws {
+    bus = try TestSessionBus()
+    app = try TestMusicApp(bus: bus)
+    app.setStatus("Playing")
+    fixture = try DirectorFixture()
+    _ = try fixture.sheet(
+      """
+      { \(DirectorFixture.sources) start: "explore", states: { explore: { music: "calm" } }, systemMusic: "pause" }
+      """)
+    engine = try AudioEngine(output: .headless)
+    let notices = notices
+    engine.setDiagnosticsHandler { diagnostic in notices.lines.withLock { $0.append(diagnostic.message) } }
+    director = try Director(engine: engine, cueFile: fixture.cuePath)
+    system = try SystemMusicPlayer(busAddress: bus.address)
+    coordinator = SystemMusicCoordinator(director: director, systemMusic: system)
+  }
+
+  func end() {
+    coordinator.shutdown()
+    system.shutdown()
+    director.shutdown()
+    engine.shutdown()
+    app.stop()
+  }
+}
+
 @Suite("The system music player: the player's own music apps over MPRIS, followed and controlled", .serialized)
 struct SystemMusicPlayerTests {
   static var canRun: Bool { NowPlayingServiceTests.canRun }
@@ -200,25 +243,9 @@ struct SystemMusicPlayerTests {
   @Test(
     "systemMusic pause: the app pauses when the game's music starts and resumes when it stops", .enabled(if: canRun))
   func pausePolicy() throws {
-    let bus = try TestSessionBus()
-    let app = try TestMusicApp(bus: bus)
-    defer { app.stop() }
-    app.setStatus("Playing")
-    let game = try DirectorFixture()
-    _ = try game.sheet(
-      """
-      { \(DirectorFixture.sources) start: "explore", states: { explore: { music: "calm" } }, systemMusic: "pause" }
-      """)
-    let engine = try AudioEngine(output: .headless)
-    defer { engine.shutdown() }
-    let notices = Mutex<[String]>([])
-    engine.setDiagnosticsHandler { diagnostic in notices.withLock { $0.append(diagnostic.message) } }
-    let director = try Director(engine: engine, cueFile: game.cuePath)
-    defer { director.shutdown() }
-    let system = try SystemMusicPlayer(busAddress: bus.address)
-    defer { system.shutdown() }
-    let coordinator = SystemMusicCoordinator(director: director, systemMusic: system)
-    defer { coordinator.shutdown() }
+    let game = try PausingGame()
+    defer { game.end() }
+    let (bus, app, director, system, coordinator) = (game.bus, game.app, game.director, game.system, game.coordinator)
     #expect(EngineHarness.wait(seconds: 2) { system.apps.first?.playbackState == .playing })
     usleep(200_000)
     #expect(app.status == "Playing", "nothing is paused before the game's music starts")
@@ -232,7 +259,7 @@ struct SystemMusicPlayerTests {
         format: "SystemMusicCoordinator: app paused %.1f ms after the game's music played",
         Date().timeIntervalSince(started) * 1000))
     #expect(try bus.playerctl(["status"], player: "testapp").output == "Paused")
-    #expect(notices.withLock { $0.contains { $0.hasPrefix("paused Test Music") } })
+    #expect(game.notices.contains(prefix: "paused Test Music"))
 
     // A pause menu pauses the game's music: the app stays paused.
     director.player.pause()
@@ -244,7 +271,7 @@ struct SystemMusicPlayerTests {
     director.player.stop()
     #expect(EngineHarness.wait(seconds: 2) { app.status == "Playing" })
     #expect(app.calls == ["Pause", "Play"])
-    #expect(notices.withLock { $0.contains { $0.hasPrefix("resumed Test Music") } })
+    #expect(game.notices.contains(prefix: "resumed Test Music"))
 
     // Started again: paused again; then the game ends (shutdown) and the app is resumed.
     director.player.play()
@@ -256,23 +283,9 @@ struct SystemMusicPlayerTests {
 
   @Test("systemMusic pause leaves an app the player stopped or started themselves", .enabled(if: canRun))
   func pauseRespectsThePlayer() throws {
-    let bus = try TestSessionBus()
-    let app = try TestMusicApp(bus: bus)
-    defer { app.stop() }
-    app.setStatus("Playing")
-    let game = try DirectorFixture()
-    _ = try game.sheet(
-      """
-      { \(DirectorFixture.sources) start: "explore", states: { explore: { music: "calm" } }, systemMusic: "pause" }
-      """)
-    let engine = try AudioEngine(output: .headless)
-    defer { engine.shutdown() }
-    let director = try Director(engine: engine, cueFile: game.cuePath)
-    defer { director.shutdown() }
-    let system = try SystemMusicPlayer(busAddress: bus.address)
-    defer { system.shutdown() }
-    let coordinator = SystemMusicCoordinator(director: director, systemMusic: system)
-    defer { coordinator.shutdown() }
+    let game = try PausingGame()
+    defer { game.end() }
+    let (app, director, system) = (game.app, game.director, game.system)
     #expect(EngineHarness.wait(seconds: 2) { system.apps.first?.playbackState == .playing })
     director.start()
     #expect(EngineHarness.wait(seconds: 2) { app.status == "Paused" })
@@ -345,7 +358,7 @@ struct SystemMusicPlayerTests {
     let ducked = rms(Array(render(1).suffix(24_000)))
     app.setStatus("Paused")
     #expect(renderUntil("let the held duck go"))
-    let after = rms(Array(render(1).suffix(24_000)))
+    let after = rms(Array(render(2).suffix(24_000)))
     let down = 20 * log10(ducked / before), back = 20 * log10(after / before)
     print(String(format: "SystemMusicCoordinator duck: %.2f dB while the app played, %.2f dB after", down, back))
     #expect(abs(down + 12) < 0.2, "\(down) dB")

@@ -322,7 +322,8 @@ package final class BusMessage {
   }
 }
 
-/// The unique names (":1.42") of this process's own MPRIS players (`NowPlayingService`), which
+/// This process's own MPRIS players (`NowPlayingService`), by `BusConnection.identity` (the bus
+/// and the unique name on it: ":1.42" on one bus is another connection on the next), which
 /// `SystemMusicPlayer` leaves out: the game's music is not the player's music app. A process
 /// may still list another game's Leitmotif, or a test's own player.
 package let ownPlayerConnections = Mutex<Set<String>>([])
@@ -373,6 +374,10 @@ package final class BusConnection: @unchecked Sendable {
       throw .errno(.noSessionBus, "connect to \(address)", result)
     }
     bus = made
+    var id = sd_id128_t()
+    busID =
+      sd_bus_get_bus_id(made, &id) >= 0
+      ? withUnsafeBytes(of: id.bytes) { $0.map { String($0, radix: 16) }.joined(separator: ".") } : address
   }
 
   deinit {
@@ -387,6 +392,13 @@ package final class BusConnection: @unchecked Sendable {
     guard sd_bus_get_unique_name(bus, &name) >= 0, let name else { return nil }
     return String(cString: name)
   }
+
+  /// The bus's own id (the server's, as `dbus-daemon` makes it at start; the address where it
+  /// cannot be had).
+  package let busID: String
+
+  /// A connection on a bus, unique across buses: the bus's id and `name` (a unique name on it).
+  package func identity(of name: String) -> String { busID + "/" + name }
 
   /// Asks for a well-known name; throws `.nameTaken` when another connection has it.
   package func requestName(_ name: String) throws(DesktopBusError) {

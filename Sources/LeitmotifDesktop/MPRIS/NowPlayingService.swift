@@ -90,8 +90,10 @@ public final class NowPlayingService: @unchecked Sendable {
     let connection = try BusConnection(address: configuration.busAddress)
     // Known as this process's own before the name is taken, so a `SystemMusicPlayer` never
     // lists it, even for a moment.
-    let uniqueName = connection.uniqueName
-    if let uniqueName { ownPlayerConnections.withLock { _ = $0.insert(uniqueName) } }
+    if let uniqueName = connection.uniqueName {
+      let identity = connection.identity(of: uniqueName)
+      ownPlayerConnections.withLock { _ = $0.insert(identity) }
+    }
     let base = Self.rootInterface + "." + Self.sanitized(configuration.busName)
     do {
       try connection.requestName(base)
@@ -156,7 +158,10 @@ private final class ServiceCore: @unchecked Sendable {
 
   static func run(_ core: ServiceCore, _ connection: BusConnection, _ object: MPRISObject) {
     defer {
-      if let name = connection.uniqueName { ownPlayerConnections.withLock { _ = $0.remove(name) } }
+      if let name = connection.uniqueName {
+        let identity = connection.identity(of: name)
+        ownPlayerConnections.withLock { _ = $0.remove(identity) }
+      }
     }
     while core.running.load(ordering: .acquiring) {
       object.publishChanges()

@@ -47,20 +47,10 @@ public struct RemoteCommandHandler: Sendable {
     RemoteCommandHandler(
       perform: { command in
         switch command {
-        case .play: player.play()
-        case .pause: player.pause()
-        case .togglePlayPause: player.playbackState == .playing ? player.pause() : player.play()
-        case .stop: player.stop()
         case .nextTrack: return (try? player.skipToNextItem()) != nil
         case .previousTrack: return (try? player.skipToPreviousItem()) != nil
-        case .seek(let seconds):
-          guard player.nowPlayingItem != nil else { return false }
-          player.currentPlaybackTime = max(0, player.currentPlaybackTime + seconds)
-        case .changePlaybackPosition(let seconds):
-          guard player.nowPlayingItem != nil else { return false }
-          player.currentPlaybackTime = max(0, seconds)
+        default: return transport(command, player)
         }
-        return true
       },
       isEnabled: { command in
         switch command {
@@ -75,28 +65,32 @@ public struct RemoteCommandHandler: Sendable {
   public static func playback(_ player: any MediaPlayback) -> RemoteCommandHandler {
     if let queue = player as? QueuePlayer { return .queue(queue) }
     return RemoteCommandHandler(
-      perform: { command in
-        switch command {
-        case .play: player.play()
-        case .pause: player.pause()
-        case .togglePlayPause: player.playbackState == .playing ? player.pause() : player.play()
-        case .stop: player.stop()
-        case .nextTrack, .previousTrack: return false
-        case .seek(let seconds):
-          guard player.nowPlayingItem != nil else { return false }
-          player.currentPlaybackTime = max(0, player.currentPlaybackTime + seconds)
-        case .changePlaybackPosition(let seconds):
-          guard player.nowPlayingItem != nil else { return false }
-          player.currentPlaybackTime = max(0, seconds)
-        }
-        return true
-      },
+      perform: { command in transport(command, player) },
       isEnabled: { command in
         switch command {
         case .nextTrack, .previousTrack: return false
         default: return player.nowPlayingItem != nil
         }
       })
+  }
+
+  /// Play, pause, stop and seek on any player, as their names say; false for next and previous
+  /// (a queue's) and for a seek with nothing playing.
+  private static func transport(_ command: RemoteCommand, _ player: any MediaPlayback) -> Bool {
+    switch command {
+    case .play: player.play()
+    case .pause: player.pause()
+    case .togglePlayPause: player.playbackState == .playing ? player.pause() : player.play()
+    case .stop: player.stop()
+    case .nextTrack, .previousTrack: return false
+    case .seek(let seconds):
+      guard player.nowPlayingItem != nil else { return false }
+      player.currentPlaybackTime = max(0, player.currentPlaybackTime + seconds)
+    case .changePlaybackPosition(let seconds):
+      guard player.nowPlayingItem != nil else { return false }
+      player.currentPlaybackTime = max(0, seconds)
+    }
+    return true
   }
 
   /// The cue file's `mediaKeys` (read at each press, so a reload counts at once): `skip` moves
@@ -111,14 +105,8 @@ public struct RemoteCommandHandler: Sendable {
     return RemoteCommandHandler(
       perform: { command in
         switch command {
-        case .seek(let seconds):
-          guard playsUserMusic() else { return false }
-          player.currentPlaybackTime = max(0, player.currentPlaybackTime + seconds)
-          return true
-        case .changePlaybackPosition(let seconds):
-          guard playsUserMusic() else { return false }
-          player.currentPlaybackTime = max(0, seconds)
-          return true
+        case .seek, .changePlaybackPosition:
+          return playsUserMusic() && transport(command, player)
         default:
           switch action(command) {
           case .cue(let name): return director.post(name)
@@ -127,12 +115,8 @@ public struct RemoteCommandHandler: Sendable {
             if command == .nextTrack { return (try? player.skipToNextItem()) != nil }
             return (try? player.skipToPreviousItem()) != nil
           case .pause:
-            switch command {
-            case .play: player.play()
-            case .togglePlayPause: player.playbackState == .playing ? player.pause() : player.play()
-            default: player.pause()
-            }
-            return true
+            // Play and play-pause as they say; stop, next and previous set to `pause` pause.
+            return transport([.play, .togglePlayPause].contains(command) ? command : .pause, player)
           case .ignore, nil: return false
           }
         }

@@ -273,7 +273,8 @@ private final class ClientCore: @unchecked Sendable {
   /// A new MPRIS name: read its properties (without waiting), unless it is this process's own
   /// `NowPlayingService`.
   private func adopt(_ name: String, owner: String, first: Bool = false) {
-    guard !ownPlayerConnections.withLock({ $0.contains(owner) }) else { return }
+    let identity = connection.identity(of: owner)
+    guard !ownPlayerConnections.withLock({ $0.contains(identity) }) else { return }
     owners[owner, default: []].insert(name)
     ownerOf[name] = owner
     if first { firstAnswersPending.add(1, ordering: .relaxed) }
