@@ -937,17 +937,19 @@ lm_error lm_set_diagnostic_callback(lm_engine *engine, lm_diagnostic_fn callback
 lm_error lm_desktop_publish(lm_engine *engine, const char *identity, const char *desktop_entry);
 
 /* Takes the game off the desktop's media controls (no effect when it is not there). Waits for
-   the bus thread to end. Any thread but a callback's. */
+   the bus thread to end. Any thread but a callback's (LM_ERROR_WRONG_MODE). */
 lm_error lm_desktop_unpublish(lm_engine *engine);
 
 /* Starts following the player's own music apps (the system music player: every other MPRIS
    player on the bus) and carrying out the cue file's `systemMusic`: leave them, pause them while
    the game's music plays (and resume them when it stops or the engine is destroyed), or duck the
-   game's music under them. Errors: LM_ERROR_UNAVAILABLE (no session bus). Any thread. */
+   game's music under them. Waits up to a second for the running apps to say what they play
+   (call it while the game loads, not in its frame loop). Errors: LM_ERROR_UNAVAILABLE (no
+   session bus). Any thread. */
 lm_error lm_system_music_start(lm_engine *engine);
 
 /* Stops following them; the apps the game paused are resumed first. Any thread but a
-   callback's. */
+   callback's (LM_ERROR_WRONG_MODE). */
 lm_error lm_system_music_stop(lm_engine *engine);
 
 /* A music app as lm_system_music_apps and the callback see it. Strings are copied into the
@@ -1026,7 +1028,7 @@ typedef enum lm_system_music_event {
    `app` is the app (for DISAPPEARED only bus_name and identity are set; for COMMAND_FAILED
    only bus_name); `message` says what failed (COMMAND_FAILED), else "". Both are valid during
    the call only. It must return quickly; it may call any lm_* function except
-   lm_engine_destroy and lm_system_music_stop. */
+   lm_engine_destroy, lm_system_music_stop and lm_desktop_unpublish. */
 typedef void (*lm_system_music_fn)(lm_system_music_event event, const lm_system_music_app *app, const char *message,
                                    void *user_data);
 

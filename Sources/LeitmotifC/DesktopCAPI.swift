@@ -124,7 +124,10 @@ public func lmDesktopPublish(
 
 @_cdecl("lm_desktop_unpublish")
 public func lmDesktopUnpublish(_ handle: OpaquePointer?) -> lm_error {
-  withEngine(handle) { $0.desktop.unpublish() }
+  withEngine(handle) { session throws(CAPIError) in
+    try notInCallback(handle, "lm_desktop_unpublish")
+    session.desktop.unpublish()
+  }
 }
 
 @_cdecl("lm_system_music_start")
@@ -136,7 +139,17 @@ public func lmSystemMusicStart(_ handle: OpaquePointer?) -> lm_error {
 
 @_cdecl("lm_system_music_stop")
 public func lmSystemMusicStop(_ handle: OpaquePointer?) -> lm_error {
-  withEngine(handle) { $0.desktop.stopSystemMusic() }
+  withEngine(handle) { session throws(CAPIError) in
+    try notInCallback(handle, "lm_system_music_stop")
+    session.desktop.stopSystemMusic()
+  }
+}
+
+/// The calls that wait for a desktop thread cannot run on it (a callback of this engine's).
+private func notInCallback(_ handle: OpaquePointer?, _ function: String) throws(CAPIError) {
+  guard CallbackThread.engine != UInt(bitPattern: Int(bitPattern: handle)) else {
+    throw .wrongMode("\(function) was called from inside the engine's own callback: it would wait for itself")
+  }
 }
 
 @_cdecl("lm_system_music_apps")

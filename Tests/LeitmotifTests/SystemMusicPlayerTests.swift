@@ -343,13 +343,16 @@ struct SystemMusicPlayerTests {
     }
     engine.waitForLoader()
     let before = rms(Array(render(2).suffix(48_000)))
-    // The director applies the coordinator's duck at its next step: render on until it has.
+    // The director takes the coordinator's duck at its next step, on the frame after the last
+    // render: step it (without rendering, so the offline clock waits for the coordinator's
+    // thread) until it has. The whole run stays inside the 12 s tone, whose crossfade into its
+    // own repeat swells the level.
     func renderUntil(_ text: String) -> Bool {
       let deadline = Date().addingTimeInterval(3)
       while Date() < deadline {
-        _ = render(0.05)
+        director.advance(toAudioTime: time)
         if reports.withLock({ $0.contains { $0.contains(text) } }) { return true }
-        usleep(10_000)
+        usleep(5_000)
       }
       return false
     }
@@ -358,7 +361,7 @@ struct SystemMusicPlayerTests {
     let ducked = rms(Array(render(1).suffix(24_000)))
     app.setStatus("Paused")
     #expect(renderUntil("let the held duck go"))
-    let after = rms(Array(render(2).suffix(24_000)))
+    let after = rms(Array(render(1).suffix(24_000)))
     let down = 20 * log10(ducked / before), back = 20 * log10(after / before)
     print(String(format: "SystemMusicCoordinator duck: %.2f dB while the app played, %.2f dB after", down, back))
     #expect(abs(down + 12) < 0.2, "\(down) dB")
@@ -390,6 +393,9 @@ struct SystemMusicPlayerTests {
 struct DesktopCAPITests {
   private final class Seen: @unchecked Sendable {
     let events = Mutex<[(lm_system_music_event, String, String)]>([])
+    /// The engine, and what lm_system_music_stop said from inside the callback.
+    nonisolated(unsafe) var engine: OpaquePointer?
+    let stopInside = Mutex<lm_error?>(nil)
   }
 
   @Test(
@@ -439,6 +445,7 @@ struct DesktopCAPITests {
     setenv("DBUS_SESSION_BUS_ADDRESS", bus.address, 1)
     app.setStatus("Playing")
     let seen = Seen()
+    seen.engine = engine
     let context = Unmanaged.passUnretained(seen).toOpaque()
     #expect(
       lmSetSystemMusicCallback(
@@ -449,6 +456,11 @@ struct DesktopCAPITests {
             String(cString: $0.baseAddress!.assumingMemoryBound(to: CChar.self))
           }
           seen.events.withLock { $0.append((event, name, String(cString: message!))) }
+          // A call that waits for this thread is refused here, not a deadlock.
+          if seen.stopInside.withLock({ $0 == nil }) {
+            let result = lmSystemMusicStop(seen.engine)
+            seen.stopInside.withLock { $0 = result }
+          }
         }, context) == LM_OK)
     #expect(lmSystemMusicStart(engine) == LM_OK)
     #expect(lmSystemMusicApps(engine, nil, 0, &count) == LM_OK)
@@ -486,6 +498,7 @@ struct DesktopCAPITests {
           $0.contains { $0.0 == LM_SYSTEM_MUSIC_CHANGED && $0.1 == "org.mpris.MediaPlayer2.testapp" }
         }
       })
+    #expect(seen.stopInside.withLock { $0 } == LM_ERROR_WRONG_MODE)
 
     // The app played again (opened by the game) and the player paused it: not the game's to
     // resume. Destroying the engine leaves it paused, takes the game off the bus and ends the
