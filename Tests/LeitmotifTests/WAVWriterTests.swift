@@ -1,7 +1,8 @@
 import Foundation
 import LeitmotifFixtures
-import LeitmotifOutput
 import Testing
+
+@testable import LeitmotifOutput
 
 /// The WAV writer writes through a buffer of its own (256 KB): what goes in comes back out, across
 /// the buffer's seams, in both sample formats; a file it cannot create is a typed error.
@@ -53,6 +54,41 @@ struct WAVWriterTests {
     let expected = samples.map { Float(Int16((max(-1, min(1, $0)) * 32767).rounded())) / 32767 }
     let wrong = zip(int.samples, expected).filter { abs($0 - $1) > 1e-6 }.count
     #expect(wrong == 0, "\(wrong) samples differ from clamp, scale and round")
+  }
+
+  @Test("16-bit conversion: the same samples as clamping, scaling and rounding one by one in Double")
+  func int16MatchesTheReference() {
+    // The conversion as it was written first: Swift's min and max (NaN clamps to 1), the Float
+    // product, rounded half away from zero in Double.
+    func reference(_ x: Float) -> Int16 {
+      let scaled = Double(max(-1, min(1, x)) * 32767)
+      return Int16(scaled < 0 ? scaled - 0.5 : scaled + 0.5)
+    }
+    var special: [Float] = [
+      0, -0.0, 1, -1, 1.0001, -1.0001, .infinity, -.infinity, .nan, -.nan, .greatestFiniteMagnitude,
+      .leastNonzeroMagnitude, -.leastNonzeroMagnitude, 0.5 / 32767, -0.5 / 32767, 1.5 / 32767, 32766.5 / 32767,
+    ]
+    // Every value whose product lands on a half, and its neighbours.
+    for whole in stride(from: -32767, through: 32766, by: 1) {
+      let half = (Float(whole) + 0.5) / 32767
+      special += [half, half.nextUp, half.nextDown]
+    }
+    var generator = SplitMix64(seed: 7)
+    var mismatches: [(Float, Int16, Int16)] = []
+    for index in 0..<(special.count + 2_000_000) {
+      // Then random bit patterns below 2 in size (every exponent that matters), and evenly
+      // spread values over [-1.2, 1.2].
+      let random = generator.next()
+      let x =
+        index < special.count
+        ? special[index]
+        : index % 2 == 0
+          ? Float(bitPattern: UInt32(truncatingIfNeeded: random) & 0xBFFF_FFFF)
+          : Float(random % 2_400_001) / 1_000_000 - 1.2
+      let (got, want) = (WAVWriter.int16Sample(x), reference(x))
+      if got != want && mismatches.count < 10 { mismatches.append((x, got, want)) }
+    }
+    #expect(mismatches.isEmpty, "\(mismatches)")
   }
 
   @Test("a file that cannot be created is a WAVWriteError with the system's reason")
