@@ -46,6 +46,14 @@ func required<T>(_ pointer: T?, _ name: @autoclosure () -> String) throws(CAPIEr
   return pointer
 }
 
+/// The calls that wait for one of the engine's threads cannot run on it: from inside one of the
+/// engine's own callbacks they are refused.
+func notInCallback(_ handle: OpaquePointer?, _ function: String) throws(CAPIError) {
+  guard CallbackThread.engine != UInt(bitPattern: Int(bitPattern: handle)) else {
+    throw .wrongMode("\(function) was called from inside the engine's own callback: it would wait for itself")
+  }
+}
+
 /// The caller's struct, checked for a `struct_size` that covers this version's fields.
 func checkedSize(_ size: Int, of type: String, _ expected: Int) throws(CAPIError) {
   guard size >= expected else {
@@ -582,9 +590,7 @@ public func lmSetDiagnosticCallback(
 @_cdecl("lm_flush_reports")
 public func lmFlushReports(_ handle: OpaquePointer?) -> lm_error {
   withEngine(handle) { session throws(CAPIError) in
-    guard CallbackThread.engine != UInt(bitPattern: Int(bitPattern: handle)) else {
-      throw .wrongMode("lm_flush_reports was called from inside the engine's own callback: it would wait for itself")
-    }
+    try notInCallback(handle, "lm_flush_reports")
     session.director.waitForReports()
     session.beatQueue.sync {}
   }

@@ -13,12 +13,19 @@ final class DesktopSession: @unchecked Sendable {
   private struct Parts {
     var nowPlaying: DesktopMusic?
     var systemMusic: DesktopMusic?
-    var observer: UInt64?
   }
+  /// What exists now: read by the quick calls (apps, commands) under a short lock.
   private let parts = Mutex(Parts())
+  /// Making and ending parts takes turns (two threads starting at once make one player); held
+  /// across the bus's connect and a thread's end, so never taken by the quick calls.
+  private let changing = Mutex(())
 
   func publish(_ director: Director, _ configuration: NowPlayingService.Configuration) throws(CAPIError) {
-    unpublish()
+    try changing.withLock { _ throws(CAPIError) in try publishNow(director, configuration) }
+  }
+
+  private func publishNow(_ director: Director, _ configuration: NowPlayingService.Configuration) throws(CAPIError) {
+    unpublishNow()
     let made: DesktopMusic
     do {
       made = try DesktopMusic(director: director, publish: configuration, followSystemMusic: false)
@@ -28,7 +35,9 @@ final class DesktopSession: @unchecked Sendable {
     parts.withLock { $0.nowPlaying = made }
   }
 
-  func unpublish() {
+  func unpublish() { changing.withLock { _ in unpublishNow() } }
+
+  private func unpublishNow() {
     let old = parts.withLock { parts in
       defer { parts.nowPlaying = nil }
       return parts.nowPlaying
@@ -37,6 +46,10 @@ final class DesktopSession: @unchecked Sendable {
   }
 
   func startSystemMusic(_ director: Director, _ callbacks: Callbacks) throws(CAPIError) {
+    try changing.withLock { _ throws(CAPIError) in try startSystemMusicNow(director, callbacks) }
+  }
+
+  private func startSystemMusicNow(_ director: Director, _ callbacks: Callbacks) throws(CAPIError) {
     guard parts.withLock({ $0.systemMusic == nil }) else { return }
     let made: DesktopMusic
     do {
@@ -48,7 +61,9 @@ final class DesktopSession: @unchecked Sendable {
     parts.withLock { $0.systemMusic = made }
   }
 
-  func stopSystemMusic() {
+  func stopSystemMusic() { changing.withLock { _ in stopSystemMusicNow() } }
+
+  private func stopSystemMusicNow() {
     let old = parts.withLock { parts in
       defer { parts.systemMusic = nil }
       return parts.systemMusic
@@ -64,8 +79,10 @@ final class DesktopSession: @unchecked Sendable {
   }
 
   func shutdown() {
-    stopSystemMusic()
-    unpublish()
+    changing.withLock { _ in
+      stopSystemMusicNow()
+      unpublishNow()
+    }
   }
 
   private func unavailable(_ error: DesktopBusError) -> CAPIError {
@@ -142,13 +159,6 @@ public func lmSystemMusicStop(_ handle: OpaquePointer?) -> lm_error {
   withEngine(handle) { session throws(CAPIError) in
     try notInCallback(handle, "lm_system_music_stop")
     session.desktop.stopSystemMusic()
-  }
-}
-
-/// The calls that wait for a desktop thread cannot run on it (a callback of this engine's).
-private func notInCallback(_ handle: OpaquePointer?, _ function: String) throws(CAPIError) {
-  guard CallbackThread.engine != UInt(bitPattern: Int(bitPattern: handle)) else {
-    throw .wrongMode("\(function) was called from inside the engine's own callback: it would wait for itself")
   }
 }
 

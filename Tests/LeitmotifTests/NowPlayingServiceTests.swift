@@ -1,3 +1,4 @@
+import CSystemdBus
 import Foundation
 import LeitmotifFixtures
 import Synchronization
@@ -331,6 +332,36 @@ struct NowPlayingServiceTests {
     let samples = EngineHarness.render(engine, seconds: 0.5)
     #expect(EngineHarness.peak(samples[...]) > 0.1)
     #expect(player.playbackState == .playing)
+  }
+
+  @Test("A message's arguments read past arrays and containers of types MPRIS does not use", .enabled(if: canRun))
+  func argumentsOfOtherTypes() throws {
+    let bus = try TestSessionBus()
+    let connection = try BusConnection(address: bus.address)
+    let message = try #require(
+      connection.methodCall(destination: "org.example.x", path: "/", interface: "org.example.x", member: "M"))
+    // "as", then "ai" (ints: left out of the list, read past), "ay" (bytes), "(is)" (a struct:
+    // skipped), "av", then a string that must still be found.
+    message.append(.stringArray(["a", "b"]))
+    var ints: [Int32] = [1, 2, 3]
+    #expect(sd_bus_message_append_array(message.handle, CChar(UInt8(ascii: "i")), &ints, 12) >= 0)
+    var bytes: [UInt8] = [7, 8]
+    #expect(sd_bus_message_append_array(message.handle, CChar(UInt8(ascii: "y")), &bytes, 2) >= 0)
+    #expect(sd_bus_message_open_container(message.handle, CChar(UInt8(ascii: "r")), "is") >= 0)
+    message.append(.int32(5), .string("inside"))
+    #expect(sd_bus_message_close_container(message.handle) >= 0)
+    // "av" of an int and a string: the int is read past, the string kept (not skipped with it).
+    #expect(sd_bus_message_open_container(message.handle, CChar(UInt8(ascii: "a")), "v") >= 0)
+    message.append(.variant(.int32(9)), .variant(.string("kept")))
+    #expect(sd_bus_message_close_container(message.handle) >= 0)
+    message.append(.string("after"), .int64(42))
+    #expect(sd_bus_message_seal(message.handle, 1, 0) >= 0)
+    #expect(
+      message.arguments()
+        == [
+          .stringArray(["a", "b"]), .stringArray([]), .stringArray([]), .stringArray([]), .stringArray(["kept"]),
+          .string("after"), .int64(42),
+        ])
   }
 
   @Test("mediaKeys in the cue file: each key's words, a cue, and the mistakes named by key")

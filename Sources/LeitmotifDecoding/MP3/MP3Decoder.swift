@@ -109,7 +109,9 @@ final class MP3Decoder: AudioDecoder {
     var encoderDelay = -1
     mpg123_getstate2(handle, Int32(MPG123_ENC_DELAY.rawValue), &encoderDelay, &unusedFloat)
     hasGaplessInfo = encoderDelay >= 0
-    if accurate == 0 || !hasGaplessInfo {
+    // Opened only for its cover (`AudioFile.artwork`), a file without a LAME tag is not read
+    // through to the end for an exact length nobody asks for.
+    if !keepingArtwork && (accurate == 0 || !hasGaplessInfo) {
       let scanned = mpg123_scan(handle)
       if scanned != MPG123_OK.rawValue {
         let error = Self.error(scanned, handle: handle, source: source, during: "scanning")

@@ -308,14 +308,16 @@ package final class BusMessage {
         }
         return .dictionary(entries)
       }
+      // Strings (and object paths) are kept; elements of other types are read past and left
+      // out, so what follows the array still reads right.
       var items: [String] = []
-      while let item = readValue() {
-        guard let text = item.stringValue else { _ = sd_bus_message_skip(handle, nil); continue }
-        items.append(text)
+      while sd_bus_message_at_end(handle, 0) == 0, let item = readValue() {
+        if let text = item.stringValue { items.append(text) }
       }
       return .stringArray(items)
     default:
-      // A type MPRIS does not use here: skipped, so the arguments after it can still be read.
+      // A type MPRIS does not use here (a struct, a file descriptor): skipped, and stood for by
+      // an empty list, so the arguments after it can still be read.
       _ = sd_bus_message_skip(handle, nil)
       return .stringArray([])
     }

@@ -60,7 +60,8 @@ public final class NowPlayingService: @unchecked Sendable {
   public let busName: String
   /// Why the service stopped by itself (the bus went away), else nil.
   public var stoppedReason: DesktopBusError? { core.shared.withLock { $0.stoppedReason } }
-  /// The remote commands that arrived so far, in order (for a game's log, and tests).
+  /// The remote commands that arrived, in order, the last `ServiceCore.keptCommands` of them
+  /// (for a game's log, and tests).
   public var commandsReceived: [RemoteCommand] { core.shared.withLock { $0.commands } }
 
   private let core: ServiceCore
@@ -89,22 +90,17 @@ public final class NowPlayingService: @unchecked Sendable {
     // connection then belongs to the service's thread alone.
     let connection = try BusConnection(address: configuration.busAddress)
     // Known as this process's own before the name is taken, so a `SystemMusicPlayer` never
-    // lists it, even for a moment.
-    if let uniqueName = connection.uniqueName {
-      let identity = connection.identity(of: uniqueName)
-      ownPlayerConnections.withLock { _ = $0.insert(identity) }
-    }
-    let base = Self.rootInterface + "." + Self.sanitized(configuration.busName)
-    do {
-      try connection.requestName(base)
-      busName = base
-    } catch let error where error.code == .nameTaken {
-      let instance = base + ".instance\(getpid())"
-      try connection.requestName(instance)
-      busName = instance
-    }
+    // lists it, even for a moment; forgotten again if the service does not come up.
+    let identity = connection.uniqueName.map { connection.identity(of: $0) }
+    if let identity { ownPlayerConnections.withLock { _ = $0.insert(identity) } }
     let object = MPRISObject(core: core, connection: connection)
-    try connection.addObject(path: Self.objectPath) { [unowned object] message in object.handle(message) }
+    do {
+      busName = try Self.takeName(Self.rootInterface + "." + Self.sanitized(configuration.busName), on: connection)
+      try connection.addObject(path: Self.objectPath) { [unowned object] message in object.handle(message) }
+    } catch {
+      if let identity { ownPlayerConnections.withLock { _ = $0.remove(identity) } }
+      throw error
+    }
     // The thread holds the core, the object and the connection, not the service: dropping the
     // service ends it.
     NativeThread {
@@ -119,6 +115,19 @@ public final class NowPlayingService: @unchecked Sendable {
   public func shutdown() {
     guard core.running.exchange(false, ordering: .acquiringAndReleasing) else { return }
     core.finished.wait()
+  }
+
+  /// Takes `base`, or `base.instance<pid>` when another program holds it (as the specification
+  /// says); the name taken.
+  private static func takeName(_ base: String, on connection: BusConnection) throws(DesktopBusError) -> String {
+    do {
+      try connection.requestName(base)
+      return base
+    } catch let error where error.code == .nameTaken {
+      let instance = base + ".instance\(getpid())"
+      try connection.requestName(instance)
+      return instance
+    }
   }
 
   /// A bus name element: letters, digits and underscores, not starting with a digit.
@@ -177,8 +186,14 @@ private final class ServiceCore: @unchecked Sendable {
     core.finished.signal()
   }
 
+  /// How many commands `commandsReceived` keeps: a long game's key presses must not grow it.
+  static let keptCommands = 64
+
   func perform(_ command: RemoteCommand) -> Bool {
-    shared.withLock { $0.commands.append(command) }
+    shared.withLock { shared in
+      if shared.commands.count == Self.keptCommands { shared.commands.removeFirst() }
+      shared.commands.append(command)
+    }
     return handler.perform(command)
   }
 
