@@ -59,8 +59,8 @@ struct QueueBenchmark {
   /// The four items: 7 minutes together, about half a second of decoding per round here.
   static let itemMinutes = [1.0, 1.5, 2.0, 2.5]
   static let renderFrames = 1024
-  /// The goal: the queue renders at least 0.8 times as fast as its items decode.
-  static let goal = 0.8
+  /// The goal (issue 12): the queue renders at least 0.9 times as fast as its items decode.
+  static let goal = 0.9
 
   enum Path: CaseIterable {
     case decode, queue

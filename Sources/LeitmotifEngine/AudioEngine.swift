@@ -259,19 +259,23 @@ public final class AudioEngine: @unchecked Sendable {
     let loop = self.loop
     let running = self.running
     let commands = self.commands
-    // While something plays, pump twice per device period (10.7 ms at 1024 frames and 48 kHz):
+    // While something plays, pump once per device period (21.3 ms at 1024 frames and 48 kHz):
     // the mixer tops the music bus up in blocks of 256 frames to a device period and six blocks,
-    // so a late wake-up (up to about 21 ms) still finds a period queued (see `MusicBus`). Every
-    // wake-up costs (tens of microseconds on a virtual machine): measured with one voice on
-    // OpenAL's null device, 0.022 to 0.026 CPU s per s at four pumps a period, 0.019 to 0.023 at
-    // two, 0.017 to 0.018 at one (SFML: 0.017 to 0.018); one a period leaves no slack for a late
-    // wake-up. Commands wait for the next pump; scheduled ones are stamped ahead of their frame
-    // (the director's lead), so only immediate ones feel it. With nothing playing, sleep until a
-    // command comes (or 100 ms pass, for the device watch): an idle engine costs next to nothing
-    // (after two idle seconds OpenAL's own mixer is paused too, see `StreamingLoop`). The clocked
-    // headless device sleeps until its next period is due instead (`sleepMicroseconds`).
+    // so a wake-up late by up to a period (the worst phase against OpenAL's mixes; up to two in
+    // the best) still finds a period queued (see `MusicBus`). As the bus starts from empty, and
+    // after a close call (a pump that finds less than a period left), it pumps twice a period
+    // for a while (`StreamingLoop.sleepMicroseconds`). Every wake-up costs (tens of
+    // microseconds on a virtual machine): measured with one voice on OpenAL's null device, in
+    // one run against SFML's 0.0122, 0.0127 CPU s per audio s at two pumps a period and 0.0085
+    // at one. Commands wait for the next pump; scheduled ones are stamped ahead of their frame
+    // (the director's lead), so only immediate ones feel it (and the bus runs less far ahead on
+    // average: a play() heard after 43 ms, median, against 51 at two pumps a period). With
+    // nothing playing, sleep until a command comes (or 100 ms pass, for the device watch): an
+    // idle engine costs next to nothing (after two idle seconds OpenAL's own mixer is paused
+    // too, see `StreamingLoop`). The clocked headless device sleeps until its next period is due
+    // instead.
     let periodMicroseconds = initialDevice.mixPeriodFrames * 1_000_000 / max(1, initialDevice.sampleRate)
-    let interval = max(2_000, min(12_000, periodMicroseconds / 2))
+    let interval = max(4_000, min(24_000, periodMicroseconds))
     let hooks = streamingThreadHooks
     let streaming = NativeThread {
       nameCurrentThread("lm.streaming")

@@ -102,6 +102,8 @@ package final class StreamingLoop: @unchecked Sendable {
   private var masterGainStep: Float = 0
   /// The bus's own shelf filter (`AudioEngine.masterLowPassGain`).
   private var busFilter: ShelfFilter
+  /// Keeps the bus within full scale, last in the mix (see `PeakLimiter`).
+  private var limiter: PeakLimiter
   private var pendingEvents: [EngineEvent] = []
   private var lastConnectionCheckNanoseconds: Int64 = 0
   private var deviceLost = false
@@ -139,6 +141,7 @@ package final class StreamingLoop: @unchecked Sendable {
     self.reopenDevice = reopenDevice
     bus = try MusicBus(device: device)
     busFilter = ShelfFilter(sampleRate: device.sampleRate)
+    limiter = PeakLimiter(sampleRate: device.sampleRate)
     mixScratch = .allocate(capacity: 2 * Self.maximumMixFrames)
     mixScratch.initialize(repeating: 0, count: 2 * Self.maximumMixFrames)
     voices = [Voice?](repeating: nil, count: Self.maximumVoices)
@@ -238,6 +241,14 @@ package final class StreamingLoop: @unchecked Sendable {
   /// Mixes blocks until the bus holds its target, restarting the source after a real underrun.
   private func refillBus() {
     bus.collectPlayed()
+    // Pump twice a period for a while when the bus starts from empty (a backend fills its own
+    // buffer first: PulseAudio asks for several periods at once as a stream starts), and when less
+    // than a device period is left since the last top-up: two of OpenAL's mixes came between two
+    // pumps (this wake-up was late, or the backend mixed twice in a row), and the next mix after
+    // that would have found the bus short.
+    if bus.queuedFrames == 0 || (wasToppedUp && bus.queuedFrames < device.mixPeriodFrames) {
+      pumpQuicklyUntil = pumpCount + Self.quickPumps
+    }
     refreshDeviceLatency()
     published.heardFrames.store(
       mixClock - Int64(bus.queuedFrames) - Int64(deviceLatencyFrames), ordering: .relaxed)
@@ -246,12 +257,14 @@ package final class StreamingLoop: @unchecked Sendable {
       mix(into: block, frames: MusicBus.blockFrames)
       bus.commit(frames: MusicBus.blockFrames)
     }
+    wasToppedUp = bus.queuedFrames >= bus.targetQueuedFrames
     if bus.stoppedEarly {
       // The device stopped the source with audio still queued (it is gone, or stalled).
       // Nothing is restarted until the connection check has had its say.
       return
     }
     if bus.keepPlaying() {
+      pumpQuicklyUntil = pumpCount + Self.quickPumps
       // The streaming thread was late and OpenAL played all it had: every voice heard was cut
       // short for a moment. Each counts it, and its owner is told.
       for slot in 0..<Self.maximumVoices {
@@ -332,6 +345,7 @@ package final class StreamingLoop: @unchecked Sendable {
         output[2 * frame + 1] *= masterGain
       }
     }
+    limiter.process(output, frames: frames)
     mixClock += Int64(frames)
   }
 
@@ -585,13 +599,28 @@ package final class StreamingLoop: @unchecked Sendable {
     }
   }
 
+  /// Pumps that found something playing (counted by `sleepMicroseconds`).
+  private var pumpCount = 0
+  /// Until this pump, the streaming thread wakes twice a device period instead of once: the bus
+  /// started from empty or came close to running dry (see `refillBus`).
+  private var pumpQuicklyUntil = 0
+  /// About two seconds of quick pumps at 1024 frames and 48 kHz, after a start or a close call.
+  static let quickPumps = 200
+  /// The last pump filled the bus to its target.
+  private var wasToppedUp = false
+
   /// How long the streaming thread sleeps after a pump that found something playing: `interval`
-  /// for a device OpenAL plays (the bus needs topping up), but for the clocked headless device
+  /// (a device period) for a device OpenAL plays, half of it for a while after the bus came close
+  /// to running dry (the thread was late, or the backend mixed twice in a row); for the clocked
+  /// headless device
   /// until its next period is due. It mixes only whole periods when the wall clock says they are
   /// due, so waking in between did nothing but cost a wake-up (three of every four pumps), and a
   /// command taken then took effect on the same mix frame as one taken at the next render.
   func sleepMicroseconds(interval: Int) -> Int {
-    guard device.rendersOnDemand && !isOffline && headlessStartNanoseconds != 0 else { return interval }
+    pumpCount += 1
+    guard device.rendersOnDemand && !isOffline && headlessStartNanoseconds != 0 else {
+      return pumpCount < pumpQuicklyUntil ? interval / 2 : interval
+    }
     let rate = UInt64(device.sampleRate)
     let nextDue =
       headlessStartNanoseconds + UInt64(headlessFramesRendered + Int64(device.mixPeriodFrames)) * 1_000_000_000 / rate

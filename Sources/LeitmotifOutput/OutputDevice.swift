@@ -69,7 +69,10 @@ public final class OutputDevice: @unchecked Sendable {
     // at that rate, and the device converts the one mixed stream if it must. (OpenAL Soft's
     // own choice is the backend's default, 44.1 kHz on its null and wave backends.) A user's
     // alsoft.conf `frequency` still wins.
-    let attributes: [ALCint] = [ALC_FREQUENCY, 48_000, 0]
+    // The output limiter off, as on the loopback device: the mixer limits the bus itself, the
+    // same live as offline, and OpenAL's limiter costs a `logf` and an `expf` per sample even on
+    // quiet music (the engine's `PeakLimiter` says more).
+    let attributes: [ALCint] = [ALC_FREQUENCY, 48_000, ALC_OUTPUT_LIMITER_SOFT, ALC_FALSE, 0]
     guard let context = alcCreateContext(device, attributes) else {
       let code = alcGetError(device)
       alcCloseDevice(device)
@@ -178,6 +181,14 @@ public final class OutputDevice: @unchecked Sendable {
   }
 
   /// False once OpenAL reports the device gone (ALC_EXT_disconnect). Loopback devices never go.
+  /// Whether OpenAL's own output limiter runs on this device (it should not: the engine limits its
+  /// bus itself, live as offline; a user's alsoft.conf can still turn it on).
+  public var outputLimiterIsOn: Bool {
+    var value: ALCint = 0
+    alcGetIntegerv(device, ALC_OUTPUT_LIMITER_SOFT, 1, &value)
+    return value == ALC_TRUE
+  }
+
   public var isConnected: Bool {
     var connected: ALCint = 1
     alcGetIntegerv(device, ALC_CONNECTED, 1, &connected)
