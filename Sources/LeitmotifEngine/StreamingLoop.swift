@@ -610,9 +610,8 @@ package final class StreamingLoop: @unchecked Sendable {
   private var wasToppedUp = false
 
   /// How long the streaming thread sleeps after a pump that found something playing: `interval`
-  /// (a device period) for a device OpenAL plays, half of it for a while after the bus came close
-  /// to running dry (the thread was late, or the backend mixed twice in a row); for the clocked
-  /// headless device
+  /// (a device period) for a device OpenAL plays, half of it for a while after the bus started
+  /// from empty or came close to running dry (see `refillBus`); for the clocked headless device,
   /// until its next period is due. It mixes only whole periods when the wall clock says they are
   /// due, so waking in between did nothing but cost a wake-up (three of every four pumps), and a
   /// command taken then took effect on the same mix frame as one taken at the next render.

@@ -180,7 +180,6 @@ public final class OutputDevice: @unchecked Sendable {
     ThreadName.whileNamed("alsoft-mixer") { alcDeviceResumeSOFT(device) }
   }
 
-  /// False once OpenAL reports the device gone (ALC_EXT_disconnect). Loopback devices never go.
   /// Whether OpenAL's own output limiter runs on this device (it should not: the engine limits its
   /// bus itself, live as offline; a user's alsoft.conf can still turn it on).
   public var outputLimiterIsOn: Bool {
@@ -189,6 +188,7 @@ public final class OutputDevice: @unchecked Sendable {
     return value == ALC_TRUE
   }
 
+  /// False once OpenAL reports the device gone (ALC_EXT_disconnect). Loopback devices never go.
   public var isConnected: Bool {
     var connected: ALCint = 1
     alcGetIntegerv(device, ALC_CONNECTED, 1, &connected)

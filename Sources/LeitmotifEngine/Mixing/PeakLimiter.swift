@@ -35,16 +35,13 @@ package struct PeakLimiter {
   /// How far below 1 the gain of the last frame was (0 when the limiter is not acting). Kept as
   /// the distance, not the gain: near 1 a float gain stops moving (each step is less than half its
   /// last place), the distance keeps shrinking.
-  private(set) var reduction: Float = 0
+  private var reduction: Float = 0
   /// The fraction of the distance kept each frame of the release.
   private let keep: Float
 
   init(sampleRate: Int) {
     keep = Float(exp(-1 / (Self.releaseSeconds * Double(max(1, sampleRate)))))
   }
-
-  /// The gain applied to the last frame.
-  var gain: Float { 1 - reduction }
 
   /// Limits `frames` stereo frames in place.
   mutating func process(_ samples: UnsafeMutablePointer<Float>, frames: Int) {
