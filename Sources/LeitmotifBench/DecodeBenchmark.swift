@@ -51,17 +51,19 @@ struct DecodeBenchmark {
   /// Quality of the memory-test files: the lowest, because only their length matters there and
   /// an hour at a low quality encodes several times faster.
   static let memoryTestQuality: Float = 0.0
-  /// Goals: the engine's decoder must cost at most 5% over the raw library, and a whole offline
-  /// render (decoder + streaming loop + OpenAL mix + WAV writing) at most 15%.
+  /// Goals: the engine's decoder must cost at most 5% over the raw library, and so must a whole
+  /// offline render of one stream (decoder + streaming loop + OpenAL mix + WAV writer), issue 12's
+  /// "at least 0.95 of the raw decoder in wall time". Both render rows are judged; see
+  /// `DecodePath.renderDiscarded` for why they differ.
   static let engineGoal = 0.95
-  static let renderGoal = 0.85
+  static let renderGoal = 0.95
 
   /// The smallest ratio to raw `path` should reach (none for the raw decoder itself).
   static func goal(for path: DecodePath) -> Double? {
     switch path {
     case .raw: return nil
     case .engine: return engineGoal
-    case .render: return renderGoal
+    case .render, .renderDiscarded: return renderGoal
     }
   }
   /// The memory of a 60-minute and a 1-minute render may differ by less than this: a render that
@@ -108,12 +110,13 @@ struct DecodeBenchmark {
   }
 }
 
-/// Decode speed of the raw C decoder, the engine's decoder and an offline render, side by side.
+/// Decode speed of the raw C decoder, the engine's decoder and an offline render (into a file and
+/// into /dev/null), side by side.
 ///
-/// How: the three paths run one after the other on the same file, and the whole sequence is
-/// repeated: raw, engine, render, raw, engine, render, ... Slow drift of the machine (another
-/// process, CPU frequency, the page cache writing back the last render's WAV) then falls on all
-/// three alike instead of on whichever ran during it, and the median of each path discards a
+/// How: the paths run one after the other on the same file, and the whole sequence is repeated:
+/// raw, engine, render, render to /dev/null, raw, ... Slow drift of the machine (another process,
+/// CPU frequency, the page cache writing back the last render's WAV) then falls on all paths
+/// alike instead of on whichever ran during it, and the median of each path discards a
 /// round that was disturbed. The ratios are of the medians. An untimed raw decode of every file
 /// first brings it into the page cache, so no round reads from the disk.
 struct SpeedComparison {
@@ -214,7 +217,7 @@ struct SpeedComparison {
       }
       var lines = [
         "Decode speed, 44.1 kHz stereo, wall time of a whole file (open + decode + close);",
-        "median of \(rounds) interleaved rounds (raw, engine, render, raw, ...). Ratio to raw = raw time / path time;",
+        "median of \(rounds) interleaved rounds (raw, engine, render to a file, render to /dev/null, raw, ...). Ratio to raw = raw time / path time;",
         "the goals are judged on wall time. CPU columns: the same runs in CPU time (what was not spent waiting for the CPU).",
         "Load average at the start: \(loadAverage).",
         "",

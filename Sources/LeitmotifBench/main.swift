@@ -21,7 +21,7 @@
 //
 // Hidden subcommands: `voices-child` (Leitmotif's side of `voices`, in its own process),
 // `latency-child` (the trials of `latency`, in the process that opens the wave device),
-// `render-child FILE OUT` (one render in its own process, for the memory figure) and `decode-once raw|engine|render FILE` (one path, for running under perf or callgrind).
+// `render-child FILE OUT` (one render in its own process, for the memory figure) and `decode-once raw|engine|render|render-null FILE` (one path, for running under perf or callgrind).
 
 import Foundation
 import Leitmotif
@@ -277,7 +277,7 @@ case "decode-once":
     rest.removeSubrange(index...(index + 1))
   }
   guard rest.count == 2, let path = DecodePath(name: rest[0]) else {
-    fail("usage: leitmotif-bench decode-once raw|engine|render FILE [--render-frames N] [--format f32|s16]")
+    fail("usage: leitmotif-bench decode-once raw|engine|render|render-null FILE [--render-frames N] [--format f32|s16]")
   }
   do {
     let container: ContainerFormat = try AudioFile.openDecoder(path: rest[1]).containerFormat

@@ -41,6 +41,8 @@ package final class DecodeAheadStream: @unchecked Sendable {
   /// cache and wakes the thread a sixth as often: on a virtual machine that halves what decoding
   /// costs (measured with `leitmotif-bench crossfade`).
   static let lowWaterBlocks = 2
+  /// An offline consumer that had to wait is woken when this many blocks are ready (see `peek`).
+  static let offlineWakeBlocks = 4
   /// Finished segments kept (with their open decoders) so a seek can still go back into them
   /// while their audio is queued or heard.
   static let retainedSegments = 8
@@ -113,6 +115,9 @@ package final class DecodeAheadStream: @unchecked Sendable {
     let loopReleasedThrough = Atomic<Int>(Int.min)
     /// The generation in which the producer ran out of segments (and waits for more), or -1.
     let drainedGeneration = Atomic<Int>(-1)
+    /// The ring level at which a publish wakes the consumer: 1 until an offline consumer first
+    /// waits, then `offlineWakeBlocks` (see `peek`).
+    let consumerWakeLevel = Atomic<Int>(1)
   }
 
   /// The decode thread's reference to its stream, dropped before the thread reports it ended
@@ -259,6 +264,11 @@ package final class DecodeAheadStream: @unchecked Sendable {
         return meta[consumed % Self.blockCount]
       }
       guard waitSeconds > 0, counters.drainedGeneration.load(ordering: .acquiring) != generation else { return nil }
+      // An offline render mixes faster than one file decodes, so it comes here for nearly every
+      // block; woken for each, the two threads spent a tenth of the render's CPU in futex wakes
+      // and context switches. So the producer wakes it once a few blocks are ready, or when it
+      // stops making blocks (every sleep of the producer signals first: no wake is lost).
+      counters.consumerWakeLevel.store(Self.offlineWakeBlocks, ordering: .relaxed)
       let limit = deadline ?? .now() + waitSeconds
       deadline = limit
       if blockReady.wait(timeout: limit) == .timedOut { return nil }
@@ -334,7 +344,7 @@ package final class DecodeAheadStream: @unchecked Sendable {
       if let stage, stage.hasWork {
         // Resampled output waits to go into the ring (or to be made): before any new input.
         guard ringHasRoom(&refilling) else {
-          _ = producerWake.wait(timeout: .now() + .milliseconds(500))
+          sleepUntilWoken()
           continue
         }
         publishConverted(stage, generation: generation)
@@ -350,13 +360,12 @@ package final class DecodeAheadStream: @unchecked Sendable {
         if current == nil {
           // Out of segments (takeNext said so: the consumer ends the voice once it has played
           // everything). Wait for an append or a seek.
-          blockReady.signal()
-          _ = producerWake.wait(timeout: .now() + .milliseconds(500))
+          sleepUntilWoken()
           continue
         }
       }
       guard ringHasRoom(&refilling), var active = current else {
-        _ = producerWake.wait(timeout: .now() + .milliseconds(500))
+        sleepUntilWoken()
         continue
       }
       let segment = active.segment
@@ -510,6 +519,14 @@ package final class DecodeAheadStream: @unchecked Sendable {
     return Current(segment: next, cursor: next.startFrame)
   }
 
+  /// The producer's only way to sleep: it wakes a waiting consumer first, which may be waiting
+  /// for more blocks than will now come (see `peek`), then sleeps until the consumer or a request
+  /// wakes it (at most half a second: the loop then looks again).
+  private func sleepUntilWoken() {
+    blockReady.signal()
+    _ = producerWake.wait(timeout: .now() + .milliseconds(500))
+  }
+
   /// Whether the producer should fill the ring now: it refills from the low-water mark until full.
   private func ringHasRoom(_ refilling: inout Bool) -> Bool {
     let level = counters.produced.load(ordering: .relaxed) - counters.consumed.load(ordering: .acquiring)
@@ -544,7 +561,9 @@ package final class DecodeAheadStream: @unchecked Sendable {
       samples: UnsafePointer(samples + slot * blockFloats), frames: frames, startPosition: position,
       generation: generation, token: token, segmentStart: segmentStart, segmentEnd: segmentEnd, finalPass: finalPass,
       error: error)
-    counters.produced.add(1, ordering: .releasing)
-    blockReady.signal()
+    let level = counters.produced.add(1, ordering: .releasing).newValue - counters.consumed.load(ordering: .relaxed)
+    if level >= counters.consumerWakeLevel.load(ordering: .relaxed) || error != nil {
+      blockReady.signal()
+    }
   }
 }

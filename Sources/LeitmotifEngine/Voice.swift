@@ -697,18 +697,18 @@ package final class Voice: VoiceInput {
       if mode == .fadingOut && !ramp.isFinished(at: frame) { span = min(span, Int(ramp.endFrame - frame)) }
       if finishWhenSilent && !envelope.isFinished(at: frame) { span = min(span, Int(envelope.endFrame - frame)) }
       produceFrame = frame
-      let produced = produce(count: span, events: &events)
-      if produced > 0 {
-        if awaitingData {
-          awaitingData = false
-          if fadeInOnData {
-            fadeInOnData = false
-            ramp = FadeEnvelope(from: 0, to: 1, startFrame: frame, durationFrames: transportFadeFrames)
-          }
+      let produced: Int
+      if !resampling && layers.isEmpty && filter.isBypassed {
+        // Nothing to do to the file's frames but scale them: add them to the bus straight from
+        // the decoded blocks (a copy less per frame, per voice).
+        produced = readInput(into: scratch, count: span, events: &events, addingTo: bus + 2 * done)
+      } else {
+        produced = produce(count: span, events: &events)
+        if produced > 0 {
+          audioArrived(at: frame)
+          filter.process(scratch, frames: produced)
+          addScaled(into: bus + 2 * done, frames: produced, from: frame, source: scratch)
         }
-        inUnderrun = false
-        filter.process(scratch, frames: produced)
-        addScaled(into: bus + 2 * done, frames: produced, from: frame)
       }
       done += produced
       let end = frame + Int64(produced)
@@ -749,8 +749,23 @@ package final class Voice: VoiceInput {
     events.append(.fadedOut(voice: handle))
   }
 
-  /// Multiplies the produced frames by the gain of each frame and adds them to `bus`.
-  private func addScaled(into bus: UnsafeMutablePointer<Float>, frames: Int, from frame: Int64) {
+  /// The voice has audio for mix frame `frame`: a start that waited for it begins here.
+  private func audioArrived(at frame: Int64) {
+    if awaitingData {
+      awaitingData = false
+      if fadeInOnData {
+        fadeInOnData = false
+        ramp = FadeEnvelope(from: 0, to: 1, startFrame: frame, durationFrames: transportFadeFrames)
+      }
+    }
+    inUnderrun = false
+  }
+
+  /// Multiplies `frames` frames of `source` by the gain of each frame (mix frames from `frame` on)
+  /// and adds them to `bus`.
+  private func addScaled(
+    into bus: UnsafeMutablePointer<Float>, frames: Int, from frame: Int64, source scratch: UnsafePointer<Float>
+  ) {
     if volumeNow == volumeTarget && ramp.isConstant(from: frame, count: frames)
       && envelope.isConstant(from: frame, count: frames)
     {
@@ -826,13 +841,23 @@ package final class Voice: VoiceInput {
     return produced
   }
 
-  /// Reads input frames (at the file rate) straight into `output`.
-  private func readInput(into output: UnsafeMutablePointer<Float>, count: Int, events: inout [EngineEvent]) -> Int {
+  /// Reads input frames (at the file rate) straight into `output`; or, with `bus`, scales them and
+  /// adds them to it (mix frames from `produceFrame` on) without copying them first.
+  private func readInput(
+    into output: UnsafeMutablePointer<Float>, count: Int, events: inout [EngineEvent],
+    addingTo bus: UnsafeMutablePointer<Float>? = nil
+  ) -> Int {
     var produced = 0
     while produced < count {
       guard ensureBlock(events: &events), let current = block else { break }
       let frames = min(count - produced, current.frames - blockOffset)
-      (output + 2 * produced).update(from: current.samples + 2 * blockOffset, count: 2 * frames)
+      if let bus {
+        let frame = produceFrame + Int64(produced)
+        if produced == 0 { audioArrived(at: frame) }
+        addScaled(into: bus + 2 * produced, frames: frames, from: frame, source: current.samples + 2 * blockOffset)
+      } else {
+        (output + 2 * produced).update(from: current.samples + 2 * blockOffset, count: 2 * frames)
+      }
       if !layers.isEmpty {
         addLayers(
           of: current, offset: blockOffset, count: frames, into: output + 2 * produced,

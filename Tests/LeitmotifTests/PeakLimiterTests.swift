@@ -35,6 +35,26 @@ struct PeakLimiterTests {
     return output
   }
 
+  @Test("The fast path's scan finds one sample over full scale wherever it is, vector part or tail, and only then")
+  func scanFindsEverySampleOver() {
+    for count in 0...41 {
+      var samples = [Float](repeating: 0.5, count: count)
+      if count > 0 {
+        samples[0] = -1
+        samples[count - 1] = 1
+        samples[count / 2] = .nan  // not over: the limiter leaves NaN to the caller, as before
+      }
+      #expect(!PeakLimiter.anyOver(samples, count: count), "count \(count): nothing over")
+      for position in 0..<count {
+        for over: Float in [1.0001, -1.0001, .infinity, -.infinity] {
+          var copy = samples
+          copy[position] = over
+          #expect(PeakLimiter.anyOver(copy, count: count), "count \(count): \(over) at \(position)")
+        }
+      }
+    }
+  }
+
   @Test("Samples within full scale, ±1 included, come out bit for bit")
   func withinFullScaleIsUntouched() {
     var random = SplitMix64(seed: 3)

@@ -45,12 +45,7 @@ package struct PeakLimiter {
 
   /// Limits `frames` stereo frames in place.
   mutating func process(_ samples: UnsafeMutablePointer<Float>, frames: Int) {
-    if reduction == 0 {
-      // The common case: nothing near full scale. One pass for the peak, vectorized.
-      var peak: Float = 0
-      for index in 0..<(2 * frames) { peak = max(peak, abs(samples[index])) }
-      if peak <= Self.ceiling { return }
-    }
+    if reduction == 0 && !Self.anyOver(samples, count: 2 * frames) { return }
     var reduction = self.reduction
     for frame in 0..<frames {
       let left = samples[2 * frame]
@@ -67,5 +62,27 @@ package struct PeakLimiter {
       samples[2 * frame + 1] = min(Self.ceiling, max(-Self.ceiling, right * gain))
     }
     self.reduction = reduction
+  }
+
+  /// Whether any of `count` samples is beyond full scale: the common case's one pass, eight
+  /// samples at a time. Written with SIMD types because a scalar `max(peak, abs(x))` loop does not
+  /// vectorize (Swift's `max` orders NaN, so LLVM may not reassociate it): as a scalar loop this
+  /// pass was 6.6 % of an offline render's whole CPU, more than OpenAL's mix of the bus.
+  /// (A NaN sample is not over, as before: the comparisons are false for it.)
+  static func anyOver(_ samples: UnsafePointer<Float>, count: Int) -> Bool {
+    let raw = UnsafeRawPointer(samples)
+    var over = SIMDMask<SIMD8<Int32>>(repeating: false)
+    var index = 0
+    while index + 8 <= count {
+      let block = raw.loadUnaligned(fromByteOffset: 4 * index, as: SIMD8<Float>.self)
+      over .|= (block .> ceiling) .| (block .< -ceiling)
+      index += 8
+    }
+    if any(over) { return true }
+    while index < count {
+      if abs(samples[index]) > ceiling { return true }
+      index += 1
+    }
+    return false
   }
 }
