@@ -853,7 +853,7 @@ package final class Voice: VoiceInput {
       let frames = min(count - produced, current.frames - blockOffset)
       if let bus {
         let frame = produceFrame + Int64(produced)
-        if produced == 0 { audioArrived(at: frame) }
+        if produced == 0 && frames > 0 { audioArrived(at: frame) }
         addScaled(into: bus + 2 * produced, frames: frames, from: frame, source: current.samples + 2 * blockOffset)
       } else {
         (output + 2 * produced).update(from: current.samples + 2 * blockOffset, count: 2 * frames)
