@@ -847,6 +847,8 @@ package final class Voice: VoiceInput {
     into output: UnsafeMutablePointer<Float>, count: Int, events: inout [EngineEvent],
     addingTo bus: UnsafeMutablePointer<Float>? = nil
   ) -> Int {
+    // Layers and the filter work on `output`: the direct path is only for a voice with neither.
+    assert(bus == nil || (layers.isEmpty && filter.isBypassed), "the direct path skips layers and the filter")
     var produced = 0
     while produced < count {
       guard ensureBlock(events: &events), let current = block else { break }

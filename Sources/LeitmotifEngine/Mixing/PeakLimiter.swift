@@ -21,7 +21,8 @@ import FoundationEssentials
 /// keeps that frame at full scale, and returns towards 1 exponentially (`releaseSeconds`), so
 /// after the peak the music is turned down smoothly instead of clipped flat. While the gain is 1
 /// and a block stays within full scale, the block is not touched: music that never goes over
-/// comes out bit for bit as mixed, and costs one pass that finds the block's peak.
+/// comes out bit for bit as mixed, and costs one vectorized pass that looks for a sample over
+/// full scale (`anyOver`).
 ///
 /// Streaming-thread only (offline: under the engine's render lock); no allocation.
 package struct PeakLimiter {
