@@ -40,8 +40,7 @@ package final class StreamingLoop: @unchecked Sendable {
   /// The mix clock: the frame the next block mixed starts at.
   private(set) var mixClock: Int64 = 0
   private var bus: MusicBus
-  /// Where each block is mixed before it goes to the bus (stereo).
-  private let mixScratch: UnsafeMutablePointer<Float>
+  /// The most frames one render call mixes at once (a longer call is mixed in pieces).
   private static let maximumMixFrames = 4096
   // Commands for a slot whose stream is still loading wait here (per slot): play/pause intent,
   // a seek, rate, volume and low-pass are applied when it attaches.
@@ -142,8 +141,6 @@ package final class StreamingLoop: @unchecked Sendable {
     bus = try MusicBus(device: device)
     busFilter = ShelfFilter(sampleRate: device.sampleRate)
     limiter = PeakLimiter(sampleRate: device.sampleRate)
-    mixScratch = .allocate(capacity: 2 * Self.maximumMixFrames)
-    mixScratch.initialize(repeating: 0, count: 2 * Self.maximumMixFrames)
     voices = [Voice?](repeating: nil, count: Self.maximumVoices)
     commandBatch.reserveCapacity(64)
     pendingEvents.reserveCapacity(Self.pendingEventCapacity)
@@ -155,7 +152,6 @@ package final class StreamingLoop: @unchecked Sendable {
   }
 
   deinit {
-    mixScratch.deallocate()
     timedCommands.deallocate()
   }
 
