@@ -16,8 +16,8 @@
 /// each MPEG frame's header and body separately, a few hundred bytes at a time: 46,000 `read`
 /// calls for a 10-minute MP3, each a trip into the kernel, on the decode thread of every voice.
 /// The buffer turns them into one `pread` per 16 KiB (a read that large or larger goes straight
-/// into the caller's memory), and a seek is only arithmetic on the position, so a decoder that
-/// steps back within what was just read (they do, to resync) reads nothing again.
+/// into the caller's memory), and a seek is only arithmetic on the position, so a seek back
+/// within what was just read reads nothing again.
 ///
 /// Thread safety: one thread at a time, like the decoder that owns it.
 package final class FileByteSource {
@@ -25,7 +25,7 @@ package final class FileByteSource {
   package let sizeBytes: Int64
   /// The descriptor, -1 for a mounted file.
   private let descriptor: Int32
-  /// A mounted file's reader, and where the next read starts (a descriptor keeps its own).
+  /// A mounted file's reader (nil for a file on disk).
   private let mounted: OpenMountedFile?
   /// Where the next read starts, for both kinds (a file on disk is read with `pread` at it).
   private var position: Int64 = 0
