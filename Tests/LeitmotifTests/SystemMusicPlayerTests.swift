@@ -38,9 +38,9 @@ private final class PausingGame {
   }
   private let fixture: DirectorFixture
 
-  init() throws {
+  init(announceDelay: Double = 0) throws {
     bus = try TestSessionBus()
-    app = try TestMusicApp(bus: bus)
+    app = try TestMusicApp(bus: bus, announceDelay: announceDelay)
     app.setStatus("Playing")
     fixture = try DirectorFixture()
     _ = try fixture.sheet(
@@ -276,6 +276,37 @@ struct SystemMusicPlayerTests {
     // Started again: paused again; then the game ends (shutdown) and the app is resumed.
     director.player.play()
     #expect(EngineHarness.wait(seconds: 2) { app.status == "Paused" })
+    coordinator.shutdown()
+    #expect(EngineHarness.wait(seconds: 2) { app.status == "Playing" })
+    #expect(app.calls == ["Pause", "Play", "Pause", "Play"])
+  }
+
+  @Test(
+    "systemMusic pause: an app that answers late is paused again when the game's music starts before its answer",
+    .enabled(if: canRun))
+  func pauseBeforeTheAppAnswers() throws {
+    // The app announces each change 500 ms late, as a busy player can. The game's music stops
+    // (the app is told to play) and starts again before the app says it plays: the app must be
+    // paused again, and its late "Playing" must not read as the player's own choice.
+    let game = try PausingGame(announceDelay: 0.5)
+    defer { game.end() }
+    let (app, director, system, coordinator) = (game.app, game.director, game.system, game.coordinator)
+    #expect(EngineHarness.wait(seconds: 2) { system.apps.first?.playbackState == .playing })
+    director.start()
+    #expect(EngineHarness.wait(seconds: 5) { director.player.playbackState == .playing })
+    #expect(EngineHarness.wait(seconds: 2) { system.apps.first?.playbackState == .paused })
+
+    director.player.stop()
+    #expect(EngineHarness.wait(seconds: 2) { app.status == "Playing" })
+    #expect(system.apps.first?.playbackState == .paused, "the app's answer is still on its way")
+    director.player.play()
+    #expect(EngineHarness.wait(seconds: 2) { app.status == "Paused" })
+    // Both late answers arrive ("Playing", then "Paused"); the app stays paused by the game.
+    usleep(1_300_000)
+    #expect(app.status == "Paused")
+    #expect(system.apps.first?.playbackState == .paused)
+    #expect(app.calls == ["Pause", "Play", "Pause"])
+    // And it is still the game's to resume.
     coordinator.shutdown()
     #expect(EngineHarness.wait(seconds: 2) { app.status == "Playing" })
     #expect(app.calls == ["Pause", "Play", "Pause", "Play"])

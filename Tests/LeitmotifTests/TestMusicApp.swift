@@ -36,11 +36,18 @@ final class TestMusicApp: @unchecked Sendable {
   private let finished = DispatchSemaphore(value: 0)
   private let canOpenFiles: Bool
   private let requests = Mutex<[String]>([])
+  /// Seconds between a change and its `PropertiesChanged`, as a slow app takes; 0: at once.
+  private let announceDelay: Double
+  /// Signals waiting for their time (the app's thread only), in order.
+  private var announcements: [(due: Double, values: [(String, BusValue)])] = []
 
-  init(bus: TestSessionBus, name: String = "testapp", identity: String = "Test Music", canOpenFiles: Bool = true) throws
-  {
+  init(
+    bus: TestSessionBus, name: String = "testapp", identity: String = "Test Music", canOpenFiles: Bool = true,
+    announceDelay: Double = 0
+  ) throws {
     busName = "org.mpris.MediaPlayer2." + name
     self.canOpenFiles = canOpenFiles
+    self.announceDelay = announceDelay
     tracks = [
       Track(id: "/test/track/1", title: "Morning Song", artist: "The Testers", album: "Fixtures", seconds: 200),
       Track(id: "/test/track/2", title: "Evening Song", artist: "The Testers", album: "Fixtures", seconds: 180),
@@ -59,6 +66,11 @@ final class TestMusicApp: @unchecked Sendable {
           defer { requests = [] }; return requests
         }) {
           applyStatus(status)
+        }
+        let now = Self.now()
+        while let first = announcements.first, first.due <= now {
+          announcements.removeFirst()
+          announce(first.values)
         }
         try? connection.process(waitingAtMost: 0.005)
       }
@@ -112,6 +124,13 @@ final class TestMusicApp: @unchecked Sendable {
   }
 
   private func changed(_ values: [(String, BusValue)]) {
+    guard announceDelay > 0 else { return announce(values) }
+    announcements.append((Self.now() + announceDelay, values))
+  }
+
+  private static func now() -> Double { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
+
+  private func announce(_ values: [(String, BusValue)]) {
     guard
       let signal = connection.signal(
         path: "/org/mpris/MediaPlayer2", interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged")

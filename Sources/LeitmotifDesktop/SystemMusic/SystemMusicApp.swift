@@ -36,6 +36,9 @@ public struct SystemMusicApp: Sendable, Equatable {
   /// The position it last announced or was asked for, and when (seconds of the monotonic clock).
   var positionSeconds: Double = 0
   var positionTakenAt: Double = 0
+  /// How many `PlaybackStatus` values arrived so far (a changed one or not), so a coordinator can
+  /// tell the answer to its own command from a state reported before the command went out.
+  package var playbackStateReports: UInt64 = 0
 
   /// Seconds into the item now: the last position read, moved on by the time since at `rate`
   /// while playing (MPRIS sends no signal as a song plays on; `Seeked` says when it jumps).
@@ -81,6 +84,7 @@ public struct SystemMusicApp: Sendable, Equatable {
         case "Paused": state = .paused
         default: state = .stopped
         }
+        playbackStateReports &+= 1
         if state != playbackState {
           // Keep the position where it was heard: playing on from here, or frozen.
           setPosition(currentPlaybackTime)

@@ -20,6 +20,11 @@ import Synchronization
 /// - `duck`: while any app plays, the game's music is held down by the policy's decibels
 ///   (`Director.perform([.holdDuck])`), and let up when none plays or the policy changes.
 ///
+/// An app answers a command when it announces its new state, some milliseconds later (a busy one
+/// later still). Until that answer, or for 2 s at most, the coordinator counts the app in the
+/// state it was told to take, so the game's music stopping and starting again in between still
+/// pauses the app, and the late answer is not taken for the player's own choice.
+///
 /// Each thing it does reaches the engine's diagnostics as a notice naming the app.
 public final class SystemMusicCoordinator: @unchecked Sendable {
   private let director: Director
@@ -35,6 +40,51 @@ public final class SystemMusicCoordinator: @unchecked Sendable {
     var pausedByGame: [String: Bool] = [:]
     /// The duck it holds now (decibels < 0), if any.
     var heldDuck: Double?
+    /// The state each app was last told to take, until it reports that state. An app answers a
+    /// command a few milliseconds later; until then its last report is older than the command,
+    /// and reading it would undo the game's own work (a Play just sent still reads "paused", so
+    /// the game's music starting again would not pause it, and its "playing" a moment later
+    /// would look like the player's own choice).
+    var expected: [String: Expectation] = [:]
+
+    struct Expectation {
+      var state: PlaybackState
+      /// The app's `playbackStateReports` when the command went out: only a later report answers it.
+      var reportsBefore: UInt64
+      /// An app that never answers (it ignored the command) is read as it reports after this.
+      var until: Double
+    }
+
+    /// How long an unanswered command stands in for the app's own report.
+    static let answerSeconds = 2.0
+
+    /// `app`'s state as the coordinator counts it: what it was told, until it answers.
+    mutating func state(of app: SystemMusicApp, at now: Double) -> PlaybackState {
+      guard let expectation = expected[app.busName] else { return app.playbackState }
+      let answered = app.playbackStateReports > expectation.reportsBefore && app.playbackState == expectation.state
+      if answered || now >= expectation.until {
+        expected[app.busName] = nil
+        return app.playbackState
+      }
+      return expectation.state
+    }
+
+    mutating func expect(_ state: PlaybackState, of app: SystemMusicApp, at now: Double) {
+      expected[app.busName] = Expectation(
+        state: state, reportsBefore: app.playbackStateReports, until: now + Self.answerSeconds)
+    }
+
+    /// The apps the game paused and that are paused still, to resume; forgets them all.
+    mutating func takeResumable(_ apps: [SystemMusicApp], at now: Double) -> [SystemMusicApp] {
+      let names = pausedByGame
+      pausedByGame = [:]
+      var resumable: [SystemMusicApp] = []
+      for app in apps where names[app.busName] != nil && state(of: app, at: now) == .paused {
+        expect(.playing, of: app, at: now)
+        resumable.append(app)
+      }
+      return resumable
+    }
   }
 
   /// Starts following `director`'s music and `systemMusic`'s apps.
@@ -51,14 +101,13 @@ public final class SystemMusicCoordinator: @unchecked Sendable {
   /// this sends them before it leaves the bus.)
   public func shutdown() {
     guard active.exchange(false, ordering: .acquiringAndReleasing) else { return }
-    let (paused, duck) = state.withLock { state in
-      defer {
-        state.pausedByGame = [:]
-        state.heldDuck = nil
-      }
-      return (Set(state.pausedByGame.keys), state.heldDuck)
+    let apps = systemMusic.apps
+    let now = SystemMusicApp.now()
+    let (resumable, duck) = state.withLock { state in
+      defer { state.heldDuck = nil }
+      return (state.takeResumable(apps, at: now), state.heldDuck)
     }
-    resume(paused, because: "the game ended")
+    resume(resumable, because: "the game ended")
     if duck != nil { director.perform([.holdDuck(decibels: 0, seconds: 0)]) }
   }
 
@@ -68,29 +117,37 @@ public final class SystemMusicCoordinator: @unchecked Sendable {
     let gameState = director.player.playbackState
     let gamePlaying = gameState == .playing
     let apps = systemMusic.apps
+    let now = SystemMusicApp.now()
     var toPause: [SystemMusicApp] = []
-    var toResume: Set<String> = []
+    var toResume: [SystemMusicApp] = []
     var duckChange: Double?? = nil
+    var playing: [SystemMusicApp] = []
     state.withLock { state in
       defer { state.gameWasPlaying = gamePlaying }
+      state.expected = state.expected.filter { name, _ in apps.contains { $0.busName == name } }
+      var current: [String: PlaybackState] = [:]
+      for app in apps { current[app.busName] = state.state(of: app, at: now) }
+      playing = apps.filter { current[$0.busName] == .playing }
       for (name, confirmed) in state.pausedByGame {
-        let now = apps.first { $0.busName == name }?.playbackState
-        if now == .paused {
+        let seen = current[name]
+        if seen == .paused {
           state.pausedByGame[name] = true
-        } else if confirmed || now == nil {
+        } else if confirmed || seen == nil {
           state.pausedByGame[name] = nil
         }
       }
       if case .pause = policy, gamePlaying, !state.gameWasPlaying {
-        toPause = apps.filter { $0.playbackState == .playing && $0.canPause && $0.canControl }
-        for app in toPause { state.pausedByGame[app.busName] = false }
+        toPause = playing.filter { $0.canPause && $0.canControl }
+        for app in toPause {
+          state.pausedByGame[app.busName] = false
+          state.expect(.paused, of: app, at: now)
+        }
       }
       if gameState == .stopped, !state.pausedByGame.isEmpty {
-        toResume = Set(state.pausedByGame.keys)
-        state.pausedByGame = [:]
+        toResume = state.takeResumable(apps, at: now)
       }
       var wanted: Double?
-      if case .duck(let decibels, _) = policy, apps.contains(where: { $0.playbackState == .playing }) {
+      if case .duck(let decibels, _) = policy, !playing.isEmpty {
         wanted = decibels
       }
       if wanted != state.heldDuck {
@@ -107,15 +164,15 @@ public final class SystemMusicCoordinator: @unchecked Sendable {
       let seconds: Double
       if case .duck(_, let given) = policy { seconds = given } else { seconds = SystemMusicPolicy.defaultDuckSeconds }
       director.perform([.holdDuck(decibels: change ?? 0, seconds: seconds)])
-      let playing = apps.filter { $0.playbackState == .playing }.map(\.identity).joined(separator: ", ")
+      let names = playing.map(\.identity).joined(separator: ", ")
       notice(
-        change.map { "the game's music ducks \(format(-$0)) dB under \(playing) (systemMusic: duck)" }
+        change.map { "the game's music ducks \(format(-$0)) dB under \(names) (systemMusic: duck)" }
           ?? "the game's music comes back up: no music app plays")
     }
   }
 
-  private func resume(_ names: Set<String>, because reason: String) {
-    for app in systemMusic.apps where names.contains(app.busName) && app.playbackState == .paused {
+  private func resume(_ apps: [SystemMusicApp], because reason: String) {
+    for app in apps {
       systemMusic.play(app.busName)
       notice("resumed \(app.identity) (\(app.busName)): \(reason)")
     }
