@@ -14,18 +14,24 @@ import Synchronization
 /// calling thread is it. It lives here, beside `nameCurrentThread`, as the lowest layer the
 /// thread-starting layers (Engine, Library, Cues) all see; its body names the thread itself.
 ///
+/// `isFinished` turns true only after the body has been released, with everything it captured:
+/// whoever waits for the thread to finish can count on the thread holding nothing more (a
+/// service thread that held the last reference to an engine has freed its OpenAL objects by
+/// then, and a program that exits next does not free them while OpenAL tears itself down).
+///
 /// Thread safety: `start` once, from one thread; `isFinished` and `isCurrent` from any thread.
 package final class NativeThread: Sendable {
-  private let body: @Sendable () -> Void
+  /// Taken by the thread when it starts, so that it is released on the thread before `finished`.
+  private let body: Mutex<(@Sendable () -> Void)?>
   private let finished = Atomic<Bool>(false)
   /// The thread's `pthread_t`, stored by the thread itself before `body` runs (0 until then), so
   /// `isCurrent` is right from the body's first line, before `pthread_create` has returned.
   private let id = Atomic<UInt>(0)
 
   /// A thread that will run `body` once `start()` is called.
-  package init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+  package init(_ body: @escaping @Sendable () -> Void) { self.body = Mutex(body) }
 
-  /// Whether `body` has returned.
+  /// Whether `body` has returned and been released.
   package var isFinished: Bool { finished.load(ordering: .acquiring) }
 
   /// Whether the calling thread is this one. A `pthread_t` is unique only among live threads
@@ -45,7 +51,13 @@ package final class NativeThread: Sendable {
       { context in
         let thread = Unmanaged<NativeThread>.fromOpaque(context!).takeRetainedValue()
         thread.id.store(pthread_self(), ordering: .releasing)
-        thread.body()
+        do {
+          let body = thread.body.withLock { body in
+            defer { body = nil }
+            return body
+          }
+          body?()
+        }  // The body and its captures are released here, on this thread.
         thread.finished.store(true, ordering: .releasing)
         return nil
       }, context)

@@ -1,4 +1,5 @@
 import COpenAL
+import Synchronization
 
 #if canImport(Glibc)
   import Glibc
@@ -88,7 +89,10 @@ public enum OpenALRuntime {
 
   /// Runs the one-time set-up (idempotent) and says what it decided.
   @discardableResult
-  public static func prepare() -> Setup { setup }
+  public static func prepare() -> Setup {
+    _ = OpenALTeardown.installed
+    return setup
+  }
 
   private static func soundSystemPresent() -> Bool {
     if let entries = try? directoryEntries("/dev/snd"),
@@ -115,5 +119,55 @@ public enum OpenALRuntime {
       names.append(name)
     }
     return names
+  }
+}
+
+/// Keeps Leitmotif's OpenAL frees (a source's, a device's) out of OpenAL Soft's own teardown at
+/// process exit.
+///
+/// OpenAL Soft 1.19's library destructor (`alc_deinit`, run by the dynamic linker after the
+/// `atexit` handlers) destroys the lock every device and context call takes; a call after it
+/// aborts the process (`ALc.c:800: LockLists: Assertion 'ret == althrd_success' failed`). The
+/// engines' threads are stopped before that (`RunningEngines`), but the objects holding OpenAL
+/// handles are freed whenever their last reference goes, on whatever thread holds it: `leitmotif
+/// play` aborted so, 9 times in 30 on a loaded machine, when its desktop service's thread let go
+/// of the engine while `main` returned.
+///
+/// So a free runs inside `free(_:)`: it counts itself in, unless the process is exiting. This
+/// type's `atexit` handler, installed with the first device (after the dynamic linker's, so it
+/// runs before OpenAL's destructor), closes the gate and waits for the frees under way (2 s at
+/// most). A free that finds the gate closed does nothing: the process is ending, and its memory
+/// goes with it.
+enum OpenALTeardown {
+  /// The frees under way, plus `closedBit` once the process exits.
+  private static let state = Atomic<Int>(0)
+  private static let closedBit = 1 << 40
+
+  static let installed: Void = { atexit { OpenALTeardown.processExits() } }()
+
+  /// Runs `body` (OpenAL calls that free something) unless the process is exiting.
+  static func free(_ body: () -> Void) {
+    var current = state.load(ordering: .acquiring)
+    while true {
+      if current & closedBit != 0 { return }
+      let (exchanged, original) = state.compareExchange(
+        expected: current, desired: current + 1, ordering: .acquiringAndReleasing)
+      if exchanged { break }
+      current = original
+    }
+    body()
+    state.subtract(1, ordering: .releasing)
+  }
+
+  /// Whether the gate has closed (for tests and diagnostics).
+  static var isClosed: Bool { state.load(ordering: .acquiring) & closedBit != 0 }
+
+  private static func processExits() {
+    state.bitwiseOr(closedBit, ordering: .acquiringAndReleasing)
+    var waited = 0
+    while state.load(ordering: .acquiring) & (closedBit - 1) != 0, waited < 2000 {
+      usleep(1000)
+      waited += 1
+    }
   }
 }

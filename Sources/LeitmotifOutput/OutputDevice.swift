@@ -50,9 +50,12 @@ public final class OutputDevice: @unchecked Sendable {
   }
 
   deinit {
-    if alcGetThreadContext() == context { alcSetThreadContext(nil) }
-    alcDestroyContext(context)
-    alcCloseDevice(device)
+    let (device, context) = (self.device, self.context)
+    OpenALTeardown.free {
+      if alcGetThreadContext() == context { alcSetThreadContext(nil) }
+      alcDestroyContext(context)
+      alcCloseDevice(device)
+    }
   }
 
   /// Opens a real-time device: the default (`name == nil`) or the named one.

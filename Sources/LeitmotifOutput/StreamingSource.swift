@@ -42,12 +42,14 @@ public final class StreamingSource {
   }
 
   deinit {
-    device.makeCurrent()
-    alSourceStop(source)
-    alSourcei(source, AL_BUFFER, 0)
-    alDeleteSources(1, &source)
-    alDeleteBuffers(ALsizei(allBuffers.count), allBuffers)
-    _ = OpenAL.takeError()
+    OpenALTeardown.free {
+      device.makeCurrent()
+      alSourceStop(source)
+      alSourcei(source, AL_BUFFER, 0)
+      alDeleteSources(1, &source)
+      alDeleteBuffers(ALsizei(allBuffers.count), allBuffers)
+      _ = OpenAL.takeError()
+    }
   }
 
   /// OpenAL's source states: initial (never played), playing, paused, stopped (played out, stopped or

@@ -181,8 +181,10 @@ public final class Director: @unchecked Sendable {
   public func shutdown() {
     running.value.store(false, ordering: .releasing)
     bus.wakeConsumer()
-    while let thread, !thread.isFinished { usleep(1000) }
-    while let watcher, !watcher.isFinished { usleep(1000) }
+    // Not from the director's own threads (a diagnostics or report path that ends up here): they
+    // end when this returns.
+    while let thread, !thread.isCurrent, !thread.isFinished { usleep(1000) }
+    while let watcher, !watcher.isCurrent, !watcher.isFinished { usleep(1000) }
   }
 
   // MARK: - The game's side

@@ -65,6 +65,8 @@ public final class NowPlayingService: @unchecked Sendable {
   public var commandsReceived: [RemoteCommand] { core.shared.withLock { $0.commands } }
 
   private let core: ServiceCore
+  /// The service's thread: `shutdown` waits until it has let go of the player too.
+  private let thread: NativeThread
 
   static let objectPath = "/org/mpris/MediaPlayer2"
   static let rootInterface = "org.mpris.MediaPlayer2"
@@ -103,18 +105,27 @@ public final class NowPlayingService: @unchecked Sendable {
     }
     // The thread holds the core, the object and the connection, not the service: dropping the
     // service ends it.
-    NativeThread {
+    thread = NativeThread {
       nameCurrentThread("lm.mpris")
       ServiceCore.run(core, connection, object)
-    }.start()
+    }
+    thread.start()
   }
 
   deinit { shutdown() }
 
   /// Leaves the bus (the desktop stops showing the game) and ends the thread; waits for it.
+  /// The thread holds the player (and through it the engine) until it ends: when this returns,
+  /// it has let go, so a program that exits next frees nothing of the engine's on that thread
+  /// while the process tears down.
   public func shutdown() {
     guard core.running.exchange(false, ordering: .acquiringAndReleasing) else { return }
+    // From a command handler, on the thread itself: it ends once the handler returns.
+    guard !thread.isCurrent else { return }
     core.finished.wait()
+    // Letting go can free the engine, whose own shutdown waits for its threads (2 s at most).
+    let deadline = DispatchTime.now() + .seconds(5)
+    while !thread.isFinished, DispatchTime.now() < deadline { usleep(1000) }
   }
 
   /// Takes `base`, or `base.instance<pid>` when another program holds it (as the specification

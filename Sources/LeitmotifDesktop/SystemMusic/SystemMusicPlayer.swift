@@ -37,6 +37,8 @@ public final class SystemMusicPlayer: @unchecked Sendable {
   static let propertiesInterface = "org.freedesktop.DBus.Properties"
 
   private let core: ClientCore
+  /// The player's thread, so `shutdown` called on it (from an observer) does not wait for itself.
+  private let thread: NativeThread
 
   /// Connects to the session bus (or `busAddress`) and starts following its music apps. The
   /// first list is read before `init` returns, so `apps` holds the running ones at once (those
@@ -46,10 +48,11 @@ public final class SystemMusicPlayer: @unchecked Sendable {
     let core = ClientCore(connection: connection)
     self.core = core
     try core.begin()
-    NativeThread {
+    thread = NativeThread {
       nameCurrentThread("lm.system-music")
       core.run()
-    }.start()
+    }
+    thread.start()
     // Give the apps listed a moment to answer GetAll, so a game that asks at once sees them.
     core.waitForFirstAnswers(seconds: 1)
   }
@@ -61,6 +64,8 @@ public final class SystemMusicPlayer: @unchecked Sendable {
   public func shutdown() {
     guard core.running.exchange(false, ordering: .acquiringAndReleasing) else { return }
     core.wakeUp.signal()
+    // From an observer or a turn's work, on the thread itself: it ends once that returns.
+    guard !thread.isCurrent else { return }
     core.finished.wait()
   }
 
