@@ -57,7 +57,7 @@ public final class Director: @unchecked Sendable {
   /// The game's parameter sets until the next step (see `ParameterInbox`).
   private let parameterInbox = Mutex(ParameterInbox())
   private let observers = Mutex<(next: UInt64, handlers: [UInt64: @Sendable (DirectorReport) -> Void])>((1, [:]))
-  private let notifications = DispatchQueue(label: "leitmotif.director.notifications")
+  private let notifications = NotificationQueue(label: "leitmotif.director.notifications")
   private let running = RunFlag()
   private let started = Atomic<Bool>(false)
   private var thread: NativeThread?
@@ -452,7 +452,8 @@ public final class Director: @unchecked Sendable {
   }
 
   /// Waits until every report made so far has reached the observers.
-  public func waitForReports() { notifications.sync {} }
+  /// From inside an observer it returns at once (the events before have been delivered).
+  public func waitForReports() { notifications.waitUntilDelivered() }
 
   private func deliver(_ reports: [DirectorReport]) {
     guard !reports.isEmpty else { return }

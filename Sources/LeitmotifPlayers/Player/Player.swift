@@ -21,7 +21,7 @@ public final class Player: MediaPlayback {
   /// The engine the player plays on.
   public let engine: AudioEngine
   private let state: Mutex<State>
-  private let notifications = DispatchQueue(label: "leitmotif.player.notifications")
+  private let notifications = NotificationQueue(label: "leitmotif.player.notifications")
 
   private struct State {
     /// The player's voice. A new item renews it (a new generation of the same slot), so that
@@ -326,7 +326,8 @@ public final class Player: MediaPlayback {
   }
 
   /// Blocks until every event reported so far has reached the observers (for tests and tools).
-  public func waitForNotifications() { notifications.sync {} }
+  /// From inside an observer it returns at once (the events before have been delivered).
+  public func waitForNotifications() { notifications.waitUntilDelivered() }
 
   /// Stops calling the observer registered under `token`.
   public func removeObserver(_ token: UInt64) { _ = state.withLock { $0.observers.removeValue(forKey: token) } }

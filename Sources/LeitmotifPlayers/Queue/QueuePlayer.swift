@@ -50,7 +50,7 @@ public final class QueuePlayer: MediaPlayback {
   /// The engine the player plays on.
   public let engine: AudioEngine
   private let state: Mutex<State>
-  private let notifications = DispatchQueue(label: "leitmotif.queue.notifications")
+  private let notifications = NotificationQueue(label: "leitmotif.queue.notifications")
   /// Items that failed (to open, or while playing), in order, until `takeFailures()`: for the
   /// director, which polls on its own thread 200 times a second. The count makes a poll with
   /// nothing new one atomic load.
@@ -902,7 +902,8 @@ public final class QueuePlayer: MediaPlayback {
   }
 
   /// Blocks until every event reported so far has reached the observers (for tests and tools).
-  public func waitForNotifications() { notifications.sync {} }
+  /// From inside an observer it returns at once (the events before have been delivered).
+  public func waitForNotifications() { notifications.waitUntilDelivered() }
 
   // MARK: - Internals (all called with the state locked)
 
