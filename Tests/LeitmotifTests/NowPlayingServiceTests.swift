@@ -43,6 +43,25 @@ final class TestSessionBus {
     let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
     return (text.trimmingCharacters(in: .whitespacesAndNewlines), status)
   }
+
+  /// The unique names of the connections on this bus now (`:1.4`, ...).
+  func connections() throws -> Set<String> {
+    let output = directory.file("names-\(UUID().uuidString)")
+    let child = try ChildProcess(
+      "/usr/bin/dbus-send",
+      [
+        "--bus=\(address)", "--print-reply", "--dest=org.freedesktop.DBus", "/org/freedesktop/DBus",
+        "org.freedesktop.DBus.ListNames",
+      ], environment: ["PATH": "/usr/bin:/bin"], output: output)
+    _ = child.finish()
+    let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+    // dbus-send's own connection is in every list (a new name each time): compare counts.
+    return Set(
+      text.split(separator: "\n").compactMap { line -> String? in
+        guard let start = line.range(of: "string \":") else { return nil }
+        return String(line[start.upperBound...].dropLast())
+      })
+  }
 }
 
 /// Waits up to `seconds` for `playerctl ARGUMENTS` to print `expected`; the last output.

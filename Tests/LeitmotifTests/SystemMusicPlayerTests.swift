@@ -238,6 +238,30 @@ struct SystemMusicPlayerTests {
     #expect(!system.play())
   }
 
+  @Test("An observer may shut the player down: its thread ends and it leaves the bus", .enabled(if: canRun))
+  func shutdownFromAnObserver() throws {
+    final class Box: @unchecked Sendable { var system: SystemMusicPlayer? }
+    let bus = try TestSessionBus()
+    let app = try TestMusicApp(bus: bus)
+    defer { app.stop() }
+    let before = try bus.connections()
+    let box = Box()
+    box.system = try SystemMusicPlayer(busAddress: bus.address)
+    defer { box.system?.shutdown() }
+    #expect(try bus.connections().count == before.count + 1, "the player's own connection")
+    let called = Atomic<Bool>(false)
+    _ = box.system?.addObserver { event in
+      guard case .changed = event else { return }
+      box.system?.shutdown()  // Before: waited for its own thread to end, for ever.
+      called.store(true, ordering: .releasing)
+    }
+    app.setStatus("Playing")
+    #expect(EngineHarness.wait(seconds: 2) { called.load(ordering: .acquiring) }, "shutdown returned")
+    // Released, the player's connection closes once its thread has ended.
+    box.system = nil
+    #expect(EngineHarness.wait(seconds: 3) { (try? bus.connections().count) == before.count })
+  }
+
   // MARK: The cue file's systemMusic
 
   @Test(
@@ -310,6 +334,35 @@ struct SystemMusicPlayerTests {
     coordinator.shutdown()
     #expect(EngineHarness.wait(seconds: 2) { app.status == "Playing" })
     #expect(app.calls == ["Pause", "Play", "Pause", "Play"])
+  }
+
+  @Test(
+    "systemMusic pause: the player's own play right after the game's pause counts, though both reports come at once",
+    .enabled(if: canRun))
+  func pauseFollowsEveryReport() throws {
+    let game = try PausingGame()
+    defer { game.end() }
+    let (app, director, system) = (game.app, game.director, game.system)
+    #expect(EngineHarness.wait(seconds: 2) { system.apps.first?.playbackState == .playing })
+    // The app's "Paused" (its answer to the game) and the player's own "Playing" just after
+    // reach the game together: a look at the app once per turn sees only "Playing".
+    app.holdAnnouncements()
+    director.start()
+    #expect(EngineHarness.wait(seconds: 5) { app.status == "Paused" })
+    app.setStatus("Playing")
+    #expect(EngineHarness.wait(seconds: 2) { app.status == "Playing" })
+    app.releaseAnnouncements()
+    #expect(EngineHarness.wait(seconds: 2) { system.apps.first?.playbackState == .playing })
+    usleep(200_000)
+    // The player pauses their app; then the game's music stops. The app is the player's now:
+    // the game does not start it again.
+    app.setStatus("Paused")
+    #expect(EngineHarness.wait(seconds: 2) { system.apps.first?.playbackState == .paused })
+    usleep(200_000)
+    director.player.stop()
+    usleep(600_000)
+    #expect(app.status == "Paused")
+    #expect(app.calls == ["Pause"])
   }
 
   @Test("systemMusic pause leaves an app the player stopped or started themselves", .enabled(if: canRun))

@@ -38,6 +38,8 @@ final class TestMusicApp: @unchecked Sendable {
   private let requests = Mutex<[String]>([])
   /// Seconds between a change and its `PropertiesChanged`, as a slow app takes; 0: at once.
   private let announceDelay: Double
+  /// While set, every change's signal waits (`holdAnnouncements`), to go out with the next ones.
+  private let holding = Atomic<Bool>(false)
   /// Signals waiting for their time (the app's thread only), in order.
   private var announcements: [(due: Double, values: [(String, BusValue)])] = []
 
@@ -68,7 +70,7 @@ final class TestMusicApp: @unchecked Sendable {
           applyStatus(status)
         }
         let now = Self.now()
-        while let first = announcements.first, first.due <= now {
+        while !holding.load(ordering: .acquiring), let first = announcements.first, first.due <= now {
           announcements.removeFirst()
           announce(first.values)
         }
@@ -124,7 +126,7 @@ final class TestMusicApp: @unchecked Sendable {
   }
 
   private func changed(_ values: [(String, BusValue)]) {
-    guard announceDelay > 0 else { return announce(values) }
+    guard announceDelay > 0 || holding.load(ordering: .acquiring) else { return announce(values) }
     announcements.append((Self.now() + announceDelay, values))
   }
 
@@ -207,6 +209,11 @@ final class TestMusicApp: @unchecked Sendable {
     for value in reply { answer.append(value) }
     connection.send(answer)
   }
+
+  /// Keeps the app's `PropertiesChanged` signals back until `releaseAnnouncements`, which sends
+  /// them all at once, back to back (a listener then reads them in one go).
+  func holdAnnouncements() { holding.store(true, ordering: .releasing) }
+  func releaseAnnouncements() { holding.store(false, ordering: .releasing) }
 
   /// Changes the play state as a person at the app would (on the app's thread, within 5 ms).
   func setStatus(_ status: String) { requests.withLock { $0.append(status) } }

@@ -23,7 +23,9 @@ import Synchronization
 /// An app answers a command when it announces its new state, some milliseconds later (a busy one
 /// later still). Until that answer, or for 2 s at most, the coordinator counts the app in the
 /// state it was told to take, so the game's music stopping and starting again in between still
-/// pauses the app, and the late answer is not taken for the player's own choice.
+/// pauses the app, and the late answer is not taken for the player's own choice. And it follows
+/// every state an app reports, as it arrives, not only what a turn finds: the game's pause
+/// answered and the player's own play a moment later can come together, and the play counts.
 ///
 /// Each thing it does reaches the engine's diagnostics as a notice naming the app.
 public final class SystemMusicCoordinator: @unchecked Sendable {
@@ -31,6 +33,8 @@ public final class SystemMusicCoordinator: @unchecked Sendable {
   private let systemMusic: SystemMusicPlayer
   private let state = Mutex(State())
   private let active = Atomic<Bool>(true)
+  /// Its `SystemMusicPlayer` observer (every report, in order), removed at `shutdown`.
+  private var observer: UInt64 = 0
 
   private struct State {
     var gameWasPlaying = false
@@ -74,6 +78,26 @@ public final class SystemMusicCoordinator: @unchecked Sendable {
         state: state, reportsBefore: app.playbackStateReports, until: now + Self.answerSeconds)
     }
 
+    /// Follows an app the game paused: confirmed once seen paused; seen anything else after
+    /// that (or gone), the player took it over and the game lets it be.
+    mutating func settle(_ name: String, seen: PlaybackState?) {
+      guard let confirmed = pausedByGame[name] else { return }
+      if seen == .paused {
+        pausedByGame[name] = true
+      } else if confirmed || seen == nil {
+        pausedByGame[name] = nil
+      }
+    }
+
+    /// One report of `app`'s, as it arrives: a turn sees only the last of several that came
+    /// together (the game's pause answered and the player's own play at once), so each is
+    /// followed here too.
+    mutating func observe(_ app: SystemMusicApp, at now: Double) {
+      guard pausedByGame[app.busName] != nil || expected[app.busName] != nil else { return }
+      let seen = state(of: app, at: now)
+      settle(app.busName, seen: seen)
+    }
+
     /// The apps the game paused and that are paused still, to resume; forgets them all.
     mutating func takeResumable(_ apps: [SystemMusicApp], at now: Double) -> [SystemMusicApp] {
       let names = pausedByGame
@@ -92,6 +116,11 @@ public final class SystemMusicCoordinator: @unchecked Sendable {
     self.director = director
     self.systemMusic = systemMusic
     systemMusic.everyTurn { [weak self] in self?.turn() }
+    observer = systemMusic.addObserver { [weak self] event in
+      guard let self, case .changed(let app) = event, active.load(ordering: .acquiring) else { return }
+      let now = SystemMusicApp.now()
+      state.withLock { $0.observe(app, at: now) }
+    }
   }
 
   deinit { shutdown() }
@@ -101,6 +130,7 @@ public final class SystemMusicCoordinator: @unchecked Sendable {
   /// this sends them before it leaves the bus.)
   public func shutdown() {
     guard active.exchange(false, ordering: .acquiringAndReleasing) else { return }
+    systemMusic.removeObserver(observer)
     let apps = systemMusic.apps
     let now = SystemMusicApp.now()
     let (resumable, duck) = state.withLock { state in
@@ -128,14 +158,7 @@ public final class SystemMusicCoordinator: @unchecked Sendable {
       var current: [String: PlaybackState] = [:]
       for app in apps { current[app.busName] = state.state(of: app, at: now) }
       playing = apps.filter { current[$0.busName] == .playing }
-      for (name, confirmed) in state.pausedByGame {
-        let seen = current[name]
-        if seen == .paused {
-          state.pausedByGame[name] = true
-        } else if confirmed || seen == nil {
-          state.pausedByGame[name] = nil
-        }
-      }
+      for name in state.pausedByGame.keys { state.settle(name, seen: current[name]) }
       if case .pause = policy, gamePlaying, !state.gameWasPlaying {
         toPause = playing.filter { $0.canPause && $0.canControl }
         for app in toPause {
