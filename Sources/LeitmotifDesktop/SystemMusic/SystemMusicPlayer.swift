@@ -59,8 +59,9 @@ public final class SystemMusicPlayer: @unchecked Sendable {
 
   deinit { shutdown() }
 
-  /// Sends what is queued, leaves the bus and ends the thread; waits for it. Commands after it
-  /// do nothing.
+  /// Sends what is queued and ends the thread; waits for it (not when called on the thread
+  /// itself, from an observer). Commands after it do nothing. The connection leaves the bus when
+  /// the player is released.
   public func shutdown() {
     guard core.running.exchange(false, ordering: .acquiringAndReleasing) else { return }
     core.wakeUp.signal()
