@@ -159,9 +159,6 @@ enum OpenALTeardown {
     state.subtract(1, ordering: .releasing)
   }
 
-  /// Whether the gate has closed (for tests and diagnostics).
-  static var isClosed: Bool { state.load(ordering: .acquiring) & closedBit != 0 }
-
   private static func processExits() {
     state.bitwiseOr(closedBit, ordering: .acquiringAndReleasing)
     var waited = 0
