@@ -121,9 +121,12 @@ fixtures:
 	sh Tests/LeitmotifTests/Fixtures/make-mp3-fixtures.sh
 
 # Remakes the bundled default music in Assets/music (composed and synthesised in code; see
-# Assets/README.md). Deterministic: the same seed gives the same bytes.
+# Assets/README.md). Deterministic: the same seed gives the same bytes. Then its shipped analyses
+# (Assets/music/.leitmotif/analysis: loudness, tempo, beats, energy), so a player's first launch
+# reads them instead of decoding every piece; a test fails when they are stale.
 assets: deps
 	swift run -c release leitmotif-compose --out Assets/music
+	swift run -c release leitmotif cues analyze Assets/music
 
 # The C API as a game installs it (SDK/ holds the parts): libleitmotif.so.MAJOR.MINOR.PATCH
 # (soname libleitmotif.so.MAJOR) with the Swift runtime, Dispatch and FoundationEssentials linked in, so a

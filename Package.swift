@@ -1,7 +1,7 @@
 // swift-tools-version:6.0
 // Leitmotif's layers, lowest first; no layer names a type of one above it:
-//   C libraries (COpenAL, CVorbisFile, CMPG123, CFLAC, COpusFile, CSQLite, CSampleRate, CSoxr, CSoundTouch, CEbur128)
-//                       one target each
+//   C libraries (COpenAL, CVorbisFile, CMPG123, CFLAC, COpusFile, CSQLite, CSampleRate, CSoxr, CSoundTouch, CEbur128,
+//                CSystemdBus)  one target each
 //   LeitmotifDecoding   streaming decoders (Ogg Vorbis, MP3, FLAC, Opus), tags -> CVorbisFile, CMPG123, CFLAC, COpusFile
 //   LeitmotifOutput     OpenAL devices, sources, buffers, loopback, WAV        -> COpenAL
 //   LeitmotifEngine     the mixer and voices: mix clock, voice handles, music bus, resampling
@@ -12,6 +12,8 @@
 //                                                          -> Engine (diagnostics), Analysis, CSQLite
 //   LeitmotifPlayers    Player, QueuePlayer, transitions, offline rendering    -> Engine, Library
 //   LeitmotifCues       cue files (JSON5), the level-event bus, the music director -> Players
+//   LeitmotifDesktop    the session bus: MPRIS both ways (now playing, media keys, the player's music apps)
+//                                                                              -> Cues, CSystemdBus
 //   Leitmotif           re-exports them all: a game writes `import Leitmotif`
 //   LeitmotifC          the C API (include/leitmotif.h), libLeitmotifC.so      -> Leitmotif, CLeitmotifHeader
 //   leitmotif (CLI), leitmotif-bench, leitmotif-demo (Demo/)                   executables on top

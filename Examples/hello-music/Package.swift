@@ -9,6 +9,11 @@ let package = Package(
   dependencies: [.package(name: "Leitmotif", path: "../..")],
   targets: [
     .executableTarget(
-      name: "hello-music", dependencies: [.product(name: "Leitmotif", package: "Leitmotif")], path: "Sources")
+      name: "hello-music", dependencies: [.product(name: "Leitmotif", package: "Leitmotif")], path: "Sources"),
+    // The whole program of the documentation's "Getting started" page, as it is there (a test
+    // checks that the page shows this file), so the page's program is built with the examples.
+    .executableTarget(
+      name: "getting-started", dependencies: [.product(name: "Leitmotif", package: "Leitmotif")],
+      path: "GettingStarted"),
   ]
 )

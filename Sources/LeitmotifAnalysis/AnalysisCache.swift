@@ -19,6 +19,13 @@ import LeitmotifDecoding
 /// is shared between writers, so processes and threads need no lock, and a write is a temporary
 /// file renamed into place. It is a cache: a missing, damaged, old or unwritable entry costs a
 /// re-analysis, never an error.
+///
+/// A game can ship its bundled music's analyses with the music (`shipped`, the folder
+/// `.leitmotif/analysis` inside the music's folder, written by `leitmotif cues analyze FOLDER`):
+/// entries of the same form, looked up first and never written at run time, so a player's first
+/// launch reads the analyses instead of decoding every piece. A shipped entry made by another
+/// `AudioAnalysis.version`, or for bytes that have since changed, is not found by its key and
+/// the file is measured as before.
 package struct AnalysisCache: Sendable {
   private struct Entry: Codable {
     var version: Int
@@ -27,8 +34,14 @@ package struct AnalysisCache: Sendable {
 
   /// Where the entries live (nil: neither `XDG_CACHE_HOME` nor `HOME` names a folder).
   package let directory: URL?
+  /// The folder of shipped entries, read only (on disk or under a mount, see `MountedFiles`).
+  package let shipped: String?
 
-  package init(environment: [String: String] = ProcessInfo.processInfo.environment) {
+  /// A music folder's shipped analyses, relative to the folder.
+  package static let shippedFolder = ".leitmotif/analysis"
+
+  package init(environment: [String: String] = ProcessInfo.processInfo.environment, shipped: String? = nil) {
+    self.shipped = shipped
     if let cache = environment["XDG_CACHE_HOME"], cache.hasPrefix("/") {
       directory = URL(fileURLWithPath: cache + "/leitmotif/analysis", isDirectory: true)
     } else if let home = environment["HOME"], home.hasPrefix("/") {
@@ -82,18 +95,39 @@ package struct AnalysisCache: Sendable {
     return "\(size)-\(String(hash, radix: 16))"
   }
 
-  /// The stored analysis for `key`, if one of the current version is there.
+  /// The analysis for `key`, if one of the current version is there: shipped, else stored.
   package func analysis(for key: String) -> AudioAnalysis? {
-    guard let url = directory?.appendingPathComponent(key + ".json"), let data = try? Data(contentsOf: url),
-      let entry = try? JSONDecoder().decode(Entry.self, from: data), entry.version == AudioAnalysis.version
+    if let shipped = shippedAnalysis(for: key) { return shipped }
+    guard let url = directory?.appendingPathComponent(key + ".json"), let data = try? Data(contentsOf: url) else {
+      return nil
+    }
+    return Self.decode(data)
+  }
+
+  /// The shipped analysis for `key`, if one of the current version is there.
+  package func shippedAnalysis(for key: String) -> AudioAnalysis? {
+    guard let shipped, let bytes = try? MountedFiles.contents(of: shipped + "/" + key + ".json") else { return nil }
+    return Self.decode(Data(bytes))
+  }
+
+  /// An entry's analysis, nil when it is damaged or another version made it.
+  package static func decode(_ data: Data) -> AudioAnalysis? {
+    guard let entry = try? JSONDecoder().decode(Entry.self, from: data), entry.version == AudioAnalysis.version
     else { return nil }
     return entry.analysis
   }
 
+  /// An entry for `analysis`, as this version writes it.
+  package static func encode(_ analysis: AudioAnalysis) -> Data? {
+    let encoder = JSONEncoder()
+    // Sorted keys: a shipped folder made twice from the same music is the same bytes.
+    encoder.outputFormatting = [.sortedKeys]
+    return try? encoder.encode(Entry(version: AudioAnalysis.version, analysis: analysis))
+  }
+
   /// Stores `analysis` under `key` (silently not, when the folder cannot be written).
   package func store(_ analysis: AudioAnalysis, for key: String) {
-    guard let directory, let data = try? JSONEncoder().encode(Entry(version: AudioAnalysis.version, analysis: analysis))
-    else { return }
+    guard let directory, let data = Self.encode(analysis) else { return }
     try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
     let target = directory.appendingPathComponent(key + ".json")
     let temporary = directory.appendingPathComponent(".\(key).\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp")
@@ -101,8 +135,8 @@ package struct AnalysisCache: Sendable {
     if rename(temporary.path, target.path) != 0 { try? FileManager.default.removeItem(at: temporary) }
   }
 
-  /// The analysis of the file at `path`: from the cache when it has one, else measured (a full
-  /// decode) and stored.
+  /// The analysis of the file at `path`: shipped or from the cache when there is one, else
+  /// measured (a full decode) and stored.
   /// - Throws: `DecodeError` naming the file when it must be measured and does not decode.
   package func analysis(ofFileAt path: String) throws(DecodeError) -> AudioAnalysis {
     let key = Self.key(forFileAt: path)

@@ -14,7 +14,14 @@ enum CuesCommand {
       leitmotif cues check FILE    checks a cue file: every error and warning, with its line and column
       leitmotif cues simulate CUES --events SCRIPT --out OUT.wav [--library DIR] [--timeline FILE]
                                    plays a scripted level offline and prints what each event did
-    exit status: 0 the file is valid (it may have warnings), 2 it is not, or a usage error
+      leitmotif cues analyze [--check] FOLDER
+                                   measures the bundled music in FOLDER once (loudness, tempo, beats,
+                                   energy) into FOLDER/.leitmotif/analysis/, to ship with the game: a
+                                   player's first launch then reads it instead of decoding every piece;
+                                   --check changes nothing and fails when an analysis is missing or stale
+    exit status: 0 the file is valid (it may have warnings), 2 it is not, or a usage error;
+    analyze: 0 done (--check: all current), 1 --check found a piece without a current analysis or
+    a piece that does not decode, 2 a usage error or a folder that cannot be read or written
     """
 
   static func run(_ arguments: [String]) -> Int32 {
@@ -23,6 +30,8 @@ enum CuesCommand {
       return check(Array(arguments.dropFirst()))
     case "simulate":
       return CuesSimulateCommand.run(Array(arguments.dropFirst()))
+    case "analyze":
+      return analyze(Array(arguments.dropFirst()))
     case "help", "--help", "-h":
       print(usage)
       return 0
@@ -72,6 +81,61 @@ enum CuesCommand {
     if warnings > 0 { summary += ", \(count(warnings, "warning"))" }
     say("\(summary) in \(path)")
     return 2
+  }
+
+  /// `leitmotif cues analyze [--check] FOLDER`: one line per piece ("measured", "current" or
+  /// "missing", or why it failed) and per entry deleted or unused, then a summary.
+  private static func analyze(_ arguments: [String]) -> Int32 {
+    if arguments.contains(where: { $0 == "--help" || $0 == "-h" }) {
+      print(usage)
+      return 0
+    }
+    var checking = false
+    var folders: [String] = []
+    var optionsEnded = false
+    for argument in arguments {
+      if !optionsEnded && argument == "--" {
+        optionsEnded = true
+      } else if !optionsEnded && argument == "--check" {
+        checking = true
+      } else if !optionsEnded && argument.hasPrefix("-") {
+        fail("cues analyze: unknown option \"\(argument)\"\n\(usage)")
+      } else {
+        folders.append(argument)
+      }
+    }
+    guard folders.count == 1 else {
+      fail(folders.isEmpty ? "cues analyze needs a FOLDER\n\(usage)" : "cues analyze takes one FOLDER\n\(usage)")
+    }
+    let folder = URL(fileURLWithPath: folders[0], isDirectory: true)
+    let report: ShippedAnalyses.Report
+    do {
+      report = try checking ? ShippedAnalyses.check(folder: folder) : ShippedAnalyses.write(folder: folder)
+    } catch {
+      fail("cues analyze: \(error)")
+    }
+    for piece in report.current { say("\(piece): current") }
+    for piece in report.missing { say("\(piece): \(checking ? "missing (no analysis of these bytes)" : "measured")") }
+    for entry in report.unused {
+      say(
+        "\(AnalysisCache.shippedFolder)/\(entry): \(checking ? "unused (no piece has these bytes)" : "deleted (no piece has these bytes)")"
+      )
+    }
+    for failure in report.failures { FileHandle.standardError.write(Data("leitmotif: \(failure)\n".utf8)) }
+    let shipped = ShippedAnalyses.directory(of: folder).path
+    if checking {
+      let stale = report.missing.count
+      say(
+        stale == 0 && report.failures.isEmpty
+          ? "\(shipped): \(count(report.current.count, "piece")), each with a current analysis"
+          : "\(shipped): \(count(stale, "piece")) without a current analysis, \(count(report.failures.count, "failure"))"
+      )
+      return stale == 0 && report.failures.isEmpty ? 0 : 1
+    }
+    say(
+      "\(shipped): \(report.missing.count) measured, \(report.current.count) current, \(report.unused.count) deleted"
+        + (report.failures.isEmpty ? "" : ", \(count(report.failures.count, "failure"))"))
+    return report.failures.isEmpty ? 0 : 1
   }
 
   /// "1 state", "3 states".

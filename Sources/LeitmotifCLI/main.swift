@@ -22,6 +22,8 @@ let usage = """
         checks a cue file (JSON5): every error and warning as FILE:LINE:COLUMN; exit status 2 if invalid
     leitmotif cues simulate CUES --events SCRIPT (--out OUT.wav | --live) [--timeline FILE] ...
         plays a scripted level against a cue file: rendered offline, or live on the sound device
+    leitmotif cues analyze [--check] FOLDER
+        measures the bundled music in FOLDER once into FOLDER/.leitmotif/analysis/, to ship with it
 
   the player's music library (each for one application id: --app ID, default leitmotif; without
   the player's consent: an error naming the state, exit status 3):

@@ -14,6 +14,7 @@ import Testing
   .disabled(if: CGame.underThreadSanitizer, "the examples build without the sanitizer"))
 struct ExamplesTests {
   static let helloMusic = CGame.repository + "/.build/examples/hello-music/debug/hello-music"
+  static let gettingStarted = CGame.repository + "/.build/examples/hello-music/debug/getting-started"
   static let cGame = CGame.repository + "/.build/examples/c-game/c-game"
   static let helloC = CGame.repository + "/.build/examples/c-game/hello"
   static let pak = CGame.repository + "/.build/examples/c-game/pak"
@@ -21,7 +22,9 @@ struct ExamplesTests {
   /// Builds the examples when one is missing (`make examples`).
   static func built(in directory: TemporaryDirectory) throws {
     let files = FileManager.default
-    guard ![helloMusic, cGame, helloC, pak].allSatisfy({ files.isExecutableFile(atPath: $0) }) else { return }
+    guard ![helloMusic, gettingStarted, cGame, helloC, pak].allSatisfy({ files.isExecutableFile(atPath: $0) }) else {
+      return
+    }
     let home = ProcessInfo.processInfo.environment["HOME"] ?? directory.path
     let run = try CGame.run(
       "/usr/bin/make", ["-s", "-C", CGame.repository, "examples"], in: directory, extraEnvironment: ["HOME": home])
@@ -62,6 +65,22 @@ struct ExamplesTests {
       let times = Self.reportTimes(run.output, cue: cue)
       #expect(times.count >= 2 && times == times.sorted(), "\(cue): \(times)")
     }
+  }
+
+  @Test(
+    "Getting started's whole program builds and runs from the repository's top folder: menu, then the director's states"
+  )
+  func gettingStartedRuns() throws {
+    let directory = try TemporaryDirectory(prefix: "leitmotif-getting-started")
+    try Self.built(in: directory)
+    let run = try Self.run(Self.gettingStarted, [], in: CGame.repository, directory: directory)
+    #expect(run.status == 0, "\(run.output)\(run.errors)")
+    #expect(run.output.contains("menu: prepared"), "\(run.output)")
+    // The director's start state, then the level's two cues, each on its own grid point.
+    for change in ["state none -> \"menu\"", "state \"menu\" -> \"explore\"", "state \"explore\" -> \"combat\""] {
+      #expect(run.output.contains(change), "no \(change) in \(run.output)")
+    }
+    #expect(!run.output.contains("error"), "\(run.output)")
   }
 
   @Test("The CMake-built C programs run against the installed SDK: hello.c and the game's scripted minute")
@@ -139,10 +158,73 @@ struct ExamplesTests {
       ("Examples/hello-music/Sources/main.swift", "import Foundation"),
       ("Examples/c-game/hello.c", "#include <leitmotif.h>"),
     ] {
+
       let source = try String(contentsOfFile: CGame.repository + "/" + file, encoding: .utf8)
       let start = try #require(source.range(of: from), "\(file) has \(from)")
       let body = String(source[start.lowerBound...])
       #expect(readme.contains(body), "README.md does not show \(file) as it is: copy it from `\(from)` to its end")
     }
+  }
+
+  @Test("Getting started shows its example's code as it is")
+  func gettingStartedShowsTheExample() throws {
+    let page = try String(
+      contentsOfFile: CGame.repository + "/Sources/Leitmotif/Leitmotif.docc/GettingStarted.md", encoding: .utf8)
+    let source = try String(
+      contentsOfFile: CGame.repository + "/Examples/hello-music/GettingStarted/main.swift", encoding: .utf8)
+    #expect(
+      page.contains("```swift\n" + source + "```"),
+      "GettingStarted.md does not show Examples/hello-music/GettingStarted/main.swift as it is")
+  }
+
+  @Test(
+    "The Debian packages the README and Getting started name are the ones the Makefile installs and Package.swift links"
+  )
+  func packageListsAgree() throws {
+    func read(_ file: String) throws -> String {
+      try String(contentsOfFile: CGame.repository + "/" + file, encoding: .utf8)
+    }
+    func words(_ text: Substring) -> Set<String> {
+      Set(text.split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "\\" }).map(String.init))
+    }
+    // The Makefile's `PACKAGES := ...` (continued over backslashed lines).
+    let makefile = try read("Makefile")
+    let start = try #require(makefile.range(of: "PACKAGES := "))
+    var end = start.upperBound
+    while let newline = makefile[end...].firstIndex(of: "\n") {
+      end = newline
+      guard makefile[..<newline].hasSuffix("\\") else { break }
+      end = makefile.index(after: newline)
+    }
+    let installed = words(makefile[start.upperBound..<end])
+    #expect(installed.count > 10, "\(installed)")
+
+    // The README's list of what `make test` installs.
+    let readme = try read("README.md")
+    let listStart = try #require(readme.range(of: "needs first (`"))
+    let listEnd = try #require(readme[listStart.upperBound...].range(of: "`)"))
+    #expect(words(readme[listStart.upperBound..<listEnd.lowerBound]) == installed)
+
+    // Every library package Package.swift names (`.apt([...])`), on Getting started's install line.
+    let manifest = try read("Package.swift")
+    var linked = Set<String>()
+    var rest = manifest[...]
+    while let apt = rest.range(of: ".apt([") {
+      let close = try #require(rest[apt.upperBound...].firstIndex(of: "]"))
+      for name in rest[apt.upperBound..<close].split(separator: ",") {
+        linked.insert(name.trimmingCharacters(in: CharacterSet(charactersIn: " \"")))
+      }
+      rest = rest[close...]
+    }
+    #expect(linked.count > 10, "\(linked)")
+    let page = try read("Sources/Leitmotif/Leitmotif.docc/GettingStarted.md")
+    let line = try #require(page.range(of: "sudo apt-get install "))
+    let lineEnd = try #require(page[line.upperBound...].firstIndex(of: "`"))
+    let named = words(page[line.upperBound..<lineEnd])
+    #expect(
+      linked.subtracting(named).isEmpty, "Getting started's apt-get line lacks \(linked.subtracting(named).sorted())")
+    #expect(
+      linked.subtracting(["libopus-dev"]).isSubset(of: installed),
+      "the Makefile lacks \(linked.subtracting(installed).sorted())")
   }
 }

@@ -1,3 +1,4 @@
+import Dispatch
 import FoundationEssentials
 import LeitmotifAnalysis
 import LeitmotifDecoding
@@ -5,6 +6,7 @@ import LeitmotifEngine
 import LeitmotifLibrary
 import LeitmotifOutput
 import LeitmotifPlayers
+import Synchronization
 
 #if canImport(Glibc)
   import Glibc
@@ -59,11 +61,18 @@ public final class BundledCatalog: Sendable {
   private let indexByRelativePath: [String: Int]
 
   /// Walks `directory` and every folder below it, opening each audio file to read its tags and
-  /// length, and (`analyzing`) analysing each file the cache has no analysis of: a full decode,
-  /// about 1 % of its length in CPU time. Does I/O: call it when a cue file is loaded, not on a
-  /// game thread that must not wait. A folder that does not exist gives an empty catalogue with
-  /// one failure naming it.
-  public init(directory: URL, analyzing: Bool = true) {
+  /// length, and (`analyzing`) analysing each file that neither the folder's shipped analyses
+  /// (`FOLDER/.leitmotif/analysis`, see `shipAnalyses(of:)`) nor the player's cache has an
+  /// analysis of: a full decode, about 1 % of its length in CPU time, the files spread over the
+  /// machine's cores. Does I/O: call it when a cue file is loaded, not on a game thread that must
+  /// not wait. A folder that does not exist gives an empty catalogue with one failure naming it.
+  public convenience init(directory: URL, analyzing: Bool = true) {
+    self.init(directory: directory, analyzing: analyzing, environment: ProcessInfo.processInfo.environment)
+  }
+
+  /// The same, with the player's analysis cache found through `environment` (`XDG_CACHE_HOME`,
+  /// `HOME`) instead of the process's.
+  package init(directory: URL, analyzing: Bool, environment: [String: String]) {
     self.directory = directory
     // A mounted folder (`MountedFiles`: the game's pak) is listed from its mount, with the
     // walker's rules for names; a folder on disk is walked on its real path, and relative paths
@@ -90,15 +99,24 @@ public final class BundledCatalog: Sendable {
 
     var loaded: [(relativePath: String, item: MediaItem)] = []
     var failures = walk.failures.map { Failure(relativePath: relative($0.path), reason: $0.reason) }
-    let cache = AnalysisCache()
-    for file in walk.audioFiles {
-      let relativePath = relative(file)
-      do {
-        var item = try MediaItem.load(path: file)
-        if analyzing { item.apply(try cache.analysis(ofFileAt: file)) }
-        loaded.append((relativePath, item))
-      } catch {
-        failures.append(Failure(relativePath: relativePath, reason: Self.reason(error)))
+    let cache = AnalysisCache(environment: environment, shipped: root + "/" + AnalysisCache.shippedFolder)
+    let files = walk.audioFiles
+    // Each file on its own (tags, then the analysis: a full decode when nothing has it), as many
+    // at once as there are cores: a game's first launch waits for this.
+    let results = Mutex([Result<MediaItem, DecodeError>?](repeating: nil, count: files.count))
+    DispatchQueue.concurrentPerform(iterations: files.count) { index in
+      let result = Result { () throws(DecodeError) -> MediaItem in
+        var item = try MediaItem.load(path: files[index])
+        if analyzing { item.apply(try cache.analysis(ofFileAt: files[index])) }
+        return item
+      }
+      results.withLock { $0[index] = result }
+    }
+    for (file, result) in zip(files, results.withLock { $0 }) {
+      switch result {
+      case .success(let item)?: loaded.append((relative(file), item))
+      case .failure(let error)?: failures.append(Failure(relativePath: relative(file), reason: Self.reason(error)))
+      case nil: break
       }
     }
     let loudness = loaded.compactMap(\.item.loudness).sorted()
@@ -166,7 +184,7 @@ public final class BundledCatalog: Sendable {
   }
 
   /// The decode error without its absolute path: the failure is already keyed by its relative one.
-  private static func reason(_ error: DecodeError) -> String {
+  static func reason(_ error: DecodeError) -> String {
     let text = error.description
     let prefix = error.path + ": "
     return text.hasPrefix(prefix) ? String(text.dropFirst(prefix.count)) : text
