@@ -166,6 +166,25 @@ struct ExamplesTests {
     }
   }
 
+  @Test(
+    "The C API article's small game compiles without warnings and runs from the top folder")
+  func cAPIArticleGameRuns() throws {
+    let directory = try TemporaryDirectory(prefix: "leitmotif-capi-article")
+    let article = try String(
+      contentsOfFile: CGame.repository + "/Sources/Leitmotif/Leitmotif.docc/CAPI.md", encoding: .utf8)
+    let heading = try #require(article.range(of: "### A small game"))
+    let start = try #require(article[heading.upperBound...].range(of: "```c\n"))
+    let end = try #require(article[start.upperBound...].range(of: "```"))
+    let source = directory.file("small-game.c")
+    try Data(article[start.upperBound..<end.lowerBound].utf8).write(to: URL(fileURLWithPath: source))
+    let program = try CGame.build(source: source, named: "small-game", in: directory)
+    let run = try Self.run(program, [], in: CGame.repository, directory: directory)
+    #expect(run.status == 0, "\(run.output)\(run.errors)")
+    // The game "runs" for no time: the start state is reported, and nothing fails.
+    #expect(run.output.contains("state none -> \"menu\""), "\(run.output)")
+    #expect(run.errors.isEmpty, "\(run.errors)")
+  }
+
   @Test("Getting started shows its example's code as it is")
   func gettingStartedShowsTheExample() throws {
     let page = try String(
