@@ -2,13 +2,13 @@
 # Swift: they install the Debian packages the project needs first (as root), or print the exact
 # apt-get line to run (otherwise) and stop.
 
-# C libraries the package links (OpenAL Soft, libvorbis/vorbisfile/vorbisenc, libmpg123, libFLAC, opusfile, SQLite,
+# C libraries the package links (OpenAL Soft, libvorbis/vorbisfile/vorbisenc, libmpg123, libFLAC, opusfile, libsndfile, SQLite,
 # libsamplerate, libsoxr, SoundTouch, libebur128),
 # pkg-config for SwiftPM to find them, lame for the benchmark's MP3 and the fixture script, CMake
 # for the C example (Examples/c-game), and a real sound server for the device-loss test
 # (PulseAudio with a null sink, recorded with parec); libsystemd's sd-bus for MPRIS, and a session
 # bus of the tests' own (dbus-daemon) with playerctl as the desktop's client.
-PACKAGES := pkg-config libopenal-dev libvorbis-dev libmpg123-dev libflac-dev libopusfile-dev libsqlite3-dev libsamplerate0-dev libsoxr-dev libsoundtouch-dev libebur128-dev libsystemd-dev lame tmux cmake \
+PACKAGES := pkg-config libopenal-dev libvorbis-dev libmpg123-dev libflac-dev libopusfile-dev libsndfile1-dev libsqlite3-dev libsamplerate0-dev libsoxr-dev libsoundtouch-dev libebur128-dev libsystemd-dev lame tmux cmake \
   pulseaudio pulseaudio-utils dbus-daemon playerctl
 
 .PHONY: deps test test-tsan fuzz soak demo bench format fixtures assets sdk install uninstall deb c-api examples c-game docs
@@ -50,7 +50,7 @@ test-tsan: deps
 # The driver is a package of its own (Fuzz/), built in its own scratch path.
 # FUZZ_TARGETS picks some, e.g. `make fuzz FUZZ_TARGETS=vorbis FUZZ_SECONDS=600`.
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS ?= cue-file level-script vorbis mp3 flac opus tags playlist consent
+FUZZ_TARGETS ?= cue-file level-script vorbis mp3 flac opus wav tags playlist consent
 fuzz: deps
 	@mkdir -p .build
 	@echo "building the fuzz driver (-sanitize=fuzzer,address) in .build/fuzz"

@@ -1,8 +1,9 @@
 // swift-tools-version:6.0
 // Leitmotif's layers, lowest first; no layer names a type of one above it:
-//   C libraries (COpenAL, CVorbisFile, CMPG123, CFLAC, COpusFile, CSQLite, CSampleRate, CSoxr, CSoundTouch, CEbur128,
-//                CSystemdBus)  one target each
-//   LeitmotifDecoding   streaming decoders (Ogg Vorbis, MP3, FLAC, Opus), tags -> CVorbisFile, CMPG123, CFLAC, COpusFile
+//   C libraries (COpenAL, CVorbisFile, CMPG123, CFLAC, COpusFile, CSndFile, CSQLite, CSampleRate, CSoxr, CSoundTouch,
+//                CEbur128, CSystemdBus)  one target each
+//   LeitmotifDecoding   streaming decoders (Ogg Vorbis, MP3, FLAC, Opus, WAV/AIFF), tags
+//                                                 -> CVorbisFile, CMPG123, CFLAC, COpusFile, CSndFile
 //   LeitmotifOutput     OpenAL devices, sources, buffers, loopback, WAV        -> COpenAL
 //   LeitmotifEngine     the mixer and voices: mix clock, voice handles, music bus, resampling
 //                                                                       -> Decoding, Output, CSampleRate, CSoxr, CSoundTouch
@@ -45,6 +46,8 @@ let package = Package(
       name: "CMPG123", pkgConfig: "libmpg123", providers: [.apt(["libmpg123-dev"])]),
     // libFLAC, BSD-3-Clause: FLAC decoding (and encoding, for the test material).
     .systemLibrary(name: "CFLAC", pkgConfig: "flac", providers: [.apt(["libflac-dev"])]),
+    // libsndfile, LGPL-2.1-or-later (linked dynamically): WAV and AIFF decoding, with their loop points.
+    .systemLibrary(name: "CSndFile", pkgConfig: "sndfile", providers: [.apt(["libsndfile1-dev"])]),
     // opusfile and libopus, BSD-3-Clause: Ogg Opus decoding; libopus's encoder for the test material.
     .systemLibrary(name: "COpusFile", pkgConfig: "opusfile", providers: [.apt(["libopusfile-dev"])]),
     .systemLibrary(name: "COpus", pkgConfig: "opus", providers: [.apt(["libopus-dev"])]),
@@ -66,7 +69,7 @@ let package = Package(
     // glibc's <malloc.h> (the C library itself): heap statistics for the soak benchmark.
     .systemLibrary(name: "CMalloc"),
 
-    .target(name: "LeitmotifDecoding", dependencies: ["CVorbisFile", "CMPG123", "CFLAC", "COpusFile"]),
+    .target(name: "LeitmotifDecoding", dependencies: ["CVorbisFile", "CMPG123", "CFLAC", "COpusFile", "CSndFile"]),
     .target(name: "LeitmotifOutput", dependencies: ["COpenAL"]),
     .target(
       name: "LeitmotifEngine",

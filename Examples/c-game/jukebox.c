@@ -9,7 +9,7 @@
  *   jukebox --library DIR [--cues FILE] [--offline OUT.wav] [--seconds N] [--yes]
  *           [--artist TEXT] [--pick TEXT] [--post SECONDS CUE]
  *
- *   --library DIR      the player's music folder (Ogg Vorbis, Opus, MP3, FLAC; M3U playlists)
+ *   --library DIR      the player's music folder (Ogg Vorbis, Opus, MP3, FLAC, WAV, AIFF; M3U playlists)
  *   --cues FILE        the cue file (default Assets/cues.json5)
  *   --offline OUT.wav  renders with lm_render and writes the WAV (else plays live: the default
  *                      device, headless without a sound card)

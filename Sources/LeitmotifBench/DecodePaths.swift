@@ -48,6 +48,7 @@ enum DecodePath: CaseIterable {
     case (.raw, .mp3): return "raw libmpg123"
     case (.raw, .flac): return "raw libFLAC"
     case (.raw, .opus): return "raw opusfile"
+    case (.raw, .wav), (.raw, .aiff): return "raw libsndfile"
     case (.engine, _): return "engine decode"
     case (.render, _): return "offline render, WAV file"
     case (.renderDiscarded, _): return "offline render, WAV to /dev/null"
@@ -65,7 +66,7 @@ enum DecodePath: CaseIterable {
       switch container {
       case .vorbis: return try RawDecoders.vorbis(path: path)
       case .mp3: return try RawDecoders.mp3(path: path)
-      case .flac, .opus:
+      case .flac, .opus, .wav, .aiff:
         throw Failure(description: "the decode benchmark has raw paths for Vorbis and MP3 only (its files)")
       }
     case .engine: return try Self.engineDecode(path: path)

@@ -9,7 +9,7 @@
 public protocol AudioDecoder: AnyObject {
   /// The file being decoded.
   var path: String { get }
-  /// What the file holds: Ogg Vorbis, MP3, FLAC or Ogg Opus.
+  /// What the file holds: Ogg Vorbis, MP3, FLAC, Ogg Opus, WAV or AIFF.
   var containerFormat: ContainerFormat { get }
   /// The format of the frames `readFrames` produces: mono or stereo, at the file's sample rate.
   var format: AudioFormat { get }
@@ -57,7 +57,7 @@ extension AudioDecoder {
 public enum AudioFile {
   /// Opens `path` with the decoder its content calls for.
   /// - Throws: `DecodeError` naming the file and the reason (missing, a directory, unreadable,
-  ///   empty, not Ogg Vorbis, Opus, MP3 or FLAC, damaged).
+  ///   empty, not Ogg Vorbis, Opus, MP3, FLAC, WAV or AIFF, damaged).
   public static func openDecoder(path: String) throws(DecodeError) -> any AudioDecoder {
     try openDecoder(path: path, keepingArtwork: false)
   }
@@ -80,6 +80,8 @@ public enum AudioFile {
       decoder = try MP3Decoder(source: source, id3v2SizeBytes: id3v2SizeBytes, keepingArtwork: keepingArtwork)
     case .flac: decoder = try FLACDecoder(source: source, keepingArtwork: keepingArtwork)
     case .opus: decoder = try OpusDecoder(source: source, keepingArtwork: keepingArtwork)
+    case .wav: decoder = try WAVDecoder(source: source, container: .wav)
+    case .aiff: decoder = try WAVDecoder(source: source, container: .aiff)
     case .other(let detected):
       throw DecodeError(path: path, reason: .unrecognizedFormat(detected: detected))
     case .truncatedTag(let claimed):

@@ -40,4 +40,8 @@ public enum ContainerFormat: String, Sendable, Hashable {
   case flac
   /// Ogg Opus (opusfile), always 48 kHz.
   case opus
+  /// WAV: RIFF, RIFX or RF64 WAVE, any codec libsndfile reads (PCM, float, A-law, u-law, ADPCM).
+  case wav
+  /// AIFF or AIFF-C (libsndfile).
+  case aiff
 }

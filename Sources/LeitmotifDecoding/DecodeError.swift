@@ -55,7 +55,7 @@ public struct DecodeError: Error, Sendable, Equatable, CustomStringConvertible {
     case .readFailed(let errno): what = "read failed (errno \(errno))"
     case .emptyFile: what = "the file is empty (0 bytes)"
     case .unrecognizedFormat(let detected):
-      what = "not Ogg Vorbis, Opus, MP3 or FLAC" + (detected.map { ": it looks like \($0)" } ?? "")
+      what = "not Ogg Vorbis, Opus, MP3, FLAC, WAV or AIFF" + (detected.map { ": it looks like \($0)" } ?? "")
     case .corrupt(let why): what = "damaged: \(why)"
     case .truncated(let why): what = "truncated: \(why)"
     case .seekOutOfRange(let frame, let length):

@@ -5,6 +5,8 @@ enum FormatSniffer {
     case mp3(id3v2SizeBytes: Int64)
     case flac
     case opus
+    case wav
+    case aiff
     case other(String?)
     case truncatedTag(claimedBytes: Int64)
   }
@@ -21,10 +23,13 @@ enum FormatSniffer {
       return .other("an Ogg file that is not Vorbis")
     }
     if head.starts(with: Array("fLaC".utf8)) { return .flac }
-    if head.starts(with: Array("RIFF".utf8)) && head.count >= 12 && Array(head[8..<12]) == Array("WAVE".utf8) {
-      return .other("a WAV file")
+    if head.count >= 12, ["RIFF", "RIFX", "RF64"].contains(where: { head.starts(with: Array($0.utf8)) }) {
+      return Array(head[8..<12]) == Array("WAVE".utf8) ? .wav : .other("a RIFF file that is not WAVE")
     }
-    if head.starts(with: Array("FORM".utf8)) { return .other("an AIFF file") }
+    if head.count >= 12, head.starts(with: Array("FORM".utf8)) {
+      let kind = Array(head[8..<12])
+      return kind == Array("AIFF".utf8) || kind == Array("AIFC".utf8) ? .aiff : .other("an IFF file that is not AIFF")
+    }
 
     var audioStart: Int64 = 0
     if head.starts(with: Array("ID3".utf8)) && head.count >= 10 {

@@ -26,6 +26,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
   case flac
   /// The Ogg Opus decoder, the same way.
   case opus
+  /// The WAV and AIFF decoder (libsndfile), the same way.
+  case wav
   /// Tags: Vorbis-comment-style `NAME=VALUE` lines into the tag collector (loop points, track
   /// numbers, ReplayGain, BPM), then the rest of the input as an ID3v2 tag in front of MP3 audio.
   case tags
@@ -41,7 +43,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
       _ = CueSheet.check(String(decoding: bytes, as: UTF8.self), path: "/nonexistent/fuzz/cues.json5")
     case .levelScript:
       _ = try? CueScript.parse(String(decoding: bytes, as: UTF8.self), path: "/nonexistent/fuzz/level.json5")
-    case .vorbis, .mp3, .flac, .opus:
+    case .vorbis, .mp3, .flac, .opus, .wav:
       Self.decode(bytes)
     case .tags:
       Self.tags(bytes)

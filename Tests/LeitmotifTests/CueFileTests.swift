@@ -359,7 +359,7 @@ struct CueFileTests {
       errors.map(\.message) == [
         "no file \"missing.ogg\" in the assets folder \(music)",
         "no bundled file has mood \"sad\" (in \(music)); the mood tags there: \"Tense\", \"Calm\"",
-        "bundled file \"broken.ogg\" cannot be played: not Ogg Vorbis, Opus, MP3 or FLAC: it looks like text",
+        "bundled file \"broken.ogg\" cannot be played: not Ogg Vorbis, Opus, MP3, FLAC, WAV or AIFF: it looks like text",
         "no source named \"calmm\"; did you mean \"calm\"?",
         "\"calm\" is a bundled source; expected a source of the player's music (library, picks or playlist)",
         "no state named \"boss\"",

@@ -442,7 +442,13 @@ struct DecoderTests {
     let tone = ToneGenerator.sine(frequency: 440, frameCount: 4410, format: .stereo44100)
     try tone.withUnsafeBufferPointer { try writer.write($0, frameCount: 4410) }
     try writer.finish()
-    #expect(openError(wav) == DecodeError(path: wav, reason: .unrecognizedFormat(detected: "a WAV file")))
+    // A WAV named .ogg is played as the WAV it is.
+    #expect(try AudioFile.openDecoder(path: wav).containerFormat == .wav)
+    let movie = directory.file("music.wav")
+    try write(Array("RIFF".utf8) + [4, 0, 0, 0] + Array("AVI LIST".utf8), to: movie)
+    #expect(
+      openError(movie)
+        == DecodeError(path: movie, reason: .unrecognizedFormat(detected: "a RIFF file that is not WAVE")))
 
     for name in ["notes.mp3", "notes.ogg"] {
       let text = directory.file(name)

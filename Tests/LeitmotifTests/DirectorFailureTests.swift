@@ -76,7 +76,7 @@ struct DirectorFailureTests {
     #expect(
       lines.contains {
         $0.hasPrefix("problem: state \"combat\": \"Combat\" of source \"tense\" cannot be played")
-          && $0.contains("combat.ogg: not Ogg Vorbis, Opus, MP3 or FLAC")
+          && $0.contains("combat.ogg: not Ogg Vorbis, Opus, MP3, FLAC, WAV or AIFF")
       },
       "\(lines.joined(separator: "\n"))")
     #expect(

@@ -227,7 +227,8 @@ struct InstallTests {
 
     let depends = try Self.output("/usr/bin/dpkg-deb", ["-f", library, "Depends"], in: directory)
     for package in [
-      "libopenal1 (>= ", "libvorbisfile3", "libmpg123-0", "libflac12", "libopusfile0", "libsqlite3-0", "libc6",
+      "libopenal1 (>= ", "libvorbisfile3", "libmpg123-0", "libflac12", "libopusfile0", "libsndfile1", "libsqlite3-0",
+      "libc6",
     ] {
       #expect(depends.contains(package), "Depends: \(depends)")
     }

@@ -121,17 +121,17 @@ struct LibraryScanTests {
   func unsupportedFormatsAreCounted() throws {
     let library = try LibraryFolder()
     try library.song("one.ogg", frequency: 440, title: "One")
-    for name in ["a.m4a", "b.M4A", "c.m4a", "d.wav", "notes.txt", "cover.jpg"] {
+    for name in ["a.m4a", "b.M4A", "c.m4a", "d.wma", "notes.txt", "cover.jpg"] {
       try Data("not decoded".utf8).write(to: URL(fileURLWithPath: library.music + "/" + name))
     }
     let index = try DirectIndex(path: library.indexPath)
     let report = try library.scanner.scan(through: index)
     #expect(report.added == 1)
     #expect(report.failed.isEmpty, "unsupported files are not failures: \(report.failed)")
-    #expect(report.unsupported == ["m4a": 3, "wav": 1])
+    #expect(report.unsupported == ["m4a": 3, "wma": 1])
     #expect(
       report.description.hasSuffix(
-        "; 3 .m4a and 1 .wav files not played (Leitmotif plays Ogg Vorbis, Opus, MP3 and FLAC)"),
+        "; 3 .m4a and 1 .wma files not played (Leitmotif plays Ogg Vorbis, Opus, MP3, FLAC, WAV and AIFF)"),
       "\(report)")
     #expect(report.filesOpened == 1, "only the Ogg file is opened")
   }

@@ -12,7 +12,7 @@ import Synchronization
   import Glibc
 #endif
 
-/// The game's own music: every Ogg Vorbis, Opus, MP3 and FLAC file in a folder (the cue file's `assets`),
+/// The game's own music: every Ogg Vorbis, Opus, MP3, FLAC, WAV and AIFF file in a folder (the cue file's `assets`),
 /// with its tags read once and its loudness, tempo, beats and energy measured once
 /// (`AudioAnalysis`, kept in an `AnalysisCache` so a file is listened to again only when it
 /// changes).
@@ -22,8 +22,8 @@ import Synchronization
 /// and decode and that a tag selection matches something.
 ///
 /// The folder is walked as the music library's folders are (`FolderWalker`): names ending in
-/// `.ogg`, `.oga`, `.opus`, `.mp3` or `.flac` (any case), hidden files and folders skipped, symbolic links not
-/// followed.
+/// `.ogg`, `.oga`, `.opus`, `.mp3`, `.flac`, `.wav`, `.wave`, `.aif`, `.aiff` or `.aifc` (any case),
+/// hidden files and folders skipped, symbolic links not followed.
 ///
 /// Thread safety: immutable after `init`; share it between threads freely.
 public final class BundledCatalog: Sendable {
@@ -31,7 +31,7 @@ public final class BundledCatalog: Sendable {
   public struct Failure: Sendable, Hashable, CustomStringConvertible {
     /// The file relative to the catalogue's folder ("" for the folder itself).
     public var relativePath: String
-    /// Why, e.g. "damaged: ..." or "not Ogg Vorbis, Opus, MP3 or FLAC: it looks like a WAV file".
+    /// Why, e.g. "damaged: ..." or "not Ogg Vorbis, Opus, MP3, FLAC, WAV or AIFF: it looks like text".
     public var reason: String
 
     /// A failure of `relativePath` for `reason`.

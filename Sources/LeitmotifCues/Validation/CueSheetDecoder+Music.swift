@@ -329,7 +329,7 @@ extension CueSheetDecoder {
     if MountedFiles.kind(of: full) == .file || FileManager.default.fileExists(atPath: full) {
       error(
         location, path,
-        "bundled file \"\(name)\" is not an Ogg Vorbis, Opus, MP3 or FLAC file (.ogg, .oga, .opus, .mp3 or .flac, not hidden, not a link)"
+        "bundled file \"\(name)\" is not an Ogg Vorbis, Opus, MP3, FLAC, WAV or AIFF file (.ogg, .oga, .opus, .mp3, .flac, .wav, .wave, .aif, .aiff or .aifc, not hidden, not a link)"
       )
       return
     }

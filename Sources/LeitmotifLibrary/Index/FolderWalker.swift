@@ -31,13 +31,15 @@ import LeitmotifOutput
 ///
 /// Thread safety: a value type; walk on any thread.
 package struct FolderWalker {
-  package static let audioExtensions: Set<String> = ["ogg", "oga", "opus", "mp3", "flac"]
+  package static let audioExtensions: Set<String> = [
+    "ogg", "oga", "opus", "mp3", "flac", "wav", "wave", "aif", "aiff", "aifc",
+  ]
   static let playlistExtensions: Set<String> = ["m3u", "m3u8", "pls"]
   /// Audio a music folder often holds that Leitmotif does not play: counted by extension and
   /// reported by the scan (so a folder of them does not scan as "0 added, 0 failed" with no word
   /// why), never opened.
   static let unsupportedAudioExtensions: Set<String> = [
-    "m4a", "m4b", "mp4", "aac", "alac", "wav", "wave", "aif", "aiff", "wma", "ape", "wv", "mpc", "dsf", "dff", "ac3",
+    "m4a", "m4b", "mp4", "aac", "alac", "wma", "ape", "wv", "mpc", "dsf", "dff", "ac3",
     "mka", "webm", "spx", "mp2",
   ]
 

@@ -7,7 +7,7 @@ import LeitmotifOutput
 public struct ScanFailure: Sendable, Hashable, CustomStringConvertible {
   /// The file or folder (absolute; a name that is not UTF-8 is shown with U+FFFD in its place).
   public var path: String
-  /// Why it could not be used, e.g. "not Ogg Vorbis, Opus, MP3 or FLAC: it looks like text".
+  /// Why it could not be used, e.g. "not Ogg Vorbis, Opus, MP3, FLAC, WAV or AIFF: it looks like text".
   public var reason: String
 
   /// A failure of `path` for `reason`.
@@ -87,12 +87,12 @@ public struct ScanReport: Sendable, CustomStringConvertible {
       + (unsupported.isEmpty ? "" : "; " + unsupportedSummary)
   }
 
-  /// "3 .m4a and 1 .wav files not played (Leitmotif plays Ogg Vorbis, Opus, MP3 and FLAC)".
+  /// "3 .m4a and 1 .wav files not played (Leitmotif plays Ogg Vorbis, Opus, MP3, FLAC, WAV and AIFF)".
   public var unsupportedSummary: String {
     let counts = unsupported.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }
     let parts = counts.map { "\($0.value) .\($0.key)" }
     let list = parts.count > 1 ? parts.dropLast().joined(separator: ", ") + " and " + parts.last! : parts.first ?? ""
     let total = unsupported.values.reduce(0, +)
-    return "\(list) file\(total == 1 ? "" : "s") not played (Leitmotif plays Ogg Vorbis, Opus, MP3 and FLAC)"
+    return "\(list) file\(total == 1 ? "" : "s") not played (Leitmotif plays Ogg Vorbis, Opus, MP3, FLAC, WAV and AIFF)"
   }
 }

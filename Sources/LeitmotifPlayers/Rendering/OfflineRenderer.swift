@@ -68,7 +68,7 @@ public struct OfflineRenderer {
 
   /// Renders `path` to the WAV file `outputPath`, on the calling thread (it blocks until done).
   /// - Parameters:
-  ///   - path: the audio file (Ogg Vorbis, Opus, MP3 or FLAC).
+  ///   - path: the audio file (Ogg Vorbis, Opus, MP3, FLAC, WAV or AIFF).
   ///   - outputPath: the WAV file to write (replaced if it exists).
   ///   - options: where to start, rate, duration, sample rate and format.
   ///   - diagnostics: receives the engine's notices and warnings.

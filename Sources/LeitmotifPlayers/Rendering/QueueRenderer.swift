@@ -119,7 +119,7 @@ public struct QueueRenderer {
   /// comes (`onEvent` hears `.itemFailed`, and `Result.failures` lists it).
   ///
   /// - Parameters:
-  ///   - paths: the audio files (Ogg Vorbis, Opus, MP3, FLAC), in queue order.
+  ///   - paths: the audio files (Ogg Vorbis, Opus, MP3, FLAC, WAV, AIFF), in queue order.
   ///   - outputPath: the WAV file to write (replaced if it exists).
   ///   - options: transitions, repeat, shuffle, loops, duration, rate and output format.
   ///   - diagnostics: receives the engine's notices and warnings.
