@@ -139,10 +139,16 @@ package struct AnalysisCache: Sendable {
   /// measured (a full decode) and stored.
   /// - Throws: `DecodeError` naming the file when it must be measured and does not decode.
   package func analysis(ofFileAt path: String) throws(DecodeError) -> AudioAnalysis {
+    try lookUp(fileAt: path).analysis
+  }
+
+  /// The same, saying whether the analysis was a shipped one.
+  package func lookUp(fileAt path: String) throws(DecodeError) -> (analysis: AudioAnalysis, shipped: Bool) {
     let key = Self.key(forFileAt: path)
-    if let key, let known = analysis(for: key) { return known }
+    if let key, let shipped = shippedAnalysis(for: key) { return (shipped, true) }
+    if let key, let known = analysis(for: key) { return (known, false) }
     let measured = try AudioAnalysis.measure(path: path)
     if let key { store(measured, for: key) }
-    return measured
+    return (measured, false)
   }
 }

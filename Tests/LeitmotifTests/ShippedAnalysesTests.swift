@@ -115,6 +115,38 @@ struct ShippedAnalysesTests {
     }
   }
 
+  @Test("cues check warns at `assets` when the folder ships analyses but not for every piece; not when it ships none")
+  func checkWarns() throws {
+    let game = try Game()
+    let cues = game.directory.file("cues.json5")
+    try """
+    {
+      assets: "music",
+      sources: { calm: { bundled: "calm.ogg" }, battle: { bundled: "battle.ogg" } },
+      states: { explore: { music: "calm" }, fight: { music: "battle" } },
+      start: "explore",
+      rules: [{ on: "fight", do: { state: "fight" } }],
+    }
+    """.write(toFile: cues, atomically: true, encoding: .utf8)
+    func warnings() -> [String] {
+      CueSheet.check(path: cues).problems.filter { $0.severity == .warning }.map(\.description)
+    }
+    #expect(warnings().isEmpty, "no shipped analyses: nothing to say")
+
+    _ = try ShippedAnalyses.write(folder: URL(fileURLWithPath: game.music), environment: game.environment)
+    #expect(warnings().isEmpty, "every piece shipped")
+
+    // A piece replaced after the analyses were made.
+    let samples = ToneGenerator.sine(frequency: 330, amplitude: 0.2, seconds: 2, format: .stereo48000)
+    try VorbisEncoder.encode(samples: samples, format: .stereo48000, to: game.music + "/calm.ogg")
+    #expect(
+      warnings() == [
+        "\(cues):2:11: warning: assets: 1 of the 2 bundled pieces has no current analysis in "
+          + "music/.leitmotif/analysis (\"calm.ogg\"), so a player's first launch decodes it: "
+          + "run `leitmotif cues analyze \(URL(fileURLWithPath: game.music).standardizedFileURL.path)`"
+      ])
+  }
+
   @Test("The repository's bundled music ships a current analysis of every piece (`make assets` writes them)")
   func bundledMusicIsCurrent() throws {
     let folder = URL(fileURLWithPath: CGame.repository + "/Assets/music")

@@ -58,6 +58,10 @@ public final class BundledCatalog: Sendable {
   /// Files that do not decode and folders that could not be read, sorted by relative path (the
   /// catalogue's own folder, when it cannot be read, is the one failure, with path "").
   public let failures: [Failure]
+  /// When the folder ships analyses (`ShippedAnalyses`), the pieces it ships none for, or a stale
+  /// one (changed since), sorted by relative path: a player's first launch decodes each of them.
+  /// Empty when the folder ships none, or when the catalogue does not analyse.
+  public let piecesWithoutShippedAnalysis: [String]
   private let indexByRelativePath: [String: Int]
 
   /// Walks `directory` and every folder below it, opening each audio file to read its tags and
@@ -86,6 +90,7 @@ public final class BundledCatalog: Sendable {
       medianLoudness = nil
       failures = [Failure(relativePath: "", reason: "cannot read the folder \(directory.path): \(reason)")]
       indexByRelativePath = [:]
+      piecesWithoutShippedAnalysis = []
       return
     }
     let walk: (audioFiles: [String], failures: [(path: String, reason: String)])
@@ -99,26 +104,35 @@ public final class BundledCatalog: Sendable {
 
     var loaded: [(relativePath: String, item: MediaItem)] = []
     var failures = walk.failures.map { Failure(relativePath: relative($0.path), reason: $0.reason) }
-    let cache = AnalysisCache(environment: environment, shipped: root + "/" + AnalysisCache.shippedFolder)
+    let shippedFolder = root + "/" + AnalysisCache.shippedFolder
+    let cache = AnalysisCache(environment: environment, shipped: shippedFolder)
     let files = walk.audioFiles
     // Each file on its own (tags, then the analysis: a full decode when nothing has it), as many
     // at once as there are cores: a game's first launch waits for this.
-    let results = Mutex([Result<MediaItem, DecodeError>?](repeating: nil, count: files.count))
+    let results = Mutex([Result<(MediaItem, shipped: Bool), DecodeError>?](repeating: nil, count: files.count))
     DispatchQueue.concurrentPerform(iterations: files.count) { index in
-      let result = Result { () throws(DecodeError) -> MediaItem in
+      let result = Result { () throws(DecodeError) -> (MediaItem, shipped: Bool) in
         var item = try MediaItem.load(path: files[index])
-        if analyzing { item.apply(try cache.analysis(ofFileAt: files[index])) }
-        return item
+        guard analyzing else { return (item, false) }
+        let found = try cache.lookUp(fileAt: files[index])
+        item.apply(found.analysis)
+        return (item, found.shipped)
       }
       results.withLock { $0[index] = result }
     }
+    var unshipped: [String] = []
     for (file, result) in zip(files, results.withLock { $0 }) {
       switch result {
-      case .success(let item)?: loaded.append((relative(file), item))
+      case .success(let (item, shipped))?:
+        loaded.append((relative(file), item))
+        if !shipped { unshipped.append(relative(file)) }
       case .failure(let error)?: failures.append(Failure(relativePath: relative(file), reason: Self.reason(error)))
       case nil: break
       }
     }
+    let shipsAnalyses =
+      MountedFiles.kind(of: shippedFolder) != nil || FileManager.default.fileExists(atPath: shippedFolder)
+    piecesWithoutShippedAnalysis = analyzing && shipsAnalyses ? unshipped.sorted() : []
     let loudness = loaded.compactMap(\.item.loudness).sorted()
     medianLoudness =
       loudness.isEmpty

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import LeitmotifAnalysis
 import LeitmotifDecoding
 import LeitmotifEngine
 import LeitmotifLibrary
@@ -132,6 +133,8 @@ struct CueSheetDecoder {
   /// False when `assets` names no folder: bundled files are then not checked one by one (each
   /// would repeat the same complaint).
   var assetsUsable = true
+  /// Where `assets` is written, and its folder as written (for the shipped-analyses warning).
+  var assetsKey: (location: JSON5.SourceLocation, folder: String)?
 
   // What the sections declared, for references from later sections.
   /// Every source name in file order, with the location of its key (also sources with errors).
@@ -204,6 +207,7 @@ struct CueSheetDecoder {
     }
     if let assets = top["assets"], let folder = string(assets, top.path("assets")) {
       decodeAssets(folder, at: assets.location)
+      assetsKey = (assets.location, folder)
     }
     // Up to 2^53: a JSON5 number is a Double, which holds whole numbers exactly only that far.
     if let seed = top["seed"],
@@ -229,7 +233,23 @@ struct CueSheetDecoder {
     if let policy = top["systemMusic"] { decodeSystemMusic(policy, top.path("systemMusic")) }
     checkLayerReferences()
     addWarnings()
+    warnOfUnshippedAnalyses()
     return sheet
+  }
+
+  /// A folder that ships its analyses (`leitmotif cues analyze`) but not for every piece: the
+  /// pieces added or changed since, which a player's first launch then decodes. Said once, at
+  /// `assets` (at the top when the folder is the default one).
+  private mutating func warnOfUnshippedAnalyses() {
+    guard let catalog = bundledCatalog, !catalog.piecesWithoutShippedAnalysis.isEmpty else { return }
+    let pieces = catalog.piecesWithoutShippedAnalysis
+    let shown = pieces.prefix(3).map { "\"\($0)\"" }.joined(separator: ", ") + (pieces.count > 3 ? ", ..." : "")
+    let folder = assetsKey?.folder ?? "."
+    warning(
+      assetsKey?.location ?? JSON5.SourceLocation(line: 1, column: 1), "assets",
+      "\(pieces.count) of the \(catalog.items.count) bundled pieces \(pieces.count == 1 ? "has" : "have") no current analysis in "
+        + "\(folder)/\(AnalysisCache.shippedFolder) (\(shown)), so a player's first launch decodes \(pieces.count == 1 ? "it" : "them"): "
+        + "run `leitmotif cues analyze \(sheet.assetsDirectory.path)`")
   }
 
   private mutating func decodeAssets(_ folder: String, at location: JSON5.SourceLocation) {
