@@ -4,6 +4,14 @@
 /// with the usual -3 dB for centre and surrounds (Vorbis channel order). Mono output of a stereo
 /// source is the mean of both sides.
 enum ChannelMixing {
+  /// WAVE's channel order (front left, right, centre, LFE, back left, right, ...), which FLAC and
+  /// WAV files use, to Vorbis's, which `mix` folds: Vorbis channel k is WAVE channel
+  /// `waveToVorbisOrder[count][k]`.
+  static let waveToVorbisOrder: [Int: [Int]] = [
+    3: [0, 2, 1], 4: [0, 1, 2, 3], 5: [0, 2, 1, 3, 4], 6: [0, 2, 1, 4, 5, 3], 7: [0, 2, 1, 5, 6, 4, 3],
+    8: [0, 2, 1, 6, 7, 4, 5, 3],
+  ]
+
   /// `sample(c)` gives input channel `c` of the frame; writes `outputChannels` samples at `output`.
   @inline(__always)
   static func mix(

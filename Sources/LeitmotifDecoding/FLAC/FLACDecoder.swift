@@ -213,12 +213,6 @@ private final class FLACCallbacks {
     pendingStart = 0
   }
 
-  /// FLAC's channel order (WAVE's) to Vorbis's, which `ChannelMixing` folds down.
-  private static let vorbisOrder: [Int: [Int]] = [
-    3: [0, 2, 1], 4: [0, 1, 2, 3], 5: [0, 2, 1, 3, 4], 6: [0, 2, 1, 4, 5, 3], 7: [0, 2, 1, 5, 6, 4, 3],
-    8: [0, 2, 1, 6, 7, 4, 5, 3],
-  ]
-
   func write(_ frame: UnsafePointer<FLAC__Frame>, _ buffer: UnsafePointer<UnsafePointer<FLAC__int32>?>) -> Bool {
     let header = frame.pointee.header
     let frames = Int(header.blocksize)
@@ -229,7 +223,8 @@ private final class FLACCallbacks {
       return true
     }
     let scale = 1 / Float(Int64(1) << (Int(header.bits_per_sample) - 1))
-    let order = Self.vorbisOrder[channels]
+    // FLAC's channel order is WAVE's.
+    let order = ChannelMixing.waveToVorbisOrder[channels]
     let start = pending.count
     pending.append(contentsOf: repeatElement(0, count: frames * outputChannels))
     pending.withUnsafeMutableBufferPointer { storage in

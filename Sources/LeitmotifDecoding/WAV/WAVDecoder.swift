@@ -124,7 +124,7 @@ final class WAVDecoder: AudioDecoder {
         guard read > 0 else { break }
         scratch.withUnsafeBufferPointer { input in
           let output = buffer + got * 2
-          let order = Self.vorbisOrder[fileChannels]
+          let order = ChannelMixing.waveToVorbisOrder[fileChannels]
           for index in 0..<read {
             ChannelMixing.mix(inputChannels: fileChannels, outputChannels: 2, output: output + index * 2) { channel in
               input[index * fileChannels + (order.map { $0[channel] } ?? channel)]
@@ -163,13 +163,6 @@ final class WAVDecoder: AudioDecoder {
     }
     cursorFrames = frame
   }
-
-  /// WAVE's channel order (front left, right, centre, LFE, back left, right, ...) to Vorbis's,
-  /// which `ChannelMixing` folds down (as FLACDecoder does: FLAC uses WAVE's order).
-  private static let vorbisOrder: [Int: [Int]] = [
-    3: [0, 2, 1], 4: [0, 1, 2, 3], 5: [0, 2, 1, 3, 4], 6: [0, 2, 1, 4, 5, 3], 7: [0, 2, 1, 5, 6, 4, 3],
-    8: [0, 2, 1, 6, 7, 4, 5, 3],
-  ]
 }
 
 /// The file libsndfile's virtual I/O reads, as its user data, with the bytes libsndfile must not
