@@ -268,6 +268,26 @@ struct WAVDecoderTests {
     #expect(Array(output[(2 * jump)..<(2 * jump + 200)]) == Array(samples[(2 * 12_000)..<(2 * 12_000 + 200)]))
   }
 
+  @Test("The player's library indexes WAV and AIFF files with their tags, length and analysis")
+  func libraryScan() throws {
+    let library = try LibraryFolder()
+    var file = RIFFBuilder.wave(
+      ToneGenerator.sine(frequency: 440, amplitude: 0.3, seconds: 1.5, format: .stereo48000), rate: 48_000, channels: 2)
+    file.info([("INAM", "Rip"), ("IART", "Band"), ("IPRD", "Live")])
+    try write(file.riffBytes(), to: library.music + "/rip.wav")
+    try write(
+      RIFFBuilder.aiff(noise(frames: 44_100, channels: 2), rate: 44_100, channels: 2), to: library.music + "/b.AIFF")
+    let index = try DirectIndex(path: library.indexPath)
+    let report = try library.scanner.scan(through: index)
+    #expect(report.added == 2 && report.failed.isEmpty, "\(report)")
+    #expect(report.unsupported.isEmpty)
+    let rip = try #require(try index.item(at: library.music + "/rip.wav"))
+    #expect(rip.title == "Rip" && rip.artist == "Band" && rip.albumTitle == "Live")
+    #expect(abs((rip.playbackDuration ?? 0) - 1.5) < 0.001 && rip.loudness != nil)
+    let aiff = try #require(try index.item(at: library.music + "/b.AIFF"))
+    #expect(aiff.sampleRate == 44_100 && abs((aiff.playbackDuration ?? 0) - 1) < 0.001)
+  }
+
   @Test("A folder of WAV and AIFF music is bundled music: listed (any case of extension) and tagged")
   func bundled() throws {
     let directory = try TemporaryDirectory()
