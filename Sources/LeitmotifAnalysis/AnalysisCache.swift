@@ -97,7 +97,11 @@ package struct AnalysisCache: Sendable {
 
   /// The analysis for `key`, if one of the current version is there: shipped, else stored.
   package func analysis(for key: String) -> AudioAnalysis? {
-    if let shipped = shippedAnalysis(for: key) { return shipped }
+    shippedAnalysis(for: key) ?? storedAnalysis(for: key)
+  }
+
+  /// The analysis stored in the player's cache for `key`, if one of the current version is there.
+  package func storedAnalysis(for key: String) -> AudioAnalysis? {
     guard let url = directory?.appendingPathComponent(key + ".json"), let data = try? Data(contentsOf: url) else {
       return nil
     }
@@ -146,7 +150,7 @@ package struct AnalysisCache: Sendable {
   package func lookUp(fileAt path: String) throws(DecodeError) -> (analysis: AudioAnalysis, shipped: Bool) {
     let key = Self.key(forFileAt: path)
     if let key, let shipped = shippedAnalysis(for: key) { return (shipped, true) }
-    if let key, let known = analysis(for: key) { return (known, false) }
+    if let key, let known = storedAnalysis(for: key) { return (known, false) }
     let measured = try AudioAnalysis.measure(path: path)
     if let key { store(measured, for: key) }
     return (measured, false)

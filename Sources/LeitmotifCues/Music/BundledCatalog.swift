@@ -148,7 +148,7 @@ public final class BundledCatalog: Sendable {
   }
 
   /// `path` relative to the folder `root` ("" for the folder itself).
-  private static func relativePath(of path: String, under root: String) -> String {
+  static func relativePath(of path: String, under root: String) -> String {
     if path == root { return "" }
     let prefix = root == "/" ? "/" : root + "/"
     return path.hasPrefix(prefix) ? String(path.dropFirst(prefix.count)) : path

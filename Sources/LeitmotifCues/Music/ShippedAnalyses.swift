@@ -77,9 +77,7 @@ public enum ShippedAnalyses {
       throw Failure(path: folder.path, reason: "cannot read the folder: \(FolderWalker.errnoText(errno))")
     }
     let walked = FolderWalker(folders: [URL(fileURLWithPath: root)]).walk()
-    func relative(_ path: String) -> String {
-      path.hasPrefix(root + "/") ? String(path.dropFirst(root.count + 1)) : path
-    }
+    func relative(_ path: String) -> String { BundledCatalog.relativePath(of: path, under: root) }
     var report = Report()
     report.failures = walked.failures.map { BundledCatalog.Failure(relativePath: relative($0.path), reason: $0.reason) }
 
@@ -100,9 +98,16 @@ public enum ShippedAnalyses {
         if lookup.shippedAnalysis(for: key) != nil {
           outcome = .current(key: key)
         } else if writing {
+          // The key is known: the developer's cache by it, else one decode (which also tells a
+          // piece that does not decode).
           do throws(DecodeError) {
-            _ = try MediaItem.load(path: path)
-            outcome = .missing(key: key, try lookup.analysis(ofFileAt: path))
+            if let stored = lookup.storedAnalysis(for: key) {
+              outcome = .missing(key: key, stored)
+            } else {
+              let measured = try AudioAnalysis.measure(path: path)
+              lookup.store(measured, for: key)
+              outcome = .missing(key: key, measured)
+            }
           } catch {
             outcome = .failed(BundledCatalog.reason(error))
           }

@@ -241,18 +241,14 @@ private final class WAVSource {
   static let maximumChunks = 256
 }
 
-private func wavSource(_ user: UnsafeMutableRawPointer?) -> FileByteSource {
-  Unmanaged<WAVSource>.fromOpaque(user!).takeUnretainedValue().source
-}
-
 private func wavReader(_ user: UnsafeMutableRawPointer?) -> WAVSource {
   Unmanaged<WAVSource>.fromOpaque(user!).takeUnretainedValue()
 }
 
-private let wavLength: sf_vio_get_filelen = { user in sf_count_t(wavSource(user).sizeBytes) }
+private let wavLength: sf_vio_get_filelen = { user in sf_count_t(wavReader(user).source.sizeBytes) }
 
 private let wavSeek: sf_vio_seek = { offset, whence, user in
-  sf_count_t(wavSource(user).seek(offset: Int64(offset), whence: whence))
+  sf_count_t(wavReader(user).source.seek(offset: Int64(offset), whence: whence))
 }
 
 private let wavRead: sf_vio_read = { buffer, count, user in
@@ -262,4 +258,4 @@ private let wavRead: sf_vio_read = { buffer, count, user in
   return sf_count_t(max(0, wavReader(user).read(into: buffer, count: Int(count))))
 }
 
-private let wavTell: sf_vio_tell = { user in sf_count_t(wavSource(user).seek(offset: 0, whence: SEEK_CUR)) }
+private let wavTell: sf_vio_tell = { user in sf_count_t(wavReader(user).source.seek(offset: 0, whence: SEEK_CUR)) }
