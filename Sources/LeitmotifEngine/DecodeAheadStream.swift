@@ -188,6 +188,10 @@ package final class DecodeAheadStream: @unchecked Sendable {
     let thread = NativeThread {
       nameCurrentThread("lm.decode")
       hold.stream?.produce(first: handover.value.0, startFrame: startFrame, stage: handover.value.1)
+      // The segments that were still to come will never play: their decoders (and the files, a
+      // mount's among them) close now, not when the last owner of the stream lets it go, which
+      // may be a player the game keeps after the engine's shutdown.
+      hold.stream?.dropUpcoming()
       // Let go of the stream before the census hears this thread is done: when the thread held
       // it last, its pages are unmapped here, inside the time `AudioEngine.shutdown` waits for
       // (at process exit, that wait is what runs before the libraries' destructors).
@@ -220,10 +224,22 @@ package final class DecodeAheadStream: @unchecked Sendable {
     // the flag here, under the same lock, means a consumer never sees "drained" while a segment
     // waits (an offline render would otherwise end a voice that is about to go on).
     upcoming.withLock { state in
+      // A stopped stream plays nothing more: the segment (and its file) is not kept.
+      guard !counters.stopped.load(ordering: .acquiring) else { return }
       state.segments.append(segment)
       counters.drainedGeneration.store(-1, ordering: .releasing)
     }
     producerWake.signal()
+  }
+
+  /// Lets go of the segments still to come (the decode thread, once stopped).
+  private func dropUpcoming() {
+    // Taken out under the lock, released after it (closing a file may take a while).
+    let dropped = upcoming.withLock { state -> [StreamSegment] in
+      defer { state.segments = [] }
+      return state.segments
+    }
+    withExtendedLifetime(dropped) {}
   }
 
   /// Replaces the segments still to come after `token`. Returns false when the decode thread has
@@ -231,6 +247,8 @@ package final class DecodeAheadStream: @unchecked Sendable {
   /// re-seek the voice within `token` with `keepFollowing: false` so the stale audio is dropped.
   func replaceUpcoming(after token: Int, with segments: [StreamSegment]) -> Bool {
     let inPlace = upcoming.withLock { state -> Bool in
+      // A stopped stream plays nothing more: nothing to replace, nothing stale to drop.
+      guard !counters.stopped.load(ordering: .acquiring) else { return true }
       state.segments = segments
       if !segments.isEmpty { counters.drainedGeneration.store(-1, ordering: .releasing) }
       return state.decodingToken == token

@@ -217,6 +217,36 @@ struct MountTests {
     _ = decoder
   }
 
+  @Test("After the engine shuts down no file of a mount is open, while a queue player of it still lives")
+  func shutdownClosesMountedFiles() throws {
+    let directory = try TemporaryDirectory()
+    var files: [(String, [UInt8])] = []
+    for index in 0..<3 {
+      let path = try EngineHarness.vorbisTone(
+        in: directory, name: "\(index).ogg", seconds: 1, frequency: 300 + 100 * Double(index))
+      files.append(("\(index).ogg", try Self.bytes(path)))
+    }
+    let pak = try Pak(path: directory.file("music.pak"), files: files)
+    let root = Self.uniquePath("music")
+    try MountedFiles.mount(folder: root, files: files.map(\.0)) { pak.open($0) }
+    defer { try? MountedFiles.unmount(root) }
+
+    let engine = try EngineHarness.offlineEngine()
+    let player = QueuePlayer(engine: engine)
+    // Gapless: the next items wait, opened, in the playing voice's stream.
+    player.transition = .gapless
+    try player.setQueue(with: files.map { MediaItem(path: root + "/" + $0.0) })
+    player.play()
+    _ = EngineHarness.render(engine, seconds: 0.5)
+    #expect(pak.openCount >= 2, "the next item is open before it plays: \(pak.openCount)")
+    engine.shutdown()
+    // The game still holds its player (and through it the engine): the files must be closed anyway.
+    withExtendedLifetime(player) {
+      #expect(pak.openCount == 0, "\(pak.openCount) files of the pak still open after shutdown")
+      #expect(throws: Never.self) { try MountedFiles.unmount(root) }
+    }
+  }
+
   @Test("A cue file whose bundled music is missing from the pak names the file and the mount")
   func missingBundledFile() throws {
     let root = Self.uniquePath("pak")
