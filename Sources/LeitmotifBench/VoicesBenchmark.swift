@@ -75,6 +75,9 @@ struct VoicesBenchmark {
     case leitmotifOpenAL = "Leitmotif (OpenAL null)"
     case sfml = "SFML sf::Music (OpenAL null)"
     case leitmotifHeadless = "Leitmotif (headless)"
+    /// As SDL_mixer plays: the first voice streamed, the others preloaded (`AudioEngine.preload`)
+    /// as SDL's chunks are decoded whole when they load.
+    case leitmotifPreloaded = "Leitmotif (headless, voices 2 to N preloaded)"
     case sdlMixer = "SDL_mixer 2 (dummy driver)"
   }
 
@@ -127,6 +130,8 @@ struct VoicesBenchmark {
             }
           case .leitmotifHeadless:
             command = [Self.ownExecutable, "voices-child", "headless"] + timing
+          case .leitmotifPreloaded:
+            command = [Self.ownExecutable, "voices-child", "headless-preloaded"] + timing
           case .sdlMixer:
             guard let sdl else { continue }
             environment["SDL_AUDIODRIVER"] = "dummy"
@@ -157,14 +162,15 @@ struct VoicesBenchmark {
     var table = TextTable(
       [
         "voices", "Leitmotif OpenAL", "SFML", "ratio", "Leitmotif headless", "SDL_mixer", "ratio",
-        "per added voice / decoder", "goals",
+        "headless, 2..N preloaded", "ratio", "per added voice / decoder", "goals",
       ],
-      rightAligned: [0, 1, 2, 3, 4, 5, 6, 7])
+      rightAligned: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9])
     for count in counts {
       let ours = median(.leitmotifOpenAL, count)
       let sfml = median(.sfml, count)
       let headless = median(.leitmotifHeadless, count)
       let sdl = median(.sdlMixer, count)
+      let preloaded = median(.leitmotifPreloaded, count)
       var perVoice = ""
       var verdicts: [String] = []
       // The first voice also wakes the whole mixer (the streaming thread's pumps, the bus,
@@ -180,9 +186,13 @@ struct VoicesBenchmark {
       }
       if let ours, let sfml { verdicts.append(ours < sfml ? "< SFML" : "NOT < SFML") }
       if let headless, let sdl { verdicts.append(headless < sdl ? "< SDL_mixer" : "NOT < SDL_mixer") }
+      if count > 1, let preloaded, let sdl {
+        verdicts.append(preloaded < sdl ? "preloaded < SDL_mixer" : "preloaded NOT < SDL_mixer")
+      }
       table.add([
         count == 0 ? "0 (idle)" : String(count), figure(ours), figure(sfml), ratio(ours, sfml), figure(headless),
-        figure(sdl), ratio(headless, sdl), perVoice, verdicts.joined(separator: ", "),
+        figure(sdl), ratio(headless, sdl), figure(preloaded), ratio(preloaded, sdl), perVoice,
+        verdicts.joined(separator: ", "),
       ])
     }
     return [
@@ -193,6 +203,8 @@ struct VoicesBenchmark {
         + "decoded whole at load) each, looping \(Self.fileCount) different \(String(format: "%g", Self.fileMinutes * 60)) s "
         + "Ogg Vorbis q\(String(format: "%.1f", DecodeBenchmark.vorbisQuality)) files, 48 kHz stereo; every device at 48 kHz.",
       "0 voices: an idle Leitmotif engine, a bare OpenAL device and context (in the SFML column), an idle SDL_mixer.",
+      "Preloaded: Leitmotif as SDL_mixer plays, the first voice streamed and the files of the others decoded whole "
+        + "before the run (AudioEngine.preload), like SDL's chunks; the headless column streams every voice.",
       String(
         format:
           "Raw decoder (ov_read_float) per audio second: %.5f; per added voice = (Leitmotif OpenAL(N) - Leitmotif "
@@ -229,18 +241,34 @@ struct VoicesBenchmark {
     return fields[0] / fields[1]
   }
 
-  /// `voices-child openal|headless N SECONDS WARMUP FILE...`: N players on one engine, each
-  /// playing one of the files; prints the CPU of the window like the peers do.
+  /// `voices-child openal|headless|headless-preloaded N SECONDS WARMUP FILE...`: N players on
+  /// one engine, each playing one of the files (preloaded: the first streamed, the files of the
+  /// others preloaded first); prints the CPU of the window like the peers do.
   static func child(_ arguments: [String]) throws {
     guard arguments.count >= 4, let count = Int(arguments[1]), let seconds = Double(arguments[2]),
       let warmUp = Double(arguments[3])
-    else { throw UsageError(description: "voices-child openal|headless N SECONDS WARMUP FILE...") }
+    else { throw UsageError(description: "voices-child openal|headless|headless-preloaded N SECONDS WARMUP FILE...") }
     let files = Array(arguments.dropFirst(4))
-    let engine = try AudioEngine(output: arguments[0] == "headless" ? .headless : .defaultDevice)
+    let engine = try AudioEngine(output: arguments[0].hasPrefix("headless") ? .headless : .defaultDevice)
     defer { engine.shutdown() }
+    var paths = (0..<count).map { files[$0 % files.count] }
+    var link: String?
+    if arguments[0] == "headless-preloaded" && count > 1 {
+      // Four 45 s stereo files at 48 kHz take 69 MB decoded, above the default budget.
+      engine.preloadBudgetBytes = 512 << 20
+      for path in paths.dropFirst() { try engine.preload(path) }
+      // The first voice streams, as SDL's Mix_Music does, also when a later voice plays its file
+      // from memory: it reads it by another name (preloads are kept by path).
+      let name = NSTemporaryDirectory() + "/leitmotif-bench-stream-\(getpid()).ogg"
+      try? FileManager.default.removeItem(atPath: name)
+      try FileManager.default.createSymbolicLink(atPath: name, withDestinationPath: paths[0])
+      paths[0] = name
+      link = name
+    }
+    defer { if let link { try? FileManager.default.removeItem(atPath: link) } }
     var players: [Player] = []
     for index in 0..<count {
-      let player = try Player(engine: engine, item: MediaItem(path: files[index % files.count]))
+      let player = try Player(engine: engine, item: MediaItem(path: paths[index]))
       player.play()
       players.append(player)
     }

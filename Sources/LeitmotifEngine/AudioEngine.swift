@@ -55,6 +55,8 @@ public final class AudioEngine: @unchecked Sendable {
   package let pool: VoicePool
   /// Each voice's stream, for appending segments and releasing loops from game-side threads.
   private let streams = StreamRegistry()
+  /// Files decoded whole into memory (`preload`): the loader plays them from there.
+  let preloaded = PreloadCache()
   /// The engine's decode threads still running (shutdown waits for them).
   let decodeThreads = ThreadCensus()
   /// At most this many voices play at once (the pool's cap).
@@ -192,6 +194,7 @@ public final class AudioEngine: @unchecked Sendable {
     let decodeDeadline = DispatchTime.now() + .seconds(2)
     while decodeThreads.count > 0, DispatchTime.now() < decodeDeadline { usleep(1000) }
     audible.stop(waitingUpTo: 1)
+    preloaded.removeAll()
     // Not when the notification thread itself shuts down (a handler that calls `exit`, which
     // runs `RunningEngines`' handler on the calling thread): it cannot finish while it waits.
     while let thread = notificationThread, !thread.isCurrent, !thread.isFinished, DispatchTime.now() < deadline {
@@ -378,12 +381,16 @@ public final class AudioEngine: @unchecked Sendable {
     let isOffline = self.isOffline
     let pool = self.pool
     let settleLoads = offlineSettle
+    let preloaded = self.preloaded
+    let reportStale = staleReporter()
     runOnLoader {
       // Nothing is opened for an engine that stopped, or for an owner who has moved on.
       guard running.value.load(ordering: .acquiring), pool.owns(voice) else { return }
+      var stale: [String] = []
+      defer { reportStale(stale) }
       let command: EngineCommand
       do throws(DecodeError) {
-        let segment = try request.open()
+        let segment = try request.open(preloaded: preloaded, stale: &stale)
         warn(segment)
         var start = segment.startFrame
         if let startSeconds {
@@ -447,10 +454,14 @@ public final class AudioEngine: @unchecked Sendable {
     let warn = warningReporter()
     let events = self.events
     let streams = self.streams
+    let preloaded = self.preloaded
+    let reportStale = staleReporter()
     runOnLoader {
       guard let stream = streams.stream(for: voice) else { return }
+      var stale: [String] = []
+      defer { reportStale(stale) }
       do throws(DecodeError) {
-        let segment = try request.open()
+        let segment = try request.open(preloaded: preloaded, stale: &stale)
         warn(segment)
         let rate = segment.decoder.format.sampleRate
         guard rate == stream.format.sampleRate else {
@@ -475,12 +486,16 @@ public final class AudioEngine: @unchecked Sendable {
     let events = self.events
     let streams = self.streams
     let commands = self.commands
+    let preloaded = self.preloaded
+    let reportStale = staleReporter()
     runOnLoader {
       guard let stream = streams.stream(for: voice) else { return }
+      var stale: [String] = []
+      defer { reportStale(stale) }
       var segments: [StreamSegment] = []
       if let request {
         do throws(DecodeError) {
-          let segment = try request.open()
+          let segment = try request.open(preloaded: preloaded, stale: &stale)
           warn(segment)
           if segment.decoder.format.sampleRate == stream.format.sampleRate {
             segments.append(segment)
@@ -514,6 +529,19 @@ public final class AudioEngine: @unchecked Sendable {
     { [weak self] segment in
       for warning in segment.decoder.warnings {
         self?.report(Diagnostic(.warning, "\(segment.decoder.path): \(warning)"))
+      }
+    }
+  }
+
+  /// Says which preloaded files were found changed on disk (they streamed instead).
+  private func staleReporter() -> @Sendable ([String]) -> Void {
+    { [weak self] paths in
+      for path in paths {
+        self?.report(
+          Diagnostic(
+            .notice,
+            "\(FileSystemPath.displayed(path)): changed since it was preloaded: it streams from the file until it is preloaded again"
+          ))
       }
     }
   }

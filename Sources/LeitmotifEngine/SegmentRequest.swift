@@ -36,10 +36,18 @@ package struct SegmentRequest: Sendable {
     self.gain = gain
   }
 
-  /// Opens the file and works out the frames. Runs on the loader (it does I/O).
+  /// Opens the file (its preloaded copy in `preloaded`, if it has one) and works out the frames.
+  /// Runs on the loader (it does I/O). A copy found out of date is dropped and `stale` names its
+  /// file: it streams from the file instead.
   /// - Throws: `DecodeError`, with `.pointsOutsideFile` when trim or loop points do not fit.
-  func open() throws(DecodeError) -> StreamSegment {
-    let decoder = try AudioFile.openDecoder(path: path)
+  func open(preloaded: PreloadCache? = nil, stale: inout [String]) throws(DecodeError) -> StreamSegment {
+    func openDecoder(_ path: String) throws(DecodeError) -> any AudioDecoder {
+      var outdated = false
+      if let decoder = preloaded?.decoder(for: path, stale: &outdated) { return decoder }
+      if outdated { stale.append(path) }
+      return try AudioFile.openDecoder(path: path)
+    }
+    let decoder = try openDecoder(path)
     let rate = Double(decoder.format.sampleRate)
     let length = decoder.lengthFrames
     let start = FrameMath.frames(seconds: max(0, startSeconds), rate: rate)
@@ -77,7 +85,7 @@ package struct SegmentRequest: Sendable {
     if start > 0 { try decoder.seek(toFrame: start) } else { try decoder.prepareForDecoding() }
     var stems: [any AudioDecoder] = []
     for stemPath in stemPaths {
-      let stem = try AudioFile.openDecoder(path: stemPath)
+      let stem = try openDecoder(stemPath)
       guard stem.format.sampleRate == decoder.format.sampleRate else {
         throw DecodeError(
           path: stemPath,

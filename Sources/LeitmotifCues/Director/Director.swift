@@ -127,9 +127,9 @@ public final class Director: @unchecked Sendable {
     player = QueuePlayer(engine: engine, library: library)
     let catalog = sheet.catalog ?? BundledCatalog(directory: sheet.assetsDirectory)
     let resolver = MusicResolver(catalog: catalog, library: library, picks: nil)
-    core = Mutex(
-      DirectorCore(engine: engine, player: player, sheet: sheet, catalog: catalog, resolved: resolver.resolveAll(sheet))
-    )
+    let resolved = resolver.resolveAll(sheet)
+    core = Mutex(DirectorCore(engine: engine, player: player, sheet: sheet, catalog: catalog, resolved: resolved))
+    updatePreloads(sheet: sheet, catalog: catalog, resolved: resolved)
     leadFrames = Int64((Self.defaultLeadSeconds * Double(engine.sampleRate)).rounded())
     parameterInbox.withLock { $0.adopt(sheet) }
     if let watchedPath { startWatching(path: watchedPath) }
@@ -138,6 +138,7 @@ public final class Director: @unchecked Sendable {
   deinit {
     running.value.store(false, ordering: .releasing)
     bus.wakeConsumer()
+    releasePreloads()
   }
 
   /// Starts the music: enters the cue file's `start` state (or `state`), and, with `.ownThread`
@@ -185,6 +186,65 @@ public final class Director: @unchecked Sendable {
     // end when this returns.
     while let thread, !thread.isCurrent, !thread.isFinished { usleep(1000) }
     while let watcher, !watcher.isCurrent, !watcher.isFinished { usleep(1000) }
+    releasePreloads()
+  }
+
+  // MARK: - Preloaded stingers
+
+  /// A stinger this long or shorter is kept in memory (see `AudioEngine.preload`); a longer one
+  /// streams, as the music does.
+  public static let preloadedStingerSeconds = 20.0
+
+  /// The files this director holds preloaded on its engine (one hold each).
+  private let preloads = Mutex<[String]>([])
+
+  /// Every file a stinger of `sheet` can play (a bundled file, or the items of its source) that
+  /// lasts at most `preloadedStingerSeconds`, each once, in the order of the rules.
+  static func stingerFiles(
+    _ sheet: CueSheet, catalog: BundledCatalog, resolved: [String: SourceResolution]
+  ) -> [String] {
+    var files: [String] = []
+    var seen: Set<String> = []
+    for rule in sheet.rules {
+      for case .stinger(let stinger) in rule.actions {
+        let items =
+          stinger.isSource
+          ? resolved[stinger.sound]?.items ?? [] : [catalog.item(relativePath: stinger.sound)].compactMap { $0 }
+        for item in items where (item.playbackDuration ?? .infinity) <= preloadedStingerSeconds {
+          if seen.insert(item.assetURL.path).inserted { files.append(item.assetURL.path) }
+        }
+      }
+    }
+    return files
+  }
+
+  /// Preloads the stingers of `sheet` and lets go of those it no longer has. Each file is
+  /// preloaded again (a file that changed is decoded afresh, one that did not costs a stat) before
+  /// the old holds go, so a stinger kept across a reload never leaves memory. One that cannot be
+  /// preloaded (damaged, or over the engine's budget) is a warning: it streams.
+  private func updatePreloads(sheet: CueSheet, catalog: BundledCatalog, resolved: [String: SourceResolution]) {
+    var held: [String] = []
+    for path in Self.stingerFiles(sheet, catalog: catalog, resolved: resolved) {
+      do {
+        try engine.preload(path)
+        held.append(path)
+      } catch {
+        engine.report(Diagnostic(.warning, "stinger: \(error); it streams from the file instead"))
+      }
+    }
+    let old = preloads.withLock { preloads in
+      defer { preloads = held }
+      return preloads
+    }
+    for path in old { engine.unload(path) }
+  }
+
+  private func releasePreloads() {
+    let old = preloads.withLock { preloads in
+      defer { preloads = [] }
+      return preloads
+    }
+    for path in old { engine.unload(path) }
   }
 
   // MARK: - The game's side
@@ -589,6 +649,7 @@ public final class Director: @unchecked Sendable {
     let catalog = sheet.catalog ?? BundledCatalog(directory: sheet.assetsDirectory)
     let resolver = MusicResolver(catalog: catalog, library: library, picks: picks.withLock { $0 })
     let resolved = resolver.resolveAll(sheet)
+    updatePreloads(sheet: sheet, catalog: catalog, resolved: resolved)
     parameterInbox.withLock { $0.adopt(sheet) }
     let reports = core.withLock { core -> [DirectorReport] in
       core.replace(sheet: sheet, catalog: catalog, resolved: resolved)
@@ -605,6 +666,7 @@ public final class Director: @unchecked Sendable {
     let (sheet, catalog) = core.withLock { ($0.sheet, $0.catalog) }
     let resolver = MusicResolver(catalog: catalog, library: library, picks: picks.withLock { $0 })
     let resolved = resolver.resolveAll(sheet)
+    updatePreloads(sheet: sheet, catalog: catalog, resolved: resolved)
     core.withLock { $0.replace(resolved: resolved) }
   }
 
@@ -657,33 +719,5 @@ public final class Director: @unchecked Sendable {
     }
     self.watcher = watcher
     watcher.start()
-  }
-}
-
-/// What identifies one version of a file on disk, cheaply (a stat).
-struct FileIdentity: Equatable {
-  var modified: timespec?
-  var size: Int64 = -1
-  var inode: UInt64 = 0
-  /// Whether the path named something when it was looked at.
-  var exists: Bool { modified != nil }
-
-  init(path: String) {
-    // A mounted cue file changes when the game mounts a new version: its generation stands in
-    // for the time it was written.
-    if let generation = MountedFiles.generation(of: path) {
-      modified = timespec(tv_sec: generation, tv_nsec: 0)
-      return
-    }
-    var info = stat()
-    guard stat(path, &info) == 0 else { return }
-    modified = info.st_mtim
-    size = Int64(info.st_size)
-    inode = UInt64(info.st_ino)
-  }
-
-  static func == (a: FileIdentity, b: FileIdentity) -> Bool {
-    a.modified?.tv_sec == b.modified?.tv_sec && a.modified?.tv_nsec == b.modified?.tv_nsec && a.size == b.size
-      && a.inode == b.inode
   }
 }

@@ -47,7 +47,10 @@ final class WAVDecoder: AudioDecoder {
     guard let opened = sf_open_virtual(&io, Int32(SFM_READ), &info, Unmanaged.passUnretained(source).toOpaque())
     else {
       if let code = byteSource.lastReadErrno { throw DecodeError(path: path, reason: .readFailed(errno: code)) }
-      throw DecodeError(path: path, reason: .corrupt("libsndfile cannot read it: \(String(cString: sf_strerror(nil)))"))
+      // sf_error_number's strings are static; sf_strerror(nil) may return libsndfile's one global
+      // buffer for system errors, which another failing open could be rewriting right now.
+      throw DecodeError(
+        path: path, reason: .corrupt("libsndfile cannot read it: \(String(cString: sf_error_number(sf_error(nil))))"))
     }
     do throws(DecodeError) {
       try AudioFile.checkRate(Int(info.samplerate), path: path)
