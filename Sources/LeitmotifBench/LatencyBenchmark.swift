@@ -54,6 +54,8 @@ struct LatencyBenchmark {
   func run() throws {
     let files = try BenchFiles(useCache: options.useCache)
     let music = try files.vorbis48k(minutes: 0.5, quality: DecodeBenchmark.vorbisQuality, seed: 100)
+    // A stinger: 3 s.
+    let stinger = try files.vorbis48k(minutes: 0.05, quality: DecodeBenchmark.vorbisQuality, seed: 101)
     let work = try TemporaryDirectory(prefix: "leitmotif-bench-latency")
     let fifo = work.file("output.fifo")
     guard mkfifo(fifo, 0o600) == 0 else { throw BenchFiles.Failure(description: "mkfifo \(fifo): errno \(errno)") }
@@ -61,7 +63,7 @@ struct LatencyBenchmark {
     let environment = try WaveBackend.environment(capturingTo: fifo, configuration: configuration)
     let process = Process()
     process.executableURL = URL(fileURLWithPath: VoicesBenchmark.ownExecutable)
-    process.arguments = ["latency-child", fifo, music, String(options.trials)]
+    process.arguments = ["latency-child", fifo, music, String(options.trials), stinger]
     var childEnvironment = environment
     let bus = SessionBus.start(in: work)
     defer { bus?.stop() }
@@ -102,6 +104,8 @@ struct LatencyBenchmark {
         "period) writing into a FIFO: from the call to the arrival of the first non-zero sample (CLOCK_MONOTONIC).",
         "Goal: one device period (21.3 ms) plus 5 ms. The media key: MPRIS Play sent over a session bus to the",
         "paused player's NowPlayingService, from the sending (no goal of its own; shown where dbus-daemon exists).",
+        "Stingers: play() on a new player over the playing music, not prepared (the file is opened and its first",
+        "blocks decoded after the call), streamed and preloaded (AudioEngine.preload); a 3 s 48 kHz Vorbis file.",
         "",
         table.render(),
       ].joined(separator: "\n"))
@@ -109,6 +113,8 @@ struct LatencyBenchmark {
 
   static let caseNames = [
     "idle": "idle engine", "busy": "busy engine (a voice playing)", "key": "media key (MPRIS Play, busy engine)",
+    "stinger": "stinger, busy engine (not prepared: opened at play)",
+    "stinger-preloaded": "stinger, busy engine (not prepared, preloaded)",
   ]
 
   /// A session bus of the run's own, for the media-key case; nil where dbus-daemon is missing.
@@ -187,12 +193,13 @@ struct LatencyBenchmark {
     }
   }
 
-  /// `latency-child FIFO MUSIC TRIALS`: the trials, in the process that opens the wave device.
-  /// Prints one line per case: its name and each trial's latency in seconds.
+  /// `latency-child FIFO MUSIC TRIALS STINGER`: the trials, in the process that opens the wave
+  /// device. Prints one line per case: its name and each trial's latency in seconds.
   static func child(_ arguments: [String]) throws {
-    guard arguments.count == 3, let trials = Int(arguments[2]) else {
-      throw UsageError(description: "latency-child FIFO MUSIC TRIALS")
+    guard arguments.count == 4, let trials = Int(arguments[2]) else {
+      throw UsageError(description: "latency-child FIFO MUSIC TRIALS STINGER")
     }
+    let stingerPath = arguments[3]
     let listener = Listener()
     let reader = Thread { listener.read(arguments[0]) }
     reader.start()
@@ -209,24 +216,41 @@ struct LatencyBenchmark {
         background = player
         usleep(500_000)
       }
-      var latencies: [Double] = []
-      for _ in 0..<trials {
+      /// One trial: `item` played on a new player (prepared first, or as a stinger is: at once).
+      func trial(_ item: MediaItem, prepared: Bool) throws -> Double? {
         let player = try Player(engine: engine, item: item)
-        player.prepareToPlay()
         let deadline = Date().addingTimeInterval(5)
-        while !player.isPreparedToPlay && Date() < deadline { usleep(1000) }
+        if prepared {
+          player.prepareToPlay()
+          while !player.isPreparedToPlay && Date() < deadline { usleep(1000) }
+        }
         // A random moment against the device's period.
         usleep(UInt32.random(in: 100_000...200_000))
         listener.watch()
         let posted = DispatchTime.now().uptimeNanoseconds
         player.play()
         while listener.soundAt == nil && Date() < deadline.addingTimeInterval(5) { usleep(200) }
-        if let heard = listener.soundAt { latencies.append(Double(heard - posted) / 1e9) }
-        player.stop()
-        usleep(150_000)
+        defer {
+          player.stop()
+          usleep(150_000)
+        }
+        return listener.soundAt.map { Double($0 - posted) / 1e9 }
+      }
+      let latencies = try (0..<trials).compactMap { _ in try trial(item, prepared: true) }
+      lines.append((busy ? "busy " : "idle ") + latencies.map { String(format: "%.6f", $0) }.joined(separator: " "))
+      if busy {
+        // A stinger over the music: a new player told to play at once, its file opened and its
+        // first blocks decoded then; and the same file preloaded (`AudioEngine.preload`).
+        let stinger = MediaItem(path: stingerPath)
+        for preloaded in [false, true] {
+          if preloaded { try engine.preload(stingerPath) }
+          let latencies = try (0..<trials).compactMap { _ in try trial(stinger, prepared: false) }
+          lines.append(
+            (preloaded ? "stinger-preloaded " : "stinger ")
+              + latencies.map { String(format: "%.6f", $0) }.joined(separator: " "))
+        }
       }
       background?.stop()
-      lines.append((busy ? "busy " : "idle ") + latencies.map { String(format: "%.6f", $0) }.joined(separator: " "))
     }
     if let address = ProcessInfo.processInfo.environment["DBUS_SESSION_BUS_ADDRESS"] {
       let latencies = try mediaKey(engine: engine, item: item, listener: listener, trials: trials, bus: address)

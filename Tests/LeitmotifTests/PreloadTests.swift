@@ -44,18 +44,26 @@ struct PreloadTests {
     let samples = ToneGenerator.sine(frequency: 660, amplitude: 0.5, seconds: 2, format: format)
     try VorbisEncoder.encode(samples: samples, format: format, to: path)
 
-    let streamed = try Self.play(path, preload: false)
-    let preloaded = try Self.play(path, preload: true)
-    #expect(EngineHarness.peak(streamed.samples[...]) > 0.2, "the render holds the sound")
+    let streamed = try Self.expectSameSamples(path)
+    #expect(EngineHarness.peak(streamed[...]) > 0.2, "the render holds the sound")
+  }
+
+  /// Plays `path` streamed and preloaded and expects the same samples, with a descriptor of the
+  /// file open mid-play only when streamed (the comparison can tell the two apart). Returns the
+  /// streamed render.
+  @discardableResult
+  static func expectSameSamples(_ path: String) throws -> [Float] {
+    let streamed = try play(path, preload: false)
+    let preloaded = try play(path, preload: true)
     let firstDifference = preloaded.samples.indices.first {
       $0 >= streamed.samples.count || preloaded.samples[$0] != streamed.samples[$0]
     }
     #expect(
       preloaded.samples.count == streamed.samples.count && firstDifference == nil,
       "first difference at sample \(firstDifference ?? -1)")
-    // The comparison can tell: streamed, the decoder reads the file as it plays.
     #expect(streamed.openWhilePlaying == 1)
     #expect(preloaded.openWhilePlaying == 0)
+    return streamed.samples
   }
 
   @Test(
@@ -67,16 +75,7 @@ struct PreloadTests {
     arguments: ["lame-44100-stereo.mp3", "notag-44100-stereo.mp3", "lame-48000-stereo.mp3"])
   func mp3SoundsTheSame(file: String) throws {
     let path = Fixture.path(file)
-    let streamed = try Self.play(path, preload: false)
-    let preloaded = try Self.play(path, preload: true)
-    #expect(EngineHarness.peak(streamed.samples[...]) > 0.1)
-    let firstDifference = preloaded.samples.indices.first {
-      $0 >= streamed.samples.count || preloaded.samples[$0] != streamed.samples[$0]
-    }
-    #expect(
-      preloaded.samples.count == streamed.samples.count && firstDifference == nil,
-      "first difference at sample \(firstDifference ?? -1)")
-    #expect(preloaded.openWhilePlaying == 0)
+    #expect(EngineHarness.peak(try Self.expectSameSamples(path)[...]) > 0.1)
     // The decoded length is the file's, whatever its header estimated.
     let engine = try EngineHarness.offlineEngine()
     defer { engine.shutdown() }
