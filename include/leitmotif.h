@@ -52,7 +52,7 @@
  *                              for the bundled music); it allocates while the director acts;
  *   lm_error_name, lm_version, lm_get_sample_rate, lm_engine_last_error, lm_last_error.
  * Not from an audio callback: everything else. lm_engine_create, lm_engine_destroy, lm_start
- * (offline, it opens the first music) and the library calls do I/O; lm_now_playing,
+ * (offline, it opens the first music), lm_preload and the library calls do I/O; lm_now_playing,
  * lm_get_state, lm_get_parameter and the commands take locks the director holds while it
  * decides, and allocate.
  *
@@ -105,7 +105,11 @@ typedef enum lm_error {
   LM_ERROR_VERSION = 9,
   /* Something the system does not have: no session bus for the desktop calls (a server, a
      container). The game plays on without it. */
-  LM_ERROR_UNAVAILABLE = 10
+  LM_ERROR_UNAVAILABLE = 10,
+  /* A music file could not be kept in memory (lm_preload): it does not open or decode to its
+     end, or it would not fit the preload budget. It still plays, streamed. The message names
+     the file and why. */
+  LM_ERROR_AUDIO_FILE = 11
 } lm_error;
 
 /* The enumerator's name ("LM_ERROR_BUS_FULL"), a static string; "LM_ERROR_UNKNOWN" for other
@@ -492,6 +496,21 @@ lm_error lm_set_state(lm_engine *engine, const char *state, double seconds, lm_m
 
 /* Plays the cue file's source `source` once over the music, at `at`, with `volume` 0 to 1. */
 lm_error lm_play_stinger(lm_engine *engine, const char *source, lm_moment at, float volume);
+
+/* Decodes the music file at `path` (a path as the cue file's sources give it, or any other) whole
+   into memory: from now on every voice that plays it reads it from there, the same samples as
+   streamed, with nothing opened or decoded when it starts. For stingers and short loops that fire
+   again and again; the engine already keeps the cue file's own stingers of 20 s or less in memory.
+   Preloading it again holds it once more (a changed file is decoded afresh); each lm_unload lets
+   go of one hold. At most 64 MiB of decoded audio per engine. Blocking: it reads and decodes the
+   file on the calling thread (milliseconds for a stinger): while a level loads, not from an audio
+   callback. Errors: LM_ERROR_AUDIO_FILE (the message names the file and why; it still plays,
+   streamed), LM_ERROR_INVALID_ARGUMENT (NULL, empty or not UTF-8). */
+lm_error lm_preload(lm_engine *engine, const char *path);
+
+/* Lets go of one hold on a file lm_preload kept in memory; with the last, its memory is given back
+   once no voice reads it. LM_ERROR_INVALID_ARGUMENT when it was not preloaded. Any thread. */
+lm_error lm_unload(lm_engine *engine, const char *path);
 
 typedef enum lm_skip_direction {
   LM_SKIP_NEXT = 0,

@@ -130,6 +130,9 @@ class engine {
   void play_stinger(const char *source, lm_moment at = LM_AT_NOW, float volume = 1) {
     check(lm_play_stinger(handle_, source, at, volume));
   }
+  /* Keeps a music file decoded in memory (see lm_preload); unload lets go of it. */
+  void preload(const char *path) { check(lm_preload(handle_, path)); }
+  void unload(const char *path) { check(lm_unload(handle_, path)); }
   void skip(lm_skip_direction direction = LM_SKIP_NEXT) { check(lm_skip(handle_, direction)); }
   void set_music_volume(float volume, double ramp_seconds = 0) {
     check(lm_set_music_volume(handle_, volume, ramp_seconds));

@@ -498,6 +498,19 @@ static int self_test(const char *cues) {
   lm_authorization status = (lm_authorization)-1;
   expect(lm_library_authorization_status(engine, &status), LM_OK, "the library's authorization");
   expect_true(status >= LM_AUTHORIZATION_NOT_DETERMINED && status <= LM_AUTHORIZATION_AUTHORIZED, "a known status");
+  {
+    /* The victory fanfare is a bridge in the default cue file, not a stinger: not kept in memory
+       until preloaded. */
+    char fanfare[4096];
+    const char *slash = strrchr(cues, '/');
+    snprintf(fanfare, sizeof fanfare, "%.*smusic/stinger-victory.ogg", slash ? (int)(slash - cues + 1) : 0, cues);
+    expect(lm_preload(engine, fanfare), LM_OK, "preload the victory fanfare");
+    expect(lm_unload(engine, fanfare), LM_OK, "unload it");
+    expect(lm_unload(engine, fanfare), LM_ERROR_INVALID_ARGUMENT, "unload a file no longer preloaded");
+    expect(lm_preload(engine, "/no/such/music.ogg"), LM_ERROR_AUDIO_FILE, "preload a missing file");
+    expect_true(strstr(lm_engine_last_error(engine), "/no/such/music.ogg") != NULL, "the message names the file");
+    expect(lm_preload(engine, NULL), LM_ERROR_INVALID_ARGUMENT, "preload NULL");
+  }
   expect(lm_set_master_volume(engine, 2.0f, 0), LM_ERROR_INVALID_ARGUMENT, "master volume 2");
   expect(lm_set_master_volume(engine, 0.5f, -1), LM_ERROR_INVALID_ARGUMENT, "master volume with a negative ramp");
   if (status != LM_AUTHORIZATION_AUTHORIZED) {

@@ -77,6 +77,7 @@ public func lmErrorName(_ error: lm_error) -> UnsafePointer<CChar> {
   case LM_ERROR_TOO_MANY_ENGINES: return CString.literal("LM_ERROR_TOO_MANY_ENGINES")
   case LM_ERROR_VERSION: return CString.literal("LM_ERROR_VERSION")
   case LM_ERROR_UNAVAILABLE: return CString.literal("LM_ERROR_UNAVAILABLE")
+  case LM_ERROR_AUDIO_FILE: return CString.literal("LM_ERROR_AUDIO_FILE")
   default: return CString.literal("LM_ERROR_UNKNOWN")
   }
 }
@@ -481,6 +482,28 @@ public func lmPlayStinger(_ handle: OpaquePointer?, _ source: UnsafePointer<CCha
     let stinger = StingerAction(
       sound: source, isSource: true, moment: try moment(at), volume: try checkedVolume(volume))
     session.director.perform([.stinger(stinger)])
+  }
+}
+
+@_cdecl("lm_preload")
+public func lmPreload(_ handle: OpaquePointer?, _ path: UnsafePointer<CChar>?) -> lm_error {
+  withEngine(handle) { session throws(CAPIError) in
+    let path = try CString.nonEmpty(path, "path")
+    do throws(PreloadError) {
+      try session.engine.preload(path)
+    } catch {
+      throw CAPIError(LM_ERROR_AUDIO_FILE, error.description)
+    }
+  }
+}
+
+@_cdecl("lm_unload")
+public func lmUnload(_ handle: OpaquePointer?, _ path: UnsafePointer<CChar>?) -> lm_error {
+  withEngine(handle) { session throws(CAPIError) in
+    let path = try CString.nonEmpty(path, "path")
+    guard session.engine.unload(path) else {
+      throw .invalidArgument("\(FileSystemPath.displayed(path)) is not preloaded")
+    }
   }
 }
 
