@@ -502,7 +502,8 @@ lm_error lm_play_stinger(lm_engine *engine, const char *source, lm_moment at, fl
    streamed, with nothing opened or decoded when it starts. For stingers and short loops that fire
    again and again; the engine already keeps the cue file's own stingers of 20 s or less in memory.
    Preloading it again holds it once more (a changed file is decoded afresh); each lm_unload lets
-   go of one hold. At most 64 MiB of decoded audio per engine. Blocking: it reads and decodes the
+   go of one hold. Nothing of the file stays open: a file preloaded from a mount plays on from
+   memory after lm_unmount. At most 64 MiB of decoded audio per engine. Blocking: it reads and decodes the
    file on the calling thread (milliseconds for a stinger): while a level loads, not from an audio
    callback. Errors: LM_ERROR_AUDIO_FILE (the message names the file and why; it still plays,
    streamed), LM_ERROR_INVALID_ARGUMENT (NULL, empty or not UTF-8). */

@@ -257,6 +257,43 @@ struct PreloadTests {
     #expect(engine.isPreloaded(path), "two holds: the first preload's and the second's")
   }
 
+  @Test("A file mounted from a pak preloads, holds nothing of the mount open, and plays on from memory once unmounted")
+  func mountedFile() throws {
+    let directory = try TemporaryDirectory(prefix: "leitmotif-preload")
+    let disk = try EngineHarness.vorbisTone(in: directory, name: "shot.ogg", seconds: 1.5, frequency: 550)
+    let mounted = MountTests.uniquePath("stingers/shot.ogg")
+    try MountedFiles.mount(contents: try MountTests.bytes(disk), at: mounted)
+    defer { try? MountedFiles.unmount(mounted) }
+    let fromDisk = try Self.play(disk, preload: false).samples
+    let fromMount = try Self.play(mounted, preload: true).samples
+    #expect(fromMount == fromDisk)
+
+    let notices = Mutex<[String]>([])
+    let engine = try AudioEngine(
+      output: .offline(sampleRate: 48_000, renderFrames: EngineHarness.renderFrames),
+      diagnostics: { diagnostic in notices.withLock { $0.append(diagnostic.message) } })
+    defer { engine.shutdown() }
+    try engine.preload(mounted)
+    // Nothing of the mount is open: the game may let the pak go, and the sound stays.
+    try MountedFiles.unmount(mounted)
+    let player = try Player(engine: engine, item: MediaItem(path: mounted))
+    player.play()
+    let after = EngineHarness.render(engine, seconds: 0.3)
+    #expect(Array(after.prefix(10_000)) == Array(fromDisk.prefix(10_000)))
+    #expect(notices.withLock { $0.isEmpty }, "\(notices.withLock { $0 })")
+    player.stop()
+    _ = EngineHarness.render(engine, seconds: 0.1)
+    // Mounted again with other bytes (a new version of the pak): that file plays, streamed.
+    let other = try EngineHarness.vorbisTone(in: directory, name: "other.ogg", seconds: 1, frequency: 880)
+    try MountedFiles.mount(contents: try MountTests.bytes(other), at: mounted)
+    let second = try Player(engine: engine, item: MediaItem(path: mounted))
+    second.play()
+    let replaced = EngineHarness.render(engine, seconds: 0.3)
+    let expected = try Self.play(other, preload: false).samples
+    #expect(Array(replaced.prefix(10_000)) == Array(expected.prefix(10_000)))
+    #expect(notices.withLock { $0.contains { $0.contains("changed since it was preloaded") } })
+  }
+
   @Test("A director preloads its cue file's short stingers, follows a reload, and lets go when it shuts down")
   func directorStingers() throws {
     let fixture = try DirectorFixture()

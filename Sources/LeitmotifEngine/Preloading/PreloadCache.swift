@@ -139,14 +139,16 @@ final class PreloadCache: Sendable {
   func contains(_ path: String) -> Bool { table.withLock { $0.entries[Self.key(path)] != nil } }
 
   /// The loader's question: a decoder over the preloaded copy of `path`, if there is one and the
-  /// file is still the one decoded. A copy whose file changed is not used (nil: the file streams,
-  /// as it is now) until it is preloaded again, which decodes it afresh; `stale` is set the first
-  /// time that happens, so it is said once.
+  /// file is still the one decoded, or is gone (deleted, its pak unmounted: the copy is all there
+  /// is, and a game may preload from a pak and then let the pak go). A copy whose path now names
+  /// another file is not used (nil: that file streams, as it is now) until it is preloaded again,
+  /// which decodes it afresh; `stale` is set the first time that happens, so it is said once.
   func decoder(for path: String, stale: inout Bool) -> (any AudioDecoder)? {
     let key = Self.key(path)
     guard let entry = table.withLock({ $0.entries[key] }) else { return nil }
     // The stat outside the lock: the loader's thread does I/O, the table's other users need not wait.
-    guard FileIdentity(path: path) == entry.identity else {
+    let now = FileIdentity(path: path)
+    guard !now.exists || now == entry.identity else {
       stale = table.withLock { table in
         guard var current = table.entries[key], current.audio === entry.audio, !current.staleSaid else { return false }
         current.staleSaid = true
