@@ -335,4 +335,28 @@ struct PreloadTests {
     #expect(!engine.isPreloaded(hit))
     #expect(engine.preloadedBytes == 0)
   }
+
+  @Test("A director watching its cue file decodes a stinger afresh when a new take is saved over it")
+  func directorRefreshesChangedStinger() throws {
+    let fixture = try DirectorFixture()
+    try """
+    { version: 1, \(DirectorFixture.sources) start: "explore",
+      states: { explore: { music: "calm" } },
+      rules: [ { on: "hit", do: { stinger: "hit" } } ] }
+    """.write(toFile: fixture.cuePath, atomically: true, encoding: .utf8)
+    let engine = try AudioEngine(output: .headless)
+    defer { engine.shutdown() }
+    let director = try Director(engine: engine, cueFile: fixture.cuePath)
+    defer { director.shutdown() }
+    // hit.ogg: 0.5 s of 48 kHz stereo.
+    #expect(engine.preloadedBytes == 24_000 * 2 * 4)
+    // The new take, 0.75 s, saved as editors do: written beside, then renamed over the old one.
+    let take = fixture.directory.file("take.ogg")
+    try DirectorFixture.tone(take, pitch: 1_000, seconds: 0.75, tags: [])
+    #expect(rename(take, fixture.assets + "/hit.ogg") == 0)
+    let refreshed = EngineHarness.wait(seconds: 5) { engine.preloadedBytes == 36_000 * 2 * 4 }
+    #expect(refreshed, "in memory: \(engine.preloadedBytes) bytes")
+    director.shutdown()
+    #expect(engine.preloadedBytes == 0, "one hold, let go at shutdown")
+  }
 }

@@ -239,6 +239,38 @@ public final class Director: @unchecked Sendable {
     for path in old { engine.unload(path) }
   }
 
+  /// What the watcher has seen of changed stinger files: each change waits until it has settled,
+  /// and one that did not decode is not tried again until the file changes once more.
+  struct StingerChanges {
+    var settling: [String: FileIdentity] = [:]
+    var failed: [String: FileIdentity] = [:]
+  }
+
+  /// Decodes afresh the preloaded stingers whose files changed (a sound designer's new take saved
+  /// over the old one while the game runs), once a change looks the same twice in a row (an
+  /// editor writes in steps), so the next shot plays the new take from memory. The watcher's
+  /// thread, every half second: a stat per stinger.
+  func refreshChangedStingers(_ changes: inout StingerChanges) {
+    var settling: [String: FileIdentity] = [:]
+    for path in preloads.withLock({ $0 }) {
+      guard let now = engine.preloadedFileChange(path), changes.failed[path] != now else { continue }
+      guard changes.settling[path] == now else {
+        settling[path] = now
+        continue
+      }
+      do {
+        // Decoded again into the entry (its holds kept), then this extra hold let go.
+        try engine.preload(path)
+        engine.unload(path)
+        changes.failed[path] = nil
+      } catch {
+        changes.failed[path] = now
+        engine.report(Diagnostic(.warning, "stinger: \(error); it streams from the file instead"))
+      }
+    }
+    changes.settling = settling
+  }
+
   private func releasePreloads() {
     let old = preloads.withLock { preloads in
       defer { preloads = [] }
@@ -688,6 +720,7 @@ public final class Director: @unchecked Sendable {
       var candidate: FileIdentity? = nil
       var stablePolls = 0
       let missingPolls = Int(Director.missingGraceSeconds * 10)
+      var stingerChanges = StingerChanges()
       while running.value.load(ordering: .acquiring) {
         usleep(100_000)
         guard let director = self else { return }
@@ -708,6 +741,7 @@ public final class Director: @unchecked Sendable {
           candidate = nil
         }
         ticks += 1
+        if ticks % 5 == 0 { director.refreshChangedStingers(&stingerChanges) }
         if ticks % 5 == 0, let library = director.library {
           let status = library.authorizationStatus
           if status != consent {

@@ -32,6 +32,10 @@ extension AudioEngine {
   /// Whether `path` is preloaded.
   public func isPreloaded(_ path: String) -> Bool { preloaded.contains(path) }
 
+  /// The identity `path` has now, when it is preloaded and its file was changed since (a
+  /// director decodes its stingers afresh then). A stat.
+  package func preloadedFileChange(_ path: String) -> FileIdentity? { preloaded.changedIdentity(of: path) }
+
   /// Bytes of decoded audio held in memory by `preload`.
   public var preloadedBytes: Int { preloaded.bytes }
 

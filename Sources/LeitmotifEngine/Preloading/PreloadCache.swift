@@ -138,6 +138,14 @@ final class PreloadCache: Sendable {
 
   func contains(_ path: String) -> Bool { table.withLock { $0.entries[Self.key(path)] != nil } }
 
+  /// The identity `path` has now, when it is preloaded and now names another file than the one
+  /// decoded (nil: not preloaded, unchanged, or gone). A stat.
+  func changedIdentity(of path: String) -> FileIdentity? {
+    guard let decoded = table.withLock({ $0.entries[Self.key(path)]?.identity }) else { return nil }
+    let now = FileIdentity(path: path)
+    return now.exists && now != decoded ? now : nil
+  }
+
   /// The loader's question: a decoder over the preloaded copy of `path`, if there is one and the
   /// file is still the one decoded, or is gone (deleted, its pak unmounted: the copy is all there
   /// is, and a game may preload from a pak and then let the pak go). A copy whose path now names
