@@ -156,9 +156,7 @@ struct PreloadTests {
       return cause.path == path
     }
     #expect(!engine.isPreloaded(path))
-    let player = try Player(engine: engine, item: MediaItem(path: path))
-    player.play()
-    #expect(EngineHarness.peak(EngineHarness.render(engine, seconds: 0.3)[...]) > 0.2)
+    try Self.expectStillPlays(path, on: engine)
   }
 
   @Test("Holds, the bytes taken and the budget; a file over the budget or damaged is a typed error and still plays")
@@ -214,19 +212,35 @@ struct PreloadTests {
     }
 
     // The file that did not fit still plays, streamed.
-    let player = try Player(engine: engine, item: MediaItem(path: stereo))
+    try Self.expectStillPlays(stereo, on: engine)
+  }
+
+  /// A file that could not be preloaded plays, streamed: 0.3 s of it are heard.
+  static func expectStillPlays(_ path: String, on engine: AudioEngine) throws {
+    let player = try Player(engine: engine, item: MediaItem(path: path))
     player.play()
     #expect(EngineHarness.peak(EngineHarness.render(engine, seconds: 0.3)[...]) > 0.2)
+  }
+
+  /// The messages an engine's diagnostics handler was given.
+  final class Notices: Sendable {
+    let messages = Mutex<[String]>([])
+    func withLock<Result>(_ body: ([String]) -> Result) -> Result { messages.withLock { body($0) } }
+  }
+
+  /// An offline engine whose diagnostics' messages collect in `notices`.
+  static func engine(collecting notices: Notices) throws -> AudioEngine {
+    try AudioEngine(
+      output: .offline(sampleRate: 48_000, renderFrames: EngineHarness.renderFrames),
+      diagnostics: { diagnostic in notices.messages.withLock { $0.append(diagnostic.message) } })
   }
 
   @Test("A file changed since it was preloaded streams as it is now, said once; preloading it again decodes it afresh")
   func changedFile() throws {
     let directory = try TemporaryDirectory(prefix: "leitmotif-preload")
     let path = try EngineHarness.vorbisTone(in: directory, name: "shot.ogg", seconds: 1.5, frequency: 440)
-    let notices = Mutex<[String]>([])
-    let engine = try AudioEngine(
-      output: .offline(sampleRate: 48_000, renderFrames: EngineHarness.renderFrames),
-      diagnostics: { diagnostic in notices.withLock { $0.append(diagnostic.message) } })
+    let notices = Notices()
+    let engine = try Self.engine(collecting: notices)
     defer { engine.shutdown() }
     try engine.preload(path)
     let before = engine.preloadedBytes
@@ -268,10 +282,8 @@ struct PreloadTests {
     let fromMount = try Self.play(mounted, preload: true).samples
     #expect(fromMount == fromDisk)
 
-    let notices = Mutex<[String]>([])
-    let engine = try AudioEngine(
-      output: .offline(sampleRate: 48_000, renderFrames: EngineHarness.renderFrames),
-      diagnostics: { diagnostic in notices.withLock { $0.append(diagnostic.message) } })
+    let notices = Notices()
+    let engine = try Self.engine(collecting: notices)
     defer { engine.shutdown() }
     try engine.preload(mounted)
     // Nothing of the mount is open: the game may let the pak go, and the sound stays.
