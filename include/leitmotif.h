@@ -503,15 +503,20 @@ lm_error lm_play_stinger(lm_engine *engine, const char *source, lm_moment at, fl
    again and again; the engine already keeps the cue file's own stingers of 20 s or less in memory.
    Preloading it again holds it once more (a changed file is decoded afresh); each lm_unload lets
    go of one hold. Nothing of the file stays open: a file preloaded from a mount plays on from
-   memory after lm_unmount. At most 64 MiB of decoded audio per engine. Blocking: it reads and decodes the
-   file on the calling thread (milliseconds for a stinger): while a level loads, not from an audio
-   callback. Errors: LM_ERROR_AUDIO_FILE (the message names the file and why; it still plays,
+   memory after lm_unmount. At most 64 MiB of decoded audio per engine (lm_set_preload_budget).
+   Blocking: it reads and decodes the file on the calling thread (milliseconds for a stinger):
+   while a level loads, not from an audio callback. Errors: LM_ERROR_AUDIO_FILE (the message names the file and why; it still plays,
    streamed), LM_ERROR_INVALID_ARGUMENT (NULL, empty or not UTF-8). */
 lm_error lm_preload(lm_engine *engine, const char *path);
 
 /* Lets go of one hold on a file lm_preload kept in memory; with the last, its memory is given back
    once no voice reads it. LM_ERROR_INVALID_ARGUMENT when it was not preloaded. Any thread. */
 lm_error lm_unload(lm_engine *engine, const char *path);
+
+/* The most memory the engine's preloaded audio may take, in bytes (default 64 MiB: 5.8 minutes of
+   48 kHz stereo). Lowering it unloads nothing: it applies to the next lm_preload (the cue file's
+   stingers are preloaded when the engine is made, and again when the cue file reloads). */
+lm_error lm_set_preload_budget(lm_engine *engine, size_t bytes);
 
 typedef enum lm_skip_direction {
   LM_SKIP_NEXT = 0,

@@ -133,6 +133,7 @@ class engine {
   /* Keeps a music file decoded in memory (see lm_preload); unload lets go of it. */
   void preload(const char *path) { check(lm_preload(handle_, path)); }
   void unload(const char *path) { check(lm_unload(handle_, path)); }
+  void set_preload_budget(size_t bytes) { check(lm_set_preload_budget(handle_, bytes)); }
   void skip(lm_skip_direction direction = LM_SKIP_NEXT) { check(lm_skip(handle_, direction)); }
   void set_music_volume(float volume, double ramp_seconds = 0) {
     check(lm_set_music_volume(handle_, volume, ramp_seconds));

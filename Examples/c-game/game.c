@@ -510,6 +510,10 @@ static int self_test(const char *cues) {
     expect(lm_preload(engine, "/no/such/music.ogg"), LM_ERROR_AUDIO_FILE, "preload a missing file");
     expect_true(strstr(lm_engine_last_error(engine), "/no/such/music.ogg") != NULL, "the message names the file");
     expect(lm_preload(engine, NULL), LM_ERROR_INVALID_ARGUMENT, "preload NULL");
+    expect(lm_set_preload_budget(engine, 1000), LM_OK, "a preload budget of 1000 bytes");
+    expect(lm_preload(engine, fanfare), LM_ERROR_AUDIO_FILE, "preload over the budget");
+    expect_true(strstr(lm_engine_last_error(engine), "budget") != NULL, "the message names the budget");
+    expect(lm_set_preload_budget(engine, (size_t)64 << 20), LM_OK, "the budget back to 64 MiB");
   }
   expect(lm_set_master_volume(engine, 2.0f, 0), LM_ERROR_INVALID_ARGUMENT, "master volume 2");
   expect(lm_set_master_volume(engine, 0.5f, -1), LM_ERROR_INVALID_ARGUMENT, "master volume with a negative ramp");

@@ -507,6 +507,17 @@ public func lmUnload(_ handle: OpaquePointer?, _ path: UnsafePointer<CChar>?) ->
   }
 }
 
+@_cdecl("lm_set_preload_budget")
+public func lmSetPreloadBudget(_ handle: OpaquePointer?, _ bytes: Int) -> lm_error {
+  withEngine(handle) { session throws(CAPIError) in
+    // size_t arrives as Int: a value past Int.max (a negative one from a signed mistake) is refused.
+    guard bytes >= 0 else {
+      throw .invalidArgument("bytes \(UInt(bitPattern: bytes)) is beyond what an engine can hold")
+    }
+    session.engine.preloadBudgetBytes = bytes
+  }
+}
+
 @_cdecl("lm_skip")
 public func lmSkip(_ handle: OpaquePointer?, _ direction: lm_skip_direction) -> lm_error {
   withEngine(handle) { session throws(CAPIError) in

@@ -141,6 +141,8 @@ struct CAPITests {
       "ok   unload a file no longer preloaded: LM_ERROR_INVALID_ARGUMENT",
       "ok   preload a missing file: LM_ERROR_AUDIO_FILE",
       "ok   the message names the file",
+      "ok   preload over the budget: LM_ERROR_AUDIO_FILE",
+      "ok   the message names the budget",
       "ok   a query without consent: LM_ERROR_LIBRARY",
       "ok   a query with contains on a number: LM_ERROR_INVALID_ARGUMENT",
       "ok   the message names the property",

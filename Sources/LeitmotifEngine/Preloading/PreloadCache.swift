@@ -25,7 +25,7 @@ public struct PreloadError: Error, Sendable, Equatable, CustomStringConvertible 
     case .decode(let error): return "cannot preload \(error)"
     case .overBudget(let needed, let preloaded, let budget):
       return
-        "cannot preload \(FileSystemPath.displayed(path)): decoded it takes \(needed) bytes, and \(preloaded) of the engine's preload budget of \(budget) bytes are taken (raise AudioEngine.preloadBudgetBytes, or let it stream)"
+        "cannot preload \(FileSystemPath.displayed(path)): decoded it takes \(needed) bytes, and \(preloaded) of the engine's preload budget of \(budget) bytes are taken (raise the budget: AudioEngine.preloadBudgetBytes, lm_set_preload_budget)"
     }
   }
 }
