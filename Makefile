@@ -95,9 +95,13 @@ bench: deps
 # symbols too; docc takes one module, so only that graph is handed over. (docc 6.3's
 # --experimental-transform-for-static-hosting-with-content, pages readable from file://, crashes
 # on Linux in FoundationXML, so the archive is served instead.)
+# The compiler writes a module's graph only when it compiles that module, and a doc comment changed
+# in a lower layer does not make the umbrella compile again: the umbrella's one file is touched so
+# that its graph (which holds the comments of everything it re-exports) is always written afresh.
 # DOCC_FLAGS passes options, e.g. `make docs DOCC_FLAGS=--analyze`.
 DOCS_GRAPHS := .build/docs-build/symbol-graphs
 docs: deps
+	touch Sources/Leitmotif/Leitmotif.swift
 	swift build --scratch-path .build/docs-build --target Leitmotif \
 	  -Xswiftc -emit-symbol-graph -Xswiftc -emit-symbol-graph-dir -Xswiftc $(DOCS_GRAPHS)
 	rm -rf .build/docs-graphs .build/docs/Leitmotif.doccarchive && mkdir -p .build/docs-graphs .build/docs

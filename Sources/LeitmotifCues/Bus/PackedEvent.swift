@@ -7,7 +7,7 @@ import LeitmotifPlayers
 /// An event as bytes in a bus slot's own fixed area: how a poster that must not allocate (the C
 /// API's `lm_post`, called from a game's audio callback or its frame loop) hands over a cue and
 /// its payload. The poster copies its strings in (``PackedEventWriter``); the consumer, the
-/// director, makes the `LevelEvent` from them on its own thread (``unpack(_:)``).
+/// director, makes the `LevelEvent` from them on its own thread (`unpack(_:)`, internal).
 ///
 /// Layout, every integer little-endian and unaligned:
 ///
