@@ -372,7 +372,7 @@ public final class AudioEngine: @unchecked Sendable {
   package func load(
     _ request: SegmentRequest, startSeconds: Double?, voice: VoiceHandle, timeStretching: Bool = false
   ) {
-    let warn = warningReporter()
+    let open = segmentOpener()
     let commands = self.commands
     let streams = self.streams
     let census = decodeThreads
@@ -381,17 +381,12 @@ public final class AudioEngine: @unchecked Sendable {
     let isOffline = self.isOffline
     let pool = self.pool
     let settleLoads = offlineSettle
-    let preloaded = self.preloaded
-    let reportStale = staleReporter()
     runOnLoader {
       // Nothing is opened for an engine that stopped, or for an owner who has moved on.
       guard running.value.load(ordering: .acquiring), pool.owns(voice) else { return }
-      var stale: [String] = []
-      defer { reportStale(stale) }
       let command: EngineCommand
       do throws(DecodeError) {
-        let segment = try request.open(preloaded: preloaded, stale: &stale)
-        warn(segment)
+        let segment = try open(request)
         var start = segment.startFrame
         if let startSeconds {
           let rate = Double(segment.decoder.format.sampleRate)
@@ -451,18 +446,13 @@ public final class AudioEngine: @unchecked Sendable {
   /// Opens `request` and queues it on the slot's stream, to follow what is there gaplessly.
   /// Failures (and a sample rate the stream cannot take) come back as `.appendFailed`.
   package func append(_ request: SegmentRequest, voice: VoiceHandle) {
-    let warn = warningReporter()
+    let open = segmentOpener()
     let events = self.events
     let streams = self.streams
-    let preloaded = self.preloaded
-    let reportStale = staleReporter()
     runOnLoader {
       guard let stream = streams.stream(for: voice) else { return }
-      var stale: [String] = []
-      defer { reportStale(stale) }
       do throws(DecodeError) {
-        let segment = try request.open(preloaded: preloaded, stale: &stale)
-        warn(segment)
+        let segment = try open(request)
         let rate = segment.decoder.format.sampleRate
         guard rate == stream.format.sampleRate else {
           let error = DecodeError(
@@ -482,21 +472,16 @@ public final class AudioEngine: @unchecked Sendable {
   /// Replaces what follows segment `token` on the slot's stream with `request` (or nothing).
   /// When the stream had already decoded into the old follower, the voice re-seeks (10 ms dip).
   package func replaceUpcoming(voice: VoiceHandle, after token: Int, with request: SegmentRequest?) {
-    let warn = warningReporter()
+    let open = segmentOpener()
     let events = self.events
     let streams = self.streams
     let commands = self.commands
-    let preloaded = self.preloaded
-    let reportStale = staleReporter()
     runOnLoader {
       guard let stream = streams.stream(for: voice) else { return }
-      var stale: [String] = []
-      defer { reportStale(stale) }
       var segments: [StreamSegment] = []
       if let request {
         do throws(DecodeError) {
-          let segment = try request.open(preloaded: preloaded, stale: &stale)
-          warn(segment)
+          let segment = try open(request)
           if segment.decoder.format.sampleRate == stream.format.sampleRate {
             segments.append(segment)
           } else {
@@ -525,24 +510,27 @@ public final class AudioEngine: @unchecked Sendable {
   /// Says what a decoder noticed about a file it opened (cut off, damaged, a tag skipped)
   /// through the diagnostics handler: the item plays what is there, and the game learns why it
   /// may end early. Runs on the loader.
-  private func warningReporter() -> @Sendable (StreamSegment) -> Void {
-    { [weak self] segment in
+  /// Opens a segment on the loader: from its preloaded copy when it has a current one, else from
+  /// the file. Says what there is to say: the decoder's warnings, and a preloaded file found
+  /// changed on disk (it streams instead).
+  private func segmentOpener() -> @Sendable (SegmentRequest) throws(DecodeError) -> StreamSegment {
+    let preloaded = self.preloaded
+    return { [weak self] request throws(DecodeError) in
+      var stale: [String] = []
+      defer {
+        for path in stale {
+          self?.report(
+            Diagnostic(
+              .notice,
+              "\(FileSystemPath.displayed(path)): changed since it was preloaded: it streams from the file until it is preloaded again"
+            ))
+        }
+      }
+      let segment = try request.open(preloaded: preloaded, stale: &stale)
       for warning in segment.decoder.warnings {
         self?.report(Diagnostic(.warning, "\(segment.decoder.path): \(warning)"))
       }
-    }
-  }
-
-  /// Says which preloaded files were found changed on disk (they streamed instead).
-  private func staleReporter() -> @Sendable ([String]) -> Void {
-    { [weak self] paths in
-      for path in paths {
-        self?.report(
-          Diagnostic(
-            .notice,
-            "\(FileSystemPath.displayed(path)): changed since it was preloaded: it streams from the file until it is preloaded again"
-          ))
-      }
+      return segment
     }
   }
 

@@ -36,14 +36,14 @@ package struct SegmentRequest: Sendable {
     self.gain = gain
   }
 
-  /// Opens the file (its preloaded copy in `preloaded`, if it has one) and works out the frames.
-  /// Runs on the loader (it does I/O). A copy found out of date is dropped and `stale` names its
-  /// file: it streams from the file instead.
+  /// Opens the file (its preloaded copy in `preloaded`, if it has a current one) and works out the
+  /// frames. Runs on the loader (it does I/O). A preloaded file whose path now names another file
+  /// streams from that file, and `stale` names it (the first time only).
   /// - Throws: `DecodeError`, with `.pointsOutsideFile` when trim or loop points do not fit.
-  func open(preloaded: PreloadCache? = nil, stale: inout [String]) throws(DecodeError) -> StreamSegment {
+  func open(preloaded: PreloadCache, stale: inout [String]) throws(DecodeError) -> StreamSegment {
     func openDecoder(_ path: String) throws(DecodeError) -> any AudioDecoder {
       var outdated = false
-      if let decoder = preloaded?.decoder(for: path, stale: &outdated) { return decoder }
+      if let decoder = preloaded.decoder(for: path, stale: &outdated) { return decoder }
       if outdated { stale.append(path) }
       return try AudioFile.openDecoder(path: path)
     }

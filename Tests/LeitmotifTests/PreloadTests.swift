@@ -293,6 +293,11 @@ struct PreloadTests {
     let after = EngineHarness.render(engine, seconds: 0.3)
     #expect(Array(after.prefix(10_000)) == Array(fromDisk.prefix(10_000)))
     #expect(notices.withLock { $0.isEmpty }, "\(notices.withLock { $0 })")
+    // Preloaded again while the file is gone (a director's reload does that): the copy in memory
+    // is held once more, not refused as missing, and one unload leaves it in memory.
+    let bytes = engine.preloadedBytes
+    #expect(try engine.preload(mounted) == bytes)
+    #expect(engine.unload(mounted) && engine.isPreloaded(mounted))
     player.stop()
     _ = EngineHarness.render(engine, seconds: 0.1)
     // Mounted again with other bytes (a new version of the pak): that file plays, streamed.

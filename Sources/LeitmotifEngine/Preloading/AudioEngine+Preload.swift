@@ -10,8 +10,8 @@ extension AudioEngine {
   /// costs nothing more, unless the file changed: then it is decoded again. A file that changes
   /// while preloaded is noticed when it next starts: from then on it streams from the file as it
   /// is now (a notice says so, once) until it is preloaded again. A file that is gone (deleted,
-  /// or its pak unmounted) plays on from memory: a game may preload from a mount and then let
-  /// the mount go. A preloaded file sounds the same as a streamed one, sample for sample.
+  /// or its pak unmounted) plays on from memory, and preloading it again holds that copy: a game
+  /// may preload from a mount and then let the mount go. A preloaded file sounds the same as a streamed one, sample for sample.
   ///
   /// Blocking: it reads and decodes the file on the calling thread (milliseconds for a stinger),
   /// so call it while a level loads, not from the game's frame loop. Any thread.

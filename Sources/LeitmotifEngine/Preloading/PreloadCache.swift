@@ -42,6 +42,11 @@ final class PreloadCache: Sendable {
     var holds: Int
     /// The file was found changed (and said so) since this copy was decoded.
     var staleSaid = false
+
+    /// Whether this copy stands for the file whose identity is `now`: the same file, or none
+    /// (deleted, its pak unmounted: the copy is all there is, and a game may preload from a pak
+    /// and then let the pak go). A path that now names another file needs decoding afresh.
+    func isCurrent(for now: FileIdentity) -> Bool { !now.exists || now == identity }
   }
 
   private struct Table {
@@ -66,13 +71,14 @@ final class PreloadCache: Sendable {
 
   static func key(_ path: String) -> String { MountedFiles.absolute(path) ?? path }
 
-  /// Decodes `path` into memory, or holds the copy already there once more (a copy whose file
-  /// changed is decoded again). Does I/O and decodes on the calling thread.
+  /// Decodes `path` into memory, or holds the copy already there once more (a copy whose path now
+  /// names another file is decoded again; one whose file is gone is held as it is). Does I/O and
+  /// decodes on the calling thread.
   func preload(_ path: String) throws(PreloadError) -> DecodedAudio {
     let key = Self.key(path)
     let identity = FileIdentity(path: path)
     let held = table.withLock { table -> DecodedAudio? in
-      guard var entry = table.entries[key], entry.identity == identity else { return nil }
+      guard var entry = table.entries[key], entry.isCurrent(for: identity) else { return nil }
       entry.holds += 1
       table.entries[key] = entry
       return entry.audio
@@ -141,22 +147,20 @@ final class PreloadCache: Sendable {
   /// The identity `path` has now, when it is preloaded and now names another file than the one
   /// decoded (nil: not preloaded, unchanged, or gone). A stat.
   func changedIdentity(of path: String) -> FileIdentity? {
-    guard let decoded = table.withLock({ $0.entries[Self.key(path)]?.identity }) else { return nil }
+    guard let entry = table.withLock({ $0.entries[Self.key(path)] }) else { return nil }
     let now = FileIdentity(path: path)
-    return now.exists && now != decoded ? now : nil
+    return entry.isCurrent(for: now) ? nil : now
   }
 
-  /// The loader's question: a decoder over the preloaded copy of `path`, if there is one and the
-  /// file is still the one decoded, or is gone (deleted, its pak unmounted: the copy is all there
-  /// is, and a game may preload from a pak and then let the pak go). A copy whose path now names
-  /// another file is not used (nil: that file streams, as it is now) until it is preloaded again,
-  /// which decodes it afresh; `stale` is set the first time that happens, so it is said once.
+  /// The loader's question: a decoder over the preloaded copy of `path`, if there is one and it is
+  /// current (`Entry.isCurrent`). A copy whose path now names another file is not used (nil: that
+  /// file streams, as it is now) until it is preloaded again, which decodes it afresh; `stale` is
+  /// set the first time that happens, so it is said once.
   func decoder(for path: String, stale: inout Bool) -> (any AudioDecoder)? {
     let key = Self.key(path)
     guard let entry = table.withLock({ $0.entries[key] }) else { return nil }
     // The stat outside the lock: the loader's thread does I/O, the table's other users need not wait.
-    let now = FileIdentity(path: path)
-    guard !now.exists || now == entry.identity else {
+    guard entry.isCurrent(for: FileIdentity(path: path)) else {
       stale = table.withLock { table in
         guard var current = table.entries[key], current.audio === entry.audio, !current.staleSaid else { return false }
         current.staleSaid = true
