@@ -71,7 +71,7 @@ extern "C" {
 
 /* The version of this header. lm_version() returns the library's, to compare at run time. */
 #define LM_VERSION_MAJOR 0
-#define LM_VERSION_MINOR 1
+#define LM_VERSION_MINOR 2
 #define LM_VERSION_PATCH 0
 #define LM_VERSION ((LM_VERSION_MAJOR * 10000) + (LM_VERSION_MINOR * 100) + LM_VERSION_PATCH)
 
@@ -146,6 +146,19 @@ typedef enum lm_clocking {
   LM_CLOCKING_PUMPED = 1
 } lm_clocking;
 
+/* How far ahead of OpenAL's mixer a real-time engine keeps the music (offline and headless
+   engines mix on demand and ignore it). Since 0.2. */
+typedef enum lm_latency {
+  /* A device period and 32 ms queued; the streaming thread wakes once a period. An immediate
+     action over playing music (a stinger, play, a media key) is heard after about 47 ms (median
+     on OpenAL's wave backend, 48 kHz, 1024-frame periods); a wake-up ~30 ms late costs nothing. */
+  LM_LATENCY_STANDARD = 0,
+  /* A device period and 10.7 ms queued; the streaming thread wakes twice a period and when a
+     command comes: about 26 ms, for twice the wake-ups and less room. After an underrun the
+     engine keeps 10.7 ms more queued, up to the standard amount, and says so in a notice. */
+  LM_LATENCY_LOW = 1
+} lm_latency;
+
 typedef enum lm_diagnostic_severity {
   LM_DIAGNOSTIC_NOTICE = 0,
   LM_DIAGNOSTIC_WARNING = 1,
@@ -192,6 +205,8 @@ typedef struct lm_config {
   /* Optional: receives diagnostics from the start (see lm_diagnostic_fn). */
   lm_diagnostic_fn diagnostic_callback;
   void *diagnostic_user_data;
+  /* Since 0.2 (a 0.1 struct_size ends before it: standard): see lm_latency. */
+  lm_latency latency;
 } lm_config;
 
 /* A config with every field at its default and struct_size set: `lm_config config =

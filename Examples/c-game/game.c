@@ -435,6 +435,24 @@ static int self_test(const char *cues) {
   config = offline_config(cues);
   config.output = (lm_output_kind)42;
   expect(lm_engine_create(&config, &engine), LM_ERROR_INVALID_ARGUMENT, "create with an unknown output kind");
+  config = offline_config(cues);
+  config.latency = (lm_latency)7;
+  expect(lm_engine_create(&config, &engine), LM_ERROR_INVALID_ARGUMENT, "create with an unknown latency");
+  config = offline_config(cues);
+  config.latency = LM_LATENCY_LOW;
+  expect(lm_engine_create(&config, &engine), LM_OK, "create with low latency (an offline engine ignores it)");
+  expect(lm_engine_destroy(engine), LM_OK, "destroy it");
+  engine = NULL;
+  /* A game built against the 0.1 header passes a struct that ends before latency. */
+  config = offline_config(cues);
+  config.struct_size = offsetof(lm_config, latency);
+  config.latency = (lm_latency)7; /* beyond the struct it says it has: never read */
+  expect(lm_engine_create(&config, &engine), LM_OK, "create from a 0.1 lm_config (no latency field)");
+  expect(lm_engine_destroy(engine), LM_OK, "destroy it");
+  engine = NULL;
+  config = offline_config(cues);
+  config.struct_size = offsetof(lm_config, latency) - 1;
+  expect(lm_engine_create(&config, &engine), LM_ERROR_INVALID_ARGUMENT, "create with a struct_size short of 0.1's");
 
   /* A program built against another major version's header, or a newer one, is refused. */
   config = offline_config(cues);

@@ -57,46 +57,56 @@ struct LatencyBenchmark {
     // A stinger: 3 s.
     let stinger = try files.vorbis48k(minutes: 0.05, quality: DecodeBenchmark.vorbisQuality, seed: 101)
     let work = try TemporaryDirectory(prefix: "leitmotif-bench-latency")
-    let fifo = work.file("output.fifo")
-    guard mkfifo(fifo, 0o600) == 0 else { throw BenchFiles.Failure(description: "mkfifo \(fifo): errno \(errno)") }
-    let configuration = work.file("wave.conf")
-    let environment = try WaveBackend.environment(capturingTo: fifo, configuration: configuration)
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: VoicesBenchmark.ownExecutable)
-    process.arguments = ["latency-child", fifo, music, String(options.trials), stinger]
-    var childEnvironment = environment
     let bus = SessionBus.start(in: work)
     defer { bus?.stop() }
-    if let bus { childEnvironment["DBUS_SESSION_BUS_ADDRESS"] = bus.address }
-    process.environment = childEnvironment
-    let output = Pipe()
-    process.standardOutput = output
-    process.standardError = FileHandle.standardError
-    try process.run()
-    let data = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    guard process.terminationStatus == 0 else {
-      throw BenchFiles.Failure(description: "latency-child failed (status \(process.terminationStatus))")
-    }
     var table = TextTable(
-      ["case", "trials", "median ms", "max ms", "min ms", "goal ms", "result"], rightAligned: [1, 2, 3, 4, 5])
-    for line in String(decoding: data, as: UTF8.self).split(separator: "\n") {
-      let fields = line.split(separator: " ")
-      guard fields.count >= 2 else { continue }
-      let latencies = fields.dropFirst().compactMap { Double($0) }.sorted()
-      guard !latencies.isEmpty else { continue }
-      let median = latencies[latencies.count / 2]
-      let maximum = latencies.last!
-      table.add([
-        Self.caseNames[String(fields[0])] ?? String(fields[0]), String(latencies.count),
-        String(format: "%.1f", median * 1000), String(format: "%.1f", maximum * 1000),
-        String(format: "%.1f", latencies[0] * 1000),
-        fields[0] == "key" ? "-" : String(format: "%.1f", Self.goalSeconds * 1000),
-        fields[0] == "key"
-          ? "-"
-          : maximum <= Self.goalSeconds
-            ? "PASS" : (median <= Self.goalSeconds ? "median PASS, max ABOVE" : "ABOVE GOAL"),
-      ])
+      ["case", "latency", "trials", "median ms", "max ms", "min ms", "goal ms", "result"],
+      rightAligned: [2, 3, 4, 5, 6])
+    var costs: [String] = []
+    // Each `OutputLatency` in a child process of its own (OpenAL reads its settings once per
+    // process), one after the other, on the same files.
+    for latency in ["standard", "low"] {
+      let fifo = work.file("output-\(latency).fifo")
+      guard mkfifo(fifo, 0o600) == 0 else { throw BenchFiles.Failure(description: "mkfifo \(fifo): errno \(errno)") }
+      let configuration = work.file("wave-\(latency).conf")
+      let environment = try WaveBackend.environment(capturingTo: fifo, configuration: configuration)
+      let process = Process()
+      process.executableURL = URL(fileURLWithPath: VoicesBenchmark.ownExecutable)
+      process.arguments = ["latency-child", fifo, music, String(options.trials), stinger, latency]
+      var childEnvironment = environment
+      if let bus { childEnvironment["DBUS_SESSION_BUS_ADDRESS"] = bus.address }
+      process.environment = childEnvironment
+      let output = Pipe()
+      process.standardOutput = output
+      process.standardError = FileHandle.standardError
+      try process.run()
+      let data = output.fileHandleForReading.readDataToEndOfFile()
+      process.waitUntilExit()
+      guard process.terminationStatus == 0 else {
+        throw BenchFiles.Failure(description: "latency-child failed (status \(process.terminationStatus))")
+      }
+      for line in String(decoding: data, as: UTF8.self).split(separator: "\n") {
+        let fields = line.split(separator: " ")
+        guard fields.count >= 2 else { continue }
+        if fields[0] == "cost" {
+          costs.append("\(latency): " + fields.dropFirst().joined(separator: " "))
+          continue
+        }
+        let latencies = fields.dropFirst().compactMap { Double($0) }.sorted()
+        guard !latencies.isEmpty else { continue }
+        let median = latencies[latencies.count / 2]
+        let maximum = latencies.last!
+        table.add([
+          Self.caseNames[String(fields[0])] ?? String(fields[0]), latency, String(latencies.count),
+          String(format: "%.1f", median * 1000), String(format: "%.1f", maximum * 1000),
+          String(format: "%.1f", latencies[0] * 1000),
+          fields[0] == "key" ? "-" : String(format: "%.1f", Self.goalSeconds * 1000),
+          fields[0] == "key"
+            ? "-"
+            : maximum <= Self.goalSeconds
+              ? "PASS" : (median <= Self.goalSeconds ? "median PASS, max ABOVE" : "ABOVE GOAL"),
+        ])
+      }
     }
     print(
       [
@@ -106,9 +116,14 @@ struct LatencyBenchmark {
         "paused player's NowPlayingService, from the sending (no goal of its own; shown where dbus-daemon exists).",
         "Stingers: play() on a new player over the playing music, not prepared (the file is opened and its first",
         "blocks decoded after the call), streamed and preloaded (AudioEngine.preload); a 3 s 48 kHz Vorbis file.",
+        "Each latency (AudioEngine's OutputLatency) in a process of its own, one after the other.",
         "",
         table.render(),
-      ].joined(separator: "\n"))
+        "",
+        "What each costs: the child process's CPU (user + kernel) per second while one voice plays and nothing",
+        "else happens (the wave backend and the FIFO's reader included), the bus's queue after the trials, and",
+        "underruns over all trials:",
+      ].joined(separator: "\n") + "\n" + costs.map { "  " + $0 }.joined(separator: "\n"))
   }
 
   static let caseNames = [
@@ -193,17 +208,18 @@ struct LatencyBenchmark {
     }
   }
 
-  /// `latency-child FIFO MUSIC TRIALS STINGER`: the trials, in the process that opens the wave
-  /// device. Prints one line per case: its name and each trial's latency in seconds.
+  /// `latency-child FIFO MUSIC TRIALS STINGER LATENCY`: the trials, in the process that opens the
+  /// wave device, on an engine of that `OutputLatency` (standard or low). Prints one line per
+  /// case (its name and each trial's latency in seconds) and a `cost` line.
   static func child(_ arguments: [String]) throws {
-    guard arguments.count == 4, let trials = Int(arguments[2]) else {
-      throw UsageError(description: "latency-child FIFO MUSIC TRIALS STINGER")
+    guard arguments.count == 5, let trials = Int(arguments[2]), ["standard", "low"].contains(arguments[4]) else {
+      throw UsageError(description: "latency-child FIFO MUSIC TRIALS STINGER standard|low")
     }
     let stingerPath = arguments[3]
     let listener = Listener()
     let reader = Thread { listener.read(arguments[0]) }
     reader.start()
-    let engine = try AudioEngine(output: .defaultDevice)
+    let engine = try AudioEngine(output: .defaultDevice, latency: arguments[4] == "low" ? .low : .standard)
     defer { engine.shutdown() }
     let item = MediaItem(path: arguments[1])
     var lines: [String] = []
@@ -250,7 +266,21 @@ struct LatencyBenchmark {
               + latencies.map { String(format: "%.6f", $0) }.joined(separator: " "))
         }
       }
-      background?.stop()
+      if let background {
+        // The cost side: a few seconds of the one voice and nothing else.
+        let seconds = 4.0
+        let start = CPUUsage.now()
+        let wall = DispatchTime.now().uptimeNanoseconds
+        usleep(UInt32(seconds * 1_000_000))
+        let used = CPUUsage.now().since(start).processSeconds
+        let elapsed = Double(DispatchTime.now().uptimeNanoseconds - wall) / 1e9
+        lines.append(
+          "cost "
+            + String(
+              format: "CPU %.4f s per audio second with one voice, %d frames queued ahead, %d underruns",
+              used / elapsed, engine.queuedAheadFrames, engine.underrunCount))
+        background.stop()
+      }
     }
     if let address = ProcessInfo.processInfo.environment["DBUS_SESSION_BUS_ADDRESS"] {
       let latencies = try mediaKey(engine: engine, item: item, listener: listener, trials: trials, bus: address)

@@ -120,6 +120,9 @@ public func lmEngineLastError(_ handle: OpaquePointer?) -> UnsafePointer<CChar> 
 
 // MARK: - Creating and destroying
 
+/// `lm_config`'s size in 0.1 (it ended with `diagnostic_user_data`; 0.2 added `latency`).
+private let lmConfigSizeBefore0_2 = MemoryLayout<lm_config>.offset(of: \lm_config.latency)!
+
 @_cdecl("lm_engine_create_versioned")
 public func lmEngineCreateVersioned(
   _ config: UnsafePointer<lm_config>?, _ out: UnsafeMutablePointer<OpaquePointer?>?, _ headerVersion: Int32
@@ -129,9 +132,16 @@ public func lmEngineCreateVersioned(
     try checkHeader(headerVersion)
     let config = try required(config, "config")
     let out = try required(out, "out")
+    // A game built against an older header of this major version passes a shorter struct: what
+    // it covers is read, the fields added since keep their zero defaults (`latency`, 0.2).
     let size = UnsafeRawPointer(config).load(as: Int.self)
-    try checkedSize(size, of: "lm_config", MemoryLayout<lm_config>.size)
-    let session = try EngineSession(config: config.pointee)
+    try checkedSize(size, of: "lm_config", lmConfigSizeBefore0_2)
+    var copy = lm_config()
+    withUnsafeMutableBytes(of: &copy) { bytes in
+      bytes.copyMemory(
+        from: UnsafeRawBufferPointer(start: UnsafeRawPointer(config), count: min(size, MemoryLayout<lm_config>.size)))
+    }
+    let session = try EngineSession(config: copy)
     let bits: UInt
     do throws(CAPIError) {
       bits = try HandleTable.shared.insert(session)

@@ -68,13 +68,19 @@ final class EngineSession: @unchecked Sendable {
     default: throw .invalidArgument("output \(config.output.rawValue): not an lm_output_kind value")
     }
     self.renderFrames = renderFrames
+    let latency: OutputLatency
+    switch config.latency {
+    case LM_LATENCY_STANDARD: latency = .standard
+    case LM_LATENCY_LOW: latency = .low
+    default: throw .invalidArgument("latency \(config.latency.rawValue): not an lm_latency value")
+    }
 
     callbacks = Callbacks()
     callbacks.setDiagnostic(config.diagnostic_callback, config.diagnostic_user_data)
     let callbacks = self.callbacks
     let diagnostics: DiagnosticsHandler = { callbacks.deliver($0) }
     do {
-      engine = try AudioEngine(output: output, diagnostics: diagnostics)
+      engine = try AudioEngine(output: output, latency: latency, diagnostics: diagnostics)
     } catch {
       throw CAPIError(LM_ERROR_OUTPUT, "the output could not be opened: \(error)")
     }

@@ -14,8 +14,9 @@ let usage = """
         firstBeatSeconds, beatConfidence and energy (0...1), from a full decode
     leitmotif render --out OUT.wav [OPTIONS] [--sample-rate HZ] [--format f32|s16] FILE...
         renders offline through the OpenAL loopback device, faster than real time
-    leitmotif play [OPTIONS] [--device NAME] FILE...
-        plays in real time (headless if there is no sound card); Ctrl-C stops
+    leitmotif play [OPTIONS] [--device NAME] [--latency standard|low] FILE...
+        plays in real time (headless if there is no sound card); Ctrl-C stops; --latency low
+        keeps 10.7 ms queued ahead of OpenAL instead of 32 (AudioEngine's OutputLatency)
     leitmotif devices
         lists the playback devices OpenAL can open
     leitmotif cues check FILE
@@ -88,7 +89,7 @@ enum OptionNames {
   /// `tempo` plays through a queue player: its voices have the time-stretcher.
   static let queue: Set = ["crossfade", "curve", "repeat", "shuffle", "seed", "loops", "tempo"]
   static let render = playback.union(queue).union(["out", "sample-rate", "format"])
-  static let play = playback.union(queue).union(["device"])
+  static let play = playback.union(queue).union(["device", "latency"])
 }
 
 /// Options of the form `--name value`; everything else is a positional argument.
@@ -414,7 +415,13 @@ func stopOnSignals() {
 func openEngine(_ arguments: Arguments, diagnostics: @escaping DiagnosticsHandler) -> AudioEngine {
   do {
     let output: OutputChoice = arguments.options["device"].map { .namedDevice($0) } ?? .defaultDevice
-    return try AudioEngine(output: output, diagnostics: diagnostics)
+    let latency: OutputLatency
+    switch arguments.options["latency"] ?? "standard" {
+    case "standard": latency = .standard
+    case "low": latency = .low
+    case let other: fail("--latency \(other): expected standard or low", status: 2)
+    }
+    return try AudioEngine(output: output, latency: latency, diagnostics: diagnostics)
   } catch {
     fail("\(error)", status: 1)
   }

@@ -23,6 +23,24 @@ public enum OutputChoice: Sendable, Equatable {
   case offline(sampleRate: Int, renderFrames: Int)
 }
 
+/// How far ahead of OpenAL's mixer a real-time engine keeps the music bus: the trade between the
+/// time an immediate action takes to be heard and the room the streaming thread has for a late
+/// wake-up. (Like miniaudio's performance profiles or a buffer size in SDL.) Offline engines and
+/// the headless output ignore it: they mix on demand.
+public enum OutputLatency: Sendable, Equatable {
+  /// A device period and 32 ms queued; the streaming thread wakes once a period. An immediate
+  /// action (`play()` over other music, a stinger, a media key) is heard after about 47 ms
+  /// (median on OpenAL's wave backend at 48 kHz and 1024-frame periods), and a wake-up up to
+  /// about 30 ms late costs nothing.
+  case standard
+  /// A device period and 10.7 ms queued; the streaming thread wakes twice a period, and at once
+  /// when a command is posted. An immediate action is heard after about 26 ms (median, same
+  /// device), for twice the wake-ups and less room: should the streaming thread still come
+  /// too late and the bus run dry (an underrun, reported as usual), the engine keeps 10.7 ms more
+  /// queued from then on, up to `.standard`'s, and says so in a notice.
+  case low
+}
+
 /// Leitmotif's audio engine: one output device, the streaming thread that feeds it, a loader
 /// that opens files, and the notification thread that reports back.
 ///
@@ -75,20 +93,31 @@ public final class AudioEngine: @unchecked Sendable {
   private let startupNotice: String?
   /// Underruns across all voices since the engine started.
   public var underrunCount: Int { statuses.reduce(0) { $0 + $1.underruns.load(ordering: .relaxed) } }
+  /// The latency asked for at creation.
+  public let outputLatency: OutputLatency
+  /// Frames of mixed audio the engine keeps queued ahead of OpenAL's mixer (a device period and
+  /// the slack of `outputLatency`, more after an underrun with `.low`); 0 for an engine that
+  /// renders on demand (offline, headless). What an immediate action waits behind, besides
+  /// the device period it is mixed in.
+  public var queuedAheadFrames: Int { mixClock.queuedAheadFrames.load(ordering: .relaxed) }
 
   /// Opens the output and starts the engine's threads.
   /// - Parameters:
   ///   - output: where the sound goes.
   ///   - voiceLimit: the voice pool's cap (1 to 16): players, crossfades and stingers share it.
+  ///   - latency: how far ahead of OpenAL the music bus runs (see `OutputLatency`); real-time
+  ///     devices only.
   ///   - diagnostics: receives notices, warnings and errors (the library never prints), on any
   ///     of the threads listed in the Threading article: make it thread-safe and quick.
   /// - Throws: `OutputError` when no output at all can be opened (a named device that does not
   ///   exist, or a loopback format OpenAL cannot render). The default device never throws for
   ///   lack of a sound card: it falls back to the headless null output and says so.
   public convenience init(
-    output: OutputChoice = .defaultDevice, voiceLimit: Int = 16, diagnostics: DiagnosticsHandler? = nil
+    output: OutputChoice = .defaultDevice, voiceLimit: Int = 16, latency: OutputLatency = .standard,
+    diagnostics: DiagnosticsHandler? = nil
   ) throws(OutputError) {
-    try self.init(output: output, voiceLimit: voiceLimit, diagnostics: diagnostics, streamingThreadHooks: nil)
+    try self.init(
+      output: output, voiceLimit: voiceLimit, latency: latency, diagnostics: diagnostics, streamingThreadHooks: nil)
   }
 
   /// Functions the streaming thread calls when it starts and before it ends (tests: the
@@ -100,9 +129,11 @@ public final class AudioEngine: @unchecked Sendable {
   private let streamingThreadHooks: ThreadHooks?
 
   init(
-    output: OutputChoice, voiceLimit: Int, diagnostics: DiagnosticsHandler?, streamingThreadHooks: ThreadHooks?
+    output: OutputChoice, voiceLimit: Int, latency: OutputLatency = .standard, diagnostics: DiagnosticsHandler?,
+    streamingThreadHooks: ThreadHooks?
   ) throws(OutputError) {
     self.streamingThreadHooks = streamingThreadHooks
+    outputLatency = latency
     self.diagnostics.withLock { $0 = diagnostics }
     var notice: String?
     switch output {
@@ -137,7 +168,8 @@ public final class AudioEngine: @unchecked Sendable {
     if !isOffline { mixClock.idleSinceNanoseconds.store(DispatchTime.now().uptimeNanoseconds, ordering: .releasing) }
     loop = try StreamingLoop(
       device: initialDevice, statuses: statuses, commands: commands, events: events, clock: mixClock,
-      reopenDevice: { isOffline ? nil : try? AudioEngine.openDefaultOutput() }, isOffline: isOffline)
+      reopenDevice: { isOffline ? nil : try? AudioEngine.openDefaultOutput() }, isOffline: isOffline,
+      lowLatency: latency == .low)
     if let notice { report(Diagnostic(.notice, notice)) }
     if isOffline {
       let loader = self.loader
@@ -285,7 +317,12 @@ public final class AudioEngine: @unchecked Sendable {
       hooks?.enter()
       while running.value.load(ordering: .acquiring) {
         if loop.pump() {
-          usleep(useconds_t(loop.sleepMicroseconds(interval: interval)))
+          let sleep = loop.sleepMicroseconds(interval: interval)
+          if loop.wakesOnPost {
+            commands.waitForPost(timeout: .microseconds(sleep))
+          } else {
+            usleep(useconds_t(sleep))
+          }
         } else {
           commands.waitForPost(timeout: .milliseconds(100))
         }
@@ -553,6 +590,12 @@ public final class AudioEngine: @unchecked Sendable {
             ? "nothing played for \(StreamingLoop.idleNanosecondsBeforeDevicePause / 1_000_000_000) s: "
               + "OpenAL's mixer on \"\(name)\" is paused until something plays"
             : "OpenAL's mixer on \"\(name)\" runs again"))
+    case .queueWidened(let frames):
+      report(
+        Diagnostic(
+          .notice,
+          "the music ran dry (the streaming thread woke too late): low latency keeps "
+            + "\(frames) frames (\((frames * 1000 + sampleRate / 2) / sampleRate) ms) queued from now on"))
     case .deviceLost(let name):
       report(Diagnostic(.warning, "audio device \"\(name)\" disconnected; reopening the default device"))
     case .deviceRestored(let kind, let name, let replayed, let held):

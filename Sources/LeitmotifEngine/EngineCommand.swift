@@ -142,6 +142,9 @@ package enum EngineEvent: @unchecked Sendable {
   /// started again (false). A case of its own, not a `Diagnostic`: the streaming thread makes no
   /// message text.
   case outputPaused(String, Bool)
+  /// `OutputLatency.low`: after an underrun the bus keeps more queued from now on, `frames` in
+  /// all (a device period and its slack).
+  case queueWidened(frames: Int)
   case diagnostic(Diagnostic)
   /// The voice pool gave this voice to another owner (see `VoicePool.claim`); delivered to the
   /// listener it had, which no longer owns the slot.
@@ -159,7 +162,7 @@ package enum EngineEvent: @unchecked Sendable {
       return voice
     case .handedOff(let from, _):
       return from
-    case .deviceLost, .deviceRestored, .outputPaused, .diagnostic, .reclaim:
+    case .deviceLost, .deviceRestored, .outputPaused, .queueWidened, .diagnostic, .reclaim:
       return nil
     }
   }

@@ -27,6 +27,9 @@ package final class MixClock: Sendable {
   /// The mix frame OpenAL is playing (frames mixed less what the bus and, as far as it says, the
   /// device still hold), as of the streaming thread's last refill: what the ear hears now.
   let heardFrames = Atomic<Int64>(0)
+  /// What the streaming thread keeps queued on the bus ahead of OpenAL's mix, in frames
+  /// (`MusicBus.targetQueuedFrames`; 0 on a device that renders on demand).
+  let queuedAheadFrames = Atomic<Int>(0)
 
   init(sampleRate: Int) { self.sampleRate = sampleRate }
 

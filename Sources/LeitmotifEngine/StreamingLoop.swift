@@ -109,6 +109,11 @@ package final class StreamingLoop: @unchecked Sendable {
   private var simulatedDisconnect = false
   private let reopenDevice: () -> OutputDevice?
   private let isOffline: Bool
+  /// `OutputLatency.low`: less slack on the bus, and a pump twice a device period.
+  let lowLatency: Bool
+  /// Whether a posted command should wake the thread between pumps (`OutputLatency.low` on a
+  /// device OpenAL plays; the clocked headless device mixes only when a period is due anyway).
+  var wakesOnPost: Bool { lowLatency && !device.rendersOnDemand }
   /// Offline engines: waits for the loader when it has work outstanding (true if it waited).
   /// A start whose frame has come while its file is still opening (or a gapless join whose
   /// segment is) waits for it here, so that it lands on its frame whatever the loader's speed,
@@ -128,9 +133,11 @@ package final class StreamingLoop: @unchecked Sendable {
 
   init(
     device: OutputDevice, statuses: [VoiceStatus], commands: CommandQueue<EngineCommand>,
-    events: CommandQueue<EngineEvent>, clock: MixClock, reopenDevice: @escaping () -> OutputDevice?, isOffline: Bool
+    events: CommandQueue<EngineEvent>, clock: MixClock, reopenDevice: @escaping () -> OutputDevice?, isOffline: Bool,
+    lowLatency: Bool = false
   ) throws(OutputError) {
     self.isOffline = isOffline
+    self.lowLatency = lowLatency && !isOffline
     published = clock
     idleSinceNanoseconds = isOffline ? 0 : clock.idleSinceNanoseconds.load(ordering: .acquiring)
     self.device = device
@@ -138,7 +145,9 @@ package final class StreamingLoop: @unchecked Sendable {
     self.commands = commands
     self.events = events
     self.reopenDevice = reopenDevice
-    bus = try MusicBus(device: device)
+    bus = try MusicBus(
+      device: device, slackBlocks: self.lowLatency ? MusicBus.lowSlackBlocks : MusicBus.standardSlackBlocks)
+    clock.queuedAheadFrames.store(bus.targetQueuedFrames, ordering: .relaxed)
     busFilter = ShelfFilter(sampleRate: device.sampleRate)
     limiter = PeakLimiter(sampleRate: device.sampleRate)
     voices = [Voice?](repeating: nil, count: Self.maximumVoices)
@@ -261,6 +270,10 @@ package final class StreamingLoop: @unchecked Sendable {
     }
     if bus.keepPlaying() {
       pumpQuicklyUntil = pumpCount + Self.quickPumps
+      if lowLatency && bus.widenSlackAfterUnderrun() {
+        published.queuedAheadFrames.store(bus.targetQueuedFrames, ordering: .relaxed)
+        pendingEvents.append(.queueWidened(frames: bus.targetQueuedFrames))
+      }
       // The streaming thread was late and OpenAL played all it had: every voice heard was cut
       // short for a moment. Each counts it, and its owner is told.
       for slot in 0..<Self.maximumVoices {
@@ -607,14 +620,16 @@ package final class StreamingLoop: @unchecked Sendable {
 
   /// How long the streaming thread sleeps after a pump that found something playing: `interval`
   /// (a device period) for a device OpenAL plays, half of it for a while after the bus started
-  /// from empty or came close to running dry (see `refillBus`); for the clocked headless device,
+  /// from empty or came close to running dry (see `refillBus`), and always with `OutputLatency.low`
+  /// (its slack rides out a wake-up only 10.7 ms late; a pump in between halves what a late one
+  /// costs); for the clocked headless device,
   /// until its next period is due. It mixes only whole periods when the wall clock says they are
   /// due, so waking in between did nothing but cost a wake-up (three of every four pumps), and a
   /// command taken then took effect on the same mix frame as one taken at the next render.
   func sleepMicroseconds(interval: Int) -> Int {
     pumpCount += 1
     guard device.rendersOnDemand && !isOffline && headlessStartNanoseconds != 0 else {
-      return pumpCount < pumpQuicklyUntil ? interval / 2 : interval
+      return lowLatency || pumpCount < pumpQuicklyUntil ? interval / 2 : interval
     }
     let rate = UInt64(device.sampleRate)
     let nextDue =

@@ -110,6 +110,58 @@ struct RealtimeTests {
     #expect(log.all.contains { if case .itemEnded = $0 { true } else { false } })
   }
 
+  @Test("Each latency keeps its own queue ahead of OpenAL: a device period and 32 ms, or 10.7 ms; none on demand")
+  func queuedAheadPerLatency() throws {
+    let standard = try AudioEngine(output: .defaultDevice)
+    let low = try AudioEngine(output: .defaultDevice, latency: .low)
+    let offline = try AudioEngine(output: .offline(sampleRate: 48_000, renderFrames: 512), latency: .low)
+    let headless = try AudioEngine(output: .headless, latency: .low)
+    defer { for engine in [standard, low, offline, headless] { engine.shutdown() } }
+    #expect(low.outputLatency == .low && standard.outputLatency == .standard)
+    let period = standard.initialDevice.mixPeriodFrames
+    if !standard.initialDevice.rendersOnDemand {
+      #expect(standard.queuedAheadFrames == period + 6 * 256)
+      #expect(low.queuedAheadFrames == low.initialDevice.mixPeriodFrames + 2 * 256)
+    }
+    #expect(offline.queuedAheadFrames == 0)
+    #expect(headless.queuedAheadFrames == 0)
+  }
+
+  @Test("Low latency: music plays through; each underrun adds two blocks of slack, up to the standard, with a notice")
+  func lowLatencyWidensAfterUnderruns() throws {
+    let directory = try TemporaryDirectory()
+    let path = try EngineHarness.vorbisTone(in: directory, seconds: 6.0)
+    let log = DiagnosticLog()
+    let engine = try AudioEngine(output: .defaultDevice, latency: .low, diagnostics: log.handler)
+    defer { engine.shutdown() }
+    guard !engine.initialDevice.rendersOnDemand else { return }
+    let period = engine.initialDevice.mixPeriodFrames
+    let player = try Player(engine: engine, item: MediaItem(path: path))
+    player.play()
+    #expect(EngineHarness.wait(seconds: 2) { player.currentPlaybackTime > 0.3 })
+    // A loaded machine may have run dry already; then it has widened once for each time.
+    let before = engine.underrunCount
+    #expect(
+      before == 0 ? engine.queuedAheadFrames == period + 512 : engine.queuedAheadFrames > period + 512,
+      "\(before) underruns, \(engine.queuedAheadFrames) frames queued ahead")
+    var seen = [engine.queuedAheadFrames]
+    for _ in 0..<3 {
+      let count = engine.underrunCount
+      // Far longer than anything queued: the bus runs dry.
+      engine.stallStreamingThread(milliseconds: 300)
+      #expect(EngineHarness.wait(seconds: 3) { engine.underrunCount > count })
+      #expect(EngineHarness.wait(seconds: 1) { engine.queuedAheadFrames >= min(period + 1536, seen.last! + 512) })
+      seen.append(engine.queuedAheadFrames)
+    }
+    #expect(seen.last == period + 1536, "frames queued ahead after each underrun: \(seen)")
+    #expect(zip(seen, seen.dropFirst()).allSatisfy { $0 <= $1 }, "\(seen)")
+    player.waitForNotifications()
+    let notices = log.all.filter { $0.message.contains("low latency keeps") }
+    #expect(notices.count >= 2, "\(log.all.map(\.message))")
+    #expect(notices.last?.message.contains("\(period + 1536) frames") == true, "\(notices.map(\.message))")
+    #expect(player.playbackState == .playing)
+  }
+
   @Test("Seeks while playing in real time are not underruns")
   func seeksAreNotUnderruns() throws {
     let directory = try TemporaryDirectory()

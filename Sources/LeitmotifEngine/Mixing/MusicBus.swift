@@ -14,11 +14,14 @@ import LeitmotifOutput
 ///
 /// Buffers, live: blocks of `blockFrames` (256 frames, 5.3 ms at 48 kHz) in a ring of
 /// `bufferCount` (16, 85 ms at most). The loop keeps `targetQueuedFrames` queued: one device
-/// period (what OpenAL takes per mix, 1024 frames by default) plus six blocks (32 ms) of slack for a
-/// late wake-up of the streaming thread. Small blocks keep a command's way to the ear short:
-/// a change lands in the next block mixed, at most `targetQueuedFrames` plus one device period
-/// before it is heard. On a device that renders on demand (loopback: offline, headless) there is
-/// no slack: each render mixes exactly the frames asked for and OpenAL renders them at once.
+/// period (what OpenAL takes per mix, 1024 frames by default) plus some blocks of slack for a
+/// late wake-up of the streaming thread: six (32 ms) with `OutputLatency.standard`, two (10.7 ms)
+/// with `.low`, where the streaming thread also wakes twice a period; after an underrun `.low`
+/// takes two blocks more each time, up to the standard six (`widenSlackAfterUnderrun`). Small blocks
+/// keep a command's way to the ear short: a change lands in the next block mixed, at most
+/// `targetQueuedFrames` plus one device period before it is heard. On a device that renders on
+/// demand (loopback: offline, headless) there is no slack: each render mixes exactly the frames
+/// asked for and OpenAL renders them at once.
 ///
 /// The ring has twice as many slots as the source has buffers: the blocks OpenAL has played stay
 /// in it (up to `bufferCount` of them) until their slot comes round again. After a device loss
@@ -52,12 +55,20 @@ package final class MusicBus {
   /// ours, where OpenAL played everything, from a device that stopped the source).
   private var lastSeenPlayingNanoseconds: UInt64 = 0
   private var queuedFramesWhenSeen = 0
-  let targetQueuedFrames: Int
+  /// What the loop keeps queued: a device period and `slackBlocks` blocks (0 on a device that
+  /// renders on demand).
+  private(set) var targetQueuedFrames: Int
+  /// Blocks of slack beyond a device period (see the type's comment).
+  private(set) var slackBlocks: Int
+  /// The standard slack, in blocks; also the most `.low` widens to.
+  static let standardSlackBlocks = 6
+  /// `OutputLatency.low`'s slack to begin with, in blocks.
+  static let lowSlackBlocks = 2
   /// The rate the mix is made at (the first device's): a device opened later at another rate
   /// resamples the bus in OpenAL; the mix clock stays the same.
   let mixRate: Int
 
-  init(device: OutputDevice) throws(OutputError) {
+  init(device: OutputDevice, slackBlocks: Int = MusicBus.standardSlackBlocks) throws(OutputError) {
     self.device = device
     mixRate = device.sampleRate
     source = try StreamingSource(device: device, bufferCount: Self.bufferCount)
@@ -69,9 +80,25 @@ package final class MusicBus {
     gatheredFrames = Self.ringSlots * Self.blockFrames
     gathered = .allocate(capacity: gatheredFrames * 2)
     gathered.initialize(repeating: 0, count: gatheredFrames * 2)
-    targetQueuedFrames =
-      device.rendersOnDemand
-      ? 0 : min(device.mixPeriodFrames + 6 * Self.blockFrames, (Self.bufferCount - 1) * Self.blockFrames)
+    self.slackBlocks = slackBlocks
+    targetQueuedFrames = Self.target(device: device, slackBlocks: slackBlocks)
+  }
+
+  private static func target(device: OutputDevice, slackBlocks: Int) -> Int {
+    device.rendersOnDemand
+      ? 0 : min(device.mixPeriodFrames + slackBlocks * blockFrames, (bufferCount - 1) * blockFrames)
+  }
+
+  /// After an underrun: two blocks more of slack, up to the standard slack. Returns whether the
+  /// slack grew. (A machine that could not keep 10.7 ms ahead once will likely fail again: the
+  /// next load spike, the next page fault. Each step trades 10.7 ms of latency for that much more
+  /// room; the standard slack has ridden out every load seen here.)
+  @discardableResult
+  func widenSlackAfterUnderrun() -> Bool {
+    guard slackBlocks < Self.standardSlackBlocks else { return false }
+    slackBlocks = min(Self.standardSlackBlocks, slackBlocks + 2)
+    targetQueuedFrames = Self.target(device: device, slackBlocks: slackBlocks)
+    return true
   }
 
   deinit {
@@ -215,6 +242,7 @@ package final class MusicBus {
     }
     source = fresh
     device = newDevice
+    targetQueuedFrames = Self.target(device: newDevice, slackBlocks: slackBlocks)
     newDevice.makeCurrent()  // the old source made its device current as it went
     queued.removeAll()
     played.removeAll()
