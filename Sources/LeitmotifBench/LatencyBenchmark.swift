@@ -70,21 +70,12 @@ struct LatencyBenchmark {
       guard mkfifo(fifo, 0o600) == 0 else { throw BenchFiles.Failure(description: "mkfifo \(fifo): errno \(errno)") }
       let configuration = work.file("wave-\(latency).conf")
       let environment = try WaveBackend.environment(capturingTo: fifo, configuration: configuration)
-      let process = Process()
-      process.executableURL = URL(fileURLWithPath: VoicesBenchmark.ownExecutable)
-      process.arguments = ["latency-child", fifo, music, String(options.trials), stinger, latency]
       var childEnvironment = environment
       if let bus { childEnvironment["DBUS_SESSION_BUS_ADDRESS"] = bus.address }
-      process.environment = childEnvironment
-      let output = Pipe()
-      process.standardOutput = output
-      process.standardError = FileHandle.standardError
-      try process.run()
-      let data = output.fileHandleForReading.readDataToEndOfFile()
-      process.waitUntilExit()
-      guard process.terminationStatus == 0 else {
-        throw BenchFiles.Failure(description: "latency-child failed (status \(process.terminationStatus))")
-      }
+      let (status, data) = try VoicesBenchmark.runChild(
+        [VoicesBenchmark.ownExecutable, "latency-child", fifo, music, String(options.trials), stinger, latency],
+        environment: childEnvironment)
+      guard status == 0 else { throw BenchFiles.Failure(description: "latency-child failed (status \(status))") }
       for line in String(decoding: data, as: UTF8.self).split(separator: "\n") {
         let fields = line.split(separator: " ")
         guard fields.count >= 2 else { continue }

@@ -221,8 +221,8 @@ struct VoicesBenchmark {
     (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
   }
 
-  /// Runs a child that prints "CPU_SECONDS WALL_SECONDS" and returns CPU per wall second.
-  static func measure(_ command: [String], environment: [String: String]) throws -> Double {
+  /// Runs `command` (its stderr goes to ours) and returns its exit status and what it printed.
+  static func runChild(_ command: [String], environment: [String: String]) throws -> (status: Int32, output: Data) {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: command[0])
     process.arguments = Array(command.dropFirst())
@@ -233,10 +233,15 @@ struct VoicesBenchmark {
     try process.run()
     let data = output.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
+    return (process.terminationStatus, data)
+  }
+
+  /// Runs a child that prints "CPU_SECONDS WALL_SECONDS" and returns CPU per wall second.
+  static func measure(_ command: [String], environment: [String: String]) throws -> Double {
+    let (status, data) = try runChild(command, environment: environment)
     let fields = String(decoding: data, as: UTF8.self).split(whereSeparator: \.isWhitespace).compactMap { Double($0) }
-    guard process.terminationStatus == 0, fields.count == 2, fields[1] > 0 else {
-      throw BenchFiles.Failure(
-        description: "\((command[0] as NSString).lastPathComponent) failed (status \(process.terminationStatus))")
+    guard status == 0, fields.count == 2, fields[1] > 0 else {
+      throw BenchFiles.Failure(description: "\((command[0] as NSString).lastPathComponent) failed (status \(status))")
     }
     return fields[0] / fields[1]
   }
