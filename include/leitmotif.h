@@ -154,7 +154,7 @@ typedef enum lm_latency {
      on OpenAL's wave backend, 48 kHz, 1024-frame periods); a wake-up ~30 ms late costs nothing. */
   LM_LATENCY_STANDARD = 0,
   /* A device period and 10.7 ms queued; the streaming thread wakes twice a period and when a
-     command comes: about 26 ms, for twice the wake-ups and less room. After an underrun the
+     command comes: about 30 ms, for twice the wake-ups and less room. After an underrun the
      engine keeps 10.7 ms more queued, up to the standard amount, and says so in a notice. */
   LM_LATENCY_LOW = 1
 } lm_latency;

@@ -34,8 +34,8 @@ public enum OutputLatency: Sendable, Equatable {
   /// about 30 ms late costs nothing.
   case standard
   /// A device period and 10.7 ms queued; the streaming thread wakes twice a period, and at once
-  /// when a command is posted. An immediate action is heard after about 26 ms (median, same
-  /// device), for twice the wake-ups and less room: should the streaming thread still come
+  /// when a command is posted. An immediate action is heard after about 30 ms (medians of 26 to
+  /// 31 ms here, same device), for twice the wake-ups and less room: should the streaming thread still come
   /// too late and the bus run dry (an underrun, reported as usual), the engine keeps 10.7 ms more
   /// queued from then on, up to `.standard`'s, and says so in a notice.
   case low

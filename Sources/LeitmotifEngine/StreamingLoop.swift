@@ -982,6 +982,8 @@ package final class StreamingLoop: @unchecked Sendable {
     }
     device = newDevice
     devicePaused = false
+    // The new device's period may differ: so may what the bus keeps ahead.
+    published.queuedAheadFrames.store(bus.targetQueuedFrames, ordering: .relaxed)
     pendingEvents.append(.reclaim(oldDevice))
     deviceLost = false
     averageLatencyFrames = nil
