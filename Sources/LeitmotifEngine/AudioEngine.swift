@@ -544,14 +544,15 @@ public final class AudioEngine: @unchecked Sendable {
     loader.async(work)
   }
 
-  /// Says what a decoder noticed about a file it opened (cut off, damaged, a tag skipped)
-  /// through the diagnostics handler: the item plays what is there, and the game learns why it
-  /// may end early. Runs on the loader.
   /// Opens a segment on the loader: from its preloaded copy when it has a current one, else from
-  /// the file. Says what there is to say: the decoder's warnings, and a preloaded file found
-  /// changed on disk (it streams instead).
+  /// the file. Says what there is to say through the diagnostics handler: the decoder's warnings
+  /// (cut off, damaged, a tag skipped: the item plays what is there, and the game learns why it
+  /// may end early), and a preloaded file found changed on disk (it streams instead). An offline
+  /// engine reads a file its stream will resample through a `PipelinedDecoder`.
   private func segmentOpener() -> @Sendable (SegmentRequest) throws(DecodeError) -> StreamSegment {
     let preloaded = self.preloaded
+    let pipelinesResampled = isOffline
+    let mixRate = sampleRate
     return { [weak self] request throws(DecodeError) in
       var stale: [String] = []
       defer {
@@ -566,6 +567,13 @@ public final class AudioEngine: @unchecked Sendable {
       let segment = try request.open(preloaded: preloaded, stale: &stale)
       for warning in segment.decoder.warnings {
         self?.report(Diagnostic(.warning, "\(segment.decoder.path): \(warning)"))
+      }
+      // (A stream with stems is resampled by its voice, after they are mixed; a preloaded file
+      // costs nothing to decode.)
+      if pipelinesResampled && segment.stems.isEmpty && segment.decoder.format.sampleRate != mixRate
+        && !(segment.decoder is MemoryDecoder)
+      {
+        return segment.reading(through: PipelinedDecoder(segment.decoder))
       }
       return segment
     }

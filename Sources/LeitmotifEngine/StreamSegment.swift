@@ -28,6 +28,13 @@ package struct StreamSegment: @unchecked Sendable {
   /// the layers cannot drift apart (loops and seeks included). A stem shorter than the segment
   /// is silent past its end; a longer one is cut where the segment ends or loops.
   var stems: [any AudioDecoder] = []
+
+  /// The same segment, read through `decoder` (a wrapper of this one's, see `PipelinedDecoder`).
+  func reading(through decoder: any AudioDecoder) -> StreamSegment {
+    StreamSegment(
+      token: token, decoder: decoder, startFrame: startFrame, endFrame: endFrame, loop: loop, loopCount: loopCount,
+      gain: gain, stems: stems)
+  }
 }
 
 /// A loop, in frames of the file: `start ..< end`.
