@@ -52,9 +52,12 @@ package final class MusicBus {
   /// Frames into the oldest queued block that OpenAL had played when last looked at.
   private var heardOffset = 0
   /// The last time the source was seen playing, and how much was queued then (to tell a stall of
-  /// ours, where OpenAL played everything, from a device that stopped the source).
+  /// ours, where OpenAL played everything, from a device that stopped the source), and the
+  /// device's clock then (how much OpenAL has mixed: a backend that fell behind mixes several
+  /// periods at once to catch up, faster than the wall clock runs).
   private var lastSeenPlayingNanoseconds: UInt64 = 0
   private var queuedFramesWhenSeen = 0
+  private var deviceClockWhenSeen: Int64 = 0
   /// What the loop keeps queued: a device period and `slackBlocks` blocks (0 on a device that
   /// renders on demand).
   private(set) var targetQueuedFrames: Int
@@ -148,6 +151,7 @@ package final class MusicBus {
       heardOffset = min(queued.frames(at: 0), source.sampleOffset)
       lastSeenPlayingNanoseconds = DispatchTime.now().uptimeNanoseconds
       queuedFramesWhenSeen = queuedFrames
+      deviceClockWhenSeen = device.clockNanoseconds
     }
   }
 
@@ -199,12 +203,19 @@ package final class MusicBus {
   /// same stop an underrun (while the connection check waits for the device to say it is gone).
   private var stopLatched = false
 
+  /// The source stopped with audio it cannot have played: since it was last seen playing, neither
+  /// the wall clock nor OpenAL's own mixing (the device clock) has got through what was queued
+  /// then. A device that went away stops mixing; a backend that fell behind mixes several periods
+  /// back to back, and a queue shorter than that runs dry at once: an underrun, though by the wall
+  /// clock an early one. (Taken for a stop of the device, it waited two seconds for the
+  /// connection check, in silence: seen once with `OutputLatency.low`'s queue.)
   var stoppedEarly: Bool {
     if stopLatched && queued.count > 0 && source.state != .playing { return true }
     guard wasFed, source.state != .playing, lastSeenPlayingNanoseconds != 0, queued.count > 0 else { return false }
-    let elapsed = DispatchTime.now().uptimeNanoseconds - lastSeenPlayingNanoseconds
+    let wall = DispatchTime.now().uptimeNanoseconds - lastSeenPlayingNanoseconds
+    let mixed = UInt64(max(0, device.clockNanoseconds - deviceClockWhenSeen))
     let playable = UInt64(queuedFramesWhenSeen) * 1_000_000_000 / UInt64(mixRate)
-    return elapsed + 20_000_000 < playable
+    return max(wall, mixed) + 20_000_000 < playable
   }
 
   /// Puts the unheard audio back on a fresh source of `device` (the same device after a stop,
