@@ -1,0 +1,53 @@
+import Foundation
+import LeitmotifFixtures
+import Testing
+
+/// `leitmotif cues simulate --live`: the options that only a live run has.
+@Suite("cues simulate --live: its duration and latency")
+struct SimulateLiveTests {
+  static func cues(assets: String) -> String {
+    """
+    {
+      assets: "\(assets)",
+      start: "calm",
+      sources: { calm: { bundled: "calm.ogg" } },
+      states: { calm: { music: "calm" } },
+      rules: [ { on: "late", do: { stop: true } } ],
+    }
+    """
+  }
+
+  @Test("A --duration shorter than the script ends the run there (a cue at 30 s is never posted), with --latency low")
+  func durationCutsTheScript() throws {
+    let directory = try TemporaryDirectory(prefix: "leitmotif-simulate-live")
+    _ = try EngineHarness.vorbisTone(in: directory, name: "calm.ogg", seconds: 4)
+    let cues = directory.file("level.json5")
+    let events = directory.file("script.json5")
+    try Self.cues(assets: directory.path).write(toFile: cues, atomically: true, encoding: .utf8)
+    try #"[ { at: 30, cue: "late" } ]"#.write(toFile: events, atomically: true, encoding: .utf8)
+    let started = Date()
+    let run = try LeitmotifCommand.run(
+      ["cues", "simulate", cues, "--events", events, "--live", "--duration", "1.5", "--latency", "low"])
+    let elapsed = Date().timeIntervalSince(started)
+    #expect(run.status == 0, "\(run.errors)")
+    #expect(run.output.contains("played 1.5 s live"), "\(run.output)")
+    #expect(!run.output.contains("[late]"), "\(run.output)")
+    #expect(elapsed < 10, "a 1.5 s run took \(elapsed) s")
+  }
+
+  @Test("--latency takes standard or low, and only with --live")
+  func latencyChecked() throws {
+    let directory = try TemporaryDirectory(prefix: "leitmotif-simulate-live")
+    let cues = directory.file("level.json5")
+    let events = directory.file("script.json5")
+    try Self.cues(assets: directory.path).write(toFile: cues, atomically: true, encoding: .utf8)
+    try "[]".write(toFile: events, atomically: true, encoding: .utf8)
+    let wrong = try LeitmotifCommand.run(["cues", "simulate", cues, "--events", events, "--live", "--latency", "fast"])
+    #expect(wrong.status == 2)
+    #expect(wrong.errors.contains("--latency: expected standard or low, got \"fast\""), "\(wrong.errors)")
+    let offline = try LeitmotifCommand.run(
+      ["cues", "simulate", cues, "--events", events, "--out", directory.file("x.wav"), "--latency", "low"])
+    #expect(offline.status == 2)
+    #expect(offline.errors.contains("--latency goes with --live"), "\(offline.errors)")
+  }
+}
