@@ -18,8 +18,9 @@ enum CuesSimulateCommand {
       --events SCRIPT     a JSON5 list of timed events: [{ at: 12.5, cue: "enemy.spotted", payload: { threat: 2 } }]
       --out OUT.wav       where the render goes (32-bit float, 48 kHz stereo)
       --live              play in real time on the sound device instead (headless without one)
-      --lead SECONDS      with --live: how far ahead of the mix the director schedules (default
-                          0.021; longer keeps every change on its frame on a busy machine)
+      --lead SECONDS      with --live: how far ahead of the mix the director schedules (default:
+                          a device period and 256 frames, at least 0.021; longer keeps every
+                          change on its frame on a busy machine)
       --latency standard|low
                           with --live: how far ahead of OpenAL the music runs (AudioEngine's
                           OutputLatency; low: an immediate change is heard ~17 ms sooner)

@@ -2,6 +2,9 @@ import Foundation
 import LeitmotifFixtures
 import Testing
 
+@testable import LeitmotifCues
+@testable import LeitmotifEngine
+
 /// `leitmotif cues simulate --live`: the options that only a live run has.
 @Suite("cues simulate --live: its duration and latency")
 struct SimulateLiveTests {
@@ -33,6 +36,30 @@ struct SimulateLiveTests {
     #expect(run.output.contains("played 1.5 s live"), "\(run.output)")
     #expect(!run.output.contains("[late]"), "\(run.output)")
     #expect(elapsed < 10, "a 1.5 s run took \(elapsed) s")
+  }
+
+  @Test(
+    "A real-time director schedules at least one pump of the streaming thread ahead; offline, 1024 frames at 48 kHz")
+  func defaultLead() throws {
+    let directory = try TemporaryDirectory(prefix: "leitmotif-simulate-live")
+    _ = try EngineHarness.vorbisTone(in: directory, name: "calm.ogg", seconds: 1)
+    let cues = directory.file("level.json5")
+    try Self.cues(assets: directory.path).write(toFile: cues, atomically: true, encoding: .utf8)
+    let sheet = try CueSheet.load(path: cues)
+    let live = try AudioEngine(output: .defaultDevice)
+    let offline = try AudioEngine(output: .offline(sampleRate: 48_000, renderFrames: 256))
+    let liveDirector = Director(engine: live, sheet: sheet, clocking: .pumped)
+    let offlineDirector = Director(engine: offline, sheet: sheet, clocking: .pumped)
+    defer {
+      liveDirector.shutdown()
+      offlineDirector.shutdown()
+      live.shutdown()
+      offline.shutdown()
+    }
+    let pump = live.initialDevice.mixPeriodFrames + 256
+    #expect(liveDirector.leadFrames >= Int64(pump), "lead \(liveDirector.leadFrames) frames, a pump mixes \(pump)")
+    #expect(liveDirector.leadFrames >= 1024)
+    #expect(offlineDirector.leadFrames == 1024)
   }
 
   @Test("--latency takes standard or low, and only with --live")

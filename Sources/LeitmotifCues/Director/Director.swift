@@ -130,7 +130,7 @@ public final class Director: @unchecked Sendable {
     let resolved = resolver.resolveAll(sheet)
     core = Mutex(DirectorCore(engine: engine, player: player, sheet: sheet, catalog: catalog, resolved: resolved))
     updatePreloads(sheet: sheet, catalog: catalog, resolved: resolved)
-    leadFrames = Int64((Self.defaultLeadSeconds * Double(engine.sampleRate)).rounded())
+    leadFrames = Self.defaultLeadFrames(for: engine)
     parameterInbox.withLock { $0.adopt(sheet) }
     if let watchedPath { startWatching(path: watchedPath) }
   }
@@ -428,7 +428,9 @@ public final class Director: @unchecked Sendable {
   private var clockSeconds: Double { Double(clockFrame) / Double(engine.sampleRate) }
   private var clockFrame: Int64 { engine.mixClock.now + leadFrames - originFrame }
 
-  /// How far ahead of the mix a step lands, in seconds (default 21 ms: 1024 frames at 48 kHz).
+  /// How far ahead of the mix a step lands, in seconds (by default a device period and a block of
+  /// 256 frames, at least 21 ms: 26.7 ms for OpenAL's 1024-frame period at 48 kHz; offline,
+  /// 1024 frames at 48 kHz).
   /// What a step does is stamped with its frame and waits in the engine for it, so it lands on
   /// that exact frame, the one an offline render of the same events uses, as long as the
   /// director's thread wakes within this lead (`AudioEngine.lateCommandCount` counts the
@@ -444,6 +446,18 @@ public final class Director: @unchecked Sendable {
     }
   }
   static let defaultLeadSeconds = 1024.0 / 48_000
+
+  /// The default lead. Real time: at least what one pump of the streaming thread mixes at once,
+  /// a device period and a block (`MusicBus.blockFrames`). A step stamped less far ahead than
+  /// that, which read the clock just before a pump and posted just after it, was already behind
+  /// the mix: on OpenAL's null device here (1,116-frame periods) a 1024-frame lead left the start
+  /// state's ramp steps and a crossfade's setup 72 frames late, every one of them. Offline the
+  /// render asks for its frames itself: 1024 frames at 48 kHz, as before.
+  static func defaultLeadFrames(for engine: AudioEngine) -> Int64 {
+    let base = Int64((defaultLeadSeconds * Double(engine.sampleRate)).rounded())
+    guard !engine.isOffline else { return base }
+    return max(base, Int64(engine.initialDevice.mixPeriodFrames + 256))
+  }
 
   /// How long a watched cue file may be missing before the reload that refuses it (see
   /// `startWatching`): a `git checkout` or an editor's save through a rename takes far less.
