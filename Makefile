@@ -193,8 +193,15 @@ c-api:
 # The examples (Examples/): hello-music, a Swift package of its own that depends on this one by
 # path (built in .build/examples/hello-music), and c-game, built with CMake through pkg-config
 # against the SDK installed into .build/prefix (`make c-api`), in .build/examples/c-game.
-# `make test` builds them first; the tests run them.
+# `make test` builds them first; the tests run them. SwiftPM does not see a source file added to
+# or removed from this package when it builds it as hello-music's dependency (the build then
+# fails to find a new type): when the list of Sources/ files changes, hello-music's build starts
+# afresh.
 examples: c-api
+	@sources=$$(find Sources -name '*.swift' | LC_ALL=C sort | cksum); \
+	if [ "$$(cat .build/examples/hello-music.sources 2>/dev/null)" != "$$sources" ]; then \
+	  rm -rf .build/examples/hello-music && mkdir -p .build/examples && echo "$$sources" > .build/examples/hello-music.sources; \
+	fi
 	swift build --package-path Examples/hello-music --scratch-path .build/examples/hello-music
 	PKG_CONFIG_PATH=$(CURDIR)/.build/prefix/lib/pkgconfig cmake -S Examples/c-game -B .build/examples/c-game \
 	  -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_FLAGS=-Werror > .build/examples-cmake.log || { cat .build/examples-cmake.log; exit 1; }
