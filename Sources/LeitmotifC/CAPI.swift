@@ -54,9 +54,10 @@ func notInCallback(_ handle: OpaquePointer?, _ function: String) throws(CAPIErro
   }
 }
 
-/// The caller's struct, checked for a `struct_size` that covers this version's fields.
-func checkedSize(_ size: Int, of type: String, _ expected: Int) throws(CAPIError) {
-  guard size >= expected else {
+/// The caller's struct, checked for a `struct_size` that covers this version's fields (or, where
+/// an older version's struct is still read, `minimum`: that version's size).
+func checkedSize(_ size: Int, of type: String, _ expected: Int, minimum: Int? = nil) throws(CAPIError) {
+  guard size >= (minimum ?? expected) else {
     throw .invalidArgument("\(type).struct_size is \(size): set it to sizeof(\(type)) (\(expected) in this version)")
   }
 }
@@ -135,7 +136,7 @@ public func lmEngineCreateVersioned(
     // A game built against an older header of this major version passes a shorter struct: what
     // it covers is read, the fields added since keep their zero defaults (`latency`, 0.2).
     let size = UnsafeRawPointer(config).load(as: Int.self)
-    try checkedSize(size, of: "lm_config", lmConfigSizeBefore0_2)
+    try checkedSize(size, of: "lm_config", MemoryLayout<lm_config>.size, minimum: lmConfigSizeBefore0_2)
     var copy = lm_config()
     withUnsafeMutableBytes(of: &copy) { bytes in
       bytes.copyMemory(

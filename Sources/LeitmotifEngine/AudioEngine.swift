@@ -35,9 +35,9 @@ public enum OutputLatency: Sendable, Equatable {
   case standard
   /// A device period and 10.7 ms queued; the streaming thread wakes twice a period, and at once
   /// when a command is posted. An immediate action is heard after about 30 ms (medians of 26 to
-  /// 31 ms here, same device), for twice the wake-ups and less room: should the streaming thread still come
-  /// too late and the bus run dry (an underrun, reported as usual), the engine keeps 10.7 ms more
-  /// queued from then on, up to `.standard`'s, and says so in a notice.
+  /// 31 ms here, same device), for twice the wake-ups and less room: should the streaming thread
+  /// still come too late and the bus run dry (an underrun, reported as usual), the engine keeps
+  /// 10.7 ms more queued from then on, up to `.standard`'s, and says so in a notice.
   case low
 }
 
@@ -100,6 +100,9 @@ public final class AudioEngine: @unchecked Sendable {
   /// renders on demand (offline, headless). What an immediate action waits behind, besides
   /// the device period it is mixed in.
   public var queuedAheadFrames: Int { mixClock.queuedAheadFrames.load(ordering: .relaxed) }
+  /// The most one pump of the streaming thread mixes at once (a device period and a block of the
+  /// bus): a change stamped for a frame nearer than this may find it mixed already.
+  package var framesMixedPerPump: Int { initialDevice.mixPeriodFrames + MusicBus.blockFrames }
 
   /// Opens the output and starts the engine's threads.
   /// - Parameters:

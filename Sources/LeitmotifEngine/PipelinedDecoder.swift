@@ -13,8 +13,8 @@ import LeitmotifDecoding
 /// Two chunks: the decode thread copies out of one while a Dispatch worker decodes the next into
 /// the other. A seek (a loop seam, a seek of the player) waits for the chunk under way, then seeks
 /// on the calling thread; the next read reads straight from the decoder there, and starts the
-/// next chunk behind it. The wrapped decoder is used by one thread at a time: the semaphore that hands a
-/// chunk over hands the decoder back with it. What comes out is what the wrapped decoder gives,
+/// next chunk behind it. The wrapped decoder is used by one thread at a time: the semaphore that
+/// hands a chunk over hands the decoder back with it. What comes out is what the wrapped decoder gives,
 /// frame for frame (a failure after the frames that decoded before it), only sooner.
 ///
 /// Thread safety: like any `AudioDecoder`, one thread at a time (the stream's decode thread).
@@ -36,11 +36,25 @@ final class PipelinedDecoder: AudioDecoder {
   private var inFlight = false
   private var cursor: Int64
   private var knownWarnings: [String]
+  // What the file is, read once here: the wrapped decoder is then touched by one thread at a
+  // time (these never change after a decoder opens).
+  let path: String
+  let containerFormat: ContainerFormat
+  let format: AudioFormat
+  let lengthFrames: Int64
+  let tags: AudioTags
+  let artwork: Artwork?
 
   init(_ inner: any AudioDecoder) {
     worker = Worker(inner)
     cursor = inner.cursorFrames
     knownWarnings = inner.warnings
+    path = inner.path
+    containerFormat = inner.containerFormat
+    format = inner.format
+    lengthFrames = inner.lengthFrames
+    tags = inner.tags
+    artwork = inner.artwork
   }
 
   deinit {
@@ -49,13 +63,7 @@ final class PipelinedDecoder: AudioDecoder {
     if inFlight { worker.ready.wait() }
   }
 
-  var path: String { worker.inner.path }
-  var containerFormat: ContainerFormat { worker.inner.containerFormat }
-  var format: AudioFormat { worker.inner.format }
-  var lengthFrames: Int64 { worker.inner.lengthFrames }
   var cursorFrames: Int64 { cursor }
-  var tags: AudioTags { worker.inner.tags }
-  var artwork: Artwork? { worker.inner.artwork }
   /// As of the last chunk taken (the wrapped decoder's own list may be growing on the worker).
   var warnings: [String] { knownWarnings }
 

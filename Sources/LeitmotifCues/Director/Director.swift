@@ -447,8 +447,8 @@ public final class Director: @unchecked Sendable {
   }
   static let defaultLeadSeconds = 1024.0 / 48_000
 
-  /// The default lead. Real time: at least what one pump of the streaming thread mixes at once,
-  /// a device period and a block (`MusicBus.blockFrames`). A step stamped less far ahead than
+  /// The default lead. Real time: at least what one pump of the streaming thread mixes at once
+  /// (`AudioEngine.framesMixedPerPump`: a device period and a block). A step stamped less far ahead than
   /// that, which read the clock just before a pump and posted just after it, was already behind
   /// the mix: on OpenAL's null device here (1,116-frame periods) a 1024-frame lead left the start
   /// state's ramp steps and a crossfade's setup 72 frames late, every one of them. Offline the
@@ -456,7 +456,7 @@ public final class Director: @unchecked Sendable {
   static func defaultLeadFrames(for engine: AudioEngine) -> Int64 {
     let base = Int64((defaultLeadSeconds * Double(engine.sampleRate)).rounded())
     guard !engine.isOffline else { return base }
-    return max(base, Int64(engine.initialDevice.mixPeriodFrames + 256))
+    return max(base, Int64(engine.framesMixedPerPump))
   }
 
   /// How long a watched cue file may be missing before the reload that refuses it (see
