@@ -93,16 +93,15 @@ public final class WAVWriter {
     framesWritten += Int64(frameCount)
 
     /// Clamped to ±1, scaled by 32767 and rounded half away from zero, straight into the buffer,
-    /// in a loop the compiler turns into vector code (`int16Sample`); it was a quarter of an MP3
-    /// render's instructions one sample at a time.
+    /// in vector code (`convertToInt16`); it was a quarter of an MP3 render's instructions one
+    /// sample at a time.
     func appendInt16(_ count: Int) throws {
       var done = 0
       while done < count {
         if buffered + 2 > Self.bufferBytes { try flush() }
         let chunk = min((Self.bufferBytes - buffered) / 2, count - done)
         let output = (buffer + buffered).bindMemory(to: Int16.self, capacity: chunk)
-        let input = samples.baseAddress! + done
-        for index in 0..<chunk { output[index] = WAVWriter.int16Sample(input[index]).littleEndian }
+        WAVWriter.convertToInt16(samples.baseAddress! + done, output, count: chunk)
         buffered += chunk * 2
         done += chunk
       }
