@@ -433,8 +433,7 @@ public final class AudioEngine: @unchecked Sendable {
           start = max(0, min(FrameMath.frames(seconds: startSeconds, rate: rate), segment.endFrame))
           if start != segment.decoder.cursorFrames { try segment.decoder.seek(toFrame: start) }
         }
-        let stream = DecodeAheadStream(
-          first: segment, startFrame: start, mixRate: mixRate, offline: isOffline, census: census)
+        let stream = DecodeAheadStream(first: segment, startFrame: start, mixRate: mixRate, census: census)
         streams.set(stream, for: voice)
         // Pre-buffer: wait (here, on the loader thread) until the ring holds what the OpenAL
         // buffers will take, so that attaching never waits. Not offline: there the voice waits

@@ -31,30 +31,18 @@ import Synchronization
 ///
 /// The ring is allocated in `init`; nothing on the streaming side allocates while playing.
 package final class DecodeAheadStream: @unchecked Sendable {
-  /// Blocks in the ring of a real-time engine: 8 x 4096 frames is 0.68 s at 48 kHz decoded ahead
-  /// of what the mixer reads, enough to ride out a slow read; 256 KB per voice.
-  static let realtimeBlockCount = 8
-  /// Blocks in the ring of an offline render: 32 (1 MB a voice, more with stems). Offline, one
-  /// thread always waits for the other (the decoder for room or the mixer for blocks), and every
-  /// wait is a futex sleep and a context switch: `leitmotif render` of a 10-minute MP3 made 1,000
-  /// to 3,000 of them with 8 blocks, 250 to 360 with 32, and took 2 to 3 % less CPU and wall time
-  /// (paired runs). A longer ring lets each side run longer between waits (see
-  /// `offlineWakeBlocks`, `lowWaterBlocks`).
-  static let offlineBlockCount = 32
-  /// This stream's ring length: `realtimeBlockCount` or `offlineBlockCount`.
-  let blockCount: Int
+  /// Blocks in the ring: 8 x 4096 frames is 0.68 s at 48 kHz decoded ahead of what the mixer
+  /// reads, enough to ride out a slow read; 256 KB per voice.
+  static let blockCount = 8
   static let framesPerBlock = Voice.framesPerBuffer
   /// The producer refills in bursts: once the ring is full it sleeps until only this many blocks
-  /// are left, then decodes until it is full again.
-  /// - Real time: 2 of 8 (0.17 s still ahead of the mixer). Decoding six blocks at a time instead
-  ///   of one keeps libvorbis's tables in cache and wakes the thread a sixth as often: on a
-  ///   virtual machine that halves what decoding costs (measured with `leitmotif-bench crossfade`).
-  /// - Offline: half the ring, so a mixer slower than its decoder never waits for a producer
-  ///   that has just woken (with 2 left it ate them, then slept while the producer made more).
-  let lowWaterBlocks: Int
-  /// An offline consumer that had to wait is woken when this many blocks are ready (see `peek`):
-  /// half the ring, so a decoder slower than its mixer decodes on while the mixer takes them.
-  var offlineWakeBlocks: Int { blockCount / 2 }
+  /// are left (0.17 s still ahead of the mixer), then decodes until it
+  /// is full again. Decoding six blocks at a time instead of one keeps libvorbis's tables in
+  /// cache and wakes the thread a sixth as often: on a virtual machine that halves what decoding
+  /// costs (measured with `leitmotif-bench crossfade`).
+  static let lowWaterBlocks = 2
+  /// An offline consumer that had to wait is woken when this many blocks are ready (see `peek`).
+  static let offlineWakeBlocks = 4
   /// Finished segments kept (with their open decoders) so a seek can still go back into them
   /// while their audio is queued or heard.
   static let retainedSegments = 8
@@ -159,18 +147,13 @@ package final class DecodeAheadStream: @unchecked Sendable {
   /// Takes ownership of `first` (its decoder already at `startFrame`) and starts decoding at once.
   /// With `mixRate` (not the file's), the decode thread resamples to it, unless soxr cannot.
   /// `census` counts the decode thread while it runs (the engine's shutdown waits for it).
-  /// `offline`: for an offline render (a longer ring, see `offlineBlockCount`).
-  init(
-    first: StreamSegment, startFrame: Int64, mixRate: Int? = nil, offline: Bool = false, census: ThreadCensus? = nil
-  ) {
-    blockCount = offline ? Self.offlineBlockCount : Self.realtimeBlockCount
-    lowWaterBlocks = offline ? Self.offlineBlockCount / 2 : 2
+  init(first: StreamSegment, startFrame: Int64, mixRate: Int? = nil, census: ThreadCensus? = nil) {
     path = first.decoder.path
     format = first.decoder.format
     firstToken = first.token
     firstSegmentEnd = first.endFrame
     stemCount = min(first.stems.count, Voice.maximumLayers)
-    let count = blockCount
+    let count = Self.blockCount
     let block = Self.framesPerBlock * 2
     blockFloats = block * (1 + stemCount)
     // Layered music is not resampled here: its stems are mixed by the voice first, and the
@@ -223,7 +206,7 @@ package final class DecodeAheadStream: @unchecked Sendable {
   }
 
   deinit {
-    meta.deinitialize(count: blockCount)
+    meta.deinitialize(count: Self.blockCount)
     meta.deallocate()
   }
 
@@ -296,7 +279,7 @@ package final class DecodeAheadStream: @unchecked Sendable {
     while true {
       let consumed = counters.consumed.load(ordering: .relaxed)
       if counters.produced.load(ordering: .acquiring) > consumed {
-        return meta[consumed % blockCount]
+        return meta[consumed % Self.blockCount]
       }
       guard waitSeconds > 0, counters.drainedGeneration.load(ordering: .acquiring) != generation else { return nil }
       // An offline render mixes faster than one file decodes, so it comes here for nearly every
@@ -304,7 +287,7 @@ package final class DecodeAheadStream: @unchecked Sendable {
       // futex wakes and context switches. So the producer wakes it once a few blocks are ready,
       // or when it stops making blocks (every sleep of the producer signals first: no wake is
       // lost).
-      counters.consumerWakeLevel.store(offlineWakeBlocks, ordering: .relaxed)
+      counters.consumerWakeLevel.store(Self.offlineWakeBlocks, ordering: .relaxed)
       let limit = deadline ?? .now() + waitSeconds
       deadline = limit
       if blockReady.wait(timeout: limit) == .timedOut { return nil }
@@ -315,7 +298,7 @@ package final class DecodeAheadStream: @unchecked Sendable {
   func release() {
     let consumed = counters.consumed.add(1, ordering: .releasing).newValue
     // Wake the producer only when the ring falls to its low-water mark (see `produce`).
-    if counters.produced.load(ordering: .acquiring) - consumed <= lowWaterBlocks { producerWake.signal() }
+    if counters.produced.load(ordering: .acquiring) - consumed <= Self.lowWaterBlocks { producerWake.signal() }
   }
 
   /// Asks the decode thread to continue from `frame` of segment `token`; blocks of earlier
@@ -344,7 +327,7 @@ package final class DecodeAheadStream: @unchecked Sendable {
     var current: Current? = Current(segment: first, cursor: startFrame)
     var retained: [StreamSegment] = []
     var refilling = true
-    let scratch = samples + blockCount * blockFloats
+    let scratch = samples + Self.blockCount * blockFloats
     while !counters.stopped.load(ordering: .acquiring) {
       let requested = counters.requestedGeneration.load(ordering: .acquiring)
       var pendingError: DecodeError?
@@ -410,7 +393,7 @@ package final class DecodeAheadStream: @unchecked Sendable {
       // read until it gives nothing more, so that it can report a file cut short.
       let trimmed = segment.endFrame < segment.decoder.lengthFrames
       let boundary = loopLive ? segment.loop!.end : (trimmed ? segment.endFrame : Int64.max)
-      let slot = counters.produced.load(ordering: .relaxed) % blockCount
+      let slot = counters.produced.load(ordering: .relaxed) % Self.blockCount
       let output = stage?.input ?? samples + slot * blockFloats
       let capacity = Int(max(0, min(Int64(Self.framesPerBlock), boundary - active.cursor)))
       let isStereo = segment.decoder.format.channelCount == 2
@@ -566,8 +549,8 @@ package final class DecodeAheadStream: @unchecked Sendable {
   /// Whether the producer should fill the ring now: it refills from the low-water mark until full.
   private func ringHasRoom(_ refilling: inout Bool) -> Bool {
     let level = counters.produced.load(ordering: .relaxed) - counters.consumed.load(ordering: .acquiring)
-    if level >= blockCount { refilling = false }
-    if level <= lowWaterBlocks { refilling = true }
+    if level >= Self.blockCount { refilling = false }
+    if level <= Self.lowWaterBlocks { refilling = true }
     return refilling
   }
 
@@ -575,7 +558,7 @@ package final class DecodeAheadStream: @unchecked Sendable {
   /// pending, a run of the resampler (and, when an ending is complete, the failure that ended it).
   private func publishConverted(_ stage: RateConversionStage, generation: Int) {
     if let made = stage.nextOutput() {
-      let slot = counters.produced.load(ordering: .relaxed) % blockCount
+      let slot = counters.produced.load(ordering: .relaxed) % Self.blockCount
       (samples + slot * blockFloats).update(from: made.samples, count: 2 * made.frames)
       let marker = made.marker
       publish(
@@ -592,7 +575,7 @@ package final class DecodeAheadStream: @unchecked Sendable {
     frames: Int, position: Double, token: Int, segmentStart: Int64, segmentEnd: Int64, finalPass: Bool,
     generation: Int, error: DecodeError?
   ) {
-    let slot = counters.produced.load(ordering: .relaxed) % blockCount
+    let slot = counters.produced.load(ordering: .relaxed) % Self.blockCount
     meta[slot] = Block(
       samples: UnsafePointer(samples + slot * blockFloats), frames: frames, startPosition: position,
       generation: generation, token: token, segmentStart: segmentStart, segmentEnd: segmentEnd, finalPass: finalPass,
