@@ -22,6 +22,10 @@ public struct AudioTags: Sendable, Hashable {
   public var discNumber: Int?
   /// The number of discs (`DISCTOTAL`, ID3 `TPOS` after the slash).
   public var discCount: Int?
+  /// The tempos a BPM tag may give, 1 to 999: anything else is taken for no tag. A tag of
+  /// 1e308 once made a beat line every 1e-306 s, and the mixer never got through its first block.
+  public static let plausibleBeatsPerMinute: ClosedRange<Double> = 1...999
+
   /// Tempo in beats per minute (Vorbis `BPM`, ID3 `TBPM`).
   public var beatsPerMinute: Double?
   /// The mood the track sets, as free text ("Tense", "Calm"): Vorbis `MOOD`, ID3v2.4 `TMOO` or
@@ -185,7 +189,7 @@ package struct TagCollector {
     case "METER", "TIMESIGNATURE", "TIME_SIGNATURE":
       if tags.meter == nil { tags.meter = Self.beatsPerBar(value) }
     case "BPM", "TEMPO":
-      if let bpm = Double(value), bpm > 0, bpm.isFinite { tags.beatsPerMinute = bpm }
+      if let bpm = Double(value), AudioTags.plausibleBeatsPerMinute.contains(bpm) { tags.beatsPerMinute = bpm }
     case "LOOPSTART", "LOOP_START", "LOOP_BEGIN", "LOOPBEGIN":
       tags.loopStartFrame = Self.frame(value) ?? tags.loopStartFrame
     case "LOOPLENGTH", "LOOP_LENGTH":

@@ -9,13 +9,25 @@ public struct LoopPoints: Sendable, Equatable, Hashable {
   /// The frame just after the loop's last one; nil loops to the end of the file.
   public let endFrame: Int64?
 
-  /// - Throws: `QueueError.invalidLoopPoints` for a negative start or a loop of zero or negative
-  ///   length. (Points beyond the file's end are found when the file is opened: the item then
-  ///   fails with `DecodeError.Reason.pointsOutsideFile`, or earlier when its duration is known.)
+  /// The shortest loop: 256 frames (5.8 ms at 44.1 kHz). Each pass of a loop is a seek back in
+  /// the file, and a seek costs what decoding a few hundred frames does: a 10-frame loop played
+  /// slower than real time, a 1-frame one never got through a render. No music loops that short.
+  /// LOOPSTART/LOOPLENGTH tags of a shorter loop are ignored (the file plays straight through).
+  public static let minimumFrames: Int64 = 256
+
+  /// - Throws: `QueueError.invalidLoopPoints` for a negative start or a loop shorter than
+  ///   `minimumFrames`. (Points beyond the file's end are found when the file is opened: the
+  ///   item then fails with `DecodeError.Reason.pointsOutsideFile`, or earlier when its duration
+  ///   is known; so is a loop to the end that is too short.)
   public init(startFrame: Int64, endFrame: Int64? = nil) throws(QueueError) {
     guard startFrame >= 0 else { throw QueueError.invalidLoopPoints("the loop start \(startFrame) is negative") }
     if let endFrame, endFrame <= startFrame {
       throw QueueError.invalidLoopPoints("the loop \(startFrame)..<\(endFrame) has zero or negative length")
+    }
+    if let endFrame, endFrame - startFrame < Self.minimumFrames {
+      throw QueueError.invalidLoopPoints(
+        "the loop \(startFrame)..<\(endFrame) is \(endFrame - startFrame) frames long: a loop needs at least \(Self.minimumFrames)"
+      )
     }
     self.startFrame = startFrame
     self.endFrame = endFrame

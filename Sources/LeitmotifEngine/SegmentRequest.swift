@@ -71,15 +71,18 @@ package struct SegmentRequest: Sendable {
       if let points = loopPoints {
         loop = LoopRegion(start: points.startFrame, end: points.endFrame ?? length)
       } else if loopFromTags, let tagStart = decoder.tags.loopStartFrame {
-        loop = LoopRegion(start: tagStart, end: decoder.tags.loopEndFrame ?? length)
+        // A tagged loop too short to play (see LoopPoints.minimumFrames) is no loop.
+        let tagEnd = decoder.tags.loopEndFrame ?? length
+        if tagEnd - tagStart >= LoopPoints.minimumFrames { loop = LoopRegion(start: tagStart, end: tagEnd) }
       }
     }
     if let region = loop {
-      guard region.start >= 0, region.end <= length, region.start < region.end else {
+      guard region.start >= 0, region.end <= length, region.end - region.start >= LoopPoints.minimumFrames else {
         throw DecodeError(
           path: path,
           reason: .pointsOutsideFile(
-            "loop \(region.start)..<\(region.end) (frames) must be non-empty and inside the file's \(length) frames"))
+            "loop \(region.start)..<\(region.end) (frames) must be at least \(LoopPoints.minimumFrames) frames long and inside the file's \(length) frames"
+          ))
       }
     }
     if start > 0 { try decoder.seek(toFrame: start) } else { try decoder.prepareForDecoding() }

@@ -868,7 +868,9 @@ package final class StreamingLoop: @unchecked Sendable {
         index = playing ? second : first
       }
       let had = beatLines[index] != nil
-      let hasBeats = spacing > 0 && spacing.isFinite && origin.isFinite
+      // Beats at least 10 ms apart (6,000 BPM) from an origin within a year: a grid denser than
+      // that put so many lines in a block that the mix never got through it (a BPM tag of 1e308).
+      let hasBeats = spacing >= 0.01 && spacing.isFinite && origin.isFinite && abs(origin) < 3e7
       if hasBeats || !markers.isEmpty {
         // No beats but markers: lines that never fall due (secondsPerBeat 0).
         beatLines[index] = BeatLines(

@@ -101,7 +101,12 @@ public struct CueSimulation {
     }
     if let onBeat = options.onBeat { director.addBeatObserver(onBeat) }
     if let onMarker = options.onMarker { director.addMarkerObserver(onMarker) }
-    if outputPath != nil { try session.openOutput() }
+    if outputPath != nil {
+      // Never over what the run reads: the cue file, the bundled music (a render replaces only a
+      // WAV file, and a bundled WAV is named here).
+      let inputs = [sheet.path].compactMap { $0 } + (sheet.catalog?.items.map { $0.assetURL.path } ?? [])
+      try session.openOutput(inputs: inputs)
+    }
 
     let rate = Double(options.sampleRate)
     let endSeconds = options.durationSeconds ?? (script.lastTime + options.tailSeconds)

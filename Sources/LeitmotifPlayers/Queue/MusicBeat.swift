@@ -1,3 +1,4 @@
+import LeitmotifDecoding
 import LeitmotifLibrary
 
 /// A beat of the music a queue player plays, delivered when it is heard
@@ -59,7 +60,7 @@ extension MediaItem {
   /// The item's own beat grid: its BPM tag (or the tempo the analysis detected, bars counted from
   /// the first detected beat), with its meter (4 when untagged). Nil without a tempo.
   var tagBeatGrid: QueueDescriptor.BeatGrid? {
-    guard let bpm = beatsPerMinute, bpm > 0, bpm.isFinite else { return nil }
+    guard let bpm = beatsPerMinute, AudioTags.plausibleBeatsPerMinute.contains(bpm) else { return nil }
     let meter = beatsPerBar.flatMap { $0 > 0 ? $0 : nil } ?? 4
     var offset = 0.0
     if isBeatsPerMinuteDetected, let first = firstBeatSeconds {

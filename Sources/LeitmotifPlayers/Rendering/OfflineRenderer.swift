@@ -69,7 +69,8 @@ public struct OfflineRenderer {
   /// Renders `path` to the WAV file `outputPath`, on the calling thread (it blocks until done).
   /// - Parameters:
   ///   - path: the audio file (Ogg Vorbis, Opus, MP3, FLAC, WAV or AIFF).
-  ///   - outputPath: the WAV file to write (replaced if it exists).
+  ///   - outputPath: the WAV file to write (replaced if it is a WAV file; never the input, never
+  ///     a file of another kind: `RenderError.write` says so).
   ///   - options: where to start, rate, duration, sample rate and format.
   ///   - diagnostics: receives the engine's notices and warnings.
   /// - Returns: frames written, the rate, underruns, and the failure if the file stopped early.
@@ -97,7 +98,7 @@ public struct OfflineRenderer {
     if options.seekSeconds > 0 { player.currentPlaybackTime = options.seekSeconds }
     do { try player.setCurrentPlaybackRate(options.rate) } catch { throw .player(error) }
     player.play()
-    try session.openOutput()
+    try session.openOutput(inputs: [path])
     // Where the item ends in output frames: what is left of it, sped up by the rate, resampled.
     let startFrame = min(lengthFrames, FrameMath.frames(seconds: options.seekSeconds, rate: Double(fileRate)))
     let itemFrames = Int64(

@@ -120,7 +120,8 @@ public struct QueueRenderer {
   ///
   /// - Parameters:
   ///   - paths: the audio files (Ogg Vorbis, Opus, MP3, FLAC, WAV, AIFF), in queue order.
-  ///   - outputPath: the WAV file to write (replaced if it exists).
+  ///   - outputPath: the WAV file to write (replaced if it is a WAV file; never one of `paths`,
+  ///     never a file of another kind: `RenderError.write` says so).
   ///   - options: transitions, repeat, shuffle, loops, duration, rate and output format.
   ///   - diagnostics: receives the engine's notices and warnings.
   ///   - onEvent: the queue player's events, in order, on its notification queue (not the calling
@@ -170,7 +171,7 @@ public struct QueueRenderer {
     do { try options.configure(player, items: items) } catch { throw .queue(error) }
     // Setting the rate starts playback (after the position: the first file opens right there).
     do { try player.setCurrentPlaybackRate(options.rate) } catch { throw .player(error) }
-    try session.openOutput()
+    try session.openOutput(inputs: paths)
 
     let limit = options.durationSeconds.map { FrameMath.frames(seconds: $0, rate: Double(outputRate)) } ?? Int64.max
     // A safety net under the queue's own end, should it never come: every item heard in full as

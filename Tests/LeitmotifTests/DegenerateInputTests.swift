@@ -1,0 +1,124 @@
+import Foundation
+import LeitmotifFixtures
+import Testing
+
+@testable import Leitmotif
+@testable import LeitmotifDecoding
+@testable import LeitmotifEngine
+@testable import LeitmotifLibrary
+@testable import LeitmotifPlayers
+
+/// Inputs a user trial found that hung a render or destroyed a file: absurd tempo tags, loops a
+/// few frames long, a render whose output names its input.
+@Suite("Degenerate inputs: absurd BPM tags, tiny loops and a render over its own input neither hang nor destroy")
+struct DegenerateInputTests {
+  static let seconds = 1.0
+
+  func tone(_ tags: [(String, String)], in directory: TemporaryDirectory, name: String) throws -> String {
+    let samples = ToneGenerator.sine(frequency: 440, amplitude: 0.3, seconds: Self.seconds, format: .stereo48000)
+    return try EngineHarness.vorbis(samples, in: directory, name: name, tags: tags)
+  }
+
+  @Test("A BPM tag outside 1...999 is no tempo; one inside is kept")
+  func implausibleTempoTags() throws {
+    let directory = try TemporaryDirectory()
+    for (value, expected) in [
+      ("1e308", nil), ("1e10", nil), ("1000", nil), ("0", nil), ("-120", nil), ("nan", nil), ("0.5", nil),
+      ("999", 999.0), ("1", 1.0), ("128.5", 128.5),
+    ] as [(String, Double?)] {
+      let item = try MediaItem.load(path: try tone([("BPM", value)], in: directory, name: "bpm.ogg"))
+      #expect(item.beatsPerMinute == expected, "BPM=\(value)")
+    }
+  }
+
+  @Test(
+    "A queue entry whose beat grid is absurdly dense (1e308 BPM, given in code) renders at once, with no beats to report",
+    .timeLimit(.minutes(1)))
+  func denseGridRenders() throws {
+    let directory = try TemporaryDirectory()
+    let path = try tone([], in: directory, name: "dense.ogg")
+    let engine = try EngineHarness.offlineEngine()
+    let player = QueuePlayer(engine: engine)
+    let beats = BeatLog()
+    player.addBeatObserver { beats.add($0) }
+    var entry = QueueDescriptor.Entry(item: MediaItem(path: path))
+    entry.beatGrid = QueueDescriptor.BeatGrid(beatsPerMinute: 1e308)
+    try player.setQueue(with: QueueDescriptor(entries: [entry]))
+    player.play()
+    engine.waitForLoader()
+    let started = Date()
+    let rendered = EngineHarness.render(engine, seconds: 2)
+    player.waitForNotifications()
+    engine.shutdown()
+    // Without the guard the mixer never got through its first block.
+    #expect(Date().timeIntervalSince(started) < 20)
+    let peak = rendered.prefix(Int(Self.seconds * 48_000) * 2).map(abs).max() ?? 0
+    #expect(peak > 0.2, "the tone plays")
+    #expect(beats.all.isEmpty, "a grid that dense has no beats to report")
+  }
+
+  @Test("Loop points shorter than 256 frames are refused in code and ignored in tags (the file plays through)")
+  func tinyLoops() throws {
+    #expect(throws: QueueError.self) { try LoopPoints(startFrame: 0, endFrame: 255) }
+    #expect(throws: QueueError.self) { try LoopPoints(loopStart: 1, loopLength: 1) }
+    _ = try LoopPoints(startFrame: 0, endFrame: LoopPoints.minimumFrames)
+
+    let directory = try TemporaryDirectory()
+    let path = try tone([("LOOPSTART", "1"), ("LOOPLENGTH", "1")], in: directory, name: "tiny-loop.ogg")
+    var options = QueueRenderer.Options()
+    options.loopRepeat = .untilReleased
+    options.durationSeconds = 3
+    let started = Date()
+    let result = try QueueRenderer.render(paths: [path], to: directory.file("out.wav"), options: options)
+    // A 1-frame loop took a seek back per frame: a render of it never ended.
+    #expect(Date().timeIntervalSince(started) < 20)
+    #expect(result.failures.isEmpty)
+    // No loop: the one second of the file, then the queue ends (not 3 s of looping).
+    #expect(abs(Double(result.framesWritten) / 48_000 - Self.seconds) < 0.05, "\(result.framesWritten) frames")
+  }
+
+  @Test("A render never writes over what it reads, nor over a file that is not a WAV; over an earlier render it does")
+  func renderKeepsItsInput() throws {
+    let directory = try TemporaryDirectory()
+    let path = try tone([], in: directory, name: "song.ogg")
+    let original = try Data(contentsOf: URL(fileURLWithPath: path))
+    func refused(_ output: String, _ inputs: [String], queue: Bool) -> String? {
+      do {
+        if queue {
+          _ = try QueueRenderer.render(paths: inputs, to: output)
+        } else {
+          _ = try OfflineRenderer.render(path: inputs[0], to: output)
+        }
+        return nil
+      } catch .write(let written, let reason) {
+        #expect(written == output)
+        return reason
+      } catch {
+        Issue.record("unexpected \(error)")
+        return nil
+      }
+    }
+    // The input itself, under its own name and another.
+    for queue in [false, true] {
+      let reason = refused(path, [path], queue: queue)
+      #expect(reason?.contains("which the render reads") == true, "\(reason ?? "written")")
+      let dotted = directory.path + "/./song.ogg"
+      #expect(refused(dotted, [path], queue: queue) != nil)
+    }
+    #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == original, "the song is untouched")
+
+    // Another file that is not a WAV (a cue file, say).
+    let notes = directory.file("cues.json5")
+    try "{ states: {} }".write(toFile: notes, atomically: true, encoding: .utf8)
+    let reason = refused(notes, [path], queue: false)
+    #expect(reason?.contains("not a WAV file") == true, "\(reason ?? "written")")
+    #expect(try String(contentsOfFile: notes, encoding: .utf8) == "{ states: {} }")
+
+    // An earlier render is replaced, and /dev/null takes any render.
+    let output = directory.file("out.wav")
+    _ = try OfflineRenderer.render(path: path, to: output)
+    let again = try OfflineRenderer.render(path: path, to: output)
+    #expect(again.framesWritten == 48_000)
+    _ = try OfflineRenderer.render(path: path, to: "/dev/null")
+  }
+}
