@@ -212,6 +212,42 @@ struct DirectorTimingTests {
       abs(Double(first) / 48_000 - 11.0) <= 0.001, "first sound at \(Double(first) / 48_000) s\n\(timeline.summary)")
   }
 
+  @Test(
+    "A crossfade on the bar line where a bar-long piece ends fades out its repeat: no cut, no dip",
+    arguments: ["\"gapless\"", "{ seconds: 0.5 }"])
+  func crossfadeWhereTheItemEnds(between: String) throws {
+    let game = try DirectorFixture()
+    // One bar at 120 BPM (2 s), repeating; the explore tone (220 Hz) comes in on the bar.
+    try DirectorFixture.tone(game.assets + "/bar.ogg", pitch: 440, seconds: 2, tags: [("BPM", "120")])
+    let text = """
+      {
+        start: "loop",
+        assets: "assets",
+        sources: { bar: { bundled: "bar.ogg" }, calm: { bundled: "explore.ogg" } },
+        states: {
+          loop: { music: "bar", between: \(between) },
+          calm: { music: "calm" },
+        },
+        rules: [ { on: "go", do: { crossfade: "calm", seconds: 1, at: "bar" } } ],
+      }
+      """
+    let (left, timeline) = try game.simulate(try game.sheet(text), [.cue(3.3, "go")], seconds: 7)
+    // Gapless, the bar after 3.3 s is at 4 s, where the second pass ends; crossfading 0.5 s
+    // between passes, the third pass (from 3 s) ends at 5 s on its bar line. The outgoing item
+    // used to stop there, its fade-out silent: 20 ms windows fell to 3 % of the level.
+    let before = Listen.rms(Listen.window(left, 2.6, 2.9))
+    var lowest = Double.infinity
+    var at = 0.0
+    for step in 0..<175 {
+      let start = 3.3 + Double(step) * 0.02
+      let level = Listen.rms(Listen.window(left, start, start + 0.02))
+      if level < lowest { (lowest, at) = (level, start) }
+    }
+    #expect(lowest > 0.8 * before, "between \(between): \(lowest) at \(at) s, \(before) before\n\(timeline.summary)")
+    // And the crossfade happened: the new music alone at the end.
+    #expect(Listen.loudest(left, 6.5, 7, among: [440, DirectorFixture.explorePitch]) == DirectorFixture.explorePitch)
+  }
+
   @Test("The same script renders the same samples")
   func deterministic() throws {
     let game = try DirectorFixture()

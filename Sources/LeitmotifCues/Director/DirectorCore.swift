@@ -573,14 +573,10 @@ final class DirectorCore {
     let wasPlaying = player.playbackState == .playing && player.nowPlayingItem != nil
     // A state's own queue is what a later visit resumes; the game's is not remembered.
     playingOrder = nil
-    player.repeatMode = queue.repeatMode
-    if let state {
-      player.loopRepeat = state.loop
-      player.transition = state.itemTransition
-    }
     do {
       try putOnPlayer(
-        QueueDescriptor(entries: gridded), startingAt: nil, spec: spec, landing: landing?.0, wasPlaying: wasPlaying)
+        QueueDescriptor(entries: gridded), startingAt: nil, spec: spec, landing: landing?.0, wasPlaying: wasPlaying,
+        modes: (queue.repeatMode, state?.loop ?? player.loopRepeat, state?.itemTransition ?? player.transition))
     } catch {
       report(.problem("the game's queue was refused: \(error)"), cause: cause)
       return
@@ -673,8 +669,6 @@ final class DirectorCore {
     var entry = QueueDescriptor.Entry(item: item, loopRepeat: .off)
     entry.gainDecibels = StateMusic.gain(for: item, source: source, levelling: sheet.loudness, target: loudnessTarget)
     origins[item.assetURL.path] = (bridge.music, false)
-    player.repeatMode = .none
-    player.loopRepeat = .off
     let description =
       "bridge \"\(item.displayName)\" to \"\(name)\""
       + (spec.seconds > 0 ? " (crossfade \(Self.format(spec.seconds)) s \(spec.curve.rawValue))" : "")
@@ -682,7 +676,7 @@ final class DirectorCore {
       try putOnPlayer(
         QueueDescriptor(entries: withBeatGrids([entry])), startingAt: nil, spec: spec,
         landing: landsAt > now + 0.5 / Double(engine.sampleRate) ? landing : nil, wasPlaying: true,
-        hold: spec.tailSeconds)
+        hold: spec.tailSeconds, modes: (.none, .off, player.transition))
     } catch {
       report(.problem("bridge to \"\(name)\": the bridge was refused: \(error)"), cause: cause)
       return description + ": refused"
@@ -819,7 +813,7 @@ final class DirectorCore {
   private func grid(for item: MediaItem, source: MusicSource?) -> BeatGrid {
     let state = currentState.flatMap { sheet.states[$0] }
     var grid = source?.grid ?? state?.grid ?? sheet.grid
-    if let bpm = item.beatsPerMinute, bpm > 0 {
+    if let bpm = item.beatsPerMinute, AudioTags.plausibleBeatsPerMinute.contains(bpm) {
       grid.beatsPerMinute = bpm
       grid.offsetSeconds = source?.grid?.offsetSeconds ?? 0
       if let meter = item.beatsPerBar, meter > 0 { grid.beatsPerBar = meter }
@@ -908,15 +902,14 @@ final class DirectorCore {
       }
     }
     let heardAt = landing?.at ?? now
-    player.repeatMode = state.repeatMode
-    player.loopRepeat = state.loop
-    player.transition = state.itemTransition
     entries = withBeatGrids(entries)
     do {
-      // What plays now holds its level through the pickup and the tail, then fades.
+      // What plays now holds its level through the pickup and the tail, then fades; it keeps
+      // what it had lined up (its repeat, its next item) to fade that out too.
       try putOnPlayer(
         QueueDescriptor(entries: entries), startingAt: entrySeconds, spec: spec, landing: landing?.0,
-        wasPlaying: wasPlaying, hold: resumeSeconds == nil ? lead + spec.tailSeconds : spec.tailSeconds)
+        wasPlaying: wasPlaying, hold: resumeSeconds == nil ? lead + spec.tailSeconds : spec.tailSeconds,
+        modes: (state.repeatMode, state.loop, state.itemTransition))
     } catch {
       report(.problem("state \"\(name)\": the queue was refused: \(error)"), cause: cause)
       return
@@ -957,13 +950,19 @@ final class DirectorCore {
   /// transition's own curve.
   private func putOnPlayer(
     _ descriptor: QueueDescriptor, startingAt seconds: Double?, spec: TransitionSpec, landing: QueuePlayer.Landing?,
-    wasPlaying: Bool, hold: Double = 0
+    wasPlaying: Bool, hold: Double = 0,
+    modes: (repeatMode: RepeatMode, loopRepeat: LoopRepeat, transition: Transition)? = nil
   ) throws {
     if wasPlaying {
       try player.setQueue(
         with: descriptor, startingAt: seconds, transition: Transition(validDuration: spec.seconds, curve: spec.curve),
-        landing: landing, holdOutgoingSeconds: hold)
+        landing: landing, holdOutgoingSeconds: hold, modes: modes)
     } else {
+      if let modes {
+        player.repeatMode = modes.repeatMode
+        player.loopRepeat = modes.loopRepeat
+        player.transition = modes.transition
+      }
       try player.setQueue(with: descriptor, startingAt: seconds, transition: nil)
       fade.set(spec.seconds > 0 ? 0 : 1)
       fade.move(to: 1, over: spec.seconds, at: now, curve: spec.curve)

@@ -232,13 +232,23 @@ public final class QueuePlayer: MediaPlayback {
   /// transitions): the mixer finds that frame from the playing voice's own position.
   /// `holdOutgoingSeconds`: the music playing now keeps its level that long after the new music
   /// starts, then fades (a pickup heard over it, a tail played past the grid line).
+  /// `modes`: the new queue's repeat mode, loop repeat and transition between its items, set
+  /// with it. Set apart before it (the properties), each change reschedules what plays now: the
+  /// outgoing item lost the repeat or the next item it had lined up, so a crossfade landing on
+  /// its end faded out silence (a cut on the bar line).
   package func setQueue(
     with descriptor: QueueDescriptor, startingAt startSeconds: TimeInterval?, transition: Transition?,
-    landing: Landing?, holdOutgoingSeconds: Double = 0
+    landing: Landing?, holdOutgoingSeconds: Double = 0,
+    modes: (repeatMode: RepeatMode, loopRepeat: LoopRepeat, transition: Transition)? = nil
   ) throws(QueueError) {
     try descriptor.validate()
     try state.withLock { (state) throws(QueueError) -> Void in
       state.queue.replace(with: descriptor)
+      if let modes {
+        state.queue.repeatMode = modes.repeatMode
+        state.queue.loopRepeat = modes.loopRepeat
+        state.queue.transition = modes.transition
+      }
       let layers = descriptor.entries.first?.layers ?? []
       state.layerLevels = layers.map(\.volume)
       state.layerGains = layers.map { _ in 1 }
@@ -1241,19 +1251,28 @@ public final class QueuePlayer: MediaPlayback {
       schedule(&state)
       return
     }
-    let from = takeAudibleVoices(&state)
+    // A crossfade that lands on a later line leaves the outgoing music as it was until then: if
+    // its item ends first, its next item (or its repeat) takes over as it would have, and fades
+    // out in its turn; the item alone ended on the line, and the crossfade faded out silence.
+    let from = takeAudibleVoices(&state, keepingHandOver: trigger != nil)
     start(id, playing: true, fadeFrom: from, fade: fade, trigger: trigger, hold: hold, &state)
   }
 
   /// Moves the current voice (and those already fading) to the outgoing list; the prepared
-  /// follower is let go. Returns the voices to fade out.
-  private func takeAudibleVoices(_ state: inout State) -> [VoiceLease] {
-    if case .follower(let follower, _, _, _)? = state.voices.scheduled { follower.release() }
+  /// follower is let go, or with `keepingHandOver` stays armed and goes out with them (the
+  /// engine lets it go unheard when the crossfade comes before its hand-over). Returns the
+  /// voices to fade out. (A gapless successor is in the current voice's own stream: it stays.)
+  private func takeAudibleVoices(_ state: inout State, keepingHandOver: Bool = false) -> [VoiceLease] {
+    var kept: VoiceLease?
+    if case .follower(let follower, _, _, _)? = state.voices.scheduled {
+      if keepingHandOver { kept = follower } else { follower.release() }
+    }
     state.voices.scheduled = nil
     if let current = state.voices.current {
-      engine.commands.post(.arm(voice: current.handle, nil))
+      if kept == nil { engine.commands.post(.arm(voice: current.handle, nil)) }
       state.voices.outgoing.append(current)
     }
+    if let kept { state.voices.outgoing.append(kept) }
     state.voices.current = nil
     return state.voices.outgoing
   }
