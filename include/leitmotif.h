@@ -473,7 +473,7 @@ lm_error lm_get_state(lm_engine *engine, char *current, size_t current_size, cha
 lm_error lm_player_play(lm_engine *engine);
 /* Pauses with a short fade; lm_player_play resumes from the same frame. */
 lm_error lm_player_pause(lm_engine *engine);
-/* The speed: 0 pauses; (0, 4] plays at that speed. Otherwise LM_ERROR_INVALID_ARGUMENT. */
+/* The speed: 0 pauses; 1/256 to 4 plays at that speed. Otherwise LM_ERROR_INVALID_ARGUMENT. */
 lm_error lm_player_set_rate(lm_engine *engine, float rate);
 /* The tempo: speed that keeps the pitch (a time-stretcher, SoundTouch, in each music voice), in
    [0.5, 2], 1 as written; it multiplies with the rate (tape speed). Beats, bars and positions

@@ -392,7 +392,7 @@ public func lmPlayerSetRate(_ handle: OpaquePointer?, _ rate: Float) -> lm_error
     do {
       try session.director.player.setCurrentPlaybackRate(rate)
     } catch {
-      throw .invalidArgument("rate \(rate): \(error) (expected 0 to 4)")
+      throw .invalidArgument("rate \(rate): \(error)")
     }
   }
 }

@@ -151,7 +151,7 @@ enum CuesSimulateCommand {
     let elapsed = Date().timeIntervalSince(started)
     say(
       String(
-        format: "rendered %.1f s to %@ in %.1f s (%.0fx real time)", seconds, outputPath, elapsed,
+        format: "rendered %.1f s to %@ in %.1f s (%.3gx real time)", seconds, outputPath, elapsed,
         seconds / max(elapsed, 0.001)))
     if let timelinePath {
       do {

@@ -40,7 +40,7 @@ let usage = """
 
   OPTIONS (render and play):
     --seek SECONDS       start this far into the file (in a queue: into the first item played)
-    --rate R             speed in (0, 4], speed and pitch together (in a queue: every item)
+    --rate R             speed in [1/256, 4], speed and pitch together (in a queue: every item)
     --tempo T            tempo in 0.5...2: speed that keeps the pitch (SoundTouch); multiplies
                          with --rate (the FILEs play as a queue)
     --duration SECONDS   stop after this much output (default: when the file or queue ends)
@@ -142,7 +142,9 @@ struct Arguments {
   var seekSeconds: Double? {
     double("seek", expected: "a time from 0 to 86400 s (one day)") { $0 >= 0 && $0 <= FrameMath.maximumSeconds }
   }
-  var rate: Float { Float(double("rate", expected: "a speed in (0, 4]") { $0 > 0 && $0 <= 4 } ?? 1) }
+  var rate: Float {
+    Float(double("rate", expected: "a speed in [1/256, 4]") { Voice.rateRange.contains(Float($0)) } ?? 1)
+  }
   var tempo: Float {
     Float(double("tempo", expected: "a tempo in 0.5...2 (speed without pitch)") { $0 >= 0.5 && $0 <= 2 } ?? 1)
   }
@@ -540,6 +542,14 @@ var commandLine = (0..<Int(CommandLine.argc)).map { index in
   CommandLine.unsafeArgv[index].map { FileSystemPath.string(cString: $0) } ?? ""
 }.dropFirst()
 guard let command = commandLine.popFirst() else { fail(usage) }
+// `leitmotif render --help` asks for the usage, as `leitmotif help` does (it was an unknown
+// option, and for `info` a file named --help).
+if ["info", "render", "play", "devices"].contains(command),
+  commandLine.contains(where: { $0 == "--help" || $0 == "-h" })
+{
+  print(usage)
+  exit(0)
+}
 switch command {
 case "info":
   let analyze = commandLine.contains("--analyze")

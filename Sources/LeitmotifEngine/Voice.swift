@@ -21,6 +21,11 @@ package final class Voice: VoiceInput {
   /// Frames per decoded block of the stream (`DecodeAheadStream.framesPerBlock`). 4096 frames is
   /// 85 ms at 48 kHz: large enough that one decode call per block is cheap.
   static let framesPerBuffer = 4096
+  /// The playback rates a voice plays at: 1/256 to 4; `setRate` takes a rate outside it (a ramp
+  /// passing through 0.001 on its way to a pause) as the nearest end. Below 1/256 a mix of 256
+  /// frames asked its resampler for less than one frame of the file: the voice fell silent as an
+  /// underrun, and at 1e-9 a render never ended.
+  package static let rateRange: ClosedRange<Float> = (1.0 / 256)...4
   /// Pause, stop and seek ramp the gain over this long (click-free; the issue asks >= 5 ms).
   package static let transportFadeSeconds = 0.010
   /// A volume change glides over this many frames (no zipper noise when the director steps it).
@@ -398,8 +403,8 @@ package final class Voice: VoiceInput {
   /// next frame mixed; a resampled voice glides to the new ratio within one mix.
   func setRate(_ newRate: Float) {
     guard newRate.isFinite, newRate > 0 else { return }
-    rate = newRate
-    ratio = Double(fileRate) / Double(mixRate) * Double(newRate)
+    rate = min(max(newRate, Self.rateRange.lowerBound), Self.rateRange.upperBound)
+    ratio = Double(fileRate) / Double(mixRate) * Double(rate)
     if !resampling && resamplerRatio != 1 && resampler != nil {
       resampling = true
       resampledPosition = inputPosition

@@ -29,6 +29,14 @@ public enum RhythmSynthesizer {
     public var beatsPerMinute: Double
     /// Every beat, seconds from the start.
     public var beats: [Double]
+
+    public init(name: String, format: AudioFormat, samples: [Float], beatsPerMinute: Double, beats: [Double]) {
+      self.name = name
+      self.format = format
+      self.samples = samples
+      self.beatsPerMinute = beatsPerMinute
+      self.beats = beats
+    }
   }
 
   /// A song at `bpm` in 4/4: drums by style, bass and chords for most, `leadIn` seconds before the

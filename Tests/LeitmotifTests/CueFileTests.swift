@@ -312,11 +312,11 @@ struct CueFileTests {
     "An out-of-range value says its range, at the value",
     arguments: [
       ("{ pause: true, fade: -1 }", "7:41 rules[0].do.fade", "fade -1 is outside [0, 86400]"),
-      ("{ rate: 0 }", "7:28 rules[0].do.rate", "rate 0 is outside (0, 4]"),
-      ("{ rate: 5 }", "7:28 rules[0].do.rate", "rate 5 is outside (0, 4]"),
+      ("{ rate: 0 }", "7:28 rules[0].do.rate", "rate 0 is outside [0.00390625, 4]"),
+      ("{ rate: 5 }", "7:28 rules[0].do.rate", "rate 5 is outside [0.00390625, 4]"),
       ("{ volume: 2 }", "7:30 rules[0].do.volume", "volume 2 is outside [0, 1]"),
       ("{ duck: +3 }", "7:28 rules[0].do.duck", "duck 3 is outside [-60, 0]"),
-      ("{ rate: NaN }", "7:28 rules[0].do.rate", "rate NaN is outside (0, 4]"),
+      ("{ rate: NaN }", "7:28 rules[0].do.rate", "rate NaN is outside [0.00390625, 4]"),
       ("{ crossfade: \"a\", seconds: -2 }", "7:47 rules[0].do.seconds", "seconds -2 is outside [0, 86400]"),
       ("{ stinger: \"calm\", volume: Infinity }", "7:47 rules[0].do.volume", "volume Infinity is outside [0, 1]"),
     ])

@@ -122,3 +122,35 @@ struct DegenerateInputTests {
     _ = try OfflineRenderer.render(path: path, to: "/dev/null")
   }
 }
+
+@Suite(
+  "Playback rates: 0 pauses, 1/256 to 4 plays, anything else is refused; the engine plays the slowest rate through")
+struct SlowRateTests {
+  @Test("A rate between 0 and 1/256 is refused with the range named; 1/256 renders without an underrun")
+  func slowestRate() throws {
+    let directory = try TemporaryDirectory()
+    let samples = ToneGenerator.sine(frequency: 440, amplitude: 0.3, seconds: 1, format: .stereo48000)
+    let path = try EngineHarness.vorbis(samples, in: directory, name: "tone.ogg")
+    for rate: Float in [1e-9, 0.001, 0.0039, -1, .nan, 4.01] {
+      var options = OfflineRenderer.Options()
+      options.rate = rate
+      options.durationSeconds = 1
+      #expect(throws: OfflineRenderer.RenderError.self, "rate \(rate)") {
+        _ = try OfflineRenderer.render(path: path, to: directory.file("refused.wav"), options: options)
+      }
+    }
+    #expect(PlayerError.rateOutOfRange(0.001).description.contains("1/256"))
+    // The slowest rate plays: 1 s of output is 1/256 s of the file, a 1.7 Hz wave of the tone.
+    var options = OfflineRenderer.Options()
+    options.rate = 1.0 / 256
+    options.durationSeconds = 1
+    let output = directory.file("slow.wav")
+    let result = try OfflineRenderer.render(path: path, to: output, options: options)
+    #expect(result.underruns == 0)
+    #expect(result.failure == nil)
+    let rendered = try WAVFile(path: output).samples
+    let rms = sqrt(rendered.reduce(0) { $0 + Double($1) * Double($1) } / Double(max(1, rendered.count)))
+    // Below 1/256 this was silent (an underrun per mix) and at 1e-9 the render never ended.
+    #expect(rms > 0.05, "rms \(rms)")
+  }
+}

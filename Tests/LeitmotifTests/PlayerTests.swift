@@ -200,7 +200,7 @@ struct PlayerTests {
     for bad: Float in [-1, 4.01, .nan, .infinity] {
       #expect(throws: PlayerError.self) { try player.setCurrentPlaybackRate(bad) }
     }
-    #expect(PlayerError.rateOutOfRange(5).description.contains("(0, 4]"))
+    #expect(PlayerError.rateOutOfRange(5).description.contains("from 1/256 (0.0039) to 4"))
     try player.setCurrentPlaybackRate(4)
     #expect(player.playbackState == .playing)
     try player.setCurrentPlaybackRate(0)

@@ -32,6 +32,11 @@ enum TempoEstimator {
   /// listeners feel as subdivisions of a beat twice as long. Beat periods score 0.3–1 (a
   /// swung eighth at ⅔ counts), eighth periods -0.1–0.1.
   static let leastSubdivision = 0.15
+  /// ... but only a pulse faster than this is taken for subdivisions: eighths are 140 to 260 a
+  /// minute in songs of 70 to 130 BPM. A slower pulse with nothing between is the beat itself (a
+  /// kick on every beat, a metronome): doubled, a plain 90 BPM came out as 45 with full
+  /// confidence.
+  static let slowestSubdivisionBeatsPerMinute = 130.0
 
   /// The tempo of `envelope` (normalized, `frameRate` values a second); nil when it is too short
   /// to hold two of the slowest beats' worth of repetitions, or has no periodicity at all.
@@ -65,7 +70,10 @@ enum TempoEstimator {
     }
     guard best.lag > 0 else { return nil }
     var lag = best.lag
-    if subdivision(correlation, lag: lag) < leastSubdivision && 2 * lag + 2 <= longestLag {
+    let pulseBeatsPerMinute = 60 * frameRate / Double(lag)
+    if pulseBeatsPerMinute > slowestSubdivisionBeatsPerMinute && subdivision(correlation, lag: lag) < leastSubdivision
+      && 2 * lag + 2 <= longestLag
+    {
       lag = ((2 * lag - 2)...(2 * lag + 2)).max { correlation[$0] < correlation[$1] }!
     }
     let period = refinedPeriod(correlation, near: lag)

@@ -251,7 +251,7 @@ public struct ParameterDrive: Sendable {
   public enum Target: String, Sendable, CaseIterable {
     /// Multiplies the music's volume (0...1).
     case volume
-    /// Multiplies the music's rate (the product stays in (0, 4]).
+    /// Multiplies the music's rate (the product stays in [1/256, 4]).
     case rate
     /// Multiplies the music's tempo: speed without pitch (the product stays in 0.5...2).
     case tempo
@@ -468,7 +468,7 @@ public struct MusicState: Sendable {
   public var repeatMode: RepeatMode
   /// How often items with loop points loop (`loop`; default until released).
   public var loop: LoopRepeat
-  /// The music's rate in this state (`rate`, (0, 4]; default 1).
+  /// The music's rate in this state (`rate`, [1/256, 4]; default 1).
   public var rate: Float
   /// The music's volume in this state (`volume`, 0...1; default 1).
   public var volume: Float

@@ -26,7 +26,7 @@ public struct CueProblem: Sendable, Equatable, CustomStringConvertible {
   /// Where in the file's structure, e.g. `states.combat.transition.seconds`,
   /// `rules[2].do[0].crossfade`; empty for a syntax error or an unreadable file.
   public var keyPath: String
-  /// What is wrong, e.g. `rate 5 is outside (0, 4]`.
+  /// What is wrong, e.g. `rate 5 is outside [0.00390625, 4]`.
   public var message: String
 
   /// A problem of `severity` in `file` at `location` and `keyPath`, saying `message`.
@@ -40,9 +40,17 @@ public struct CueProblem: Sendable, Equatable, CustomStringConvertible {
 
   /// `FILE:LINE:COLUMN: error: KEYPATH: MESSAGE`, the form compilers use, so editors and CI can
   /// jump to it (without `KEYPATH: ` when the key path is empty).
+  /// Key paths and messages longer than 300 characters are cut in the middle (a state named
+  /// with a 5 MB string was printed whole, one line per problem).
   public var description: String {
     let prefix = "\(file):\(location.line):\(location.column): \(severity.rawValue): "
-    return prefix + (keyPath.isEmpty ? message : "\(keyPath): \(message)")
+    return prefix
+      + (keyPath.isEmpty ? Self.shortened(message) : "\(Self.shortened(keyPath)): \(Self.shortened(message))")
+  }
+
+  static func shortened(_ text: String, limit: Int = 300) -> String {
+    guard text.count > limit else { return text }
+    return "\(text.prefix(limit * 2 / 3))… (\(text.count) characters) …\(text.suffix(limit / 4))"
   }
 }
 

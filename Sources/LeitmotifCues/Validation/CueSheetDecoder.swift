@@ -572,8 +572,8 @@ struct NumberRange: CustomStringConvertible {
   /// hand the engine a time it can only saturate.
   static let seconds = NumberRange(0, FrameMath.maximumSeconds)
   static let unit = NumberRange(0, 1)
-  /// Playback rates: OpenAL's pitch, as the player allows it.
-  static let rate = NumberRange(0, 4, lowerIncluded: false)
+  /// Playback rates, as the player allows them (`Voice.rateRange`: 1/256 to 4).
+  static let rate = NumberRange(Double(Voice.rateRange.lowerBound), Double(Voice.rateRange.upperBound))
   /// A tempo (speed without pitch): SoundTouch's range.
   static let tempo = NumberRange(0.5, 2)
 

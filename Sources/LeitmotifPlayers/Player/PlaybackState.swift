@@ -39,7 +39,7 @@ public enum PlayerEvent: Sendable {
 
 /// Errors of player requests that cannot be carried out.
 public enum PlayerError: Error, Sendable, Equatable, CustomStringConvertible {
-  /// `currentPlaybackRate` must be 0 (pause) or within (0, 4].
+  /// `currentPlaybackRate` must be 0 (pause) or within [1/256, 4].
   case rateOutOfRange(Float)
   /// A queue player's `tempo` must be within 0.5...2 (SoundTouch's range).
   case tempoOutOfRange(Float)
@@ -50,7 +50,7 @@ public enum PlayerError: Error, Sendable, Equatable, CustomStringConvertible {
   public var description: String {
     switch self {
     case .rateOutOfRange(let rate):
-      return "playback rate \(rate) is out of range: expected 0 (pause) or a value in (0, 4]"
+      return "playback rate \(rate) is out of range: expected 0 (pause) or a value from 1/256 (0.0039) to 4"
     case .tempoOutOfRange(let tempo):
       return "tempo \(tempo) is out of range: expected a value in 0.5...2 (1 plays as written)"
     case .noFreeVoice(let limit): return "no free voice: the engine plays at most \(limit) at once"
@@ -75,7 +75,7 @@ public protocol MediaPlayback: AnyObject, Sendable {
   func stop()
   /// The position in the item, in seconds; setting it seeks sample-accurately, without a click.
   var currentPlaybackTime: TimeInterval { get set }
-  /// The playback speed (pitch follows), 0 when not playing. Setting 0 pauses; (0, 4] plays at that
+  /// The playback speed (pitch follows), 0 when not playing. Setting 0 pauses; [1/256, 4] plays at that
   /// speed; other values are refused and reported to the engine's diagnostics (use
   /// `setCurrentPlaybackRate(_:)` to get the error).
   var currentPlaybackRate: Float { get set }
@@ -106,8 +106,8 @@ package extension MediaPlayback {
 }
 
 package extension PlayerError {
-  /// A rate must be 0 (pause) or in (0, 4].
+  /// A rate must be 0 (pause) or in `Voice.rateRange` (1/256 to 4).
   static func check(rate: Float) throws(PlayerError) {
-    guard rate.isFinite, rate >= 0, rate <= 4 else { throw PlayerError.rateOutOfRange(rate) }
+    guard rate == 0 || Voice.rateRange.contains(rate) else { throw PlayerError.rateOutOfRange(rate) }
   }
 }

@@ -212,7 +212,7 @@ public final class Player: MediaPlayback {
     return Double(status.lengthFrames.load(ordering: .acquiring)) / Double(rate)
   }
 
-  /// The playback speed: 0 when not playing. Setting 0 pauses; a value in (0, 4] plays at that
+  /// The playback speed: 0 when not playing. Setting 0 pauses; a value in [1/256, 4] plays at that
   /// speed (starting playback if needed, as MediaPlayer does); any other value is refused and
   /// reported to the engine's diagnostics (use `setCurrentPlaybackRate` to get the error).
   public var currentPlaybackRate: Float {
@@ -220,7 +220,7 @@ public final class Player: MediaPlayback {
     set { setRateReportingErrors(newValue) }
   }
 
-  /// Sets the playback speed: 0 pauses, (0, 4] plays at that speed (pitch follows: the mixer
+  /// Sets the playback speed: 0 pauses, [1/256, 4] plays at that speed (pitch follows: the mixer
   /// resamples).
   /// - Throws: `PlayerError.rateOutOfRange` for NaN, negatives and values above 4.
   public func setCurrentPlaybackRate(_ rate: Float) throws(PlayerError) {

@@ -589,7 +589,7 @@ public final class QueuePlayer: MediaPlayback {
     }
   }
 
-  /// The speed: 0 when not playing. Setting 0 pauses; (0, 4] plays at that speed; anything else
+  /// The speed: 0 when not playing. Setting 0 pauses; [1/256, 4] plays at that speed; anything else
   /// is refused and reported (use `setCurrentPlaybackRate` for the error).
   public var currentPlaybackRate: Float {
     get { state.withLock { $0.playbackState == .playing ? $0.rate : 0 } }
@@ -839,7 +839,7 @@ public final class QueuePlayer: MediaPlayback {
   /// The director's rate: changes the speed of every voice without starting playback (unlike
   /// `setCurrentPlaybackRate`) and without a notification.
   package func setMixRate(_ rate: Float) {
-    guard rate.isFinite, rate > 0, rate <= 4 else { return }
+    guard Voice.rateRange.contains(rate) else { return }
     state.withLock { state in
       guard state.rate != rate else { return }
       state.rate = rate

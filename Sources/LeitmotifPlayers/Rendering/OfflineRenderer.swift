@@ -12,7 +12,7 @@ public struct OfflineRenderer {
   public struct Options: Sendable {
     /// Where to start in the file, in seconds.
     public var seekSeconds: Double = 0
-    /// Playback speed in (0, 4].
+    /// Playback speed in [1/256, 4].
     public var rate: Float = 1
     /// Stop after this many seconds of output (nil: until the item ends).
     public var durationSeconds: Double?
@@ -84,6 +84,14 @@ public struct OfflineRenderer {
     do { probe = try AudioFile.openDecoder(path: path) } catch { throw .decode(error) }
     let fileRate = probe.format.sampleRate
     let lengthFrames = probe.lengthFrames
+    // A start past the end rendered nothing and said it had written a file.
+    if options.seekSeconds.isFinite,
+      FrameMath.frames(seconds: options.seekSeconds, rate: Double(fileRate)) > lengthFrames
+    {
+      throw .invalidOptions(
+        "seek to \(options.seekSeconds) s is past the end of \(FileSystemPath.displayed(path)) (\((probe.durationSeconds * 1000).rounded() / 1000) s)"
+      )
+    }
     let outputRate = options.sampleRate ?? fileRate
     var session = try RenderSession(
       outputPath: outputPath, sampleRate: outputRate, renderFrames: options.renderFrames,

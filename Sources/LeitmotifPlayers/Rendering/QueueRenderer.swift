@@ -32,7 +32,7 @@ public struct QueueRenderer {
     public var sampleFormat: WAVSampleFormat = .float32
     /// Frames per mix; every render call has this size, so runs are repeatable.
     public var renderFrames: Int = 1024
-    /// Playback speed in (0, 4], for every item (speed and pitch together).
+    /// Playback speed in [1/256, 4], for every item (speed and pitch together).
     public var rate: Float = 1
     /// Tempo in 0.5...2, for every item: speed without pitch (`QueuePlayer.tempo`); it
     /// multiplies with `rate`.
@@ -55,7 +55,7 @@ public struct QueueRenderer {
         throw .invalidOptions("start time \(startSeconds) s: expected a finite time of 0 s or more")
       }
       guard renderFrames > 0 else { throw .invalidOptions("render size \(renderFrames) frames: expected 1 or more") }
-      guard rate.isFinite, rate > 0, rate <= 4 else { throw .player(.rateOutOfRange(rate)) }
+      guard Voice.rateRange.contains(rate) else { throw .player(.rateOutOfRange(rate)) }
       guard tempo.isFinite, TimeStretcher.tempoRange.contains(tempo) else { throw .player(.tempoOutOfRange(tempo)) }
       if case .times(let count) = loopRepeat, count < 0 { throw .queue(.invalidLoopCount(count)) }
       if durationSeconds == nil {
