@@ -118,8 +118,9 @@ package enum EngineEvent: @unchecked Sendable {
   case segmentFailed(voice: VoiceHandle, token: Int, DecodeError)
   /// A voice that was let go (a crossfade's outgoing side) is silent now.
   case fadedOut(voice: VoiceHandle)
-  /// An armed hand-over started: `to` fades in, `from` fades out.
-  case handedOff(from: VoiceHandle, to: VoiceHandle)
+  /// An armed hand-over started: `to` fades in, `from` fades out, over `seconds` (the armed
+  /// length, or half the outgoing item when that is shorter).
+  case handedOff(from: VoiceHandle, to: VoiceHandle, seconds: Double)
   /// A segment to be joined gaplessly could not be opened, or has another sample rate than the
   /// stream (`rateMismatch`: one stream has one rate).
   case appendFailed(voice: VoiceHandle, token: Int, DecodeError, rateMismatch: Bool)
@@ -160,7 +161,7 @@ package enum EngineEvent: @unchecked Sendable {
       .interrupted(let voice, _), .stolen(let voice, _), .beat(let voice, _, _, _, _),
       .marker(let voice, _, _, _, _):
       return voice
-    case .handedOff(let from, _):
+    case .handedOff(let from, _, _):
       return from
     case .deviceLost, .deviceRestored, .outputPaused, .queueWidened, .diagnostic, .reclaim:
       return nil

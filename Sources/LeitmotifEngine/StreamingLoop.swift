@@ -500,7 +500,7 @@ package final class StreamingLoop: @unchecked Sendable {
       follower.fadeIn(seconds: seconds, curve: handoff.curve, start: start)
       wantsPlaying[handoff.follower.slot] = true
       voice.fadeOutAndFinish(seconds: seconds, curve: handoff.curve, start: start)
-      pendingEvents.append(.handedOff(from: voice.handle, to: handoff.follower))
+      pendingEvents.append(.handedOff(from: voice.handle, to: handoff.follower, seconds: seconds))
     }
     for slot in 0..<Self.maximumVoices {
       guard var trigger = triggeredPlays[slot] else { continue }

@@ -306,6 +306,29 @@ struct DescriptorTests {
     let lastSound = (0..<(rendered.count / 2)).last { rendered[2 * $0] != 0 } ?? 0
     #expect(abs(lastSound - 8 * 48_000) <= EngineHarness.renderFrames, "3 + 3 + 3 − 1 s: ends at \(lastSound)")
   }
+
+  @Test("A crossfade longer than half the outgoing item is reported as the length heard")
+  func cappedCrossfadeIsReported() throws {
+    let directory = try TemporaryDirectory()
+    let paths = try (0..<2).map { index in
+      try EngineHarness.vorbis(
+        EngineHarness.noise(seed: 20 + UInt64(index), seconds: 2), in: directory, name: "short\(index).ogg")
+    }
+    let engine = try EngineHarness.offlineEngine()
+    let player = QueuePlayer(engine: engine)
+    let log = QueueLog(player)
+    player.transition = try Transition(duration: 3, curve: .equalPower)
+    try player.setQueue(with: paths.map { MediaItem(path: $0) })
+    player.play()
+    _ = EngineHarness.render(engine, seconds: 4)
+    player.waitForNotifications()
+    let used = log.all.compactMap { event -> Transition? in
+      if case .transitionStarted(_, _, let transition) = event { return transition }
+      return nil
+    }
+    // The 2 s item fades out over 1 s, not 3: the event said "crossfade of 3.0 s".
+    #expect(used == [try Transition(duration: 1, curve: .equalPower)])
+  }
 }
 
 extension DescriptorTests {

@@ -1350,7 +1350,7 @@ public final class QueuePlayer: MediaPlayback {
         advance(to: entry, &state)
         emitLocked(.transitionStarted(from: from, to: state.queue.entries[entry]!.item, .gapless), &state)
         schedule(&state)
-      case .handedOff(_, let to):
+      case .handedOff(_, let to, let seconds):
         guard isCurrent, let current = state.voices.current,
           case .follower(let follower, let token, let entry, let used)? = state.voices.scheduled,
           follower.handle == to
@@ -1364,7 +1364,9 @@ public final class QueuePlayer: MediaPlayback {
         state.seekGeneration = 0
         state.voices.scheduled = nil
         advance(to: entry, &state)
-        emitLocked(.transitionStarted(from: from, to: state.queue.entries[entry]!.item, used), &state)
+        // What was heard: a crossfade longer than half the outgoing item is cut to that.
+        let heard = seconds < used.duration ? Transition(validDuration: seconds, curve: used.curve) : used
+        emitLocked(.transitionStarted(from: from, to: state.queue.entries[entry]!.item, heard), &state)
         schedule(&state)
       case .fadedOut:
         if let index = state.voices.outgoing.firstIndex(where: { $0.handle == voice }) {

@@ -50,7 +50,8 @@ public enum QueuePlayerEvent: Sendable {
   case volumeChanged(Float)
   /// An item could not be opened or failed while playing; the queue moves on past it.
   case itemFailed(MediaItem, DecodeError)
-  /// A transition between two items began (gapless joins included).
+  /// A transition between two items began (gapless joins included), as heard: a crossfade longer
+  /// than half the outgoing item is shortened to that.
   case transitionStarted(from: MediaItem?, to: MediaItem, Transition)
   /// The output ran dry and was restarted.
   case underrun
