@@ -213,6 +213,9 @@ final class VorbisDecoder: AudioDecoder {
           poisoned = error
           throw error
         }
+        // A resampled last link can come out a frame or two short of the length its rate gives
+        // (the interpolation stops at its last input frame): those frames are the last one held.
+        if padResampledShortfall(upTo: lengthFrames, written: written) { continue }
         // The end. What was wrong on the way is reported now, once, after every frame is out.
         if written == 0 && !reportedDamage && !countingOnly && (isTruncated || holes > 0) {
           reportedDamage = true
@@ -249,9 +252,34 @@ final class VorbisDecoder: AudioDecoder {
         }
       }
       if link != currentLink {
+        // The link before, if resampled, may have ended a frame or two short: held up to where
+        // this one starts, ahead of this one's frames (both go out through `pending`).
+        let padded =
+          currentLink >= 0 && !isLinear && Int(link) < links.count
+          && padResampledShortfall(upTo: links[Int(link)].startInOutput, written: written)
         currentLink = link
         hasResampleHistory = false
         resamplePhase = 0
+        if padded {
+          if info.sampleRate == format.sampleRate {
+            for frame in 0..<got {
+              var mixed: [Float] = [0, 0]
+              mixed.withUnsafeMutableBufferPointer { out in
+                ChannelMixing.mix(
+                  inputChannels: info.channelCount, outputChannels: outChannels, output: out.baseAddress!
+                ) {
+                  planar[$0]![frame]
+                }
+              }
+              pending.append(contentsOf: mixed[0..<outChannels])
+            }
+          } else {
+            resample(
+              planar: planar, frames: got, link: info,
+              position: cursorFrames + Int64(written) + Int64((pending.count - pendingStart) / outChannels))
+          }
+          continue
+        }
       }
       if info.sampleRate == format.sampleRate && info.channelCount == 2 && outChannels == 2 {
         // The common case, kept tight: interleave the two planar channels directly.
@@ -272,19 +300,44 @@ final class VorbisDecoder: AudioDecoder {
         }
         written += got
       } else {
-        resample(planar: planar, frames: got, link: info)
+        resample(planar: planar, frames: got, link: info, position: cursorFrames + Int64(written))
       }
     }
     cursorFrames += Int64(written)
     return written
   }
 
-  /// Linear interpolation from the link's rate to the output rate into `pending`.
-  private func resample(planar: UnsafeMutablePointer<UnsafeMutablePointer<Float>?>, frames: Int, link: Link) {
+  /// When the output so far (`cursorFrames + written`, and what waits in `pending`) is a few
+  /// frames short of `target` after a resampled link, queues those frames in `pending` (the last
+  /// frame held) and says so. More than a few missing is not rounding (damage): left alone.
+  private func padResampledShortfall(upTo target: Int64, written: Int) -> Bool {
+    guard hasResampleHistory, currentLink >= 0, let info = linkInfo(currentLink), info.sampleRate != format.sampleRate
+    else { return false }
+    let outChannels = format.channelCount
+    let position = cursorFrames + Int64(written) + Int64((pending.count - pendingStart) / outChannels)
+    let shortfall = target - position
+    let slack = Int64((Double(format.sampleRate) / Double(info.sampleRate)).rounded(.up)) + 2
+    guard shortfall > 0, shortfall <= slack else { return false }
+    if pendingStart >= pending.count {
+      pending.removeAll(keepingCapacity: true)
+      pendingStart = 0
+    }
+    for _ in 0..<shortfall { pending.append(contentsOf: resampleHistory[0..<outChannels]) }
+    return true
+  }
+
+  /// Linear interpolation from the link's rate to the output rate, appended to `pending`; never
+  /// past the link's end in the output (`position` is where its first frame goes).
+  private func resample(
+    planar: UnsafeMutablePointer<UnsafeMutablePointer<Float>?>, frames: Int, link: Link, position output: Int64
+  ) {
     let outChannels = format.channelCount
     let step = Double(link.sampleRate) / Double(format.sampleRate)
-    pending.removeAll(keepingCapacity: true)
-    pendingStart = 0
+    if pendingStart >= pending.count {
+      pending.removeAll(keepingCapacity: true)
+      pendingStart = 0
+    }
+    let before = pending.count
     var previous: [Float] = [0, 0]
     var next: [Float] = [0, 0]
     func load(_ index: Int, into frame: inout [Float]) {
@@ -313,6 +366,14 @@ final class VorbisDecoder: AudioDecoder {
     load(frames - 1, into: &resampleHistory)
     hasResampleHistory = true
     resamplePhase = position - Double(frames)
+    // The link's length in the output is its own length at the output's rate, rounded down:
+    // what the interpolation makes beyond it is dropped, so the next link starts on its frame.
+    if !isLinear, currentLink >= 0, Int(currentLink) < links.count {
+      let current = links[Int(currentLink)]
+      let room = Int(max(0, current.startInOutput + current.outputFrames - output))
+      let made = (pending.count - before) / outChannels
+      if made > room { pending.removeLast((made - room) * outChannels) }
+    }
   }
 
   /// libvorbisfile builds its decoder (codebooks, synthesis state: about a hundred allocations)
