@@ -444,7 +444,8 @@ private func known(_ pointer: UnsafePointer<CChar>?, _ kind: String, in names: [
   let name = try CString.nonEmpty(pointer, kind)
   guard names.contains(name) else {
     throw .invalidArgument(
-      "the cue file has no \(kind) \"\(name)\" (it has: \(names.sorted().joined(separator: ", ")))")
+      "the cue file has no \(kind) \"\(name)\""
+        + (names.isEmpty ? " (it has none)" : " (it has: \(names.sorted().joined(separator: ", ")))"))
   }
   return name
 }

@@ -84,8 +84,9 @@ enum CuesSimulateCommand {
           }
         case "--state": options.startState = value
         default:
-          guard let seconds = Double(value), seconds.isFinite, seconds >= 0, seconds <= FrameMath.maximumSeconds else {
-            fail("cues simulate: --duration: expected a time from 0 to 86400 s (one day), got \"\(value)\"")
+          // Above 0, as `render --duration`: a run of nothing is a typing mistake.
+          guard let seconds = Double(value), seconds.isFinite, seconds > 0, seconds <= FrameMath.maximumSeconds else {
+            fail("cues simulate: --duration: expected a time above 0, at most 86400 s (one day), got \"\(value)\"")
           }
           options.durationSeconds = seconds
         }

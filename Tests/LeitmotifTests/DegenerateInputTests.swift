@@ -3,6 +3,7 @@ import LeitmotifFixtures
 import Testing
 
 @testable import Leitmotif
+@testable import LeitmotifCues
 @testable import LeitmotifDecoding
 @testable import LeitmotifEngine
 @testable import LeitmotifLibrary
@@ -152,5 +153,37 @@ struct SlowRateTests {
     let rms = sqrt(rendered.reduce(0) { $0 + Double($1) * Double($1) } / Double(max(1, rendered.count)))
     // Below 1/256 this was silent (an underrun per mix) and at 1e-9 the render never ended.
     #expect(rms > 0.05, "rms \(rms)")
+  }
+}
+
+@Suite("Small messages a user trial found wrong")
+struct TrialMessageTests {
+  @Test("A parameter set in a cue file that declares none says so, not \"(it has: )\"")
+  func noParameters() throws {
+    let game = try DirectorFixture()
+    let sheet = try game.sheet(
+      """
+      {
+        start: "calm",
+      \(DirectorFixture.sources)
+        states: { calm: { music: "calm" } },
+      }
+      """)
+    let (_, timeline) = try game.simulate(sheet, [.set(0.5, "danger", 1)], seconds: 1)
+    #expect(
+      timeline.summary.contains("parameter \"danger\" is not in the cue file (it declares no parameters)"),
+      "\(timeline.summary)")
+  }
+
+  @Test("cues simulate --duration 0 is a usage error, as render's is")
+  func zeroDuration() throws {
+    let game = try DirectorFixture()
+    _ = try game.sheet("{ start: \"calm\",\n\(DirectorFixture.sources)\n states: { calm: { music: \"calm\" } } }")
+    let events = game.directory.file("events.json5")
+    try "[]".write(toFile: events, atomically: true, encoding: .utf8)
+    let run = try LeitmotifCommand.run(
+      ["cues", "simulate", game.cuePath, "--events", events, "--out", game.directory.file("x.wav"), "--duration", "0"])
+    #expect(run.status == 2, "\(run.errors)")
+    #expect(run.errors.contains("above 0"), "\(run.errors)")
   }
 }

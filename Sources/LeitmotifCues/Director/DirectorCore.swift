@@ -158,7 +158,9 @@ final class DirectorCore {
     guard let spec = sheet.parameter(named: name) else {
       report(
         .problem(
-          "parameter \"\(name)\" is not in the cue file (it has: \(sheet.parameters.map(\.name).joined(separator: ", ")))"
+          "parameter \"\(name)\" is not in the cue file"
+            + (sheet.parameters.isEmpty
+              ? " (it declares no parameters)" : " (it has: \(sheet.parameters.map(\.name).joined(separator: ", ")))")
         ))
       return
     }
