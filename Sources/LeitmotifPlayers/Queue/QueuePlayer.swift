@@ -839,7 +839,9 @@ public final class QueuePlayer: MediaPlayback {
   /// The director's rate: changes the speed of every voice without starting playback (unlike
   /// `setCurrentPlaybackRate`) and without a notification.
   package func setMixRate(_ rate: Float) {
-    guard Voice.rateRange.contains(rate) else { return }
+    // A product of parameter curves may fall outside the range: the nearest end plays.
+    guard rate.isFinite, rate > 0 else { return }
+    let rate = min(max(rate, Voice.rateRange.lowerBound), Voice.rateRange.upperBound)
     state.withLock { state in
       guard state.rate != rate else { return }
       state.rate = rate
