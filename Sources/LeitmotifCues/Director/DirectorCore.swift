@@ -578,7 +578,9 @@ final class DirectorCore {
     do {
       try putOnPlayer(
         QueueDescriptor(entries: gridded), startingAt: nil, spec: spec, landing: landing?.0, wasPlaying: wasPlaying,
-        modes: (queue.repeatMode, state?.loop ?? player.loopRepeat, state?.itemTransition ?? player.transition))
+        modes: QueuePlayer.Modes(
+          repeatMode: queue.repeatMode, loopRepeat: state?.loop ?? player.loopRepeat,
+          transition: state?.itemTransition ?? player.transition))
     } catch {
       report(.problem("the game's queue was refused: \(error)"), cause: cause)
       return
@@ -678,7 +680,8 @@ final class DirectorCore {
       try putOnPlayer(
         QueueDescriptor(entries: withBeatGrids([entry])), startingAt: nil, spec: spec,
         landing: landsAt > now + 0.5 / Double(engine.sampleRate) ? landing : nil, wasPlaying: true,
-        hold: spec.tailSeconds, modes: (.none, .off, player.transition))
+        hold: spec.tailSeconds,
+        modes: QueuePlayer.Modes(repeatMode: .none, loopRepeat: .off, transition: player.transition))
     } catch {
       report(.problem("bridge to \"\(name)\": the bridge was refused: \(error)"), cause: cause)
       return description + ": refused"
@@ -911,7 +914,8 @@ final class DirectorCore {
       try putOnPlayer(
         QueueDescriptor(entries: entries), startingAt: entrySeconds, spec: spec, landing: landing?.0,
         wasPlaying: wasPlaying, hold: resumeSeconds == nil ? lead + spec.tailSeconds : spec.tailSeconds,
-        modes: (state.repeatMode, state.loop, state.itemTransition))
+        modes: QueuePlayer.Modes(
+          repeatMode: state.repeatMode, loopRepeat: state.loop, transition: state.itemTransition))
     } catch {
       report(.problem("state \"\(name)\": the queue was refused: \(error)"), cause: cause)
       return
@@ -953,19 +957,14 @@ final class DirectorCore {
   private func putOnPlayer(
     _ descriptor: QueueDescriptor, startingAt seconds: Double?, spec: TransitionSpec, landing: QueuePlayer.Landing?,
     wasPlaying: Bool, hold: Double = 0,
-    modes: (repeatMode: RepeatMode, loopRepeat: LoopRepeat, transition: Transition)? = nil
+    modes: QueuePlayer.Modes
   ) throws {
     if wasPlaying {
       try player.setQueue(
         with: descriptor, startingAt: seconds, transition: Transition(validDuration: spec.seconds, curve: spec.curve),
         landing: landing, holdOutgoingSeconds: hold, modes: modes)
     } else {
-      if let modes {
-        player.repeatMode = modes.repeatMode
-        player.loopRepeat = modes.loopRepeat
-        player.transition = modes.transition
-      }
-      try player.setQueue(with: descriptor, startingAt: seconds, transition: nil)
+      try player.setQueue(with: descriptor, startingAt: seconds, transition: nil, landing: nil, modes: modes)
       fade.set(spec.seconds > 0 ? 0 : 1)
       fade.move(to: 1, over: spec.seconds, at: now, curve: spec.curve)
       player.play()
@@ -1195,7 +1194,9 @@ final class DirectorCore {
     }
     applyLayerMix()
     let mix = (
-      gain: Float(max(0, min(1, gain))), rate: Float(max(0.01, min(4, rate))), tempo: Float(max(0.5, min(2, tempo))),
+      gain: Float(max(0, min(1, gain))),
+      rate: Float(max(Double(Voice.rateRange.lowerBound), min(Double(Voice.rateRange.upperBound), rate))),
+      tempo: Float(max(0.5, min(2, tempo))),
       lowPass: Float(lowPass)
     )
     if let last = lastMix, last == mix { return }

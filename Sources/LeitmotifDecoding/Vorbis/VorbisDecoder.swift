@@ -262,16 +262,15 @@ final class VorbisDecoder: AudioDecoder {
         resamplePhase = 0
         if padded {
           if info.sampleRate == format.sampleRate {
-            for frame in 0..<got {
-              var mixed: [Float] = [0, 0]
-              mixed.withUnsafeMutableBufferPointer { out in
+            let start = pending.count
+            pending.append(contentsOf: repeatElement(0, count: got * outChannels))
+            pending.withUnsafeMutableBufferPointer { out in
+              for frame in 0..<got {
                 ChannelMixing.mix(
-                  inputChannels: info.channelCount, outputChannels: outChannels, output: out.baseAddress!
-                ) {
-                  planar[$0]![frame]
-                }
+                  inputChannels: info.channelCount, outputChannels: outChannels,
+                  output: out.baseAddress! + start + frame * outChannels
+                ) { planar[$0]![frame] }
               }
-              pending.append(contentsOf: mixed[0..<outChannels])
             }
           } else {
             resample(

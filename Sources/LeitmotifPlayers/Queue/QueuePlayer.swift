@@ -202,6 +202,19 @@ public final class QueuePlayer: MediaPlayback {
     try setQueue(with: descriptor, startingAt: startSeconds, transition: transition, landing: nil)
   }
 
+  /// How a new queue plays: its repeat mode, how items with loop points loop, and the transition
+  /// between its items (see `setQueue(... modes:)`).
+  package struct Modes {
+    package var repeatMode: RepeatMode
+    package var loopRepeat: LoopRepeat
+    package var transition: Transition
+    package init(repeatMode: RepeatMode, loopRepeat: LoopRepeat, transition: Transition) {
+      self.repeatMode = repeatMode
+      self.loopRepeat = loopRepeat
+      self.transition = transition
+    }
+  }
+
   /// Where a new queue takes over from the music that plays: on a grid line of the playing item.
   package struct Landing {
     /// The position in the playing item's file where the new music starts, in seconds.
@@ -239,7 +252,7 @@ public final class QueuePlayer: MediaPlayback {
   package func setQueue(
     with descriptor: QueueDescriptor, startingAt startSeconds: TimeInterval?, transition: Transition?,
     landing: Landing?, holdOutgoingSeconds: Double = 0,
-    modes: (repeatMode: RepeatMode, loopRepeat: LoopRepeat, transition: Transition)? = nil
+    modes: Modes? = nil
   ) throws(QueueError) {
     try descriptor.validate()
     try state.withLock { (state) throws(QueueError) -> Void in
