@@ -441,7 +441,7 @@ public final class AudioEngine: @unchecked Sendable {
         // that needs it waits no longer than that.
         let deadline = Date().addingTimeInterval(5)
         while !isOffline && stream.availableBlocks < Self.preBufferBlocks && !stream.initialGenerationEnded
-          && Date() < deadline
+          && !stream.waitsAtSeam && Date() < deadline
         {
           usleep(500)
         }
@@ -536,9 +536,11 @@ public final class AudioEngine: @unchecked Sendable {
     }
   }
 
-  /// Ends the loops of the slot's segments up to `token`: they play on to their ends.
+  /// Ends the loops of the slot's segments up to `token`: they play on to their ends. Applied on
+  /// a mix frame like any command; a seam the mixer is within 0.17 s of (at the stream's rate)
+  /// is committed, and the loop ends after it (see `Voice.releaseLoop`).
   package func releaseLoop(voice: VoiceHandle, through token: Int) {
-    streams.stream(for: voice)?.releaseLoop(through: token)
+    commands.post(.releaseLoop(voice: voice, through: token))
   }
 
   /// Loader work runs in order on the loader thread, for offline engines too (their renders

@@ -15,8 +15,9 @@ import Synchronization
 ///
 /// Gapless joins and loops happen here, in the decoder, because only a decoder can make them
 /// sample-exact, and cheaply: one voice plays the whole run (OpenAL's own loop points work only
-/// for static buffers). At a loop's end the decode thread seeks back to the loop's start; at a
-/// segment's end it continues with the next segment. A block never spans either seam, so every
+/// for static buffers). At a loop's end the decode thread seeks back to the loop's start, once
+/// the mixer has read to within `releaseCommitFrames` of it (so a release decides the seam, not
+/// how far ahead this thread is); at a segment's end it continues with the next segment. A block never spans either seam, so every
 /// block the mixer reads belongs to one segment and one run of frames.
 ///
 /// The ring is single-producer (the decode thread) and single-consumer (the streaming thread):
@@ -46,6 +47,14 @@ package final class DecodeAheadStream: @unchecked Sendable {
   /// Finished segments kept (with their open decoders) so a seek can still go back into them
   /// while their audio is queued or heard.
   static let retainedSegments = 8
+  /// How near (in frames of the ring's blocks, 0.17 s at 48 kHz) the mixer must have read to a
+  /// loop's seam before the decode thread jumps back at it, and so how late a release can come
+  /// and still end the loop at that seam (see `releaseLoop`). A jump decoded earlier would put
+  /// the next pass in the ring before the mixer could decide against it: a release then played
+  /// one more pass, or not, depending on how far ahead the decode thread happened to be. Two
+  /// blocks: what the ring holds when the producer is woken to refill anyway, so a loop is
+  /// decoded as far ahead at its seams as anywhere else.
+  static let releaseCommitFrames = 2 * framesPerBlock
 
   /// The first segment's file, for messages.
   let path: String
@@ -54,6 +63,8 @@ package final class DecodeAheadStream: @unchecked Sendable {
   /// The rate of the blocks in the ring: the mix rate when the decode thread resamples (the
   /// file's rate is another, see `RateConversionStage`), otherwise the file's rate.
   let blockRate: Int
+  /// File frames per frame of the ring's blocks.
+  let blockStep: Double
   let firstToken: Int
   /// Where the first segment ends (frames of its file).
   let firstSegmentEnd: Int64
@@ -80,6 +91,11 @@ package final class DecodeAheadStream: @unchecked Sendable {
     /// No jump back to a loop start will follow in this segment: what is left of it is the rest
     /// of the file up to `segmentEnd` (a crossfade to the next item can be timed from here).
     var finalPass: Bool
+    /// How many times the segment had jumped back to its loop's start when this was decoded.
+    var pass: Int
+    /// The loop the decode thread will jump back from at the end of this pass, unless released
+    /// (nil in the final pass).
+    var loop: LoopRegion?
     /// The segment failed here (the block holds what decoded before the failure); the stream
     /// goes on with the next segment, if there is one.
     var error: DecodeError?
@@ -111,8 +127,15 @@ package final class DecodeAheadStream: @unchecked Sendable {
     /// Whether a seek back into an earlier segment keeps the segments that followed it.
     let requestKeepsFollowing = Atomic<Bool>(true)
     let stopped = Atomic<Bool>(false)
-    /// Segments with a token up to this one stop looping (see `releaseLoop`).
+    /// Segments with a token up to this one stop looping (see `releaseLoop`), except that
+    /// segment `releaseCutToken` still jumps back while it has jumped fewer than
+    /// `releaseCutPass` times (the seams the mixer had already committed to).
     let loopReleasedThrough = Atomic<Int>(Int.min)
+    let releaseCutToken = Atomic<Int>(Int.min)
+    let releaseCutPass = Atomic<Int>(0)
+    /// The producer waits at a loop's seam for the mixer to come near it: every block the
+    /// consumer hands back then wakes it (not only at the low-water mark).
+    let producerAtSeam = Atomic<Bool>(false)
     /// The generation in which the producer ran out of segments (and waits for more), or -1.
     let drainedGeneration = Atomic<Int>(-1)
     /// The ring level at which a publish wakes the consumer: 1 until an offline consumer first
@@ -136,6 +159,10 @@ package final class DecodeAheadStream: @unchecked Sendable {
   /// Whether the first generation is fully decoded into the ring (a short file): pre-buffering
   /// then need not wait for more blocks.
   var initialGenerationEnded: Bool { counters.drainedGeneration.load(ordering: .acquiring) == 0 }
+
+  /// The decode thread waits at a loop's seam for the mixer to read nearer (see `seamGateOpen`):
+  /// the ring holds all it will for now, so pre-buffering need not wait for more.
+  var waitsAtSeam: Bool { counters.producerAtSeam.load(ordering: .acquiring) }
 
   /// The stream has played out: the producer ran out of segments in `generation` and every block
   /// it made has been taken. Not final: a segment appended later revives it (a gapless join that
@@ -162,6 +189,7 @@ package final class DecodeAheadStream: @unchecked Sendable {
       stemCount > 0
       ? nil : mixRate.flatMap { FixedRateConverter(inputRate: first.decoder.format.sampleRate, outputRate: $0) }
     blockRate = converter?.outputRate ?? first.decoder.format.sampleRate
+    blockStep = Double(first.decoder.format.sampleRate) / Double(blockRate)
     // One block more than the ring: the decode thread's scratch; resampling, four more: its
     // input block and three blocks of output.
     samplePages = PageMemory(floatCount: count * blockFloats + (converter == nil ? 1 : 5) * block)
@@ -177,8 +205,7 @@ package final class DecodeAheadStream: @unchecked Sendable {
     meta.initialize(
       repeating: Block(
         samples: UnsafePointer(samples), frames: 0, startPosition: 0, generation: 0, token: 0, segmentStart: 0,
-        segmentEnd: 0,
-        finalPass: true, error: nil),
+        segmentEnd: 0, finalPass: true, pass: 0, loop: nil, error: nil),
       count: count)
     upcoming.withLock { $0.decodingToken = first.token }
     // The decoder (and the resampler) move to the decode thread and are used only there from now on.
@@ -257,9 +284,13 @@ package final class DecodeAheadStream: @unchecked Sendable {
     return inPlace
   }
 
-  /// Ends the loops of every segment up to `token`: each plays on from where it is to its end
-  /// (the jump back already decoded ahead still plays; the ring holds under a second).
-  func releaseLoop(through token: Int) {
+  /// Ends the loops of every segment up to `token` (streaming thread: the voice decides what
+  /// is committed). Segment `cutToken` still jumps back until it has jumped `cutPass` times (the
+  /// seams within `releaseCommitFrames` of what the mixer has read, which the decode thread may
+  /// already have jumped at); every other segment up to `token` jumps no more.
+  func releaseLoop(through token: Int, cutToken: Int, cutPass: Int) {
+    counters.releaseCutToken.store(cutToken, ordering: .relaxed)
+    counters.releaseCutPass.store(cutPass, ordering: .relaxed)
     counters.loopReleasedThrough.store(token, ordering: .releasing)
     producerWake.signal()
   }
@@ -296,9 +327,16 @@ package final class DecodeAheadStream: @unchecked Sendable {
 
   /// Hands the block from `peek` back to the producer.
   func release() {
-    let consumed = counters.consumed.add(1, ordering: .releasing).newValue
-    // Wake the producer only when the ring falls to its low-water mark (see `produce`).
-    if counters.produced.load(ordering: .acquiring) - consumed <= Self.lowWaterBlocks { producerWake.signal() }
+    // Sequentially consistent with the producer's flag (see `waitAtSeam`): either it sees this
+    // block handed back, or this sees it waiting and wakes it.
+    let consumed = counters.consumed.add(1, ordering: .sequentiallyConsistent).newValue
+    // Wake the producer only when the ring falls to its low-water mark (see `produce`), or when
+    // it waits at a loop's seam for the mixer to come nearer.
+    if counters.produced.load(ordering: .acquiring) - consumed <= Self.lowWaterBlocks
+      || counters.producerAtSeam.load(ordering: .sequentiallyConsistent)
+    {
+      producerWake.signal()
+    }
   }
 
   /// Asks the decode thread to continue from `frame` of segment `token`; blocks of earlier
@@ -320,7 +358,13 @@ package final class DecodeAheadStream: @unchecked Sendable {
     var segment: StreamSegment
     var cursor: Int64
     var jumpsDone = 0
+    /// Decoded up to the loop's end, the jump back still to come (see `seamGateOpen`).
+    var atSeam = false
   }
+
+  /// The end of the last block published (producer only): where the mixer stands once it has
+  /// read everything in the ring.
+  private var lastPublished = (token: Int.min, pass: 0, end: 0.0, generation: -1)
 
   private func produce(first: StreamSegment, startFrame: Int64, stage: RateConversionStage?) {
     var generation = 0
@@ -355,10 +399,12 @@ package final class DecodeAheadStream: @unchecked Sendable {
         }
         if var active = current {
           active.cursor = max(0, min(frame, active.segment.endFrame))
+          active.atSeam = false
           do { try active.segment.decoder.seek(toFrame: active.cursor) } catch { pendingError = error }
           current = active
         }
         stage?.reset()
+        lastPublished = (current?.segment.token ?? Int.min, current?.jumpsDone ?? 0, Double(frame), generation)
       }
       if let stage, stage.hasWork {
         // Resampled output waits to go into the ring (or to be made): before any new input.
@@ -382,6 +428,29 @@ package final class DecodeAheadStream: @unchecked Sendable {
           sleepUntilWoken()
           continue
         }
+      }
+      if var active = current, active.atSeam {
+        // At a loop's end. The jump back waits until the mixer is near enough that a release
+        // can no longer end the loop here (a release that came first plays on into the outro).
+        active.atSeam = false
+        if mayJump(active) {
+          guard seamGateOpen(active, generation: generation) else {
+            waitAtSeam(active, generation: generation)
+            continue
+          }
+          let loop = active.segment.loop!
+          active.jumpsDone += 1
+          active.cursor = loop.start
+          do { try active.segment.decoder.seek(toFrame: loop.start) } catch {
+            // The pass played; the rest of the segment cannot be had.
+            endSegment(active.segment, failure: error, at: loop.end, stage: stage, generation: generation)
+            retain(active.segment, in: &retained)
+            current = nil
+            continue
+          }
+        }
+        current = active
+        continue
       }
       guard ringHasRoom(&refilling), var active = current else {
         sleepUntilWoken()
@@ -433,23 +502,15 @@ package final class DecodeAheadStream: @unchecked Sendable {
       }
       let blockStart = active.cursor
       active.cursor += Int64(frames)
-      var segmentDone = error != nil || (!loopLive && (frames == 0 || (trimmed && active.cursor >= segment.endFrame)))
-      var jumped = false
-      if loopLive && error == nil && active.cursor >= boundary {
-        // The seam: back to the loop's start, sample-exact.
-        active.jumpsDone += 1
-        active.cursor = segment.loop!.start
-        jumped = true
-        do { try segment.decoder.seek(toFrame: active.cursor) } catch let seekFailure {
-          error = seekFailure
-          segmentDone = true
-        }
-      }
-      let finalPass = !jumped && !isLoopLive(active)
+      let segmentDone = error != nil || (!loopLive && (frames == 0 || (trimmed && active.cursor >= segment.endFrame)))
+      // The seam: the jump back to the loop's start (sample-exact) is the next step.
+      if loopLive && error == nil && active.cursor >= boundary { active.atSeam = true }
+      let finalPass = segmentDone || (!active.atSeam && !isLoopLive(active))
+      let loop = finalPass ? nil : segment.loop
       if let stage {
         stage.stage(
           frames: frames, fileFrame: blockStart, token: segment.token, segmentStart: segment.startFrame,
-          segmentEnd: segment.endFrame, finalPass: finalPass || segmentDone)
+          segmentEnd: segment.endFrame, finalPass: finalPass, pass: active.jumpsDone, loop: loop)
         // A failure ends the signal: what decoded before it plays, then the failure is reported.
         if let error {
           stage.finish(
@@ -460,12 +521,11 @@ package final class DecodeAheadStream: @unchecked Sendable {
         // next block's token (or the drained flag) tells.
         publish(
           frames: frames, position: Double(blockStart), token: segment.token, segmentStart: segment.startFrame,
-          segmentEnd: segment.endFrame,
-          finalPass: finalPass || segmentDone, generation: generation, error: error)
+          segmentEnd: segment.endFrame, finalPass: finalPass, pass: active.jumpsDone, loop: loop,
+          generation: generation, error: error)
       }
       if segmentDone {
-        retained.append(segment)
-        if retained.count > Self.retainedSegments { retained.removeFirst() }
+        retain(segment, in: &retained)
         current = nil
       } else {
         current = active
@@ -508,13 +568,81 @@ package final class DecodeAheadStream: @unchecked Sendable {
     }
   }
 
-  /// A loop is live while its jumps are not used up, it was not released, and the cursor has not
-  /// passed its end (a seek beyond the loop plays the outro).
+  /// A loop is live while it may still jump back (`mayJump`) and the cursor has not reached its
+  /// end (a seek to its end or beyond plays the outro).
   private func isLoopLive(_ active: Current) -> Bool {
-    guard let loop = active.segment.loop, active.cursor < loop.end,
-      active.segment.token > counters.loopReleasedThrough.load(ordering: .acquiring)
-    else { return false }
-    return active.segment.loopCount.map { active.jumpsDone < $0 } ?? true
+    guard let loop = active.segment.loop, active.cursor < loop.end else { return false }
+    return mayJump(active)
+  }
+
+  /// Whether the segment jumps back at its loop's end (once more): its jumps are not used up,
+  /// and it was not released, or was released after the mixer committed to this seam.
+  private func mayJump(_ active: Current) -> Bool {
+    guard active.segment.loop != nil else { return false }
+    if let count = active.segment.loopCount, active.jumpsDone >= count { return false }
+    let token = active.segment.token
+    guard token <= counters.loopReleasedThrough.load(ordering: .acquiring) else { return true }
+    return token == counters.releaseCutToken.load(ordering: .relaxed)
+      && active.jumpsDone < counters.releaseCutPass.load(ordering: .relaxed)
+  }
+
+  /// Whether the mixer has read near enough to the seam the producer stands at (within
+  /// `releaseCommitFrames`, the same reach `Voice.releaseLoop` commits) for the jump to be
+  /// decoded. Measured from the start of the block the consumer reads (or, with the ring empty,
+  /// from the end of the last one published), which is never past where it is: so a seam the
+  /// producer jumps at is one the voice counts as committed, and a release that ends the loop at
+  /// a seam always comes before the jump there.
+  private func seamGateOpen(_ active: Current, generation: Int) -> Bool {
+    guard let loop = active.segment.loop else { return true }
+    let consumed = counters.consumed.load(ordering: .sequentiallyConsistent)
+    let reference: (token: Int, pass: Int, position: Double)
+    if counters.produced.load(ordering: .relaxed) > consumed {
+      let next = meta[consumed % Self.blockCount]
+      // Blocks of an earlier generation are dropped by the consumer as it comes to them.
+      guard next.generation == generation else { return false }
+      reference = (next.token, next.pass, next.startPosition)
+    } else {
+      // Nothing in the ring: the mixer has read all there is. When nothing of this pass went out
+      // yet, what it has still to come is in the resampler, less than a block and its reach.
+      guard lastPublished.generation == generation, lastPublished.token == active.segment.token else { return true }
+      reference = (lastPublished.token, lastPublished.pass, lastPublished.end)
+    }
+    // The mixer is in an earlier segment: its distance to this seam is longer than the ring.
+    guard reference.token == active.segment.token else { return false }
+    let passes = Double(active.jumpsDone - reference.pass) * Double(loop.end - loop.start)
+    let distance = (Double(loop.end) - reference.position + passes) / blockStep
+    // One frame short of the voice's reach, so a rounding difference cannot make the two disagree.
+    return distance <= Double(Self.releaseCommitFrames - 1)
+  }
+
+  /// Sleeps at a seam until the consumer hands back a block (or a request comes). The flag is
+  /// raised before the gate is looked at again: a block handed back in between is seen either
+  /// here or by the consumer, which then wakes this thread.
+  private func waitAtSeam(_ active: Current, generation: Int) {
+    counters.producerAtSeam.store(true, ordering: .sequentiallyConsistent)
+    if !seamGateOpen(active, generation: generation) { sleepUntilWoken() }
+    counters.producerAtSeam.store(false, ordering: .relaxed)
+  }
+
+  /// Keeps a finished segment (a seek may still go back into it).
+  private func retain(_ segment: StreamSegment, in retained: inout [StreamSegment]) {
+    retained.append(segment)
+    if retained.count > Self.retainedSegments { retained.removeFirst() }
+  }
+
+  /// Reports a segment's failure at file frame `frame`: after what the resampler holds, when
+  /// there is one.
+  private func endSegment(
+    _ segment: StreamSegment, failure: DecodeError, at frame: Int64, stage: RateConversionStage?, generation: Int
+  ) {
+    if let stage {
+      stage.finish(
+        failure: failure, token: segment.token, segmentStart: segment.startFrame, segmentEnd: segment.endFrame)
+    } else {
+      publish(
+        frames: 0, position: Double(frame), token: segment.token, segmentStart: segment.startFrame,
+        segmentEnd: segment.endFrame, finalPass: true, pass: 0, loop: nil, generation: generation, error: failure)
+    }
   }
 
   /// Moves to the next upcoming segment, rewound to its start. With none, marks the stream
@@ -563,23 +691,26 @@ package final class DecodeAheadStream: @unchecked Sendable {
       let marker = made.marker
       publish(
         frames: made.frames, position: made.position, token: marker.token, segmentStart: marker.segmentStart,
-        segmentEnd: marker.segmentEnd, finalPass: marker.finalPass, generation: generation, error: nil)
+        segmentEnd: marker.segmentEnd, finalPass: marker.finalPass, pass: marker.pass, loop: marker.loop,
+        generation: generation, error: nil)
     } else if let (failure, marker) = stage.advance() {
       publish(
         frames: 0, position: Double(marker.fileFrame), token: marker.token, segmentStart: marker.segmentStart,
-        segmentEnd: marker.segmentEnd, finalPass: true, generation: generation, error: failure)
+        segmentEnd: marker.segmentEnd, finalPass: true, pass: marker.pass, loop: nil, generation: generation,
+        error: failure)
     }
   }
 
   private func publish(
-    frames: Int, position: Double, token: Int, segmentStart: Int64, segmentEnd: Int64, finalPass: Bool,
-    generation: Int, error: DecodeError?
+    frames: Int, position: Double, token: Int, segmentStart: Int64, segmentEnd: Int64, finalPass: Bool, pass: Int,
+    loop: LoopRegion?, generation: Int, error: DecodeError?
   ) {
     let slot = counters.produced.load(ordering: .relaxed) % Self.blockCount
     meta[slot] = Block(
       samples: UnsafePointer(samples + slot * blockFloats), frames: frames, startPosition: position,
       generation: generation, token: token, segmentStart: segmentStart, segmentEnd: segmentEnd, finalPass: finalPass,
-      error: error)
+      pass: pass, loop: loop, error: error)
+    if frames > 0 { lastPublished = (token, pass, position + Double(frames) * blockStep, generation) }
     let level = counters.produced.add(1, ordering: .releasing).newValue - counters.consumed.load(ordering: .relaxed)
     if level >= counters.consumerWakeLevel.load(ordering: .relaxed) || error != nil {
       blockReady.signal()

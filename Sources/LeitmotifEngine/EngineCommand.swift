@@ -70,6 +70,9 @@ package enum EngineCommand: Sendable {
   case fadeOutAndFinish(voice: VoiceHandle, seconds: Double, curve: FadeCurve)
   /// Drops what the voice decoded after the segment being heard (see `Voice.resync`).
   case resync(voice: VoiceHandle)
+  /// Ends the loops of the voice's segments up to `through` at the first seam not yet committed
+  /// (see `Voice.releaseLoop`).
+  case releaseLoop(voice: VoiceHandle, through: Int)
   /// Moves the master gain to `gain` in a straight line over `frames` mix frames (at least a
   /// short glide, so that a jump does not click).
   case setMasterGain(Float, frames: Int)

@@ -26,6 +26,8 @@ final class RateConversionStage {
     var segmentStart: Int64
     var segmentEnd: Int64
     var finalPass: Bool
+    var pass: Int
+    var loop: LoopRegion?
   }
 
   /// A block of output, valid until the next call on the stage.
@@ -94,19 +96,22 @@ final class RateConversionStage {
   }
 
   /// Takes the `frames` decoded into `input`, showing file frames from `fileFrame` of segment
-  /// `token` (in its final pass or not).
-  func stage(frames: Int, fileFrame: Int64, token: Int, segmentStart: Int64, segmentEnd: Int64, finalPass: Bool) {
+  /// `token`, in pass `pass` (its final one or not, with the loop it jumps back from).
+  func stage(
+    frames: Int, fileFrame: Int64, token: Int, segmentStart: Int64, segmentEnd: Int64, finalPass: Bool,
+    pass: Int = 0, loop: LoopRegion? = nil
+  ) {
     guard frames > 0 else { return }
     let continues =
       markers.last.map {
-        $0.token == token && $0.finalPass == finalPass && $0.segmentEnd == segmentEnd
+        $0.token == token && $0.finalPass == finalPass && $0.pass == pass && $0.segmentEnd == segmentEnd
           && $0.segmentStart == segmentStart && $0.fileFrame + (inputIndex - $0.inputIndex) == fileFrame
       } ?? false
     if !continues {
       markers.append(
         Marker(
           inputIndex: inputIndex, fileFrame: fileFrame, token: token, segmentStart: segmentStart,
-          segmentEnd: segmentEnd, finalPass: finalPass))
+          segmentEnd: segmentEnd, finalPass: finalPass, pass: pass, loop: loop))
     }
     inputIndex += Int64(frames)
     inputFrames = frames
@@ -122,7 +127,7 @@ final class RateConversionStage {
         newFailure,
         Marker(
           inputIndex: inputIndex, fileFrame: segmentEnd, token: token, segmentStart: segmentStart,
-          segmentEnd: segmentEnd, finalPass: true)
+          segmentEnd: segmentEnd, finalPass: true, pass: 0, loop: nil)
       )
     }
   }

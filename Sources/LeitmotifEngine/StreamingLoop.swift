@@ -85,6 +85,8 @@ package final class StreamingLoop: @unchecked Sendable {
   /// Hand-overs armed per slot, kept here too so that one armed before its voice attached (the
   /// loader is still opening the file) applies when it does.
   private var armed = [Voice.Handoff?](repeating: nil, count: maximumVoices)
+  /// A loop release for a slot whose voice is still opening (applied when it attaches).
+  private var loopReleases = [Int?](repeating: nil, count: maximumVoices)
   /// Starts waiting for another voice's position (`EngineCommand.playOnTrigger`), per slot.
   private var triggeredPlays = [StartTrigger?](repeating: nil, count: maximumVoices)
   /// The generation that owns each slot (0: nobody); see `owns`.
@@ -703,6 +705,7 @@ package final class StreamingLoop: @unchecked Sendable {
     pendingCrossfades[slot] = nil
     triggeredPlays[slot] = nil
     armed[slot] = nil
+    loopReleases[slot] = nil
     rates[slot] = 1
     tempos[slot] = 1
     volumes[slot] = 1
@@ -778,6 +781,7 @@ package final class StreamingLoop: @unchecked Sendable {
         statuses[slot].seekGenerationDone.store(seek.generation, ordering: .releasing)
         pendingSeek[slot] = nil
       }
+      if let through = loopReleases[slot] { made.releaseLoop(through: through) }
       statuses[slot].isPrepared.store(true, ordering: .releasing)
       pendingEvents.append(.prepared(voice: voice))
       if wantsPlaying[slot] && pendingCrossfades[slot] == nil { made.play(clock: clock) }
@@ -899,6 +903,10 @@ package final class StreamingLoop: @unchecked Sendable {
     case .resync(let voice):
       guard owns(voice) else { return }
       voices[voice.slot]?.resync(clock: clock)
+    case .releaseLoop(let voice, let through):
+      guard owns(voice) else { return }
+      loopReleases[voice.slot] = max(through, loopReleases[voice.slot] ?? through)
+      voices[voice.slot]?.releaseLoop(through: through)
     case .setMasterGain(let gain, let frames):
       masterGainTarget = gain
       masterGainStep = (gain - masterGain) / Float(max(Voice.volumeGlideFrames, frames))

@@ -65,6 +65,18 @@ package final class Voice: VoiceInput {
   private var inputSegmentStart: Int64 = 0
   private var inputSegmentEnd: Int64 = 0
   private var inputFinalPass = true
+  /// The pass of the segment read (how often it had jumped back), and the loop it jumps back
+  /// from at that pass's end (nil in its final pass).
+  private var inputPass = 0
+  private var inputLoop: LoopRegion?
+  /// Whether the `input...` values describe a block read (false after a seek, until the first
+  /// block of the new position comes).
+  private var inputKnown = false
+  /// The loop release in force (see `releaseLoop`): segments up to `through` jump back no more,
+  /// except `token`, which still jumps while its pass is below `pass`.
+  private var loopRelease: (through: Int, token: Int, pass: Int)?
+  /// A release that came while no block was there to measure from (applied on the first).
+  private var pendingLoopRelease: Int?
   /// The segment heard last (to notice a gapless join becoming audible).
   private(set) var audibleToken: Int
   /// The stream has played out (for now: an appended segment revives it).
@@ -578,7 +590,7 @@ package final class Voice: VoiceInput {
       // Already past the handed-over segment (it ended into a gapless follower): hand over now.
       return inputToken > handoff.token ? 0 : nil
     }
-    guard inputFinalPass else { return nil }
+    guard isFinalPass else { return nil }
     let remainingOutput = Double(inputSegmentEnd - positionFrames) / speed
     let fade = Double(handoffFrames())
     return max(0, FrameMath.clamp((remainingOutput - fade).rounded(.down)))
@@ -612,6 +624,48 @@ package final class Voice: VoiceInput {
 
   /// The file's sample rate.
   var fileSampleRate: Int { fileRate }
+
+  /// Ends the loops of the segments up to `token`, at the first seam the decode thread has not
+  /// been allowed to jump at yet: a seam more than `DecodeAheadStream.releaseCommitFrames` (of
+  /// the blocks' frames) beyond what the voice has read ends the loop there; nearer ones are
+  /// committed, and the loop ends after them. Decided here, from the position read, so a
+  /// release on a given mix frame ends the loop at the same seam live and offline, however far
+  /// ahead the decode thread happens to be.
+  func releaseLoop(through token: Int) {
+    guard inputKnown else {
+      pendingLoopRelease = max(pendingLoopRelease ?? token, token)
+      return
+    }
+    let through = max(token, loopRelease?.through ?? token)
+    var cut = (token: inputToken, pass: inputPass)
+    if inputToken > through {
+      // The released segments were read to their ends already: nothing of them is left to loop.
+      cut = (through, 0)
+    } else if let loop = inputLoop, !isFinalPass {
+      let reach = Double(DecodeAheadStream.releaseCommitFrames)
+      let remaining = (Double(loop.end) - inputPosition) / blockStep
+      if remaining <= reach {
+        // The seams within reach are committed: this pass's, and, for a loop shorter than the
+        // reach, the ones after it.
+        let length = Double(loop.end - loop.start) / blockStep
+        cut.pass += 1 + Int(((reach - remaining) / length).rounded(.down))
+      }
+    }
+    if let earlier = loopRelease, earlier.through >= cut.token {
+      // An earlier release stands: it may only end the loop sooner.
+      cut.pass = earlier.token == cut.token ? min(cut.pass, earlier.pass) : min(cut.pass, inputPass)
+    }
+    loopRelease = (through, cut.token, cut.pass)
+    stream.releaseLoop(through: through, cutToken: cut.token, cutPass: cut.pass)
+  }
+
+  /// Whether the block read is in its segment's final pass: so marked when decoded, or made so
+  /// by a release since.
+  private var isFinalPass: Bool {
+    if inputFinalPass { return true }
+    guard let release = loopRelease, inputToken <= release.through else { return false }
+    return inputToken != release.token || inputPass >= release.pass
+  }
 
   /// Resampled: the (fractional) file frame of the next frame mixed: the end of what the
   /// resampler made, less what of its last chunk is not mixed yet.
@@ -995,6 +1049,13 @@ package final class Voice: VoiceInput {
       inputSegmentStart = next.segmentStart
       inputSegmentEnd = next.segmentEnd
       inputFinalPass = next.finalPass
+      inputPass = next.pass
+      inputLoop = next.loop
+      inputKnown = true
+      if let token = pendingLoopRelease {
+        pendingLoopRelease = nil
+        releaseLoop(through: token)
+      }
       if next.token != audibleToken && next.token >= 0 {
         // A gapless join: the next segment's first frame is mixed now.
         audibleToken = next.token
@@ -1092,6 +1153,7 @@ package final class Voice: VoiceInput {
     generation = stream.requestSeek(token: target.token, frame: target.frame, keepFollowing: target.keepFollowing)
     inputPosition = Double(target.frame)
     inputToken = target.token
+    inputKnown = false
     resampledPosition = Double(target.frame)
     pendingSeam = nil
     lastResamplerRatio = nil

@@ -497,8 +497,10 @@ public final class QueuePlayer: MediaPlayback {
     set { state.withLock { $0.queue.loopRepeat = newValue } }
   }
 
-  /// Ends the loop of the playing item: it plays on from where it is, through its outro. (Audio
-  /// already decoded ahead, under a second, still holds the next pass if it had begun.)
+  /// Ends the loop of the playing item: it plays on from where it is, through its outro. The
+  /// loop ends at the end of the pass playing, unless that end is within
+  /// 8,192 frames (of the stream, 0.17 s at 48 kHz): then it plays once more. The same live and
+  /// offline (the mixer decides, on the frame the release takes effect).
   public func releaseLoop() {
     state.withLock { state in
       guard let voice = state.voices.current else { return }
