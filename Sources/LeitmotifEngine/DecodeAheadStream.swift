@@ -112,9 +112,11 @@ package final class DecodeAheadStream: @unchecked Sendable {
   private let upcoming = Mutex<Upcoming>(Upcoming())
 
   private struct Upcoming {
-    var segments: [StreamSegment] = []
+    var segments: [StreamSegment] = [] { didSet { mirror?.upcomingCount.store(segments.count, ordering: .releasing) } }
     /// The token the decode thread is decoding now (set under this lock when it moves on).
-    var decodingToken: Int
+    var decodingToken: Int { didSet { mirror?.decodingToken.store(decodingToken, ordering: .releasing) } }
+    /// Where the two are mirrored for the streaming thread.
+    var mirror: Counters?
     init(decodingToken: Int = 0) { self.decodingToken = decodingToken }
   }
 
@@ -136,6 +138,10 @@ package final class DecodeAheadStream: @unchecked Sendable {
     /// The producer waits at a loop's seam for the mixer to come near it: every block the
     /// consumer hands back then wakes it (not only at the low-water mark).
     let producerAtSeam = Atomic<Bool>(false)
+    /// Mirrors of `Upcoming` for the streaming thread, which never takes its lock: how many
+    /// segments wait, and the token being decoded (stored under the lock whenever they change).
+    let upcomingCount = Atomic<Int>(0)
+    let decodingToken = Atomic<Int>(0)
     /// The generation in which the producer ran out of segments (and waits for more), or -1.
     let drainedGeneration = Atomic<Int>(-1)
     /// The ring level at which a publish wakes the consumer: 1 until an offline consumer first
@@ -163,6 +169,13 @@ package final class DecodeAheadStream: @unchecked Sendable {
   /// The decode thread waits at a loop's seam for the mixer to read nearer (see `seamGateOpen`):
   /// the ring holds all it will for now, so pre-buffering need not wait for more.
   var waitsAtSeam: Bool { counters.producerAtSeam.load(ordering: .acquiring) }
+
+  /// Whether the stream ends with segment `token`: nothing waits to follow it and the decode
+  /// thread has not moved past it. Streaming thread: a segment appended a moment later revives the
+  /// stream, as always.
+  func endsWith(token: Int) -> Bool {
+    counters.upcomingCount.load(ordering: .acquiring) == 0 && counters.decodingToken.load(ordering: .acquiring) == token
+  }
 
   /// The stream has played out: the producer ran out of segments in `generation` and every block
   /// it made has been taken. Not final: a segment appended later revives it (a gapless join that
@@ -207,7 +220,10 @@ package final class DecodeAheadStream: @unchecked Sendable {
         samples: UnsafePointer(samples), frames: 0, startPosition: 0, generation: 0, token: 0, segmentStart: 0,
         segmentEnd: 0, finalPass: true, pass: 0, loop: nil, error: nil),
       count: count)
-    upcoming.withLock { $0.decodingToken = first.token }
+    upcoming.withLock { state in
+      state.mirror = counters
+      state.decodingToken = first.token
+    }
     // The decoder (and the resampler) move to the decode thread and are used only there from now on.
     let handover = Handover((first, stage))
     census?.enter()

@@ -569,15 +569,31 @@ package final class Voice: VoiceInput {
   }
 
   /// Fades out from the level heard at `start` along `curve`, starting at mix frame `start`; at
-  /// silence the voice ends and reports `.fadedOut`, and its owner lets it go.
+  /// silence the voice ends and reports `.fadedOut`, and its owner lets it go. Music that ends
+  /// before the fade would (its last item in its last pass, nothing joined after it) fades out by
+  /// its end instead: it used to stop where it ended, mid-fade, a cut.
   func fadeOutAndFinish(seconds: Double, curve: FadeCurve, start: Int64) {
     handoff = nil
     let level = envelope.gain(at: start)
-    envelope = FadeEnvelope(
-      from: level, to: 0, startFrame: start,
-      durationFrames: frames(seconds: max(seconds, Voice.transportFadeSeconds)), curve: curve)
+    var duration = frames(seconds: max(seconds, Voice.transportFadeSeconds))
+    if let left = framesLeft(at: start), left < duration {
+      duration = max(left, frames(seconds: Voice.transportFadeSeconds) / 2)
+    }
+    envelope = FadeEnvelope(from: level, to: 0, startFrame: start, durationFrames: duration, curve: curve)
     finishWhenSilent = true
     status.isLetGo.store(true, ordering: .releasing)
+  }
+
+  /// How many mix frames of music the voice has left from mix frame `at`, when it will end: it
+  /// plays the final pass of its stream's last segment. Nil when it goes on (a loop, a gapless
+  /// join waiting or decoded), or is not playing.
+  private func framesLeft(at frame: Int64) -> Int64? {
+    guard mode == .playing, !awaitingData, isFinalPass, audibleToken == inputToken,
+      stream.endsWith(token: inputToken)
+    else { return nil }
+    let now = Double(inputSegmentEnd) - (resampling ? exactPosition : inputPosition)
+    let left = FrameMath.clamp((now / speed).rounded(.down)) - max(0, frame - lastClock)
+    return max(0, left)
   }
 
   /// In how many mix frames from now the armed hand-over should start: when the handed-over

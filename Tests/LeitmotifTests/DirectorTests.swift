@@ -248,6 +248,39 @@ struct DirectorTimingTests {
     #expect(Listen.loudest(left, 6.5, 7, among: [440, DirectorFixture.explorePitch]) == DirectorFixture.explorePitch)
   }
 
+  @Test("A crossfade longer than what the outgoing item has left fades it out by its end: no cut where it ends")
+  func crossfadeLongerThanTheItemLeft() throws {
+    let game = try DirectorFixture()
+    // A 2 s piece (440 Hz) repeating with 0.5 s crossfades between passes: the pass heard at 4 s
+    // began at 3 s and ends at 5 s. A 3 s crossfade to explore (220 Hz) from 4 s: the outgoing
+    // pass ends a third of the way in, where it used to stop at 87 % of its level.
+    try DirectorFixture.tone(game.assets + "/bar.ogg", pitch: 440, seconds: 2, tags: [])
+    let text = """
+      {
+        start: "loop",
+        assets: "assets",
+        sources: { bar: { bundled: "bar.ogg" }, calm: { bundled: "explore.ogg" } },
+        states: {
+          loop: { music: "bar", between: { seconds: 0.5 } },
+          calm: { music: "calm" },
+        },
+        rules: [ { on: "go", do: { crossfade: "calm", seconds: 3 } } ],
+      }
+      """
+    let (left, timeline) = try game.simulate(try game.sheet(text), [.cue(4, "go")], seconds: 8)
+    let before = Listen.level(of: 440, in: Listen.window(left, 3.6, 3.9))
+    var levels: [Double] = []
+    for step in 0..<60 {
+      let start = 3.9 + Double(step) * 0.04
+      levels.append(Listen.level(of: 440, in: Listen.window(left, start, start + 0.04)))
+    }
+    let steepest = zip(levels, levels.dropFirst()).map { $0 - $1 }.max() ?? 0
+    #expect(
+      steepest < 0.2 * before, "440 Hz fell by \(steepest) in 40 ms (level before \(before))\n\(timeline.summary)")
+    #expect(levels.suffix(10).allSatisfy { $0 < 0.05 * before }, "the outgoing piece is gone by 6 s")
+    #expect(Listen.loudest(left, 7.5, 8, among: [440, DirectorFixture.explorePitch]) == DirectorFixture.explorePitch)
+  }
+
   @Test("The same script renders the same samples")
   func deterministic() throws {
     let game = try DirectorFixture()
