@@ -13,6 +13,10 @@ import Leitmotif
 ///   `QueuePlayer` over the four items and an equal-power crossfade between each two, until the
 ///   player stops at the end of the queue. On top of the decoding: the decode-ahead threads,
 ///   OpenAL mixing and resampling 44.1 kHz to 48 kHz, the crossfades' second voice.
+/// - queue at the files' rate: the same at 44.1 kHz, the rate `QueueRenderer` and `leitmotif
+///   render` pick by default (the first file's): no resampling. Side by side with the 48 kHz row
+///   it shows what resampling costs (libsoxr's HQ filter costs about four fifths of what decoding
+///   the Vorbis does).
 ///
 /// Speed is seconds of audio per wall second: for decode, the files' length; for the queue, the
 /// length of what it rendered, which is shorter by the crossfades' overlap (three crossfades of
@@ -63,12 +67,13 @@ struct QueueBenchmark {
   static let goal = 0.9
 
   enum Path: CaseIterable {
-    case decode, queue
+    case decode, queue, queueAtFileRate
 
     var label: String {
       switch self {
       case .decode: return "decode only (openDecoder + readFrames)"
       case .queue: return "queue render (offline, crossfades)"
+      case .queueAtFileRate: return "the same at the files' rate (no resampling)"
       }
     }
   }
@@ -100,9 +105,11 @@ struct QueueBenchmark {
     let itemSeconds = Double(decodedFrames) / Double(BenchFiles.format.sampleRate)
     var times: [Path: [Double]] = [:]
     var cpuTimes: [Path: [Double]] = [:]
-    var facts: RenderFacts?
+    var facts: [Path: RenderFacts] = [:]
+    // At the files' own rate only when the queue row resamples.
+    let measured = Path.allCases.filter { $0 != .queueAtFileRate || sampleRate != BenchFiles.format.sampleRate }
     for round in 1...options.rounds {
-      for path in Path.allCases {
+      for path in measured {
         let stopwatch = Stopwatch()
         switch path {
         case .decode:
@@ -110,12 +117,13 @@ struct QueueBenchmark {
           guard frames == decodedFrames else {
             throw Failure(description: "decoding gave \(frames) frames, then \(decodedFrames)")
           }
-        case .queue:
-          let rendered = try Self.renderQueue(paths, fade: fade, sampleRate: sampleRate, itemSeconds: itemSeconds)
-          if let facts, facts.frames != rendered.frames {
-            throw Failure(description: "the queue rendered \(rendered.frames) frames, before \(facts.frames)")
+        case .queue, .queueAtFileRate:
+          let rate = path == .queue ? sampleRate : BenchFiles.format.sampleRate
+          let rendered = try Self.renderQueue(paths, fade: fade, sampleRate: rate, itemSeconds: itemSeconds)
+          if let before = facts[path], before.frames != rendered.frames {
+            throw Failure(description: "the queue rendered \(rendered.frames) frames, before \(before.frames)")
           }
-          facts = rendered
+          facts[path] = rendered
         }
         let seconds = stopwatch.seconds
         times[path, default: []].append(seconds)
@@ -123,9 +131,12 @@ struct QueueBenchmark {
         progress(String(format: "round %d/%d  %@: %.3f s", round, options.rounds, path.label, seconds))
       }
     }
-    guard let facts else { return }
-    let queueSeconds = Double(facts.frames) / Double(options.sampleRate)
-    let audioSeconds: [Path: Double] = [.decode: itemSeconds, .queue: queueSeconds]
+    guard let queueFacts = facts[.queue] else { return }
+    let queueSeconds = Double(queueFacts.frames) / Double(options.sampleRate)
+    var audioSeconds: [Path: Double] = [.decode: itemSeconds, .queue: queueSeconds]
+    if let native = facts[.queueAtFileRate] {
+      audioSeconds[.queueAtFileRate] = Double(native.frames) / Double(BenchFiles.format.sampleRate)
+    }
 
     var table = TextTable(
       [
@@ -135,7 +146,7 @@ struct QueueBenchmark {
       rightAligned: [1, 2, 3, 4, 5, 8, 9])
     let decodeSpeed = itemSeconds / (times[.decode]?.median ?? .nan)
     let decodeCPUSpeed = itemSeconds / (cpuTimes[.decode]?.median ?? .nan)
-    for path in Path.allCases {
+    for path in measured {
       let pathTimes = times[path] ?? []
       let median = pathTimes.median ?? .nan
       let cpuMedian = cpuTimes[path]?.median ?? .nan
@@ -143,7 +154,7 @@ struct QueueBenchmark {
       let ratio = speed / decodeSpeed
       // The goal is for the default setup; other rates and fades are experiments.
       let isGoalPath =
-        path == .queue && options.sampleRate == Options().sampleRate
+        path != .decode && options.sampleRate == Options().sampleRate
         && options.fadeSeconds == Options().fadeSeconds
       table.add([
         path.label,
@@ -175,11 +186,11 @@ struct QueueBenchmark {
       "",
       String(
         format: "the queue rendered %.3f s (items %.3f s − %d × %g s of overlap = %.3f s); %d crossfades, %d underruns",
-        queueSeconds, itemSeconds, Self.itemMinutes.count - 1, options.fadeSeconds, expectedSeconds, facts.crossfades,
-        facts.underruns),
+        queueSeconds, itemSeconds, Self.itemMinutes.count - 1, options.fadeSeconds, expectedSeconds,
+        queueFacts.crossfades, queueFacts.underruns),
       String(format: "time to get through the same items: decode time / queue time = %.3f", timeRatio),
     ]
-    lines += facts.diagnostics.map { "note: the engine said \($0)" }
+    lines += facts.values.flatMap(\.diagnostics).map { "note: the engine said \($0)" }
     print(lines.joined(separator: "\n"))
   }
 
