@@ -186,4 +186,23 @@ struct TrialMessageTests {
     #expect(run.status == 2, "\(run.errors)")
     #expect(run.errors.contains("above 0"), "\(run.errors)")
   }
+
+  @Test("A cue file saved as Latin-1 is an error at the byte that is not UTF-8, naming it")
+  func latin1CueFile() throws {
+    let directory = try TemporaryDirectory()
+    let path = directory.file("cues.json5")
+    // "café" in Latin-1 on line 3, after "  // caf".
+    var bytes = Array("{\n  start: \"a\",\n  // caf".utf8)
+    bytes.append(0xE9)
+    bytes += Array("\n  states: { a: { music: \"x\" } },\n}\n".utf8)
+    try Data(bytes).write(to: URL(fileURLWithPath: path))
+    let error = #expect(throws: CueFileError.self) { _ = try CueSheet.load(path: path) }
+    let problem = try #require(error?.problems.first)
+    #expect(problem.location == JSON5.SourceLocation(line: 3, column: 9), "\(problem)")
+    #expect(problem.message.contains("0xE9"), "\(problem.message)")
+    // A multi-byte character before it counts as one column; a broken sequence is found at its lead.
+    #expect(
+      CueSheet.firstInvalidUTF8(in: Data(Array("é\u{1F3B5}x".utf8) + [0xE2, 0x28])).0
+        == JSON5.SourceLocation(line: 1, column: 4))
+  }
 }

@@ -163,4 +163,46 @@ struct CutOffFileTests {
     #expect(
       said.contains { $0.hasPrefix(path + ": the file is cut off") && $0.contains("ends early") }, "\(said)")
   }
+
+  @Test("Bytes after a complete Ogg stream (a tag a tool appended) are not a cut: the file plays whole, no warning")
+  func trailingBytesAfterOgg() throws {
+    let directory = try TemporaryDirectory(prefix: "leitmotif-ogg-trailing")
+    let source = try EngineHarness.vorbisNoise(in: directory, seconds: 2)
+    let whole = try AudioFile.openDecoder(path: source)
+    for (name, trailer) in [
+      ("id3.ogg", Array("TAG".utf8) + [UInt8](repeating: 0, count: 125)), ("pad.ogg", [0, 0, 0]),
+    ] {
+      let path = directory.file(name)
+      try Data([UInt8](try Data(contentsOf: URL(fileURLWithPath: source))) + trailer).write(
+        to: URL(fileURLWithPath: path))
+      let decoder = try AudioFile.openDecoder(path: path)
+      #expect(decoder.warnings.isEmpty, "\(name): \(decoder.warnings)")
+      #expect(decoder.lengthFrames == whole.lengthFrames)
+    }
+    // A second link begun after the end-of-stream page and cut off is still a cut.
+    let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: source)))
+    let chained = directory.file("chained-cut.ogg")
+    try Data(bytes + bytes[0..<3_000]).write(to: URL(fileURLWithPath: chained))
+    let cut = try AudioFile.openDecoder(path: chained)
+    #expect(cut.warnings.contains { $0.contains("cut off") }, "\(cut.warnings)")
+  }
+
+  @Test("A Vorbis file cut inside its headers says so, not \"an Ogg stream without Vorbis audio\"")
+  func cutInsideHeaders() throws {
+    let directory = try TemporaryDirectory(prefix: "leitmotif-ogg-headers")
+    let source = try EngineHarness.vorbisNoise(in: directory, seconds: 2)
+    let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: source)))
+    let path = directory.file("headers.ogg")
+    try Data(bytes[0..<300]).write(to: URL(fileURLWithPath: path))
+    do {
+      _ = try AudioFile.openDecoder(path: path)
+      Issue.record("opened a file cut inside its headers")
+    } catch {
+      #expect("\(error)".contains("headers are cut off or damaged"), "\(error)")
+      guard case .truncated = error.reason else {
+        Issue.record("expected .truncated, got \(error.reason)")
+        return
+      }
+    }
+  }
 }

@@ -83,11 +83,10 @@ extension CueSheet {
   /// `load`'s and `check(path:)`'s reading of the file: the whole file as UTF-8.
   /// - Throws: a `CueFileError` with one problem at 1:1 naming the OS error.
   static func readText(path: String) throws(CueFileError) -> String {
-    func failure(_ reason: String) -> CueFileError {
+    func failure(_ reason: String, at location: JSON5.SourceLocation = .init(line: 1, column: 1)) -> CueFileError {
       CueFileError(problems: [
         CueProblem(
-          severity: .error, file: path, location: JSON5.SourceLocation(line: 1, column: 1), keyPath: "",
-          message: "cannot read the cue file: \(reason)")
+          severity: .error, file: path, location: location, keyPath: "", message: "cannot read the cue file: \(reason)")
       ])
     }
     var isDirectory = false
@@ -111,9 +110,49 @@ extension CueSheet {
       }
     }
     guard let text = String(data: data, encoding: .utf8) else {
-      throw failure("the file is not UTF-8 text")
+      let (location, byte) = firstInvalidUTF8(in: data)
+      throw failure(
+        "the file is not UTF-8 text: byte 0x\(String(byte, radix: 16, uppercase: true)) here is not UTF-8 "
+          + "(an editor saved it as Latin-1 or Windows-1252? Save it as UTF-8)",
+        at: location)
     }
     return text
+  }
+
+  /// Where the first byte that breaks UTF-8 is (line and column, counting characters before it
+  /// on its line), and that byte: what a designer needs to find the character their editor saved
+  /// in another encoding.
+  static func firstInvalidUTF8(in data: Data) -> (JSON5.SourceLocation, UInt8) {
+    let bytes = [UInt8](data)
+    var line = 1
+    var column = 1
+    var index = 0
+    while index < bytes.count {
+      let lead = bytes[index]
+      let length: Int
+      switch lead {
+      case 0x00...0x7F: length = 1
+      case 0xC2...0xDF: length = 2
+      case 0xE0...0xEF: length = 3
+      case 0xF0...0xF4: length = 4
+      default: return (JSON5.SourceLocation(line: line, column: column), lead)
+      }
+      guard index + length <= bytes.count,
+        String(decoding: bytes[index..<(index + length)], as: UTF8.self).utf8.elementsEqual(
+          bytes[index..<(index + length)])
+      else {
+        // A lead byte whose continuation is missing or wrong: the lead is where it breaks.
+        return (JSON5.SourceLocation(line: line, column: column), lead)
+      }
+      if lead == 0x0A {
+        line += 1
+        column = 1
+      } else {
+        column += 1
+      }
+      index += length
+    }
+    return (JSON5.SourceLocation(line: line, column: column), 0)
   }
 }
 

@@ -548,23 +548,59 @@ final class VorbisDecoder: AudioDecoder {
       startInOutput: 0, outputFrames: 0)
   }
 
-  /// Whether the last Ogg page is complete, ends the file exactly, and carries the end-of-stream
-  /// flag. An encoder always writes one; a file cut off in transfer or on a full disk does not.
+  /// Whether `page` (one whole Ogg page) carries the checksum of its bytes: libogg's own
+  /// `ogg_page_checksum_set`, run on a copy.
+  private static func hasValidChecksum(_ page: ArraySlice<UInt8>) -> Bool {
+    var copy = Array(page)
+    let stored = Array(copy[22..<26])
+    let headerLength = 27 + Int(copy[26])
+    return copy.withUnsafeMutableBufferPointer { bytes in
+      var ogg = ogg_page(
+        header: bytes.baseAddress, header_len: headerLength, body: bytes.baseAddress! + headerLength,
+        body_len: bytes.count - headerLength)
+      ogg_page_checksum_set(&ogg)
+      return Array(bytes[22..<26]) == stored
+    }
+  }
+
+  /// Whether the first Ogg page starts with a Vorbis identification header ("\u{1}vorbis").
+  private static func beginsWithVorbisIdentification(_ source: FileByteSource) -> Bool {
+    let head = source.bytes(at: 0, count: Int(min(source.sizeBytes, 300)))
+    guard head.count > 27, head.starts(with: Array("OggS".utf8)) else { return false }
+    let bodyStart = 27 + Int(head[26])
+    return head.count >= bodyStart + 7 && head[bodyStart..<(bodyStart + 7)].elementsEqual(Array("\u{1}vorbis".utf8))
+  }
+
+  /// Whether the stream ends with a complete end-of-stream page. An encoder always writes one; a
+  /// file cut off in transfer or on a full disk does not. The last whole page with a valid
+  /// checksum counts: bytes after it that are not the start of another page (a tag some tool
+  /// appended, padding) are not the stream's and do not make it cut off; they are ignored, as
+  /// libvorbisfile ignores them.
   private static func endsWithEndOfStreamPage(_ source: FileByteSource) -> Bool {
     let tailLength = Int(min(source.sizeBytes, 65_536 + 282))
     let tailStart = source.sizeBytes - Int64(tailLength)
     let tail = source.bytes(at: tailStart, count: tailLength)
-    let capture: [UInt8] = Array("OggS".utf8)
     var index = tail.count - 27
+    var laterCapture = false
     while index >= 0 {
-      if tail[index] == capture[0] && Array(tail[index..<(index + 4)]) == capture {
-        let segments = Int(tail[index + 26])
-        guard index + 27 + segments <= tail.count else { return false }
-        let body = tail[(index + 27)..<(index + 27 + segments)].reduce(0) { $0 + Int($1) }
-        let pageEnd = index + 27 + segments + body
-        return pageEnd == tail.count && (tail[index + 5] & 0x04) != 0
+      defer { index -= 1 }
+      guard tail[index] == 0x4F, tail[index + 1] == 0x67, tail[index + 2] == 0x67, tail[index + 3] == 0x53 else {
+        continue
       }
-      index -= 1
+      let segments = Int(tail[index + 26])
+      let bodyStart = index + 27 + segments
+      guard bodyStart <= tail.count else {
+        laterCapture = true
+        continue
+      }
+      let pageEnd = bodyStart + tail[(index + 27)..<bodyStart].reduce(0) { $0 + Int($1) }
+      guard pageEnd <= tail.count, Self.hasValidChecksum(tail[index..<pageEnd]) else {
+        // A page cut off by the file's end (or "OggS" inside other bytes).
+        laterCapture = true
+        continue
+      }
+      // The last whole page: complete if it ends the stream and no page was begun after it.
+      return (tail[index + 5] & 0x04) != 0 && !laterCapture
     }
     return false
   }
@@ -573,8 +609,15 @@ final class VorbisDecoder: AudioDecoder {
   private static func error(_ code: Int32, source: FileByteSource, during action: String) -> DecodeError {
     let path = source.path
     let reason: DecodeError.Reason
+    // libvorbisfile says "not Vorbis" also when a Vorbis file's three headers are cut off or
+    // damaged: its first packet, the identification header, tells the two apart.
+    let identifies = code == OV_ENOTVORBIS && Self.beginsWithVorbisIdentification(source)
     switch code {
     case OV_EREAD: reason = .readFailed(errno: source.lastReadErrno ?? errno)
+    case OV_ENOTVORBIS where identifies:
+      reason = .truncated(
+        "an Ogg Vorbis file whose headers are cut off or damaged (the file is \(source.sizeBytes) bytes): "
+          + "no audio can be read")
     case OV_ENOTVORBIS: reason = .unrecognizedFormat(detected: "an Ogg stream without Vorbis audio")
     case OV_EBADHEADER: reason = .corrupt("invalid Vorbis header while \(action)")
     case OV_EVERSION: reason = .unsupported("Vorbis version mismatch")
