@@ -26,7 +26,7 @@ package final class VoiceStatus: Sendable {
   /// steals the quietest voice first.
   let gainBits = Atomic<UInt32>(0)
   /// The voice is fading out for good (the outgoing side of a crossfade): first to be stolen.
-  let isLetGo = Atomic<Bool>(false)
+  package let isLetGo = Atomic<Bool>(false)
 
   /// The level heard of each layer (stem) of the voice, 0 to 1 (its fade times its parameter
   /// drive, not the voice's gain), 16 bits each, four to a word: layers 0-3, then 4-7.

@@ -376,9 +376,12 @@ public final class Director: @unchecked Sendable {
   /// The state whose music is heard now.
   public var audibleState: String? { core.withLock { $0.audibleState } }
 
-  /// What plays: the item, its source, and whether it is one of the player's own songs.
+  /// What is heard: the item, its source, and whether it is one of the player's own songs. While
+  /// a state change waits for its beat or bar, the music heard until then (the player's queue is
+  /// the new state's already).
   public var nowPlaying: (item: MediaItem, source: String?, isUserMusic: Bool)? {
-    guard let item = player.nowPlayingItem else { return nil }
+    let heard = core.withLock { $0.itemHeardBeforeLanding }
+    guard let item = heard ?? player.nowPlayingItem else { return nil }
     let origin = core.withLock { $0.origin(of: item) }
     return (item, origin?.source, origin?.isUserMusic ?? false)
   }

@@ -60,6 +60,11 @@ final class DirectorCore {
   /// The state whose music played before the current one: the last resort when the current
   /// state has nothing left that plays.
   private var previousState: String?
+  /// A state change waiting for its grid line: when it is heard, and the state and item heard
+  /// until then (what `audibleState` and `Director.nowPlaying` say meanwhile).
+  private var pendingLanding: (heardAt: Double, state: String?, item: MediaItem?)?
+  /// `playingOrder` before the last state change (restored when that change is taken back).
+  private var playingOrderBeforeChange: (state: String, paths: [String])?
   /// Reports made since the director last collected them.
   var outbox: [DirectorReport] = []
   private var lastMix: (gain: Float, rate: Float, tempo: Float, lowPass: Float)?
@@ -891,6 +896,7 @@ final class DirectorCore {
       (entries, resumeSeconds) = Self.resumed(entries, at: point, repeating: state.repeatMode == .all)
     }
     resumePoints[name] = nil
+    playingOrderBeforeChange = playingOrder
     playingOrder = (name, entries.map { $0.item.assetURL.path })
     let first = entries[0]
     var entrySeconds =
@@ -907,6 +913,7 @@ final class DirectorCore {
       }
     }
     let heardAt = landing?.at ?? now
+    pendingLanding = wasPlaying && heardAt > now ? (heardAt, lastReportedState, from) : nil
     entries = withBeatGrids(entries)
     do {
       // What plays now holds its level through the pickup and the tail, then fades; it keeps
@@ -998,7 +1005,8 @@ final class DirectorCore {
   private func noticeFailures() {
     failuresSeen = player.failuresSoFar
     let failures = player.takeFailures()
-    guard !failures.isEmpty else { return }
+    let takenBack = player.takeQueuesTakenBack() > 0
+    guard !failures.isEmpty || takenBack else { return }
     for (item, error) in failures {
       failedPaths.insert(item.assetURL.path)
       let origin = origins[item.assetURL.path].map { " of source \"\($0.source)\"" } ?? ""
@@ -1007,9 +1015,6 @@ final class DirectorCore {
           "\(currentState.map { "state \"\($0)\": " } ?? "")\(item.reportName)\(origin) cannot be played, and is "
             + "left out until the cue file is reloaded: \(error)"))
     }
-    guard player.playbackState == .stopped, let state = currentState, !hasScheduledStateChange else { return }
-    // A short fade in: the failure already left a gap.
-    let spec = TransitionSpec(seconds: 0.25, curve: .equalPower, moment: .now, entry: .start)
     func build(_ name: String) -> StateMusic? {
       sheet.states[name].map {
         StateMusic.build(
@@ -1017,6 +1022,24 @@ final class DirectorCore {
           generator: &generator, playlists: &playlists)
       }
     }
+    if takenBack, let state = currentState {
+      // The new state's music could not start, and the player went back to the music that still
+      // played, uninterrupted: with nothing else of the state to play, so does the director.
+      if let music = build(state), !music.entries.isEmpty {
+        // Its fallbacks, or the files of it that did not fail: they start now.
+        dropHeldChange(to: state)
+        lastReportedState = pendingLanding?.state ?? previousState
+        pendingLanding = nil
+        let spec = TransitionSpec(seconds: 0.25, curve: .equalPower, moment: .now, entry: .start)
+        applyStateChange(state, spec: spec, cause: nil, built: music)
+      } else {
+        takeBackChange(to: state)
+      }
+      return
+    }
+    guard player.playbackState == .stopped, let state = currentState, !hasScheduledStateChange else { return }
+    // A short fade in: the failure already left a gap.
+    let spec = TransitionSpec(seconds: 0.25, curve: .equalPower, moment: .now, entry: .start)
     isQuiet = false
     if let music = build(state), !music.entries.isEmpty {
       applyStateChange(state, spec: spec, cause: nil, isRebuild: true, built: music)
@@ -1029,6 +1052,43 @@ final class DirectorCore {
     } else {
       report(.problem("state \"\(state)\" has nothing left that plays, and no music before it: silence"))
     }
+  }
+
+  /// Drops the `stateChanged` report of a change to `state` that waits for its time: it will
+  /// not be heard.
+  private func dropHeldChange(to state: String) {
+    func isChange(_ report: DirectorReport) -> Bool {
+      if case .stateChanged(_, let to, _, _, _) = report.kind, to == state, report.time > now { return true }
+      return false
+    }
+    heldReports.removeAll(where: isChange)
+    outbox.removeAll(where: isChange)
+  }
+
+  /// Undoes the change to `state`, whose music could not start while the music before it played
+  /// on (the player took its queue back): the state, its volume, rate and layers are the ones
+  /// heard again, and the rules see that state.
+  private func takeBackChange(to state: String) {
+    dropHeldChange(to: state)
+    let heard = pendingLanding?.state ?? previousState
+    pendingLanding = nil
+    guard let heard, let music = sheet.states[heard] else {
+      report(.problem("state \"\(state)\" cannot start: none of its music opens; what played goes on"))
+      return
+    }
+    currentState = heard
+    lastReportedState = heard
+    playingOrder = playingOrderBeforeChange
+    stateVolume.set(Double(music.volume))
+    stateRate.set(Double(music.rate))
+    layeredState = heard
+    layerNames = music.layers.map(\.name)
+    lastLayerMix = nil
+    applyLayerMix()
+    report(
+      .problem(
+        "state \"\(state)\" cannot start: none of its music opens; the music of \"\(heard)\" goes on, and the "
+          + "state is \"\(heard)\" again"))
   }
 
   /// The state whose music the last `stateChanged` report announced.
@@ -1287,7 +1347,18 @@ final class DirectorCore {
 
   /// The music state whose music plays (it can lag `currentState` while a transition waits for
   /// the grid).
-  var audibleState: String? { lastReportedState }
+  var audibleState: String? {
+    if let pending = pendingLanding, now < pending.heardAt { return pending.state }
+    return lastReportedState
+  }
+
+  /// The item heard now while a state change waits for its grid line (the outgoing music; the
+  /// player's queue is the new one already). Nil when none waits: the player's now-playing item
+  /// is the one heard.
+  var itemHeardBeforeLanding: MediaItem? {
+    guard let pending = pendingLanding, now < pending.heardAt else { return nil }
+    return pending.item
+  }
 
   /// A number for a report: whole numbers without a point, others to three decimals at most
   /// ("0.9", "1.25"). Cheap: it runs for every action of every event (no `String(format:)`, no

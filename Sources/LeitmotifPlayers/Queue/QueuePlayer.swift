@@ -56,6 +56,9 @@ public final class QueuePlayer: MediaPlayback {
   /// nothing new one atomic load.
   private let failures = Mutex<[(item: MediaItem, error: DecodeError)]>([])
   private let failureCount = Atomic<Int>(0)
+  /// How often a new queue that could not start gave the music back to the queue before it (see
+  /// `takeBack`), until `takeQueuesTakenBack()`.
+  private let takenBack = Atomic<Int>(0)
   /// Music voices outrank stingers (0): a crossfade may steal a stinger's voice, not the reverse.
   static let voicePriority = 1
   /// Within this many seconds of an item's start, skipping back goes to the previous item.
@@ -72,6 +75,18 @@ public final class QueuePlayer: MediaPlayback {
     var scheduled: Scheduled?
     /// Voices fading out; released when they report silence.
     var outgoing: [VoiceLease] = []
+  }
+
+  /// What `State.takeBack` keeps of the queue before a `setQueue`.
+  private struct TakeBack {
+    var queue: QueueModel
+    var voice: VoiceHandle
+    var token: Int
+    var scheduled: Scheduled?
+    var layerLevels: [Float]
+    var layerGains: [Float]
+    var layerLowPasses: [Float]
+    var earlierQueueVoices: Set<VoiceHandle>
   }
 
   private enum Scheduled: Equatable {
@@ -131,6 +146,10 @@ public final class QueuePlayer: MediaPlayback {
     var requestedSeekSeconds: Double?
     /// The next change of item follows a failure (for the notification's reason).
     var followsFailure = false
+    /// The queue a `setQueue` replaced while it played, kept until the new queue's first voice
+    /// has opened: if it cannot (every item of the new queue fails before it is heard), the
+    /// music that still plays, not yet faded, goes on as if the new queue had never come.
+    var takeBack: TakeBack?
     /// Failures in a row, to stop when every item in the queue fails.
     var consecutiveFailures = 0
     var observers: [UInt64: @Sendable (QueuePlayerEvent) -> Void] = [:]
@@ -256,6 +275,14 @@ public final class QueuePlayer: MediaPlayback {
   ) throws(QueueError) {
     try descriptor.validate()
     try state.withLock { (state) throws(QueueError) -> Void in
+      state.takeBack =
+        state.playbackState == .playing
+        ? state.voices.current.map {
+          TakeBack(
+            queue: state.queue, voice: $0.handle, token: state.voices.currentToken, scheduled: state.voices.scheduled,
+            layerLevels: state.layerLevels, layerGains: state.layerGains, layerLowPasses: state.layerLowPasses,
+            earlierQueueVoices: state.earlierQueueVoices)
+        } : nil
       state.queue.replace(with: descriptor)
       if let modes {
         state.queue.repeatMode = modes.repeatMode
@@ -818,6 +845,10 @@ public final class QueuePlayer: MediaPlayback {
   /// How many items have failed so far (see `takeFailures()`).
   package var failuresSoFar: Int { failureCount.load(ordering: .acquiring) }
 
+  /// How many times since the last call a new queue could not start and the music before it
+  /// went on instead (see `State.takeBack`).
+  package func takeQueuesTakenBack() -> Int { takenBack.exchange(0, ordering: .acquiringAndReleasing) }
+
   /// The items that failed since the last call, oldest first.
   package func takeFailures() -> [(item: MediaItem, error: DecodeError)] {
     failures.withLock { list in
@@ -1221,6 +1252,8 @@ public final class QueuePlayer: MediaPlayback {
 
   /// Plays `id` now: crossfading from what is audible when playing, else only moving there.
   private func jump(to id: Int, reason: NowPlayingChangeReason, _ state: inout State) {
+    // A skip leaves the queue the game set: a failure from here on is the new queue's own.
+    state.takeBack = nil
     let previous = state.queue.nowID.flatMap { state.queue.entries[$0]?.item }
     if reason == .skipForward && state.playbackState != .stopped { count(previous, played: false) }
     state.queue.markPlaying(id)
@@ -1354,7 +1387,8 @@ public final class QueuePlayer: MediaPlayback {
       let isCurrent = voice == state.voices.current?.handle
       switch event {
       case .prepared:
-        break
+        // The new queue's music opened: from here on it is what plays.
+        if isCurrent { state.takeBack = nil }
       case .beat(_, let token, let index, let frame, let audibleAt):
         deliverBeat(token: token, index: index, frame: frame, audibleAt: audibleAt, state)
       case .marker(_, let token, let index, let frame, let audibleAt):
@@ -1497,6 +1531,7 @@ public final class QueuePlayer: MediaPlayback {
       return
     }
     guard isCurrent else { return }
+    if giveUp, takeBack(&state) { return }
     // The playing item failed (or could not open): on to the one after it.
     let next = successor(of: id, state, honoringRepeatOne: false)
     let wasPlaying = state.playbackState == .playing
@@ -1516,6 +1551,44 @@ public final class QueuePlayer: MediaPlayback {
     state.queue.nowID = next
     emitNowPlaying(reason: .failure, &state)
     start(next, playing: wasPlaying, fadeFrom: [], &state)
+  }
+
+  /// The new queue could not start and the music before it still plays, unfaded (its crossfade
+  /// waits for music that will never come): that queue comes back, its voice current again, its
+  /// next item lined up again. True when it did.
+  private func takeBack(_ state: inout State) -> Bool {
+    guard let back = state.takeBack, let index = state.voices.outgoing.firstIndex(where: { $0.handle == back.voice }),
+      let status = engine.status(of: back.voice), !status.isLetGo.load(ordering: .acquiring)
+    else { return false }
+    state.takeBack = nil
+    let voice = state.voices.outgoing.remove(at: index)
+    state.voices.current?.release()
+    state.voices.current = voice
+    state.voices.currentToken = back.token
+    state.queue = back.queue
+    state.layerLevels = back.layerLevels
+    state.layerGains = back.layerGains
+    state.layerLowPasses = back.layerLowPasses
+    state.earlierQueueVoices = back.earlierQueueVoices
+    state.requestedSeekSeconds = nil
+    state.consecutiveFailures = 0
+    // A follower that stayed armed (a crossfade on a later line keeps it) is lined up again;
+    // otherwise the next item is prepared afresh.
+    if case .follower(let follower, _, _, _)? = back.scheduled,
+      let kept = state.voices.outgoing.firstIndex(where: { $0.handle == follower.handle })
+    {
+      state.voices.outgoing.remove(at: kept)
+      state.voices.scheduled = back.scheduled
+    } else if case .gapless? = back.scheduled {
+      state.voices.scheduled = back.scheduled
+    } else {
+      state.voices.scheduled = nil
+      schedule(&state)
+    }
+    emitLocked(.queueChanged(count: state.queue.playOrder.count), &state)
+    emitNowPlaying(reason: .failure, &state)
+    takenBack.add(1, ordering: .releasing)
+    return true
   }
 
   /// The now-playing item moved on by itself (a join or a hand-over).
