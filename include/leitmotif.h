@@ -429,7 +429,8 @@ typedef enum lm_playback_state {
    one is cut to fit (text at a UTF-8 character boundary) and `truncated` says so. */
 typedef struct lm_now_playing_info {
   size_t struct_size;
-  /* Nonzero when an item is the now-playing one; when zero the strings below are "". */
+  /* Nonzero when an item is the now-playing one; when zero the strings below are "". The item
+     is the one heard: while a state change waits for its beat or bar, the music before it. */
   int has_item;
   /* Nonzero when a string below was cut to fit its array. */
   int truncated;

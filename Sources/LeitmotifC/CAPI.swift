@@ -340,7 +340,7 @@ public func lmNowPlaying(_ handle: OpaquePointer?, _ out: UnsafeMutablePointer<l
     info.pointee.truncated = cut ? 1 : 0
     info.pointee.is_user_music = now?.isUserMusic == true ? 1 : 0
     info.pointee.playback_state = playbackState(player.playbackState)
-    info.pointee.position_seconds = player.currentPlaybackTime
+    info.pointee.position_seconds = session.director.nowPlayingPosition
     info.pointee.duration_seconds = now?.item.playbackDuration ?? -1
     info.pointee.rate = player.currentPlaybackRate
     info.pointee.volume = player.volume

@@ -142,7 +142,7 @@ struct DirectorFailureTests {
     let reports = Reports()
     _ = director.addObserver { reports.append($0) }
     var left: [Float] = []
-    var heard: [(time: Double, state: String?, audible: String?, title: String?)] = []
+    var heard: [(time: Double, state: String?, audible: String?, title: String?, position: Double)] = []
     var posted: Set<String> = []
     let block = EngineHarness.renderFrames
     while Double(left.count) < 6 * Double(DirectorFixture.rate) {
@@ -157,7 +157,11 @@ struct DirectorFailureTests {
       for frame in 0..<(mix.count / 2) { left.append(mix[2 * frame]) }
       if time > 2.3 {
         director.waitForReports()
-        heard.append((time, director.currentState, director.audibleState, director.nowPlaying?.item.title))
+        heard.append(
+          (
+            time, director.currentState, director.audibleState, director.nowPlaying?.item.title,
+            director.nowPlayingPosition
+          ))
       }
     }
     director.waitForReports()
@@ -182,6 +186,8 @@ struct DirectorFailureTests {
       // Before the failure is known (the file opens on the loader), the state is the one asked
       // for, but what is heard is explore, and said so.
       #expect(heard.allSatisfy { $0.audible == "explore" && $0.title == "Explore" }, "\(heard.prefix(3))")
+      // And where it is: explore's position, which started with the render.
+      #expect(heard.allSatisfy { abs($0.position - $0.time) < 0.1 }, "\(heard.prefix(3))")
     }
   }
 

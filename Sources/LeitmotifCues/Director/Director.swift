@@ -386,6 +386,15 @@ public final class Director: @unchecked Sendable {
     return (item, origin?.source, origin?.isUserMusic ?? false)
   }
 
+  /// Where `nowPlaying` is, in seconds of its file: while a state change waits for its beat or
+  /// bar, the position of the music heard until then.
+  public var nowPlayingPosition: TimeInterval {
+    if core.withLock({ $0.itemHeardBeforeLanding }) != nil, let position = player.positionBeforeQueue {
+      return position
+    }
+    return player.currentPlaybackTime
+  }
+
   /// The name of the source `item` came from (nil if the director did not queue it).
   public func nowPlayingOrigin(_ item: MediaItem) -> String? { core.withLock { $0.origin(of: item)?.source } }
 

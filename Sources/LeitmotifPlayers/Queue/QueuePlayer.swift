@@ -845,6 +845,20 @@ public final class QueuePlayer: MediaPlayback {
   /// How many items have failed so far (see `takeFailures()`).
   package var failuresSoFar: Int { failureCount.load(ordering: .acquiring) }
 
+  /// Where the music heard before the last `setQueue` is, in seconds of its file, while it still
+  /// plays unfaded (a crossfade waiting for its grid line): nil when there is none.
+  package var positionBeforeQueue: TimeInterval? {
+    state.withLock { state in
+      for voice in state.voices.outgoing {
+        guard let status = engine.status(of: voice.handle), !status.isLetGo.load(ordering: .acquiring) else { continue }
+        let rate = status.sampleRate.load(ordering: .acquiring)
+        guard rate > 0 else { continue }
+        return Double(status.positionFrames.load(ordering: .acquiring)) / Double(rate)
+      }
+      return nil
+    }
+  }
+
   /// How many times since the last call a new queue could not start and the music before it
   /// went on instead (see `State.takeBack`).
   package func takeQueuesTakenBack() -> Int { takenBack.exchange(0, ordering: .acquiringAndReleasing) }
