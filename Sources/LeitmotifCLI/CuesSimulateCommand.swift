@@ -200,20 +200,27 @@ enum CuesSimulateCommand {
       }
     }
     let duration = options.durationSeconds ?? (script.lastTime + 8)
-    let started = DispatchTime.now().uptimeNanoseconds
-    func elapsed() -> Double { Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9 }
     director.start(state: options.startState)
+    // The script's times are the director's (0: the start state's music begins, a quarter of a
+    // second after `start`), as in an offline render; waiting on the wall clock from `start`
+    // applied every event about 0.2 s early.
+    func waitUntil(_ time: Double) {
+      // The mix clock follows the device in real time; a second look catches a short sleep.
+      for _ in 0..<3 {
+        let wait = time - director.clockTime
+        guard wait > 0 else { return }
+        usleep(useconds_t(min(wait, 3600) * 1e6))
+      }
+    }
     // A --duration shorter than the script ends the run there, as it ends an offline render.
     for step in script.steps where step.time < duration {
-      let wait = step.time - elapsed()
-      if wait > 0 { usleep(useconds_t(wait * 1e6)) }
+      waitUntil(step.time)
       switch step.kind {
       case .cue(let cue, let payload): _ = director.post(cue, payload)
       case .parameter(let name, let value, let ramp): director.setParameter(name, value, rampSeconds: ramp)
       }
     }
-    let rest = duration - elapsed()
-    if rest > 0 { usleep(useconds_t(rest * 1e6)) }
+    waitUntil(duration)
     director.waitForReports()
     director.shutdown()
     engine.shutdown()

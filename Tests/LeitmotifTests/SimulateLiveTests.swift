@@ -38,6 +38,25 @@ struct SimulateLiveTests {
     #expect(elapsed < 10, "a 1.5 s run took \(elapsed) s")
   }
 
+  @Test("The script's times are the director's: an event at 1 s is applied live at 1 s (within a step), as offline")
+  func scriptOnTheDirectorsClock() throws {
+    let directory = try TemporaryDirectory(prefix: "leitmotif-simulate-live")
+    _ = try EngineHarness.vorbisTone(in: directory, name: "calm.ogg", seconds: 4)
+    let cues = directory.file("level.json5")
+    let events = directory.file("script.json5")
+    let recorded = directory.file("recorded.json5")
+    try Self.cues(assets: directory.path).write(toFile: cues, atomically: true, encoding: .utf8)
+    try #"[ { at: 1, cue: "late" } ]"#.write(toFile: events, atomically: true, encoding: .utf8)
+    let run = try LeitmotifCommand.run(
+      ["cues", "simulate", cues, "--events", events, "--live", "--duration", "1.5", "--record", recorded])
+    #expect(run.status == 0, "\(run.errors)")
+    let script = try CueScript.load(path: recorded)
+    let applied = try #require(script.steps.first?.time)
+    // Posted on the wall clock from `start`, it landed about 0.2 s early (director time 0 is a
+    // quarter of a second after the start).
+    #expect(abs(applied - 1) < 0.03, "applied at \(applied) s")
+  }
+
   @Test(
     "A real-time director schedules at least one pump of the streaming thread ahead; offline, 1024 frames at 48 kHz")
   func defaultLead() throws {

@@ -438,6 +438,12 @@ public final class Director: @unchecked Sendable {
   /// The director's clock in real time: the mix clock, `leadFrames` ahead of what is being
   /// mixed, so that what a step does reaches the streaming thread before its frame is mixed.
   private var clockSeconds: Double { Double(clockFrame) / Double(engine.sampleRate) }
+
+  /// The director's clock now, in seconds from director time 0 (the frame its start state's
+  /// music begins on, a quarter of a second after `start()`): a cue posted now takes effect at
+  /// about this time (within a step). `cues simulate --live` posts its script by it, so a script
+  /// is applied live at the times it says, as offline.
+  package var clockTime: Double { clockSeconds }
   private var clockFrame: Int64 { engine.mixClock.now + leadFrames - originFrame }
 
   /// How far ahead of the mix a step lands, in seconds (by default a device period and a block of
