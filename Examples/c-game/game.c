@@ -481,6 +481,20 @@ static int self_test(const char *cues) {
   expect(lm_post(engine, "\xc3\x28", NULL, 0), LM_ERROR_INVALID_ARGUMENT, "post a bad UTF-8 cue name");
   expect_true(strstr(lm_engine_last_error(engine), "UTF-8") != NULL, "the message names UTF-8");
   expect(lm_post(engine, "", NULL, 0), LM_ERROR_INVALID_ARGUMENT, "post an empty cue name");
+  {
+    /* A megabyte of name: refused, and the message quotes it cut, not whole. */
+    size_t huge = 1 << 20;
+    char *name = malloc(huge + 1);
+    if (name) {
+      memset(name, 'a', huge);
+      name[huge] = 0;
+      expect(lm_post(engine, name, NULL, 0), LM_ERROR_INVALID_ARGUMENT, "post a 1 MiB cue name");
+      expect_true(strlen(lm_engine_last_error(engine)) < 2000, "the message quotes it cut");
+      expect(lm_set_parameter(engine, name, 1, 0), LM_ERROR_INVALID_ARGUMENT, "set a 1 MiB parameter name");
+      expect_true(strlen(lm_engine_last_error(engine)) < 2000, "that message quotes it cut too");
+      free(name);
+    }
+  }
   expect(lm_post(engine, "player.hit", NULL, 1), LM_ERROR_INVALID_ARGUMENT, "post a count with a NULL payload");
   lm_value bad_key = {NULL, LM_VALUE_NUMBER, 1, NULL, 0};
   expect(lm_post(engine, "player.hit", &bad_key, 1), LM_ERROR_INVALID_ARGUMENT, "post a NULL payload key");

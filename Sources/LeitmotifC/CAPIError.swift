@@ -10,9 +10,13 @@ struct CAPIError: Error {
   var code: lm_error
   var message: String
 
+  /// Messages quote what the caller passed (a cue name, a parameter, a path): one longer than
+  /// 1,000 characters is cut in the middle, so a megabyte of garbage passed in does not come back
+  /// from `lm_engine_last_error` whole.
   init(_ code: lm_error, _ message: String) {
     self.code = code
-    self.message = message
+    self.message =
+      message.count > 1_000 ? "\(message.prefix(700))… (\(message.count) characters) …\(message.suffix(250))" : message
   }
 
   static func invalidArgument(_ message: String) -> CAPIError { CAPIError(LM_ERROR_INVALID_ARGUMENT, message) }

@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 /// Why a file could not be opened or decoded.
 ///
 /// Every error names the file it is about (`path`) and says what went wrong (`reason`);
@@ -52,7 +56,7 @@ public struct DecodeError: Error, Sendable, Equatable, CustomStringConvertible {
     case .fileNotFound: what = "no such file"
     case .isDirectory: what = "is a directory, not an audio file"
     case .permissionDenied: what = "permission denied"
-    case .readFailed(let errno): what = "read failed (errno \(errno))"
+    case .readFailed(let errno): what = "read failed: \(String(cString: strerror(errno))) (errno \(errno))"
     case .emptyFile: what = "the file is empty (0 bytes)"
     case .unrecognizedFormat(let detected):
       what = "not Ogg Vorbis, Opus, MP3, FLAC, WAV or AIFF" + (detected.map { ": it looks like \($0)" } ?? "")
@@ -63,6 +67,13 @@ public struct DecodeError: Error, Sendable, Equatable, CustomStringConvertible {
     case .unsupported(let why): what = "unsupported: \(why)"
     case .pointsOutsideFile(let why): what = "points do not fit the file: \(why)"
     }
-    return "\(FileSystemPath.displayed(path)): \(what)" + (code.map { " [code \($0)]" } ?? "")
+    return "\(Self.shortened(FileSystemPath.displayed(path))): \(what)" + (code.map { " [code \($0)]" } ?? "")
+  }
+
+  /// A path of more than 500 characters cut in the middle for a message (a game that passed a
+  /// megabyte of garbage as a path got it back whole in every message).
+  static func shortened(_ text: String, limit: Int = 500) -> String {
+    guard text.count > limit else { return text }
+    return "\(text.prefix(limit * 2 / 3))… (\(text.count) characters) …\(text.suffix(limit / 4))"
   }
 }
