@@ -191,6 +191,28 @@ struct DirectorFailureTests {
     }
   }
 
+  @Test("A stinger whose file fails when it is played is a problem report, not only the line that started it")
+  func failedStinger() throws {
+    let game = try DirectorFixture()
+    try DirectorFixture.tone(game.assets + "/hit.ogg", pitch: 880, seconds: 0.5, tags: [])
+    let text = """
+      {
+        start: "explore", assets: "assets",
+        sources: { calm: { bundled: "explore.ogg" } },
+        states: { explore: { music: "calm" } },
+        rules: [ { on: "hit", do: { stinger: "hit.ogg" } } ],
+      }
+      """
+    let (left, reports) = try run(text, game: game, cue: "hit", at: 1, seconds: 2) {
+      try replaceWithText(game.assets + "/hit.ogg")
+    }
+    let lines = reports.lines
+    #expect(
+      lines.contains { $0.hasPrefix("problem: stinger \"hit.ogg\" could not be played:") && $0.contains("looks like text") },
+      "\(lines.joined(separator: "\n"))")
+    #expect(Listen.loudest(left, 1.5, 2, among: [880, DirectorFixture.explorePitch]) == DirectorFixture.explorePitch)
+  }
+
   /// The longest run of near-silence after `from` seconds, in seconds.
   private func longestSilence(_ left: [Float], from: Double) -> Double {
     var longest = 0

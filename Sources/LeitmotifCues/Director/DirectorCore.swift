@@ -244,7 +244,14 @@ final class DirectorCore {
       }
     }
     waiting.removeFirst(taken)
-    stingers.removeAll { $0.playbackState == .stopped }
+    stingers.removeAll { stinger in
+      guard stinger.playbackState == .stopped else { return false }
+      if let failure = stinger.failure {
+        // Reported as played when it was started; say that it was not heard.
+        report(.problem("stinger \(stinger.item?.reportName ?? "?") could not be played: \(failure)"))
+      }
+      return true
+    }
     ducks.removeAll { $0.isOver(at: now) }
     if pendingBridge != nil { continueBridge() }
     noticeNowPlaying()

@@ -36,6 +36,8 @@ public final class Player: MediaPlayback {
     var volume: Float = 1
     var lowPassGain: Float = 1
     var stateBeforeSeeking: PlaybackState?
+    /// Why the item stopped, when it failed (to open, or while playing).
+    var failure: DecodeError?
     var seekGeneration = 0
     var requestedSeekSeconds: Double = 0
     var observers: [UInt64: @Sendable (PlayerEvent) -> Void] = [:]
@@ -100,6 +102,7 @@ public final class Player: MediaPlayback {
     set {
       state.withLock { state in
         state.item = newValue
+        state.failure = nil
         state.loadRequested = false
         state.prepared = false
         state.requestedSeekSeconds = 0
@@ -309,6 +312,10 @@ public final class Player: MediaPlayback {
   public var playbackState: PlaybackState { state.withLock { $0.playbackState } }
 
   /// Underruns on this player's voice since it was made.
+  /// Why the item failed, if it did (for the director, which reports a stinger that could not
+  /// play).
+  package var failure: DecodeError? { state.withLock { $0.failure } }
+
   public var underrunCount: Int { status?.underruns.load(ordering: .relaxed) ?? 0 }
 
   // MARK: - Notifications
@@ -368,6 +375,7 @@ public final class Player: MediaPlayback {
         state.stateBeforeSeeking = nil
         _ = setState(.stopped, in: &state)
       case .failed(_, let error):
+        state.failure = error
         emit(.itemFailed(error), observers: observers)
         state.stateBeforeSeeking = nil
         state.loadRequested = state.prepared
