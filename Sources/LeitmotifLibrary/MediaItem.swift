@@ -126,7 +126,9 @@ public struct MediaItem: Sendable, Hashable {
     self.albumTitle = albumTitle
   }
 
-  /// An item for the file at `path`, properties unknown until it is prepared.
+  /// An item for the file at `path` that knows only its path: title, artist, duration and the
+  /// rest stay nil (nothing is read here, so it is safe on a game thread). `MediaItem.load(path:)`
+  /// reads them.
   public init(path: String) { self.init(assetURL: URL(fileURLWithPath: path)) }
 
   /// What to call the item for people: its title, else its file name, with any bytes of the

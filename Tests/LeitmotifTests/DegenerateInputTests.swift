@@ -205,4 +205,15 @@ struct TrialMessageTests {
       CueSheet.firstInvalidUTF8(in: Data(Array("é\u{1F3B5}x".utf8) + [0xE2, 0x28])).0
         == JSON5.SourceLocation(line: 1, column: 4))
   }
+
+  @Test("A reload with warnings lists them, as a refused reload lists its problems")
+  func reloadListsWarnings() {
+    let warning = CueProblem(
+      severity: .warning, file: "cues.json5", location: JSON5.SourceLocation(line: 7, column: 3),
+      keyPath: "states.boss",
+      message: "the state is never entered")
+    let report = DirectorReport(time: 1, event: nil, kind: .reloaded(path: "cues.json5", warnings: [warning]))
+    #expect(report.kind.description.hasPrefix("reloaded cues.json5 (1 warning):\n"), "\(report.kind.description)")
+    #expect(report.kind.description.contains("cues.json5:7:3: warning: states.boss: the state is never entered"))
+  }
 }

@@ -208,7 +208,9 @@ struct DirectorFailureTests {
     }
     let lines = reports.lines
     #expect(
-      lines.contains { $0.hasPrefix("problem: stinger \"hit.ogg\" could not be played:") && $0.contains("looks like text") },
+      lines.contains {
+        $0.hasPrefix("problem: stinger \"hit.ogg\" could not be played:") && $0.contains("looks like text")
+      },
       "\(lines.joined(separator: "\n"))")
     #expect(Listen.loudest(left, 1.5, 2, among: [880, DirectorFixture.explorePitch]) == DirectorFixture.explorePitch)
   }

@@ -1,5 +1,6 @@
 import Foundation
 import LeitmotifFixtures
+import Synchronization
 import Testing
 
 @testable import Leitmotif
@@ -136,5 +137,38 @@ struct LoopReleaseTests {
     player.releaseLoop()
     #expect(EngineHarness.wait(seconds: 3) { player.playbackState == .stopped }, "the outro (0.29 s) played and ended")
     #expect(player.underrunCount == 0)
+  }
+}
+
+@Suite("Queue events as a user reads them")
+struct QueueEventTextTests {
+  @Test("A skip onto a gapless entry is reported as the 10 ms crossfade it is; events print as one short line")
+  func skipOntoGaplessEntry() throws {
+    let directory = try TemporaryDirectory()
+    let first = try EngineHarness.vorbisTone(in: directory, name: "first.ogg", seconds: 3, frequency: 300)
+    let second = try EngineHarness.vorbisTone(in: directory, name: "second.ogg", seconds: 3, frequency: 400)
+    let engine = try EngineHarness.offlineEngine()
+    let player = QueuePlayer(engine: engine)
+    var descriptor = QueueDescriptor(items: [MediaItem(path: first), MediaItem(path: second)])
+    try descriptor.setTransition(.gapless, for: descriptor.entries[1].item)
+    try player.setQueue(with: descriptor)
+    let log = Mutex<[QueuePlayerEvent]>([])
+    _ = player.addObserver { event in log.withLock { $0.append(event) } }
+    player.play()
+    _ = EngineHarness.render(engine, seconds: 0.5)
+    try player.skipToNextItem()
+    _ = EngineHarness.render(engine, seconds: 0.5)
+    player.waitForNotifications()
+    let events = log.withLock { $0 }
+    let transitions = events.compactMap { event -> Transition? in
+      if case .transitionStarted(_, let to, let transition) = event, to.assetURL.path == second { return transition }
+      return nil
+    }
+    #expect(transitions.count == 1 && transitions.first?.isGapless == false, "\(transitions)")
+    #expect(transitions.first.map { abs($0.duration - 0.01) < 1e-9 } == true, "\(transitions)")
+    for event in events {
+      #expect(event.description.count < 200, "\(event.description)")
+    }
+    #expect(events.contains { $0.description == "now playing \"second.ogg\" (index 1) after skipForward" })
   }
 }

@@ -91,8 +91,13 @@ extension DirectorReport.Kind: CustomStringConvertible {
         + (isUser ? " (user song)" : " (bundled)")
     case .dropped(let count): return "\(count) event\(count == 1 ? "" : "s") dropped: the bus was full"
     case .reloaded(let path, let warnings):
+      // Each warning on a line of its own, as a refused reload lists its problems: the designer
+      // who saved the file wants to know what to look at.
       return "reloaded \(path)"
-        + (warnings.isEmpty ? "" : " (\(warnings.count) warning\(warnings.count == 1 ? "" : "s"))")
+        + (warnings.isEmpty
+          ? ""
+          : " (\(warnings.count) warning\(warnings.count == 1 ? "" : "s")):\n"
+            + warnings.map(\.description).joined(separator: "\n"))
     case .reloadFailed(let error):
       return "reload refused, the last good cue file stays in force:\n\(error)"
     case .problem(let message): return "problem: \(message)"

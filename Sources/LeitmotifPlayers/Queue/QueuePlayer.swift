@@ -1293,7 +1293,12 @@ public final class QueuePlayer: MediaPlayback {
   ) {
     let fade = override ?? state.pendingFade ?? transition(into: id, state)
     state.pendingFade = nil
-    emitLocked(.transitionStarted(from: previous, to: state.queue.entries[id]!.item, fade), &state)
+    // As heard: from music that plays, a gapless entry is reached with the shortest crossfade
+    // that does not click (a skip cannot join two files seamlessly mid-item).
+    let audible = state.voices.current != nil || !state.voices.outgoing.isEmpty
+    let heard =
+      fade.isGapless && audible ? Transition(validDuration: Voice.transportFadeSeconds, curve: fade.curve) : fade
+    emitLocked(.transitionStarted(from: previous, to: state.queue.entries[id]!.item, heard), &state)
     if case .follower(let follower, let token, id, _)? = state.voices.scheduled, state.requestedSeekSeconds == nil,
       trigger == nil, hold == 0
     {

@@ -56,3 +56,22 @@ public enum QueuePlayerEvent: Sendable {
   /// The output ran dry and was restarted.
   case underrun
 }
+
+extension QueuePlayerEvent: CustomStringConvertible {
+  /// One short line, items by title (else file name): `print(event)` in an observer reads like a
+  /// log, where the items' whole descriptions took hundreds of characters each.
+  public var description: String {
+    func name(_ item: MediaItem?) -> String { item.map { "\"\($0.displayName)\"" } ?? "nothing" }
+    switch self {
+    case .nowPlayingItemChanged(let item, let index, let reason):
+      return "now playing \(name(item))\(index.map { " (index \($0))" } ?? "") after \(reason.rawValue)"
+    case .playbackStateChanged(let state): return "playback state: \(state)"
+    case .queueChanged(let count): return "queue changed: \(count) item\(count == 1 ? "" : "s")"
+    case .volumeChanged(let volume): return "volume: \(volume)"
+    case .itemFailed(let item, let error): return "\(name(item)) failed: \(error)"
+    case .transitionStarted(let from, let to, let transition):
+      return "\(from == nil ? "start" : "from \(name(from))") to \(name(to)): \(transition)"
+    case .underrun: return "underrun: the output ran dry and was restarted"
+    }
+  }
+}
