@@ -15,8 +15,7 @@ struct CAPIError: Error {
   /// from `lm_engine_last_error` whole.
   init(_ code: lm_error, _ message: String) {
     self.code = code
-    self.message =
-      message.count > 1_000 ? "\(message.prefix(700))… (\(message.count) characters) …\(message.suffix(250))" : message
+    self.message = message.cutInMiddle(limit: 1_000)
   }
 
   static func invalidArgument(_ message: String) -> CAPIError { CAPIError(LM_ERROR_INVALID_ARGUMENT, message) }

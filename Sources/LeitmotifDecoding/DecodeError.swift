@@ -67,13 +67,7 @@ public struct DecodeError: Error, Sendable, Equatable, CustomStringConvertible {
     case .unsupported(let why): what = "unsupported: \(why)"
     case .pointsOutsideFile(let why): what = "points do not fit the file: \(why)"
     }
-    return "\(Self.shortened(FileSystemPath.displayed(path))): \(what)" + (code.map { " [code \($0)]" } ?? "")
-  }
-
-  /// A path of more than 500 characters cut in the middle for a message (a game that passed a
-  /// megabyte of garbage as a path got it back whole in every message).
-  static func shortened(_ text: String, limit: Int = 500) -> String {
-    guard text.count > limit else { return text }
-    return "\(text.prefix(limit * 2 / 3))… (\(text.count) characters) …\(text.suffix(limit / 4))"
+    // A path longer than any real one (garbage a game passed) is cut in the middle.
+    return "\(FileSystemPath.displayed(path).cutInMiddle(limit: 500)): \(what)" + (code.map { " [code \($0)]" } ?? "")
   }
 }

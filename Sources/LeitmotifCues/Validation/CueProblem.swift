@@ -48,10 +48,7 @@ public struct CueProblem: Sendable, Equatable, CustomStringConvertible {
       + (keyPath.isEmpty ? Self.shortened(message) : "\(Self.shortened(keyPath)): \(Self.shortened(message))")
   }
 
-  static func shortened(_ text: String, limit: Int = 300) -> String {
-    guard text.count > limit else { return text }
-    return "\(text.prefix(limit * 2 / 3))… (\(text.count) characters) …\(text.suffix(limit / 4))"
-  }
+  static func shortened(_ text: String) -> String { text.cutInMiddle(limit: 300) }
 }
 
 /// Why a cue file was refused: every problem in it, errors and warnings, in file order.
