@@ -519,6 +519,39 @@ struct DirectorLibraryTests {
     #expect(timeline.items.first?.userMusic == false)
   }
 
+  @Test(
+    "A director made from a sheet (no cue file watched) hears the player withdraw consent: no song of theirs is opened after",
+    .timeLimit(.minutes(1)))
+  func withdrawnWithoutWatching() throws {
+    let game = try DirectorFixture()
+    let library = try library(game, status: .authorized)
+    let text = cues().replacingOccurrences(
+      of: #"states: { explore: { music: "mine", transition: { seconds: 0 } } },"#,
+      with: #"""
+        states: { explore: { music: "calm", transition: { seconds: 0 } }, road: { music: "mine", transition: { seconds: 0 } } },
+        rules: [ { on: "drive", do: { state: "road" } } ],
+        """#)
+    let engine = try AudioEngine(output: .defaultDevice)
+    defer { engine.shutdown() }
+    let director = Director(engine: engine, sheet: try game.sheet(text), library: library)
+    let reports = Mutex<[String]>([])
+    _ = director.addObserver { report in reports.withLock { $0.append(report.description) } }
+    director.start()
+    let configuration = MediaLibrary.Configuration.sandboxed(
+      applicationID: "director-tests", root: game.directory.path, music: game.directory.file("Music"))
+    try LibraryAccessStore(configuration: configuration).remember(.denied, for: "director-tests")
+    #expect(library.authorizationStatus == .denied)
+    // The consent is polled twice a second.
+    usleep(1_200_000)
+    director.post("drive")
+    usleep(500_000)
+    director.waitForReports()
+    director.shutdown()
+    let lines = reports.withLock { $0 }.joined(separator: "\n")
+    #expect(!lines.contains("(user song)"), "\(lines)")
+    #expect(lines.contains("denied"), "\(lines)")
+  }
+
   @Test("A query that finds nothing falls back too")
   func emptyQuery() throws {
     let (left, timeline) = try run(status: .authorized, query: #"{ genre: "polka" }"#)

@@ -132,7 +132,9 @@ public final class Director: @unchecked Sendable {
     updatePreloads(sheet: sheet, catalog: catalog, resolved: resolved)
     leadFrames = Self.defaultLeadFrames(for: engine)
     parameterInbox.withLock { $0.adopt(sheet) }
-    if let watchedPath { startWatching(path: watchedPath) }
+    // The player's consent is watched whatever the cue file is: a director made from a sheet
+    // (or with `watchesFile: false`) kept opening the player's songs after they said no.
+    if watchedPath != nil || (library != nil && !engine.isOffline) { startWatching(path: watchedPath) }
   }
 
   deinit {
@@ -734,46 +736,34 @@ public final class Director: @unchecked Sendable {
     core.withLock { $0.replace(resolved: resolved) }
   }
 
-  /// Polls the file's identity (modification time, size, inode) every 100 ms: editors that save
-  /// by writing in place and those that replace the file are both seen, and a reload lands
-  /// within a second. The library's consent is polled too (a change re-resolves the sources).
+  /// Polls the file's identity (modification time, size, inode) every 100 ms, when there is a
+  /// file to watch: editors that save by writing in place and those that replace the file are
+  /// both seen, and a reload lands within a second. The library's consent is polled every half
+  /// second, file or not (a change re-resolves the sources: a player who says no is not read
+  /// from again).
   ///
   /// A change is read once the file has settled: the same identity on two polls in a row (an
   /// editor that writes in several steps, `git checkout` that removes the file and writes it
   /// again). A missing file is waited for `missingGraceSeconds` before the reload that refuses
   /// it, so a checkout or an editor's rename dance reloads once, without a refusal first.
-  private func startWatching(path: String) {
+  private func startWatching(path: String?) {
     let running = self.running
     let watcher = NativeThread { [weak self] in
       nameCurrentThread("lm.cuewatch")
-      var identity = FileIdentity(path: path)
+      var identity = path.map { FileIdentity(path: $0) }
       var consent = self?.library?.authorizationStatus
       var ticks = 0
       var candidate: FileIdentity? = nil
       var stablePolls = 0
-      let missingPolls = Int(Director.missingGraceSeconds * 10)
       var stingerChanges = StingerChanges()
       while running.value.load(ordering: .acquiring) {
         usleep(100_000)
         guard let director = self else { return }
-        let current = FileIdentity(path: path)
-        if current != identity {
-          if current == candidate {
-            stablePolls += 1
-          } else {
-            candidate = current
-            stablePolls = 0
-          }
-          if stablePolls >= (current.exists ? 1 : missingPolls) {
-            identity = current
-            candidate = nil
-            director.reload()
-          }
-        } else {
-          candidate = nil
+        if let path {
+          director.pollCueFile(path, identity: &identity, candidate: &candidate, stablePolls: &stablePolls)
         }
         ticks += 1
-        if ticks % 5 == 0 { director.refreshChangedStingers(&stingerChanges) }
+        if ticks % 5 == 0, path != nil { director.refreshChangedStingers(&stingerChanges) }
         if ticks % 5 == 0, let library = director.library {
           let status = library.authorizationStatus
           if status != consent {
@@ -785,5 +775,28 @@ public final class Director: @unchecked Sendable {
     }
     self.watcher = watcher
     watcher.start()
+  }
+
+  /// One poll of the cue file: a reload once a change has settled (see `startWatching`).
+  private func pollCueFile(
+    _ path: String, identity: inout FileIdentity?, candidate: inout FileIdentity?, stablePolls: inout Int
+  ) {
+    let missingPolls = Int(Director.missingGraceSeconds * 10)
+    let current = FileIdentity(path: path)
+    if current != identity {
+      if current == candidate {
+        stablePolls += 1
+      } else {
+        candidate = current
+        stablePolls = 0
+      }
+      if stablePolls >= (current.exists ? 1 : missingPolls) {
+        identity = current
+        candidate = nil
+        reload()
+      }
+    } else {
+      candidate = nil
+    }
   }
 }
