@@ -216,4 +216,22 @@ struct TrialMessageTests {
     #expect(report.kind.description.hasPrefix("reloaded cues.json5 (1 warning):\n"), "\(report.kind.description)")
     #expect(report.kind.description.contains("cues.json5:7:3: warning: states.boss: the state is never entered"))
   }
+
+  @Test("A persistent id in a cue file larger than a JSON5 number holds exactly is an error that says to quote it")
+  func largeIDInCueFile() throws {
+    let game = try DirectorFixture()
+    let text = """
+      {
+        start: "explore",
+      \(DirectorFixture.sources.replacingOccurrences(of: "sources: {", with: "sources: {\n    mine: { library: { persistentID: 5724575397412592994 }, fallback: \"calm\" },"))
+        states: { explore: { music: "mine" } },
+      }
+      """
+    let error = #expect(throws: CueFileError.self) { _ = try game.sheet(text) }
+    #expect(error?.description.contains("write its digits as a string") == true, "\(String(describing: error))")
+    // Quoted, or small enough, it is accepted.
+    _ = try game.sheet(text.replacingOccurrences(of: "5724575397412592994", with: "\"5724575397412592994\""))
+    _ = try game.sheet(text.replacingOccurrences(of: "5724575397412592994", with: "42"))
+  }
 }
+

@@ -222,6 +222,29 @@ struct LibraryQueryTests {
     #expect(try fixture.titles(MediaPropertyPredicate(value: "6", forProperty: .persistentID)) == ["99 Luftballons"])
   }
 
+  @Test("A persistent id given as a number is matched exactly: ids are 64-bit, past a Double's 2^53")
+  func largePersistentID() throws {
+    var fixture = try QueryFixture.standard()
+    var item = MediaItem(path: fixture.folder + "/far.ogg")
+    _ = FileManager.default.createFile(atPath: item.assetURL.path, contents: nil)
+    item.persistentID = 5_724_575_397_412_592_994
+    item.title = "Far"
+    try fixture.index.upsert(item, size: 0, mtimeNanoseconds: 0, fingerprint: "fixture-far")
+    fixture.items.append(item)
+    // The next id a Double holds: 5724575397412592994 as a Double is ...2640.
+    var neighbour = MediaItem(path: fixture.folder + "/near.ogg")
+    _ = FileManager.default.createFile(atPath: neighbour.assetURL.path, contents: nil)
+    neighbour.persistentID = 5_724_575_397_412_592_640
+    neighbour.title = "Near"
+    try fixture.index.upsert(neighbour, size: 0, mtimeNanoseconds: 0, fingerprint: "fixture-near")
+    fixture.items.append(neighbour)
+    #expect(try fixture.titles(MediaPropertyPredicate(value: 5_724_575_397_412_592_994, forProperty: .persistentID)) == ["Far"])
+    #expect(
+      try fixture.titles(MediaPropertyPredicate(value: UInt64(5_724_575_397_412_592_994), forProperty: .persistentID))
+        == ["Far"])
+    #expect(try fixture.titles(MediaPropertyPredicate(value: "5724575397412592994", forProperty: .persistentID)) == ["Far"])
+  }
+
   @Test("A range on text, contains on a number, or a value of the wrong kind is an invalidPredicate error")
   func badPredicates() throws {
     let fixture = try QueryFixture.standard()

@@ -380,6 +380,15 @@ extension CueSheetDecoder {
         case .string(let text):
           predicate = MediaPropertyPredicate(value: text, forProperty: property, comparisonType: comparison)
         case .number(let number):
+          if property == .persistentID && abs(number) >= 9_007_199_254_740_992 {
+            // JSON5 numbers are doubles: past 2^53 the digits written are not the number read.
+            error(
+              given.location, givenPath,
+              "a persistent id this large is not exact as a JSON5 number (numbers are doubles, exact only up to "
+                + "2^53): write its digits as a string, as `leitmotif query` prints them: \"5724575397412592994\"")
+            valid = false
+            continue
+          }
           predicate = MediaPropertyPredicate(value: number, forProperty: property, comparisonType: comparison)
         case .bool(let flag):
           predicate = MediaPropertyPredicate(value: flag, forProperty: property, comparisonType: comparison)

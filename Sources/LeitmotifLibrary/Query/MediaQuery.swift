@@ -86,9 +86,25 @@ public struct MediaPropertyPredicate: Sendable, Hashable, CustomStringConvertibl
     self.comparisonType = comparisonType
   }
 
-  /// A predicate comparing `property` with the whole number `value`.
+  /// A predicate comparing `property` with the whole number `value`. A `persistentID` is kept
+  /// exact (as its digits): a `Double` holds whole numbers exactly only up to 2^53, and ids are
+  /// 64-bit, so almost every id given as a number found nothing.
   public init(value: Int, forProperty property: MediaProperty, comparisonType: MediaPredicateComparison = .equalTo) {
-    self.init(value: Double(value), forProperty: property, comparisonType: comparisonType)
+    if property.kind == .identifier {
+      self.init(value: String(value), forProperty: property, comparisonType: comparisonType)
+    } else {
+      self.init(value: Double(value), forProperty: property, comparisonType: comparisonType)
+    }
+  }
+
+  /// A predicate comparing `property` with the whole number `value`: a `persistentID`
+  /// (`MediaItem.persistentID` is a `UInt64`), exact, or a number.
+  public init(value: UInt64, forProperty property: MediaProperty, comparisonType: MediaPredicateComparison = .equalTo) {
+    if property.kind == .identifier {
+      self.init(value: String(value), forProperty: property, comparisonType: comparisonType)
+    } else {
+      self.init(value: Double(value), forProperty: property, comparisonType: comparisonType)
+    }
   }
 
   /// A predicate comparing `property` (a flag such as `isCompilation`) with `value`.
