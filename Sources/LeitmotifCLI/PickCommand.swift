@@ -242,7 +242,9 @@ enum PickCommand {
   }
 
   static func line(_ item: MediaItem) -> String {
-    "\(item.persistentID ?? 0)\t\(item.displayName)"
+    // The title as a terminal shows it safely: a tab or newline in a tag broke the one-line
+    // ID<tab>TITLE format, and an escape sequence in one cleared the screen.
+    "\(item.persistentID ?? 0)\t\(TerminalText.safe(item.displayName))"
   }
 
   struct PickedItem: Encodable {

@@ -105,10 +105,11 @@ enum ScanCommand {
 
   static func printLines(_ report: ScanReport, folders: [URL]) {
     say("scanned \(folders.map(\.path).joined(separator: ", ")): \(report)")
-    for failure in report.failed { say("failed: \(failure)") }
-    for skipped in report.skipped { say("skipped: \(skipped)") }
+    // File names may hold newlines and escape sequences: shown escaped, one line each.
+    for failure in report.failed { say("failed: \(TerminalText.safe("\(failure)"))") }
+    for skipped in report.skipped { say("skipped: \(TerminalText.safe("\(skipped)"))") }
     if !report.playlists.isEmpty { say("playlists: \(report.playlists.count)") }
-    for failure in report.playlistFailures { say("playlist: \(failure)") }
+    for failure in report.playlistFailures { say("playlist: \(TerminalText.safe("\(failure)"))") }
   }
 
   static func jsonObject(_ report: ScanReport, folders: [URL]) -> String {

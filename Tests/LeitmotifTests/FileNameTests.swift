@@ -170,6 +170,34 @@ struct FileNameTests {
   }
 
   @Test(
+    "leitmotif scan shows a file name with a newline and an escape sequence escaped, on one line",
+    .enabled(if: LeitmotifCommand.executable != nil, "the leitmotif executable is not next to the test bundle"))
+  func scanEscapesNames() throws {
+    let temporary = try TemporaryDirectory(prefix: "leitmotif-scan-escapes")
+    let home = temporary.path
+    let music = temporary.file("Music")
+    try FileManager.default.createDirectory(atPath: music, withIntermediateDirectories: true)
+    // Text, not music: the scan reports it as failed, by name.
+    try "not music\n".write(toFile: music + "/bad\nline\u{1B}[31mred.mp3", atomically: true, encoding: .utf8)
+    let environment = [
+      "HOME": home, "XDG_STATE_HOME": home + "/state", "XDG_CACHE_HOME": home + "/cache",
+      "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin",
+    ]
+    func run(_ arguments: [String]) throws -> (status: String, output: String) {
+      let output = home + "/stdout.txt"
+      let child = try ChildProcess(LeitmotifCommand.executable, arguments, environment: environment, output: output)
+      _ = child.finish()
+      return (child.finish(status: true), (try? String(contentsOfFile: output, encoding: .utf8)) ?? "")
+    }
+    #expect(try run(["access", "allow", "escape-test"]).status == "0")
+    let scan = try run(["scan", "--app", "escape-test", "--library", music])
+    let failed = scan.output.split(separator: "\n").filter { $0.hasPrefix("failed: ") }
+    #expect(failed.count == 1, "\(scan.output)")
+    #expect(failed.first?.contains("bad\\nline\\e[31mred.mp3") == true, "\(scan.output)")
+    #expect(!scan.output.contains("\u{1B}"), "no escape reaches the terminal")
+  }
+
+  @Test(
     "leitmotif info takes a Latin-1 argument; query --json gives the exact bytes as a file URL",
     .enabled(if: LeitmotifCommand.executable != nil, "the leitmotif executable is not next to the test bundle"))
   func theCommandLineKeepsTheBytes() throws {
