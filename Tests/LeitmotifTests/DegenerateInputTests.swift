@@ -234,4 +234,3 @@ struct TrialMessageTests {
     _ = try game.sheet(text.replacingOccurrences(of: "5724575397412592994", with: "42"))
   }
 }
-

@@ -238,11 +238,15 @@ struct LibraryQueryTests {
     neighbour.title = "Near"
     try fixture.index.upsert(neighbour, size: 0, mtimeNanoseconds: 0, fingerprint: "fixture-near")
     fixture.items.append(neighbour)
-    #expect(try fixture.titles(MediaPropertyPredicate(value: 5_724_575_397_412_592_994, forProperty: .persistentID)) == ["Far"])
+    #expect(
+      try fixture.titles(MediaPropertyPredicate(value: 5_724_575_397_412_592_994, forProperty: .persistentID)) == [
+        "Far"
+      ])
     #expect(
       try fixture.titles(MediaPropertyPredicate(value: UInt64(5_724_575_397_412_592_994), forProperty: .persistentID))
         == ["Far"])
-    #expect(try fixture.titles(MediaPropertyPredicate(value: "5724575397412592994", forProperty: .persistentID)) == ["Far"])
+    #expect(
+      try fixture.titles(MediaPropertyPredicate(value: "5724575397412592994", forProperty: .persistentID)) == ["Far"])
   }
 
   @Test("A range on text, contains on a number, or a value of the wrong kind is an invalidPredicate error")

@@ -185,6 +185,32 @@ struct PickerModelTests {
     #expect(events.picked == [MediaItemCollection(items: [items[3], items[1]])])
   }
 
+  @Test(
+    "Consent withdrawn while the picker is open: a search is refused and shows nothing, a pick cancels, nothing reaches the game"
+  )
+  func consentWithdrawnWhileOpen() throws {
+    let music = try PickerLibrary()
+    let library = try music.scannedLibrary()
+    let picker = MediaPicker(library: library)
+    picker.allowsPickingMultipleItems = true
+    let events = PickerEvents()
+    picker.delegate = events
+    try picker.present()
+    picker.toggle(picker.items[0])
+    picker.toggle(picker.items[1])
+    var configuration = MediaLibrary.Configuration(
+      applicationID: music.applicationID, usageDescription: "The picker test lists your music.",
+      folders: [URL(fileURLWithPath: music.musicFolder)])
+    configuration.environment = music.environment
+    try LibraryAccessStore(configuration: configuration).remember(.denied, for: music.applicationID)
+    #expect(library.authorizationStatus == .denied)
+    #expect(throws: LibraryError.self) { try picker.setSearchText("ball") }
+    #expect(picker.searchText == "", "the text goes with the items it found")
+    #expect(picker.items.isEmpty && picker.selection.isEmpty, "nothing of the player's stays on show")
+    #expect(!picker.pick())
+    #expect(events.picked.isEmpty && events.cancelled == 1 && picker.state == .cancelled)
+  }
+
   @Test("Cancel tells the delegate didCancel")
   func cancel() throws {
     let music = try PickerLibrary()

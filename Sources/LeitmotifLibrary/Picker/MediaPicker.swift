@@ -144,7 +144,11 @@ public final class MediaPicker {
   /// - Throws: `LibraryError` (access revoked meanwhile: `.accessDenied`).
   public func reload() throws(LibraryError) {
     if mediaTypes.contains(.music) {
-      let songs = try source.songs()
+      let songs: (items: [MediaItem], sections: [Section])
+      do throws(LibraryError) { songs = try source.songs() } catch {
+        if case .accessDenied = error { forgetLibrary() }
+        throw error
+      }
       catalog = songs.items
       catalogSections = songs.sections
     } else {
@@ -161,8 +165,27 @@ public final class MediaPicker {
   /// and diacritics ("beyonce" finds "Beyoncé"). Surrounding white space is ignored.
   /// - Throws: `LibraryError` from the library's query.
   public func setSearchText(_ text: String) throws(LibraryError) {
+    let previous = searchText
     searchText = text
-    try applySearch()
+    do {
+      try applySearch()
+    } catch {
+      // The text goes with the items it found: a failed search leaves both as they were, or,
+      // when the player withdrew consent, shows nothing of theirs any more.
+      searchText = previous
+      if case .accessDenied = error { forgetLibrary() }
+      throw error
+    }
+  }
+
+  /// The player withdrew consent: nothing of their library stays in the picker.
+  private func forgetLibrary() {
+    catalog = []
+    catalogSections = []
+    items = []
+    sections = []
+    selection = []
+    libraryItemCount = 0
   }
 
   private func applySearch() throws(LibraryError) {
@@ -201,12 +224,15 @@ public final class MediaPicker {
   }
 
   /// Hands the selection to the delegate (`didPick`) and finishes. Does nothing (returns false)
-  /// while the selection is empty or the picker is not presented.
+  /// while the selection is empty or the picker is not presented. When the player has withdrawn
+  /// consent since the picker opened, nothing of theirs is handed over: the picker cancels
+  /// (`didCancel`) and this returns false.
   @discardableResult
   public func pick() -> Bool {
-    guard state == .presented, !selection.isEmpty else { return false }
-    finish(picking: selection)
-    return true
+    guard state == .presented else { return false }
+    guard source.authorizationStatus == .authorized else { return finish(picking: []) }
+    guard !selection.isEmpty else { return false }
+    return finish(picking: selection)
   }
 
   /// Closes the picker without a pick: the delegate is told `didCancel`. Ignored unless presented.
@@ -216,9 +242,16 @@ public final class MediaPicker {
     delegate?.mediaPickerDidCancel(self)
   }
 
-  private func finish(picking picked: [MediaItem]) {
+  @discardableResult
+  private func finish(picking picked: [MediaItem]) -> Bool {
+    guard source.authorizationStatus == .authorized else {
+      forgetLibrary()
+      cancel()
+      return false
+    }
     state = .picked
     delegate?.mediaPicker(self, didPick: MediaItemCollection(items: picked))
+    return true
   }
 }
 
