@@ -91,6 +91,38 @@ struct LibraryScanTests {
     #expect(try index.index.lastModifiedDate() != nil)
   }
 
+  @Test(
+    "A library folder that is there but empty (a drive not mounted) keeps its songs; when they come back they are the same songs"
+  )
+  func emptyFolderKeepsItsSongs() throws {
+    let library = try LibraryFolder()
+    try library.song("A/one.ogg", frequency: 440, title: "One")
+    try library.song("A/two.ogg", frequency: 550, title: "Two")
+    let index = try DirectIndex(path: library.indexPath)
+    _ = try library.scanner.scan(through: index)
+    let before = try index.items().compactMap(\.persistentID)
+    // The drive goes: its mount point is an empty folder.
+    let away = library.temporary.path + "/away"
+    try FileManager.default.moveItem(atPath: library.music, toPath: away)
+    try FileManager.default.createDirectory(atPath: library.music, withIntermediateDirectories: false)
+    let empty = try library.scanner.scan(through: index)
+    #expect(empty.removed == 0, "\(empty)")
+    #expect(
+      empty.failed.contains { $0.reason.contains("the library folder is empty: its 2 songs stay") }, "\(empty.failed)")
+    #expect(try index.items().compactMap(\.persistentID) == before)
+    // It comes back: nothing added, nothing removed, the same ids.
+    try FileManager.default.removeItem(atPath: library.music)
+    try FileManager.default.moveItem(atPath: away, toPath: library.music)
+    let back = try library.scanner.scan(through: index)
+    #expect(back.added == 0 && back.removed == 0, "\(back)")
+    #expect(try index.items().compactMap(\.persistentID) == before)
+    // A folder emptied of its songs but holding something else is taken at its word.
+    try FileManager.default.removeItem(atPath: library.music + "/A")
+    try Data("notes".utf8).write(to: URL(fileURLWithPath: library.music + "/notes.txt"))
+    let cleared = try library.scanner.scan(through: index)
+    #expect(cleared.removed == 2, "\(cleared)")
+  }
+
   @Test("A folder of FLAC and Opus files is indexed with its tags (FLACs scanned as 0 added, 0 failed)")
   func flacAndOpusFilesAreIndexed() throws {
     let library = try LibraryFolder()

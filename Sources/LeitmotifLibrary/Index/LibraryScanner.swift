@@ -110,15 +110,30 @@ package struct LibraryScanner {
       }
       toRead.append(file)
     }
+    // A library folder that is there but holds nothing at all, while the index has songs in it:
+    // most likely the mount point of a drive that is not plugged in. Its songs are kept, with
+    // their play counts and dates, as for a folder that cannot be read; an emptied folder
+    // wiped them, and the drive's return added them again as new.
+    var keptFolders = walk.unreadableFolders
+    for root in walker.roots where (try? FileManager.default.contentsOfDirectory(atPath: root))?.isEmpty == true {
+      let songs = records.filter { $0.path.hasPrefix(root + "/") }.count
+      guard songs > 0 else { continue }
+      keptFolders.append(root)
+      report.failed.append(
+        ScanFailure(
+          path: root,
+          reason: "the library folder is empty: its \(songs) song\(songs == 1 ? "" : "s") stay in the index until it "
+            + "holds files again (a drive that is not mounted?)"))
+    }
     // Rows whose file is gone (except under folders that could not be read: they may be back).
     var vanishedByFingerprint: [String: [LibraryIndex.FileRecord]] = [:]
     for record in records where !present.contains(record.path) {
-      if walk.unreadableFolders.contains(where: { record.path.hasPrefix($0 + "/") }) { continue }
+      if keptFolders.contains(where: { record.path.hasPrefix($0 + "/") }) { continue }
       vanishedByFingerprint[record.fingerprint, default: []].append(record)
     }
     // Failures recorded for files that are gone: forget them.
     for path in failureRecords.keys where !present.contains(path) {
-      if walk.unreadableFolders.contains(where: { path.hasPrefix($0 + "/") }) { continue }
+      if keptFolders.contains(where: { path.hasPrefix($0 + "/") }) { continue }
       changes.forgetFailures.append(path)
     }
 
