@@ -13,8 +13,9 @@ enum QueryCommand {
     usage: leitmotif query [--group GROUP] [--where CONDITION]... [--json] [--library DIR]... [--app ID]
       --group GROUP        songs (default), albums, artists, albumArtists, genres, composers,
                            compilations or playlists; anything but songs prints collections
-      --where CONDITION    PROPERTY=VALUE (equal), PROPERTY~VALUE (contains; both ignore case and
-                           accents), PROPERTY<N, <=, >, >= (numbers); several combine with AND.
+      --where CONDITION    PROPERTY=VALUE (equal), PROPERTY~VALUE (contains; on text both ignore
+                           case and accents; path compares exactly), PROPERTY<N, <=, >, >=
+                           (numbers); several combine with AND.
                            PROPERTY: \(MediaProperty.allCases.map(\.rawValue).joined(separator: ", "))
                            or bpm, duration, year, plays, skips, rating, album, title, artist,
                            genre, composer, track, disc, compilation, id, path

@@ -144,6 +144,27 @@ struct LibraryQueryTests {
     #expect(compilations[0].items.map(\.artist) == ["Queen", "The Buggles"], "one album, two artists")
   }
 
+  @Test(
+    "Albums without an album artist: same title in two artists' folders is two albums; guest artists in one folder, one"
+  )
+  func albumsWithoutAlbumArtist() throws {
+    var fixture = try QueryFixture()
+    for folder in ["Xavier", "Yolanda", "Zed"] {
+      try FileManager.default.createDirectory(atPath: fixture.folder + "/" + folder, withIntermediateDirectories: true)
+    }
+    try fixture.add("Xavier/1.ogg", title: "Hit X1", artist: "Xavier", album: "Greatest Hits", track: 1)
+    try fixture.add("Xavier/2.ogg", title: "Hit X2", artist: "Xavier", album: "Greatest Hits", track: 2)
+    try fixture.add("Yolanda/1.ogg", title: "Hit Y1", artist: "Yolanda", album: "Greatest Hits", track: 1)
+    try fixture.add("Zed/1.ogg", title: "Intro", artist: "Zed", album: "Nights", track: 1)
+    try fixture.add("Zed/2.ogg", title: "Duet", artist: "Zed feat. Amy", album: "Nights", track: 2)
+    let albums = try fixture.run(.albums()).collections
+    #expect(albums.map(\.name) == ["Greatest Hits", "Greatest Hits", "Nights"], "\(albums.map(\.name))")
+    #expect(
+      Set(albums.prefix(2).map { $0.items.map(\.title) }) == [["Hit X1", "Hit X2"], ["Hit Y1"]],
+      "\(albums.map { $0.items.map(\.title) })")
+    #expect(albums.last?.items.map(\.title) == ["Intro", "Duet"])
+  }
+
   @Test("albumArtists(), genres() and composers() group by their property")
   func otherGroupings() throws {
     let fixture = try QueryFixture.standard()

@@ -30,10 +30,16 @@ package struct QueryRunner {
         groupKey: "CAST(items.persistent_id AS TEXT)", sortKey: "title_sort",
         order: "title_sort IS NULL, title_sort, artist_sort, \(inAlbum)")
     case .album:
+      // An album is its title and album artist. Without an album artist tag, the folder stands in
+      // for it (rtrim of the path by its own non-slash characters leaves the folder): two
+      // artists' "Greatest Hits" in their own folders were one album of both; a compilation
+      // stays one album across artists, and an album whose tracks name guest artists stays whole.
+      let artist =
+        "coalesce(album_artist_key, CASE WHEN is_compilation THEN '' ELSE rtrim(items.path, replace(items.path, '/', '')) END, '')"
       return GroupingSQL(
-        groupKey: "coalesce(album_key, '') || char(1) || coalesce(album_artist_key, '')", sortKey: "album_sort",
+        groupKey: "coalesce(album_key, '') || char(1) || \(artist)", sortKey: "album_sort",
         order:
-          "album_sort IS NULL, album_sort, album_key, coalesce(album_artist_key, ''), disc_number, track_number, title_sort, items.persistent_id"
+          "album_sort IS NULL, album_sort, album_key, \(artist), disc_number, track_number, title_sort, items.persistent_id"
       )
     case .artist:
       return GroupingSQL(
