@@ -48,10 +48,16 @@ enum QueryCommand {
 
   static func run(_ arguments: [String]) -> Int32 {
     let options = parse(arguments)
+    let own = options.applicationID == "leitmotif"
     var configuration = MediaLibrary.Configuration(
-      applicationID: options.applicationID, folders: options.folders.isEmpty ? nil : options.folders)
+      applicationID: options.applicationID, usageDescription: own ? ScanCommand.usageDescription : nil,
+      folders: options.folders.isEmpty ? nil : options.folders)
     configuration.applicationName = options.applicationID
-    let library = MediaLibrary(configuration: configuration, diagnostics: printDiagnostic)
+    // As `scan` and `pick` do: the tool asks for its own id on a terminal when nobody has
+    // answered yet; another app's consent is that app's to ask for.
+    let library = MediaLibrary(
+      configuration: configuration, prompt: own ? TerminalPrompt() : nil, diagnostics: printDiagnostic)
+    if own && library.authorizationStatus == .notDetermined { _ = try? library.requestAuthorization() }
     var query = groups[options.group]!
     for predicate in options.predicates { query.addFilterPredicate(predicate) }
     do {

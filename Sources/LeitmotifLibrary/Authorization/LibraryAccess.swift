@@ -274,7 +274,7 @@ package final class LibraryAccess: Sendable {
     guard let answer else {
       return (
         .notDetermined,
-        "the player has not been asked yet: call requestAuthorization(), or run `leitmotif access allow \(applicationID)`"
+        "the player has not been asked yet: the game asks with requestAuthorization(); from a shell, `leitmotif access allow \(applicationID)` answers for them"
       )
     }
     let date = answer.date.formatted(.iso8601)

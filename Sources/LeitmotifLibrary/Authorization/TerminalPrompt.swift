@@ -47,7 +47,11 @@ public struct TerminalPrompt: AuthorizationPrompt {
     guard Self.write(question, to: terminal) else { return nil }
     for _ in 0..<3 {
       guard Self.write("Allow access to your music? [y/n] ", to: terminal) else { return nil }
-      guard let line = Self.readLine(from: terminal) else { return nil }
+      guard let line = Self.readLine(from: terminal) else {
+        // End of input (Ctrl-D): end the prompt's line, so what follows starts on its own.
+        _ = Self.write("\n", to: terminal)
+        return nil
+      }
       switch line.trimmingWhitespace().lowercased() {
       case "y", "yes": return true
       case "n", "no": return false
