@@ -604,8 +604,13 @@ struct LibraryScanMediaLibraryTests {
       try library.withIndex { (index) throws(LibraryError) in try? index.allItems() }?.first?.persistentID)
     var item = MediaItem(path: path)
     item.persistentID = id
-    try library.recordPlay(of: item)
-    try library.recordSkip(of: item)
+    #expect(try library.recordPlay(of: item))
+    #expect(try library.recordSkip(of: item))
+    // Not in the library: said so, nothing counted.
+    var stranger = MediaItem(path: "/etc/passwd")
+    #expect(try !library.recordPlay(of: stranger))
+    stranger.persistentID = id &+ 1
+    #expect(try !library.recordSkip(of: stranger))
     let stored = try library.withIndex { (index) throws(LibraryError) -> MediaItem? in
       (try? index.item(persistentID: Int64(bitPattern: id))) ?? nil
     }

@@ -130,13 +130,17 @@ extension MediaLibrary {
   }
 
   /// Counts a play of `item` (by its persistent id): play count plus one, last-played date.
-  /// Items without a persistent id (not from the library), or no longer in it, are ignored.
+  /// Items without a persistent id (not from the library), or no longer in it, are not counted.
+  /// - Returns: whether it was counted (false: no such item in the library).
   /// - Throws: `LibraryError.accessDenied`, or `.index` when the index cannot be written.
-  public func recordPlay(of item: MediaItem, at date: Date = Date()) throws(LibraryError) {
-    guard let id = item.persistentID else { return }
-    try withIndex { (index) throws(LibraryError) in
+  @discardableResult
+  public func recordPlay(of item: MediaItem, at date: Date = Date()) throws(LibraryError) -> Bool {
+    guard let id = item.persistentID else { return false }
+    return try withIndex { (index) throws(LibraryError) -> Bool in
       do throws(SQLiteError) {
-        if try index.recordPlay(persistentID: Int64(bitPattern: id), at: date) { try index.touch() }
+        guard try index.recordPlay(persistentID: Int64(bitPattern: id), at: date) else { return false }
+        try index.touch()
+        return true
       } catch {
         throw LibraryError.index(path: index.path, reason: error.description)
       }
@@ -144,11 +148,15 @@ extension MediaLibrary {
   }
 
   /// Counts a skip of `item` (by its persistent id); see `recordPlay(of:at:)`.
-  public func recordSkip(of item: MediaItem) throws(LibraryError) {
-    guard let id = item.persistentID else { return }
-    try withIndex { (index) throws(LibraryError) in
+  /// - Returns: whether it was counted (false: no such item in the library).
+  @discardableResult
+  public func recordSkip(of item: MediaItem) throws(LibraryError) -> Bool {
+    guard let id = item.persistentID else { return false }
+    return try withIndex { (index) throws(LibraryError) -> Bool in
       do throws(SQLiteError) {
-        if try index.recordSkip(persistentID: Int64(bitPattern: id)) { try index.touch() }
+        guard try index.recordSkip(persistentID: Int64(bitPattern: id)) else { return false }
+        try index.touch()
+        return true
       } catch {
         throw LibraryError.index(path: index.path, reason: error.description)
       }
