@@ -30,7 +30,7 @@ let usage = """
   the player's consent: an error naming the state, exit status 3):
     leitmotif access list | allow APP | deny APP | reset APP
         who may read the music library (the analogue of Settings, Privacy)
-    leitmotif scan [--library DIR]... [--app ID]
+    leitmotif scan [--library DIR]... [--app ID] [--json] [--wait SECONDS]
         indexes the library folders; prints what was added, updated, removed and failed
     leitmotif query [--group KIND] [--where 'artist=Name'] [--where 'bpm>=120'] [--json] ...
         lists items (or collections) matching the predicates: = equal, ~ contains, < <= > >=
