@@ -11,7 +11,7 @@ import Testing
 struct PicksTests {
   static let pitches = [330.0, 440.0, 550.0]
 
-  func run(_ state: String, script: [CueScript.Step], seconds: Double) throws -> [Float] {
+  func run(_ state: String, music: String = #""picked""#, script: [CueScript.Step], seconds: Double) throws -> [Float] {
     let game = try DirectorFixture()
     var items: [MediaItem] = []
     for (index, pitch) in Self.pitches.enumerated() {
@@ -23,7 +23,7 @@ struct PicksTests {
       """
       { start: "mine", assets: "assets",
         sources: { picked: { picks: true }, calm: { bundled: "explore.ogg" } },
-        states: { mine: { music: "picked", transition: { seconds: 0 }, between: "gapless" \(state) },
+        states: { mine: { music: \(music), transition: { seconds: 0 }, between: "gapless" \(state) },
                   other: { music: "calm", transition: { seconds: 0 } } },
         rules: [ { on: "away", do: { crossfade: "other", seconds: 0 } }, { on: "back", do: { crossfade: "mine", seconds: 0 } } ] }
       """)
@@ -50,6 +50,17 @@ struct PicksTests {
     #expect(heard(left, 3.2) == DirectorFixture.explorePitch)
     #expect(heard(left, 4.2) == 440, "the second song again, where it was")
     #expect(heard(left, 5.4) == 550, "then the third")
+  }
+
+  @Test("Interleaved with bundled music and left during a bundled track: back, the player's next song plays")
+  func resumeAfterBundledSlot() throws {
+    let left = try run(
+      "", music: #"{ user: "picked", bundled: "calm", mix: "interleave", ratio: 1 }"#,
+      script: [.cue(3, "away"), .cue(4, "back")], seconds: 5)
+    // Pick 0 (330 Hz) from 0 s, then the bundled explore track from 2 s; away at 3 s, back at 4 s.
+    #expect(heard(left, 0.5) == 330)
+    #expect(heard(left, 2.5) == DirectorFixture.explorePitch)
+    #expect(heard(left, 4.2) == 440, "the next picked song, not the first again")
   }
 
   @Test("resume: false starts the picks again from the first song")

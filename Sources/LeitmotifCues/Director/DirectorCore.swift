@@ -889,11 +889,20 @@ final class DirectorCore {
     origins.merge(music.origins) { _, new in new }
     let from = player.nowPlayingItem
     let wasPlaying = player.playbackState == .playing && from != nil
-    // Leaving a state that plays the player's songs: remember where they are.
-    if let playing = playingOrder, playing.state != name, wasPlaying, let from,
-      origins[from.assetURL.path]?.isUserMusic == true
-    {
-      resumePoints[playing.state] = (playing.paths, from.assetURL.path, landing?.0.fileSeconds ?? playingPosition)
+    // Leaving a state that plays the player's songs: remember where they are. Left during one
+    // of its bundled tracks (interleaved music), the player's next song is where it resumes: it
+    // started over from their first song.
+    if let playing = playingOrder, playing.state != name, wasPlaying, let from {
+      let path = from.assetURL.path
+      if origins[path]?.isUserMusic == true {
+        resumePoints[playing.state] = (playing.paths, path, landing?.0.fileSeconds ?? playingPosition)
+      } else if let index = playing.paths.firstIndex(of: path),
+        let next = (playing.paths[(index + 1)...] + playing.paths[..<index]).first(where: {
+          origins[$0]?.isUserMusic == true
+        })
+      {
+        resumePoints[playing.state] = (playing.paths, next, 0)
+      }
     }
     var entries = music.entries
     var resumeSeconds: Double?
