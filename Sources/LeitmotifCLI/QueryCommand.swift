@@ -227,13 +227,18 @@ enum QueryCommand {
     return String(format: "%d:%02d", whole / 60, whole % 60)
   }
 
-  /// Aligned columns, each at most 40 characters wide (longer cells are cut with "…").
+  /// Aligned columns, each at most 40 terminal columns wide (longer cells are cut with "…").
+  /// Widths are terminal columns, as the picker counts them: a wide character (CJK, emoji, a
+  /// fullwidth letter) takes two, a combining mark none; counted as characters, they pushed the
+  /// rest of their row out of line.
   static func printColumns(_ header: [String], _ rows: [[String]], rightAligned: Set<Int>) {
-    let cut = rows.map { $0.map(TerminalText.safe).map { $0.count > 40 ? String($0.prefix(39)) + "…" : $0 } }
-    let widths = header.indices.map { column in ([header] + cut).map { $0[column].count }.max() ?? 0 }
+    let cut = rows.map {
+      $0.map(TerminalText.safe).map { TextWidth.columns($0) > 40 ? TextWidth.fit($0, to: 40) : $0 }
+    }
+    let widths = header.indices.map { column in ([header] + cut).map { TextWidth.columns($0[column]) }.max() ?? 0 }
     for row in [header] + cut {
       let cells = row.indices.map { column in
-        let padding = String(repeating: " ", count: widths[column] - row[column].count)
+        let padding = String(repeating: " ", count: max(0, widths[column] - TextWidth.columns(row[column])))
         return rightAligned.contains(column) ? padding + row[column] : row[column] + padding
       }
       say(cells.joined(separator: "  ").replacing(/\s+$/, with: ""))
