@@ -53,8 +53,9 @@ struct SimulateLiveTests {
     let script = try CueScript.load(path: recorded)
     let applied = try #require(script.steps.first?.time)
     // Posted on the wall clock from `start`, it landed about 0.2 s early (director time 0 is a
-    // quarter of a second after the start).
-    #expect(abs(applied - 1) < 0.03, "applied at \(applied) s")
+    // quarter of a second after the start). Never early now; late only by as much as a loaded
+    // machine wakes the posting thread late (45 ms once, with the whole suite running).
+    #expect(applied > 0.97 && applied < 1.15, "applied at \(applied) s")
   }
 
   @Test(
