@@ -281,6 +281,33 @@ struct DirectorTimingTests {
     #expect(Listen.loudest(left, 7.5, 8, among: [440, DirectorFixture.explorePitch]) == DirectorFixture.explorePitch)
   }
 
+  @Test(
+    "Back to the state heard before a change on the bar is heard: the change is called off, the music plays on untouched",
+    arguments: ["{ seconds: 1, at: \"bar\" }", "{ seconds: 0, at: \"bar\" }"])
+  func changeCalledOffBeforeItsBar(transition: String) throws {
+    let game = try DirectorFixture()
+    try DirectorFixture.tone(game.assets + "/bar.ogg", pitch: 440, seconds: 8, tags: [("BPM", "120")])
+    let text = """
+      {
+        start: "explore",
+        assets: "assets",
+        sources: { bar: { bundled: "bar.ogg" }, fight: { bundled: "explore.ogg" } },
+        states: {
+          explore: { music: "bar" },
+          combat: { music: "fight", transition: \(transition) },
+        },
+        rules: [ { on: "spotted", do: { state: "combat" } }, { on: "lost", do: { state: "explore" } } ],
+      }
+      """
+    let sheet = try game.sheet(text)
+    let alone = try game.simulate(sheet, [], seconds: 6).left
+    let (left, timeline) = try game.simulate(sheet, [.cue(2.3, "spotted"), .cue(2.35, "lost")], seconds: 6)
+    let mismatch = (0..<min(left.count, alone.count)).first { left[$0] != alone[$0] }
+    #expect(mismatch == nil, "differs from explore alone at \(Double(mismatch ?? 0) / 48_000) s\n\(timeline.summary)")
+    #expect(!timeline.summary.contains("-> \"combat\""), "\(timeline.summary)")
+    #expect(timeline.summary.contains("is called off"), "\(timeline.summary)")
+  }
+
   @Test("The same script renders the same samples")
   func deterministic() throws {
     let game = try DirectorFixture()

@@ -609,6 +609,22 @@ final class DirectorCore {
   @discardableResult
   private func changeState(to name: String, spec: TransitionSpec, cause: LevelEvent?) -> String {
     let playing = player.playbackState == .playing && player.nowPlayingItem != nil
+    // Back to the state heard while a change to another waits for its beat or bar (spotted, then
+    // lost at once): the change is called off and the music plays on, on its beat. It used to
+    // start the state heard again from its start, off the grid, under the old copy.
+    if playing, let pending = pendingLanding, now < pending.heardAt, pending.state == name, let asked = currentState,
+      asked != name, player.takeBackQueue()
+    {
+      cancelScheduled {
+        switch $0 {
+        case .changeState, .stop, .playQueue: return true
+        default: return false
+        }
+      }
+      pendingBridge = nil
+      takeBackChange(to: asked, reason: nil)
+      return "stay in \"\(name)\": the change to \"\(asked)\" was not heard yet, and is called off"
+    }
     if name == currentState && playing && !hasScheduledStateChange {
       return "stay in \"\(name)\" (already playing)"
     }
@@ -1049,7 +1065,7 @@ final class DirectorCore {
         let spec = TransitionSpec(seconds: 0.25, curve: .equalPower, moment: .now, entry: .start)
         applyStateChange(state, spec: spec, cause: nil, built: music)
       } else {
-        takeBackChange(to: state)
+        takeBackChange(to: state, reason: "none of its music opens")
       }
       return
     }
@@ -1081,18 +1097,20 @@ final class DirectorCore {
     outbox.removeAll(where: isChange)
   }
 
-  /// Undoes the change to `state`, whose music could not start while the music before it played
+  /// Undoes the change to `state`, whose music did not start while the music before it played
   /// on (the player took its queue back): the state, its volume, rate and layers are the ones
-  /// heard again, and the rules see that state.
-  private func takeBackChange(to state: String) {
+  /// heard again, and the rules see that state. `reason`: why it could not start (a problem
+  /// report); nil when it was called off.
+  private func takeBackChange(to state: String, reason: String?) {
     dropHeldChange(to: state)
     let heard = pendingLanding?.state ?? previousState
     pendingLanding = nil
     guard let heard, let music = sheet.states[heard] else {
-      report(.problem("state \"\(state)\" cannot start: none of its music opens; what played goes on"))
+      if let reason { report(.problem("state \"\(state)\" cannot start: \(reason); what played goes on")) }
       return
     }
     currentState = heard
+    statePriority = music.priority
     lastReportedState = heard
     playingOrder = playingOrderBeforeChange
     stateVolume.set(Double(music.volume))
@@ -1101,9 +1119,10 @@ final class DirectorCore {
     layerNames = music.layers.map(\.name)
     lastLayerMix = nil
     applyLayerMix()
+    guard let reason else { return }
     report(
       .problem(
-        "state \"\(state)\" cannot start: none of its music opens; the music of \"\(heard)\" goes on, and the "
+        "state \"\(state)\" cannot start: \(reason); the music of \"\(heard)\" goes on, and the "
           + "state is \"\(heard)\" again"))
   }
 

@@ -146,9 +146,10 @@ public final class QueuePlayer: MediaPlayback {
     var requestedSeekSeconds: Double?
     /// The next change of item follows a failure (for the notification's reason).
     var followsFailure = false
-    /// The queue a `setQueue` replaced while it played, kept until the new queue's first voice
-    /// has opened: if it cannot (every item of the new queue fails before it is heard), the
-    /// music that still plays, not yet faded, goes on as if the new queue had never come.
+    /// The queue a `setQueue` replaced while it played, kept until another change of queue or
+    /// item: while its music still plays unfaded (the new queue waits for its grid line, or is
+    /// opening), it can come back, as if the new queue had never come: when every item of the new
+    /// queue fails first, or the director calls the change off (`takeBackQueue`).
     var takeBack: TakeBack?
     /// Failures in a row, to stop when every item in the queue fails.
     var consecutiveFailures = 0
@@ -1406,8 +1407,8 @@ public final class QueuePlayer: MediaPlayback {
       let isCurrent = voice == state.voices.current?.handle
       switch event {
       case .prepared:
-        // The new queue's music opened: from here on it is what plays.
-        if isCurrent { state.takeBack = nil }
+        // (The queue before stays takeable-back until its music starts to fade: see `takeBack`.)
+        break
       case .beat(_, let token, let index, let frame, let audibleAt):
         deliverBeat(token: token, index: index, frame: frame, audibleAt: audibleAt, state)
       case .marker(_, let token, let index, let frame, let audibleAt):
@@ -1550,7 +1551,7 @@ public final class QueuePlayer: MediaPlayback {
       return
     }
     guard isCurrent else { return }
-    if giveUp, takeBack(&state) { return }
+    if giveUp, takeBack(&state, reason: .failure) { return }
     // The playing item failed (or could not open): on to the one after it.
     let next = successor(of: id, state, honoringRepeatOne: false)
     let wasPlaying = state.playbackState == .playing
@@ -1575,7 +1576,7 @@ public final class QueuePlayer: MediaPlayback {
   /// The new queue could not start and the music before it still plays, unfaded (its crossfade
   /// waits for music that will never come): that queue comes back, its voice current again, its
   /// next item lined up again. True when it did.
-  private func takeBack(_ state: inout State) -> Bool {
+  private func takeBack(_ state: inout State, reason: NowPlayingChangeReason) -> Bool {
     guard let back = state.takeBack, let index = state.voices.outgoing.firstIndex(where: { $0.handle == back.voice }),
       let status = engine.status(of: back.voice), !status.isLetGo.load(ordering: .acquiring)
     else { return false }
@@ -1605,9 +1606,16 @@ public final class QueuePlayer: MediaPlayback {
       schedule(&state)
     }
     emitLocked(.queueChanged(count: state.queue.playOrder.count), &state)
-    emitNowPlaying(reason: .failure, &state)
-    takenBack.add(1, ordering: .releasing)
+    emitNowPlaying(reason: reason, &state)
+    if reason == .failure { takenBack.add(1, ordering: .releasing) }
     return true
+  }
+
+  /// Calls off the last `setQueue` while its music waits to be heard (a crossfade waiting for its
+  /// grid line): the queue before it, still playing unfaded, is the player's again, as if the
+  /// new one had never come. False (nothing changes) once the new music has begun.
+  package func takeBackQueue() -> Bool {
+    state.withLock { state in takeBack(&state, reason: .queueChange) }
   }
 
   /// The now-playing item moved on by itself (a join or a hand-over).
