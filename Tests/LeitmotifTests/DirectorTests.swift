@@ -460,6 +460,31 @@ struct DirectorActionTests {
     #expect(muffled < 0.15, "low-pass: \(muffled)")
   }
 
+  @Test("releaseLoop, then a crossfade at the end: it waits for the item's end, after the outro, not the loop's")
+  func releasedLoopEndsAtTheItemsEnd() throws {
+    let game = try DirectorFixture()
+    // 3 s: 1 s intro, a loop from 1 s to 2 s, 1 s outro.
+    try DirectorFixture.tone(
+      game.assets + "/boss.ogg", pitch: 440, seconds: 3, tags: [("LOOPSTART", "48000"), ("LOOPLENGTH", "48000")])
+    let text = """
+      {
+        start: "boss",
+        assets: "assets",
+        sources: { boss: { bundled: "boss.ogg" }, calm: { bundled: "explore.ogg" } },
+        states: { boss: { music: "boss", repeat: "none" }, explore: { music: "calm" } },
+        rules: [ { on: "defeated", do: [{ releaseLoop: true }, { crossfade: "explore", at: "end", seconds: 1 }] } ],
+      }
+      """
+    // Released at 4.3 s, in the pass from 4 s to 5 s: the outro plays from 5 s to 6 s, and the
+    // crossfade lands so that it ends with it.
+    let (left, timeline) = try game.simulate(try game.sheet(text), [.cue(4.3, "defeated")], seconds: 7)
+    let explore = Listen.level(of: DirectorFixture.explorePitch, in: Listen.window(left, 4.5, 4.95))
+    let boss = Listen.level(of: 440, in: Listen.window(left, 4.5, 4.95))
+    #expect(explore < 0.02, "explore before the outro: \(explore)\n\(timeline.summary)")
+    #expect(boss > 0.2, "the boss music at full before its outro: \(boss)")
+    #expect(Listen.loudest(left, 6.2, 6.9, among: [440, DirectorFixture.explorePitch]) == DirectorFixture.explorePitch)
+  }
+
   @Test("releaseLoop: the loop ends and the outro plays")
   func releaseLoop() throws {
     let game = try DirectorFixture()

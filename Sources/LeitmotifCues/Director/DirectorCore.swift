@@ -450,6 +450,7 @@ final class DirectorCore {
       return "set \(name) = \(Self.format(value))" + (ramp > 0 ? " over \(Self.format(ramp)) s" : "")
     case .releaseLoop:
       player.releaseLoop()
+      loopReleasedEntry = player.nowPlayingEntryID
       return "release the loop"
     case .playQueue(let queue):
       return playQueue(queue, cause: cause)
@@ -827,7 +828,15 @@ final class DirectorCore {
     return item.cuePoints[name] ?? []
   }
 
+  /// The queue entry whose loop `releaseLoop` ended: it plays on through its outro, so its end is
+  /// the item's end, not its loop's.
+  private var loopReleasedEntry: Int?
+
+  /// Where the playing item's loop ends, in seconds of its file: nil when it does not loop (no
+  /// loop points, loops off, or released).
   private func loopEnd(of item: MediaItem) -> Double? {
+    guard player.loopRepeat != .off, player.nowPlayingEntryID != loopReleasedEntry || loopReleasedEntry == nil
+    else { return nil }
     guard let rate = item.sampleRate, item.loopStartFrame != nil else { return nil }
     return item.loopEndFrame.map { Double($0) / Double(rate) } ?? item.playbackDuration
   }
