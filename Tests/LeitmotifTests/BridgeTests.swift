@@ -75,6 +75,27 @@ struct BridgeTests {
       Listen.level(of: Self.bridgePitch, in: Listen.window(run.left, bar + 2.1, bar + 3)) < 0.01, "the bridge ended")
   }
 
+  @Test(
+    "A crossfade into a bridge longer than half the bridge is shortened to that: the bridge is whole before it ends")
+  func longCrossfadeIntoAShortBridge() throws {
+    let game = try Self.game()
+    let sheet = try Self.sheet(game, bridges: #"[{ from: "explore", to: "combat", music: "bridging" }]"#)
+    _ = sheet
+    // A 3 s crossfade into the 2 s bridge, on the bar at 4 s.
+    let long = try game.sheet(
+      try String(contentsOfFile: game.cuePath, encoding: .utf8).replacingOccurrences(
+        of: #"combat: { music: "tense", transition: { seconds: 0, at: "bar" } }"#,
+        with: #"combat: { music: "tense", transition: { seconds: 3, at: "bar" } }"#))
+    let run = try game.simulate(long, [.cue(2.1, "fight")], seconds: 9)
+    let cut = try game.simulate(sheet, [.cue(2.1, "fight")], seconds: 9)
+    // The bridge (4 s to 6 s) is at its full level from 5 s, as with no crossfade: faded in
+    // over 1 s, not still fading in (to 3 s) when it ends at 6 s.
+    let heard = Listen.level(of: Self.bridgePitch, in: Listen.window(run.left, 5.2, 5.9))
+    let full = Listen.level(of: Self.bridgePitch, in: Listen.window(cut.left, 5.2, 5.9))
+    #expect(heard > 0.97 * full, "the bridge at \(heard) of \(full)\n\(run.timeline.summary)")
+    #expect(run.timeline.summary.contains("crossfade 1 s"), "\(run.timeline.summary)")
+  }
+
   @Test("The most particular bridge wins: a named state before a wildcard, from before to, the first of equals")
   func precedence() throws {
     let game = try Self.game()

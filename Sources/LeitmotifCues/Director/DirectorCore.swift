@@ -695,8 +695,15 @@ final class DirectorCore {
   /// its own that neither repeats nor loops; the state's music is queued behind it once it is
   /// heard, to start on its end (`continueBridge`).
   private func playBridge(
-    _ bridge: MusicBridge, item: MediaItem, into name: String, spec: TransitionSpec, cause: LevelEvent?
+    _ bridge: MusicBridge, item: MediaItem, into name: String, spec given: TransitionSpec, cause: LevelEvent?
   ) -> String {
+    // The crossfade into a bridge is at most half the bridge (as into any item whose end is
+    // near): a 3 s crossfade into a 2 s bridge still faded in when the bridge ended, and both
+    // pieces stopped there, mid-fade.
+    var spec = given
+    if let duration = item.playbackDuration, duration > 0, spec.seconds > duration / 2 {
+      spec.seconds = duration / 2
+    }
     let (landsAt, landing) = landingTime(spec, playing: true)
     let source = sheet.sources[bridge.music] ?? MusicSource(name: bridge.music, kind: .picks)
     var entry = QueueDescriptor.Entry(item: item, loopRepeat: .off)
