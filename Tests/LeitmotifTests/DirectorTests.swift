@@ -460,6 +460,25 @@ struct DirectorActionTests {
     #expect(muffled < 0.15, "low-pass: \(muffled)")
   }
 
+  @Test("A crossfade at the end asked for when the item has less left than the fade begins now, and says so")
+  func endTooCloseIsSaid() throws {
+    let game = try DirectorFixture()
+    try DirectorFixture.tone(game.assets + "/short.ogg", pitch: 440, seconds: 4, tags: [])
+    let text = """
+      {
+        start: "a",
+        assets: "assets",
+        sources: { short: { bundled: "short.ogg" }, calm: { bundled: "explore.ogg" } },
+        states: { a: { music: "short", repeat: "none" }, b: { music: "calm" } },
+        rules: [ { on: "go", do: { crossfade: "b", seconds: 3, at: "end" } } ],
+      }
+      """
+    let (_, timeline) = try game.simulate(try game.sheet(text), [.cue(3, "go")], seconds: 5)
+    #expect(
+      timeline.summary.contains("\"short.ogg\" ends in 1 s, less than the crossfade: it begins now"),
+      "\(timeline.summary)")
+  }
+
   @Test("releaseLoop, then a crossfade at the end: it waits for the item's end, after the outro, not the loop's")
   func releasedLoopEndsAtTheItemsEnd() throws {
     let game = try DirectorFixture()

@@ -806,6 +806,12 @@ final class DirectorCore {
       let crossfade = spec.seconds
       let landsAt = max(earliest, now + (end - position) / rate - crossfade)
       let fileSeconds = end - crossfade * rate
+      if fileSeconds <= position && crossfade > 0 && spec.exitCue == nil {
+        // Said, not done silently: the change was asked for at the end and happens now.
+        landingNote =
+          "\"\(item.displayName)\" ends in \(Self.format(max(0, (end - position) / rate))) s, less than the crossfade: "
+          + "it begins now"
+      }
       return (landsAt, fileSeconds > position ? QueuePlayer.Landing(fileSeconds: fileSeconds, everySeconds: nil) : nil)
     }
   }
