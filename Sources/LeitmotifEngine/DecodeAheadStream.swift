@@ -56,6 +56,15 @@ package final class DecodeAheadStream: @unchecked Sendable {
   /// decoded as far ahead at its seams as anywhere else.
   static let releaseCommitFrames = 2 * framesPerBlock
 
+  /// Frames of the ring's blocks from file frame `position`, in pass `pass` of `loop`'s segment,
+  /// to the end of pass `seamPass` (the seam after it). The voice, committing seams, and the
+  /// decode thread, jumping at them, both measure with this, so the two cannot disagree.
+  static func framesToSeam(
+    of loop: LoopRegion, pass seamPass: Int, from position: Double, inPass pass: Int, blockStep: Double
+  ) -> Double {
+    (Double(loop.end) - position + Double(seamPass - pass) * Double(loop.end - loop.start)) / blockStep
+  }
+
   /// The first segment's file, for messages.
   let path: String
   /// Every segment has this rate (the loader refuses others for gapless joins); blocks are stereo.
@@ -625,8 +634,8 @@ package final class DecodeAheadStream: @unchecked Sendable {
     }
     // The mixer is in an earlier segment: its distance to this seam is longer than the ring.
     guard reference.token == active.segment.token else { return false }
-    let passes = Double(active.jumpsDone - reference.pass) * Double(loop.end - loop.start)
-    let distance = (Double(loop.end) - reference.position + passes) / blockStep
+    let distance = Self.framesToSeam(
+      of: loop, pass: active.jumpsDone, from: reference.position, inPass: reference.pass, blockStep: blockStep)
     // One frame short of the voice's reach, so a rounding difference cannot make the two disagree.
     return distance <= Double(Self.releaseCommitFrames - 1)
   }

@@ -659,7 +659,8 @@ package final class Voice: VoiceInput {
       cut = (through, 0)
     } else if let loop = inputLoop, !isFinalPass {
       let reach = Double(DecodeAheadStream.releaseCommitFrames)
-      let remaining = (Double(loop.end) - inputPosition) / blockStep
+      let remaining = DecodeAheadStream.framesToSeam(
+        of: loop, pass: inputPass, from: inputPosition, inPass: inputPass, blockStep: blockStep)
       if remaining <= reach {
         // The seams within reach are committed: this pass's, and, for a loop shorter than the
         // reach, the ones after it.

@@ -610,22 +610,6 @@ final class DirectorCore {
   @discardableResult
   private func changeState(to name: String, spec: TransitionSpec, cause: LevelEvent?) -> String {
     let playing = player.playbackState == .playing && player.nowPlayingItem != nil
-    // Back to the state heard while a change to another waits for its beat or bar (spotted, then
-    // lost at once): the change is called off and the music plays on, on its beat. It used to
-    // start the state heard again from its start, off the grid, under the old copy.
-    if playing, let pending = pendingLanding, now < pending.heardAt, pending.state == name, let asked = currentState,
-      asked != name, player.takeBackQueue()
-    {
-      cancelScheduled {
-        switch $0 {
-        case .changeState, .stop, .playQueue: return true
-        default: return false
-        }
-      }
-      pendingBridge = nil
-      takeBackChange(to: asked, reason: nil)
-      return "stay in \"\(name)\": the change to \"\(asked)\" was not heard yet, and is called off"
-    }
     if name == currentState && playing && !hasScheduledStateChange {
       return "stay in \"\(name)\" (already playing)"
     }
@@ -636,6 +620,15 @@ final class DirectorCore {
       }
     }
     pendingBridge = nil
+    // Back to the state heard while a change to another waits for its beat or bar (spotted, then
+    // lost at once): the change is called off and the music plays on, on its beat. It used to
+    // start the state heard again from its start, off the grid, under the old copy.
+    if playing, let pending = pendingLanding, now < pending.heardAt, pending.state == name, let asked = currentState,
+      asked != name, player.takeBackQueue()
+    {
+      takeBackChange(to: asked, reason: nil)
+      return "stay in \"\(name)\": the change to \"\(asked)\" was not heard yet, and is called off"
+    }
     // A bridge between the state heard and this one: it plays first, on the grid.
     if playing, let bridge = sheet.bridge(from: lastReportedState, to: name),
       let item = resolved[bridge.music]?.items.first
@@ -1081,9 +1074,7 @@ final class DirectorCore {
       // played, uninterrupted: with nothing else of the state to play, so does the director.
       if let music = build(state), !music.entries.isEmpty {
         // Its fallbacks, or the files of it that did not fail: they start now.
-        dropHeldChange(to: state)
-        lastReportedState = pendingLanding?.state ?? previousState
-        pendingLanding = nil
+        lastReportedState = forgetChange(to: state)
         let spec = TransitionSpec(seconds: 0.25, curve: .equalPower, moment: .now, entry: .start)
         applyStateChange(state, spec: spec, cause: nil, built: music)
       } else {
@@ -1110,6 +1101,14 @@ final class DirectorCore {
 
   /// Drops the `stateChanged` report of a change to `state` that waits for its time: it will
   /// not be heard.
+  /// Forgets the change to `state` that was not heard (its held report, its landing) and
+  /// returns the state heard instead.
+  private func forgetChange(to state: String) -> String? {
+    dropHeldChange(to: state)
+    defer { pendingLanding = nil }
+    return pendingLanding?.state ?? previousState
+  }
+
   private func dropHeldChange(to state: String) {
     func isChange(_ report: DirectorReport) -> Bool {
       if case .stateChanged(_, let to, _, _, _) = report.kind, to == state, report.time > now { return true }
@@ -1124,10 +1123,7 @@ final class DirectorCore {
   /// heard again, and the rules see that state. `reason`: why it could not start (a problem
   /// report); nil when it was called off.
   private func takeBackChange(to state: String, reason: String?) {
-    dropHeldChange(to: state)
-    let heard = pendingLanding?.state ?? previousState
-    pendingLanding = nil
-    guard let heard, let music = sheet.states[heard] else {
+    guard let heard = forgetChange(to: state), let music = sheet.states[heard] else {
       if let reason { report(.problem("state \"\(state)\" cannot start: \(reason); what played goes on")) }
       return
     }
