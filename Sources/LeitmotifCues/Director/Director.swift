@@ -397,6 +397,13 @@ public final class Director: @unchecked Sendable {
     return player.currentPlaybackTime
   }
 
+  /// Why source `name` gives nothing now (no access, an empty query, no picks), nil while it has
+  /// items: what the director resolved it to last (at load, a reload, a scan or a change of the
+  /// player's consent).
+  package func unavailableReason(ofSource name: String) -> String? {
+    core.withLock { $0.resolved[name]?.unavailableReason }
+  }
+
   /// The name of the source `item` came from (nil if the director did not queue it).
   public func nowPlayingOrigin(_ item: MediaItem) -> String? { core.withLock { $0.origin(of: item)?.source } }
 
