@@ -646,6 +646,9 @@ public final class AudioEngine: @unchecked Sendable {
   /// device cannot really be unplugged.
   func simulateDeviceDisconnect() { commands.post(.simulateDeviceDisconnect) }
 
+  /// For tests: while `held`, the mixer takes no command posted, as if they all came late.
+  func holdCommandsForTesting(_ held: Bool) { commands.heldForTesting.store(held, ordering: .relaxed) }
+
   /// For tests: stalls the streaming thread, so that the underrun path runs for real.
   func stallStreamingThread(milliseconds: Int) { commands.post(.stallForTesting(milliseconds: milliseconds)) }
 }

@@ -25,6 +25,12 @@ package enum EngineCommand: Sendable {
   case claim(VoiceHandle)
   /// The owner gave the slot back: what it plays is let go (faded out if audible).
   case release(VoiceHandle)
+  /// The owner gave back `incoming`, a change's music it takes back before it is heard, and plays
+  /// `keep` on. Released as `release` does; and when the command comes after the crossfade between
+  /// them began (a late thread), `keep`, fading out for it, fades back up from the level it has,
+  /// so the change is called off as heard as well (a released `incoming` over a fading `keep`
+  /// left silence).
+  case callOff(incoming: VoiceHandle, keep: VoiceHandle)
   case attach(voice: VoiceHandle, LoadedStream)
   case loadFailed(voice: VoiceHandle, DecodeError)
   case play(voice: VoiceHandle)
@@ -186,6 +192,9 @@ package final class CommandQueue<Element: Sendable>: Sendable {
   private let wakePending = Atomic<Bool>(false)
   /// What `post` does to an element first (the engine's commands: stamp the poster's mix frame).
   private let prepare: (@Sendable (Element) -> Element)?
+  /// For tests: while set, `takeAll` takes nothing, as if the lock were busy, so the consumer runs
+  /// on without what was posted (what a late thread's commands do).
+  let heldForTesting = Atomic<Bool>(false)
 
   /// `reserving`: the capacity the queue starts with (the consumer swaps its own batch in, so
   /// the capacities last; a producer that must not allocate, the streaming thread, finds room).
@@ -214,7 +223,8 @@ package final class CommandQueue<Element: Sendable>: Sendable {
   /// Moves everything pending into `batch` (which must be empty) without blocking.
   /// Returns false if the lock was busy; the caller tries again next time.
   func takeAll(into batch: inout [Element]) -> Bool {
-    pending.withLockIfAvailable { queue in
+    guard !heldForTesting.load(ordering: .relaxed) else { return false }
+    return pending.withLockIfAvailable { queue in
       swap(&queue, &batch)
     } != nil
   }

@@ -739,7 +739,7 @@ package final class StreamingLoop: @unchecked Sendable {
     switch command {
     case .timed(let frame, let timed):
       switch timed {
-      case .claim, .release, .attach, .loadFailed, .timed, .simulateDeviceDisconnect, .stallForTesting:
+      case .claim, .release, .callOff, .attach, .loadFailed, .timed, .simulateDeviceDisconnect, .stallForTesting:
         apply(timed, clock: clock)
       default:
         guard frame > clock, timedCommands.insert(timed, at: frame) else {
@@ -754,6 +754,12 @@ package final class StreamingLoop: @unchecked Sendable {
     case .release(let voice):
       guard owns(voice) else { return }
       resetSlot(voice.slot, generation: 0, clock: clock)
+    case .callOff(let incoming, let keep):
+      guard owns(incoming) else { return }
+      // Begun: no longer waiting for its line, and playing.
+      let begun = pendingCrossfades[incoming.slot] == nil && voices[incoming.slot]?.isAudible == true
+      resetSlot(incoming.slot, generation: 0, clock: clock)
+      if begun && owns(keep) { voices[keep.slot]?.keepPlaying(clock: clock) }
     case .attach(let voice, let stream):
       guard owns(voice) else {
         // Opened for an owner who has moved on (a new item, a steal, a release): never heard.

@@ -584,6 +584,17 @@ package final class Voice: VoiceInput {
     status.isLetGo.store(true, ordering: .releasing)
   }
 
+  /// Called off while fading out for good (see `EngineCommand.callOff`): fades back up from the
+  /// level at `clock` over the transport fade, and plays on. Nothing once the fade has ended.
+  func keepPlaying(clock: Int64) {
+    guard finishWhenSilent, !reportedFadedOut, isAudible else { return }
+    envelope = FadeEnvelope(
+      from: envelope.gain(at: clock), to: 1, startFrame: clock,
+      durationFrames: frames(seconds: Voice.transportFadeSeconds), curve: .linear)
+    finishWhenSilent = false
+    status.isLetGo.store(false, ordering: .releasing)
+  }
+
   /// How many mix frames of music the voice has left from mix frame `at`, when it will end: it
   /// plays the final pass of its stream's last segment. Nil when it goes on (a loop, a gapless
   /// join waiting or decoded), or is not playing.

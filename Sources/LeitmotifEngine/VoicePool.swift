@@ -45,6 +45,9 @@ package final class VoiceLease: Sendable, Equatable, CustomStringConvertible {
 
   /// Gives the voice back (it fades out over 10 ms if audible). Idempotent; a no-op once stolen.
   package func release() { pool.release(handle) }
+  /// Gives the slot back as `release` does, for music taken back before it is heard: the voice
+  /// of `keep`, if it has begun to fade out for this one (a late command), fades back up.
+  package func callOff(keeping keep: VoiceHandle) { pool.release(handle, keeping: keep) }
 
   package var description: String { handle.description }
 
@@ -168,6 +171,17 @@ package final class VoicePool: Sendable {
       table.owners[handle.slot] = nil
       table.free.append(handle.slot)
       commands.post(.release(handle))
+    }
+  }
+
+  /// `release`, for a change's music taken back before it is heard: `keep` plays on (see
+  /// `EngineCommand.callOff`).
+  func release(_ handle: VoiceHandle, keeping keep: VoiceHandle) {
+    table.withLock { table in
+      guard table.owners[handle.slot]?.generation == handle.generation else { return }
+      table.owners[handle.slot] = nil
+      table.free.append(handle.slot)
+      commands.post(.callOff(incoming: handle, keep: keep))
     }
   }
 

@@ -1582,7 +1582,9 @@ public final class QueuePlayer: MediaPlayback {
     else { return false }
     state.takeBack = nil
     let voice = state.voices.outgoing.remove(at: index)
-    state.voices.current?.release()
+    // Not faded yet when looked at; a crossfade that begins before this reaches the mixer (a
+    // late director thread) is undone there.
+    state.voices.current?.callOff(keeping: voice.handle)
     state.voices.current = voice
     state.voices.currentToken = back.token
     state.queue = back.queue
