@@ -85,7 +85,16 @@ demo: deps
 	swift build --product leitmotif
 	swift run leitmotif-demo $(DEMO_FLAGS)
 
+# A release build made from other sources is thrown away first: Swift 6.0's incremental build
+# can keep a module compiled against an older layout of a type it reaches through the re-exporting
+# Leitmotif module (swiftlang/swift#89636), and such a bench crashes at random (see the README).
 bench: deps
+	@stamp="$$(git rev-parse HEAD 2>/dev/null) $$(git diff HEAD -- Sources Package.swift 2>/dev/null | git hash-object --stdin)"; \
+	if [ "$$stamp" != "$$(cat .build/bench-sources 2>/dev/null)" ]; then \
+	  echo "sources changed since the last bench build: building it clean"; \
+	  rm -rf "$$(swift build -c release --show-bin-path)"; \
+	fi; \
+	swift build -c release --product leitmotif-bench && echo "$$stamp" > .build/bench-sources
 	swift run -c release leitmotif-bench all
 
 # The reference documentation: the Leitmotif module's symbol graph (made by the compiler, no
