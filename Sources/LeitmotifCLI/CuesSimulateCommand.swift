@@ -199,6 +199,8 @@ enum CuesSimulateCommand {
         applied.withLock { if $0[event.sequence] == nil { $0[event.sequence] = (report.time, event) } }
       }
     }
+    // Parameter changes make no report; they are recorded as they are set (this thread only).
+    var parameterSets: [(time: Double, name: String, value: Double, ramp: Double)] = []
     let duration = options.durationSeconds ?? (script.lastTime + 8)
     director.start(state: options.startState)
     // The script's times are the director's (0: the start state's music begins, a quarter of a
@@ -217,7 +219,13 @@ enum CuesSimulateCommand {
       waitUntil(step.time)
       switch step.kind {
       case .cue(let cue, let payload): _ = director.post(cue, payload)
-      case .parameter(let name, let value, let ramp): director.setParameter(name, value, rampSeconds: ramp)
+      case .parameter(let name, let value, let ramp):
+        // Recorded at the director time it was set: the director takes it at its next step,
+        // within one 256-frame step of that.
+        let time = director.clockTime
+        director.setParameter(name, value, rampSeconds: ramp)
+        say(CueTimeline.parameterLine(at: time, name: name, value: value, rampSeconds: ramp))
+        parameterSets.append((time, name, value, ramp))
       }
     }
     waitUntil(duration)
@@ -230,17 +238,33 @@ enum CuesSimulateCommand {
         engine.lateCommandCount))
     if let recordPath {
       let events = applied.withLock { $0.sorted { $0.key < $1.key }.map(\.value) }
-      let lines = events.map { entry in
+      var entries = events.map { entry in
         let payload = entry.event.payload.sorted { $0.key < $1.key }.map { key, value in
           "\(jsonString(key)): \(json(value))"
         }
-        return "  { at: \(String(format: "%.9f", entry.time)), cue: \(jsonString(entry.event.cue))"
-          + (payload.isEmpty ? "" : ", payload: { \(payload.joined(separator: ", ")) }") + " },"
+        return (
+          entry.time,
+          "  { at: \(String(format: "%.9f", entry.time)), cue: \(jsonString(entry.event.cue))"
+            + (payload.isEmpty ? "" : ", payload: { \(payload.joined(separator: ", ")) }") + " },"
+        )
       }
+      // Parameter changes among the events, in time order (a stable sort keeps the events' order).
+      entries += parameterSets.map { set in
+        (
+          set.time,
+          "  { at: \(String(format: "%.9f", set.time)), set: \(jsonString(set.name)), value: \(json(.number(set.value)))"
+            + (set.ramp > 0 ? ", ramp: \(set.ramp)" : "") + " },"
+        )
+      }
+      let lines = entries.enumerated().sorted { ($0.element.0, $0.offset) < ($1.element.0, $1.offset) }.map(\.element.1)
       do {
         try ("[\n" + lines.joined(separator: "\n") + "\n]\n").write(
           toFile: recordPath, atomically: true, encoding: .utf8)
-        say("recorded \(events.count) events to \(recordPath)")
+        say(
+          "recorded \(events.count) event\(events.count == 1 ? "" : "s")"
+            + (parameterSets.isEmpty
+              ? "" : " and \(parameterSets.count) parameter change\(parameterSets.count == 1 ? "" : "s")")
+            + " to \(recordPath)")
       } catch {
         FileHandle.standardError.write(Data("cues simulate: \(recordPath): cannot write: \(error)\n".utf8))
         return 1
@@ -267,7 +291,8 @@ enum CuesSimulateCommand {
 
   private static func json(_ value: CueValue) -> String {
     switch value {
-    case .number(let number): return String(format: "%.17g", number)
+    // The shortest text that reads back as the same number (0.8, not 0.80000000000000004).
+    case .number(let number): return "\(number)"
     case .string(let text): return jsonString(text)
     case .bool(let flag): return flag ? "true" : "false"
     }

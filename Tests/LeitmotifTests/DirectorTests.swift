@@ -82,9 +82,17 @@ struct DirectorRuleTests {
 
   @Test("A game parameter condition")
   func parameter() throws {
-    let timeline = try run([.cue(1, "heat"), .set(2, "intensity", 0.8), .cue(3, "heat")])
+    let timeline = try run([.cue(1, "heat"), .set(2, "intensity", 0.8, ramp: 0.5), .cue(3, "heat")])
     #expect(timeline.events.map(\.outcome) == ["ignored", "fired"], "\(timeline.summary)")
     #expect(timeline.events[0].reason?.contains("intensity") == true)
+    // The change is printed among the reports, at its time, between the two cues' lines.
+    let lines = timeline.lines
+    let set = lines.firstIndex { $0.hasSuffix("s set \"intensity\" to 0.8 over 0.500 s") }
+    let ignored = lines.firstIndex { $0.contains("[heat] ignored") }
+    let fired = lines.firstIndex { $0.contains("[heat] rule \"hot\"") }
+    #expect(set != nil && ignored != nil && fired != nil, "\(timeline.summary)")
+    if let set, let ignored, let fired { #expect(ignored < set && set < fired, "\(timeline.summary)") }
+    #expect(lines.contains("   2.000 s set \"intensity\" to 0.8 over 0.500 s"), "\(timeline.summary)")
   }
 
   @Test("Boss music is not interrupted by a lesser cue; a rule of its rank ends it")

@@ -15,6 +15,7 @@ struct SimulateLiveTests {
       start: "calm",
       sources: { calm: { bundled: "calm.ogg" } },
       states: { calm: { music: "calm" } },
+      parameters: { danger: { default: 0 } },
       rules: [ { on: "late", do: { stop: true } } ],
     }
     """
@@ -46,12 +47,24 @@ struct SimulateLiveTests {
     let events = directory.file("script.json5")
     let recorded = directory.file("recorded.json5")
     try Self.cues(assets: directory.path).write(toFile: cues, atomically: true, encoding: .utf8)
-    try #"[ { at: 1, cue: "late" } ]"#.write(toFile: events, atomically: true, encoding: .utf8)
+    try #"[ { at: 0.5, set: "danger", value: 0.8, ramp: 0.25 }, { at: 1, cue: "late" } ]"#.write(
+      toFile: events, atomically: true, encoding: .utf8)
     let run = try LeitmotifCommand.run(
       ["cues", "simulate", cues, "--events", events, "--live", "--duration", "1.5", "--record", recorded])
     #expect(run.status == 0, "\(run.errors)")
     let script = try CueScript.load(path: recorded)
-    let applied = try #require(script.steps.first?.time)
+    #expect(script.steps.count == 2, "\(run.output)")
+    // The parameter change is recorded (it was left out, so a replay differed) and printed.
+    let set = try #require(script.steps.first)
+    guard case .parameter(let name, let value, let ramp) = set.kind else {
+      Issue.record("the first recorded step is not the parameter change: \(run.output)")
+      return
+    }
+    #expect(name == "danger" && value == 0.8 && ramp == 0.25)
+    #expect(set.time > 0.47 && set.time < 0.65, "set at \(set.time) s")
+    #expect(run.output.contains(#"set "danger" to 0.8 over 0.250 s"#), "\(run.output)")
+    #expect(run.output.contains("recorded 1 event and 1 parameter change"), "\(run.output)")
+    let applied = try #require(script.steps.last?.time)
     // Posted on the wall clock from `start`, it landed about 0.2 s early (director time 0 is a
     // quarter of a second after the start). Never early now; late only by as much as a loaded
     // machine wakes the posting thread late (45 ms once, with the whole suite running).

@@ -171,7 +171,17 @@ public struct CueTimeline: Sendable, Codable {
 
   /// Adds the director's reports: events and their outcomes, state bands, items, stingers.
   public mutating func add(reports: [DirectorReport], script: CueScript) {
+    // The script's parameter changes make no report (a game may set one every frame): each is a
+    // line of its own among the reports, at its time, so a ramp's effect can be read beside it.
+    var sets = script.steps.compactMap { step -> (time: Double, line: String)? in
+      guard case .parameter(let name, let value, let ramp) = step.kind else { return nil }
+      return (step.time, Self.parameterLine(at: step.time, name: name, value: value, rampSeconds: ramp))
+    }[...]
     for report in reports {
+      while let next = sets.first, next.time <= report.time {
+        lines.append(next.line)
+        sets.removeFirst()
+      }
       lines.append(report.description)
       switch report.kind {
       case .fired(let rule, let actions):
@@ -200,6 +210,13 @@ public struct CueTimeline: Sendable, Codable {
         break
       }
     }
+    lines += sets.map(\.line)
+  }
+
+  /// A parameter change as the printed timeline shows it, in the reports' form.
+  public static func parameterLine(at time: Double, name: String, value: Double, rampSeconds: Double) -> String {
+    fixedPoint(time, decimals: 3, width: 8) + " s set \"\(name)\" to \(CueValue.number(value))"
+      + (rampSeconds > 0 ? " over \(fixedPoint(rampSeconds, decimals: 3)) s" : "")
   }
 
   private static func item(_ item: MediaItem, at time: Double, source: String?, isUser: Bool) -> Item {
