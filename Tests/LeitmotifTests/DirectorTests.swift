@@ -633,6 +633,38 @@ struct DirectorLibraryTests {
     #expect(lines.contains("denied"), "\(lines)")
   }
 
+  @Test(
+    "Consent withdrawn while the player's song plays: it stops now, the state's fallback takes over, no song of theirs follows",
+    .timeLimit(.minutes(1)))
+  func withdrawnWhilePlaying() throws {
+    let game = try DirectorFixture()
+    let library = try library(game, status: .authorized)
+    let engine = try AudioEngine(output: .defaultDevice)
+    defer { engine.shutdown() }
+    let director = Director(engine: engine, sheet: try game.sheet(cues()), library: library)
+    let reports = Mutex<[String]>([])
+    _ = director.addObserver { report in reports.withLock { $0.append(report.description) } }
+    director.start()
+    #expect(
+      EngineHarness.wait(seconds: 10) { director.nowPlaying?.isUserMusic == true }, "the player's song plays first")
+    let configuration = MediaLibrary.Configuration.sandboxed(
+      applicationID: "director-tests", root: game.directory.path, music: game.directory.file("Music"))
+    try LibraryAccessStore(configuration: configuration).remember(.denied, for: "director-tests")
+    // Polled twice a second; then a one-second crossfade to the fallback. Their 10 s song went
+    // on to its end, and started again, before.
+    #expect(
+      EngineHarness.wait(seconds: 10) {
+        director.nowPlaying.map { !$0.isUserMusic && $0.item.assetURL.lastPathComponent == "explore.ogg" } == true
+      },
+      "the fallback plays: \(String(describing: director.nowPlaying))")
+    director.waitForReports()
+    director.shutdown()
+    let lines = reports.withLock { $0 }.joined(separator: "\n")
+    #expect(lines.contains("the player's songs stop (access to their music library is denied)"), "\(lines)")
+    let afterStop = lines.components(separatedBy: "the player's songs stop").last ?? ""
+    #expect(!afterStop.contains("(user song)"), "\(lines)")
+  }
+
   @Test("A query that finds nothing falls back too")
   func emptyQuery() throws {
     let (left, timeline) = try run(status: .authorized, query: #"{ genre: "polka" }"#)

@@ -628,8 +628,13 @@ public final class Director: @unchecked Sendable {
       defer { pending.removeAll(keepingCapacity: true) }
       return pending
     }
+    let withdrawn = consentWithdrawn.withLock { status in
+      defer { status = nil }
+      return status
+    }
     let reports = core.withLock { core -> [DirectorReport] in
       core.advance(to: time, newEvents: [], dropped: 0)
+      if let withdrawn { core.userMusicWithdrawn(reason: "access to their music library is \(withdrawn)") }
       for parameter in parameters { core.setParameter(parameter.name, parameter.value, rampSeconds: parameter.ramp) }
       for actions in commands { core.perform(commands: actions, at: offlineNext) }
       core.advance(to: time, newEvents: events, dropped: dropped)
@@ -741,7 +746,16 @@ public final class Director: @unchecked Sendable {
     let resolved = resolver.resolveAll(sheet)
     updatePreloads(sheet: sheet, catalog: catalog, resolved: resolved)
     core.withLock { $0.replace(resolved: resolved) }
+    // Without consent, what plays of the player's songs stops too, at the next step (on the
+    // director's clock, as any change).
+    if let status = library?.authorizationStatus, status != .authorized {
+      consentWithdrawn.withLock { $0 = status }
+      bus.wakeConsumer()
+    }
   }
+
+  /// The consent status that ended access to the player's songs, until a step stops them.
+  private let consentWithdrawn = Mutex<AuthorizationStatus?>(nil)
 
   /// Polls the file's identity (modification time, size, inode) every 100 ms, when there is a
   /// file to watch: editors that save by writing in place and those that replace the file are

@@ -1044,6 +1044,42 @@ final class DirectorCore {
     return (rotated, point.seconds)
   }
 
+  /// The player withdrew their consent (the sources are resolved again without their library):
+  /// their songs stop now, with a one-second crossfade, to the state's music without them (its
+  /// fallbacks), or fade out when the state has nothing else; none of their files is opened again,
+  /// nor resumed later. The music that played on its queue (the next of their songs lined up, the
+  /// one playing looping or starting again) kept reading their files long after they said no.
+  func userMusicWithdrawn(reason: String) {
+    resumePoints = resumePoints.filter { origins[$0.value.path]?.isUserMusic != true }
+    let isUserMusic = { (path: String) in self.origins[path]?.isUserMusic == true }
+    let playsUserMusic =
+      (lastNowPlaying.map { isUserMusic($0.assetURL.path) } ?? false)
+      || (playingOrder?.paths.contains(where: isUserMusic) ?? false)
+    guard playsUserMusic, player.playbackState != .stopped, player.nowPlayingItem != nil else { return }
+    cancelScheduled {
+      switch $0 {
+      case .playQueue: return true
+      default: return false
+      }
+    }
+    let spec = TransitionSpec(seconds: 1, curve: .equalPower, moment: .now, entry: .start)
+    if let name = currentState, let state = sheet.states[name] {
+      let music = StateMusic.build(
+        state, sheet: sheet, resolved: resolved, failed: failedPaths, loudnessTarget: loudnessTarget,
+        generator: &generator, playlists: &playlists)
+      if !music.entries.isEmpty {
+        report(.problem("the player's songs stop (\(reason)): \"\(name)\" plays its music without them"))
+        isQuiet = false
+        applyStateChange(name, spec: spec, cause: nil, isRebuild: true, built: music)
+        return
+      }
+    }
+    report(.problem("the player's songs stop (\(reason)), and nothing else is to play: the music fades out"))
+    fade.move(to: 0, over: spec.seconds, at: now)
+    schedule(.stop, at: now + spec.seconds, cause: nil)
+    isQuiet = false
+  }
+
   /// Items of the queue failed (a file replaced by text after the cue file was checked, a file
   /// cut off or gone): each is a problem report, and the file is left out from now on. When the
   /// queue had nothing else and stopped, the music goes on: the state's music is built again
