@@ -720,6 +720,50 @@ struct DirectorLibraryTests {
     #expect(kinds == ["mine", "mine", "calm", "mine", "mine", "calm"], "\(director.player.queue.map(\.title))")
   }
 
+  @Test(
+    "Interleaved with a bundled piece that has loop points: it plays through once and the player's songs come back; their own loop tags are not followed"
+  )
+  func interleaveAroundALoop() throws {
+    let game = try DirectorFixture()
+    let library = try library(game, status: .authorized)
+    let music = game.directory.file("Music")
+    // The player's songs: 1.5 s, one with loop tags of its own (a game soundtrack in their library).
+    for index in 1...2 {
+      try DirectorFixture.tone(
+        music + "/chip\(index).ogg", pitch: DirectorFixture.userPitch, seconds: 1.5,
+        tags: [("TITLE", "Chip \(index)"), ("GENRE", "Chip")]
+          + (index == 1 ? [("LOOPSTART", "0"), ("LOOPLENGTH", "48000")] : []))
+    }
+    _ = try library.scan()
+    // The game's piece: 2 s with a 1 s loop in the middle.
+    try DirectorFixture.tone(
+      game.directory.file("assets/loopy.ogg"), pitch: DirectorFixture.explorePitch, seconds: 2,
+      tags: [("TITLE", "Loopy"), ("LOOPSTART", "24000"), ("LOOPLENGTH", "48000")])
+    let text = """
+      {
+        start: "explore",
+        assets: "assets",
+        sources: { mine: { library: { genre: "chip" } }, loopy: { bundled: "loopy.ogg" } },
+        states: {
+          explore: {
+            music: { user: "mine", bundled: "loopy", mix: "interleave", ratio: 1 },
+            between: "gapless", transition: { seconds: 0 },
+          },
+        },
+      }
+      """
+    var options = CueSimulation.Options()
+    options.library = library
+    let (left, timeline) = try game.simulate(try game.sheet(text), [], seconds: 6.5, options: options)
+    // Chip 1 (0-1.5 s, its loop not followed), Loopy once (1.5-3.5 s), Chip 2 (3.5-5 s), Loopy.
+    // Looped until released, Loopy held the rotation from 1.5 s on for good; Chip 1 looped.
+    let pitches = [DirectorFixture.userPitch, DirectorFixture.explorePitch]
+    #expect(Listen.loudest(left, 0.2, 1.3, among: pitches) == DirectorFixture.userPitch, "\(timeline.summary)")
+    #expect(Listen.loudest(left, 1.7, 3.3, among: pitches) == DirectorFixture.explorePitch, "\(timeline.summary)")
+    #expect(Listen.loudest(left, 3.7, 4.8, among: pitches) == DirectorFixture.userPitch, "\(timeline.summary)")
+    #expect(Listen.loudest(left, 5.2, 6.3, among: pitches) == DirectorFixture.explorePitch, "\(timeline.summary)")
+  }
+
   @Test("The game's queue replaces the state's music; an empty one, or the next state, brings the state's back")
   func gameQueue() throws {
     let game = try DirectorFixture()

@@ -155,9 +155,16 @@ struct StateMusic {
         state: name, source: source, replacement: bundled.name, reason: reason)
     }
     music.fallbacks = userReports + bundledReports
-    func add(_ item: MediaItem, from name: String) {
+    func add(_ item: MediaItem, from name: String, inRotation: Bool = false) {
       let source = sheet.sources[name]!
-      var entry = QueueDescriptor.Entry(item: item, loopRepeat: state.loop)
+      // The state's `loop` is for the game's music, whose loop points its designer set: a
+      // player's song plays through, whatever loop tags it carries (a game soundtrack in their
+      // library looped for good and held the queue). In an interleaved rotation a bundled piece
+      // looped until released would hold it for good (the demo's explore state did): it plays
+      // through once there, or loops the number of times `loop` says.
+      let loop: LoopRepeat =
+        source.kind.isUserMusic || (inRotation && state.loop == .untilReleased) ? .off : state.loop
+      var entry = QueueDescriptor.Entry(item: item, loopRepeat: loop)
       entry.gainDecibels = Self.gain(for: item, source: source, levelling: sheet.loudness, target: loudnessTarget)
       if name == state.bundledSource, !state.layers.isEmpty {
         entry.layers = Self.layers(of: state, for: item, resolved: resolved)
@@ -171,7 +178,7 @@ struct StateMusic {
       for (index, item) in user.items.enumerated() {
         add(item, from: user.name)
         if (index + 1) % max(1, count) == 0 {
-          add(bundled.items[bundledIndex % bundled.items.count], from: bundled.name)
+          add(bundled.items[bundledIndex % bundled.items.count], from: bundled.name, inRotation: true)
           bundledIndex += 1
         }
       }
