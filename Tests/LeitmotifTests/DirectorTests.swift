@@ -764,6 +764,47 @@ struct DirectorLibraryTests {
     #expect(Listen.loudest(left, 5.2, 6.3, among: pitches) == DirectorFixture.explorePitch, "\(timeline.summary)")
   }
 
+  @Test(
+    "A player's song with a BPM tag whose beats start after 0: its grid starts where the analysis heard the first beat"
+  )
+  func taggedSongGridFromAnalysis() throws {
+    let game = try DirectorFixture()
+    let library = try library(game, status: .authorized)
+    // 120 BPM, the first beat at 0.3 s, tagged TBPM 120 as DJ software writes it.
+    let song = RhythmSynthesizer.song(
+      bpm: 120, rate: 48_000, style: .rock, seconds: 12, leadIn: 0.3, pickup: false, harmony: true, seed: 7)
+    try VorbisEncoder.encode(
+      samples: song.samples, format: .stereo48000, tags: [("TITLE", "Tagged"), ("GENRE", "Beat"), ("BPM", "120")],
+      to: game.directory.file("Music/tagged.ogg"))
+    _ = try library.scan()
+    let item = try #require(try library.items(matching: MediaQuery.songs()).first { $0.title == "Tagged" })
+    let first = try #require(item.firstBeatSeconds, "the scan analysed the song")
+    let text = """
+      { start: "explore", assets: "assets",
+        sources: { mine: { library: { genre: "beat" } } },
+        states: { explore: { music: "mine", transition: { seconds: 0 } } } }
+      """
+    let engine = try AudioEngine(output: .offline(sampleRate: 48_000, renderFrames: 256))
+    let director = Director(engine: engine, sheet: try game.sheet(text), library: library, clocking: .pumped)
+    let log = BeatLog()
+    director.addBeatObserver { log.add($0) }
+    var buffer = [Float](repeating: 0, count: 2 * 256)
+    var frame = 0
+    while frame < 3 * 48_000 {
+      director.advance(toAudioTime: Double(frame) / 48_000)
+      buffer.withUnsafeMutableBufferPointer { engine.render(into: $0.baseAddress!, frameCount: 256) }
+      frame += 256
+    }
+    let beats = log.all.map(\.seconds)
+    // On the song's beats (0.3, 0.8, ...), within the analysis's accuracy; anchored at 0 they
+    // fell 0.3 s early, between two beats.
+    #expect(beats.count >= 4, "\(beats)")
+    for beat in beats {
+      let distance = abs((beat - 0.3).truncatingRemainder(dividingBy: 0.5))
+      #expect(min(distance, 0.5 - distance) < 0.02, "a beat at \(beat) s (first beat heard at \(first) s): \(beats)")
+    }
+  }
+
   @Test("The game's queue replaces the state's music; an empty one, or the next state, brings the state's back")
   func gameQueue() throws {
     let game = try DirectorFixture()

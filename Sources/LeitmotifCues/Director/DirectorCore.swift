@@ -867,9 +867,27 @@ final class DirectorCore {
       if let meter = item.beatsPerBar, meter > 0 { grid.beatsPerBar = meter }
       if item.isBeatsPerMinuteDetected, source?.grid?.offsetSeconds == nil, let first = item.firstBeatSeconds {
         grid.offsetSeconds = max(0, first).truncatingRemainder(dividingBy: grid.secondsPerBar)
+      } else if source?.grid?.offsetSeconds == nil, source?.kind.isUserMusic == true,
+        let first = item.firstBeatSeconds, let detected = item.detectedBeatsPerMinute,
+        Self.tempiAgree(bpm, detected)
+      {
+        // A player's song with a BPM tag (DJ software, stores write them) rarely starts its first
+        // beat at 0: where the analysis heard it, when the analysis agrees with the tag, places
+        // the tag's grid. Anchored at 0, a song starting its beats at 0.25 s had its changes
+        // `at: "beat"` land on the off-beat. (The game's own music keeps 0, or its source's
+        // `offset`: its designer placed it.)
+        grid.offsetSeconds = max(0, first).truncatingRemainder(dividingBy: grid.secondsPerBar)
       }
     }
     return grid
+  }
+
+  /// Whether a detected tempo's beats are beats of a tagged one: the same tempo, or half of it
+  /// (the analysis settled on every other beat), within 2 %. Not twice it: every other detected
+  /// beat would be an off-beat of the tag's, the first one among them.
+  static func tempiAgree(_ tagged: Double, _ detected: Double) -> Bool {
+    guard tagged > 0, detected > 0 else { return false }
+    return [1.0, 2.0].contains { abs(detected * $0 / tagged - 1) <= 0.02 }
   }
 
   /// `entries` with the beat grid each item follows here (`grid(for:)`, with the state about to
