@@ -13,7 +13,7 @@ import Synchronization
 /// printed as `FILE:LINE:COLUMN: error: ...`); 1 the render failed (the output could not be written).
 enum CuesSimulateCommand {
   static let usage = """
-    usage: leitmotif cues simulate CUES --events SCRIPT (--out OUT.wav | --live) [--library DIR]
+    usage: leitmotif cues simulate CUES --events SCRIPT (--out OUT.wav | --live) [--library DIR [--app ID]]
                                    [--timeline FILE] [--duration SECONDS] [--state NAME]
       --events SCRIPT     a JSON5 list of timed events: [{ at: 12.5, cue: "enemy.spotted", payload: { threat: 2 } }]
       --out OUT.wav       where the render goes (32-bit float, 48 kHz stereo)
@@ -28,6 +28,9 @@ enum CuesSimulateCommand {
                           the exact time (mix frame) it took effect: rendering that script
                           offline gives what was heard, sample for sample
       --library DIR       the player's music for library sources (asks for consent on a terminal)
+      --app ID            with --library: whose consent applies (default: leitmotif, asked for on a
+                          terminal); your game's id uses the answer given to your game (set one
+                          with `leitmotif access allow ID` or `deny ID`)
       --timeline FILE     the timeline: FILE.json (events and what they did, states, items, voice
                           gains), its picture FILE.svg and FILE.png (with a converter), FILE
                           without its extension; the same as leitmotif-demo's --timeline
@@ -44,6 +47,7 @@ enum CuesSimulateCommand {
     var outputPath: String?
     var timelinePath: String?
     var libraryFolder: String?
+    var applicationID = "leitmotif"
     var live = false
     var beats = false
     var recordPath: String?
@@ -61,7 +65,7 @@ enum CuesSimulateCommand {
       case "--beats":
         beats = true
       case "--events", "--out", "--timeline", "--library", "--duration", "--state", "--record", "--lead",
-        "--latency":
+        "--latency", "--app":
         guard let value = rest.popFirst(), !value.isEmpty else {
           fail("cues simulate: \(argument) needs a value\n\(usage)")
         }
@@ -70,6 +74,7 @@ enum CuesSimulateCommand {
         case "--out": outputPath = value
         case "--timeline": timelinePath = value
         case "--library": libraryFolder = value
+        case "--app": applicationID = value
         case "--record": recordPath = value
         case "--lead":
           guard let seconds = Double(value), seconds.isFinite, seconds >= 0, seconds <= 1 else {
@@ -102,6 +107,9 @@ enum CuesSimulateCommand {
     guard !(live && outputPath != nil) else { fail("cues simulate: --live plays; it takes no --out\n\(usage)") }
     guard live || recordPath == nil else { fail("cues simulate: --record goes with --live\n\(usage)") }
     guard live || latency == nil else { fail("cues simulate: --latency goes with --live\n\(usage)") }
+    guard libraryFolder != nil || applicationID == "leitmotif" else {
+      fail("cues simulate: --app goes with --library\n\(usage)")
+    }
 
     let sheet: CueSheet
     let script: CueScript
@@ -113,7 +121,7 @@ enum CuesSimulateCommand {
       return 2
     }
     if let folder = libraryFolder {
-      guard let library = openLibrary(folder) else { return 2 }
+      guard let library = openLibrary(folder, applicationID: applicationID) else { return 2 }
       options.library = library
     }
     if let state = options.startState, sheet.states[state] == nil {
@@ -300,13 +308,17 @@ enum CuesSimulateCommand {
 
   /// The player's library in `folder`, scanned; consent is asked on a terminal when nobody has
   /// answered yet. Without consent the library stays closed and the director falls back (and says so).
-  private static func openLibrary(_ folder: String) -> MediaLibrary? {
+  private static func openLibrary(_ folder: String, applicationID: String) -> MediaLibrary? {
+    // As `scan`: the tool asks for its own id on a terminal; another app's consent is that app's
+    // to ask for (or `leitmotif access allow ID`).
+    let own = applicationID == "leitmotif"
     var configuration = MediaLibrary.Configuration(
-      applicationID: "leitmotif", usageDescription: ScanCommand.usageDescription,
+      applicationID: applicationID, usageDescription: own ? ScanCommand.usageDescription : nil,
       folders: [URL(fileURLWithPath: folder).standardizedFileURL])
-    configuration.applicationName = "leitmotif"
-    let library = MediaLibrary(configuration: configuration, prompt: TerminalPrompt(), diagnostics: printDiagnostic)
-    if library.authorizationStatus == .notDetermined { _ = try? library.requestAuthorization() }
+    configuration.applicationName = applicationID
+    let library = MediaLibrary(
+      configuration: configuration, prompt: own ? TerminalPrompt() : nil, diagnostics: printDiagnostic)
+    if own && library.authorizationStatus == .notDetermined { _ = try? library.requestAuthorization() }
     if library.authorizationStatus == .authorized {
       do { _ = try library.scan() } catch {
         FileHandle.standardError.write(Data("cues simulate: the library scan failed: \(error)\n".utf8))

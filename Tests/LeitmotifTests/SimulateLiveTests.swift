@@ -95,6 +95,45 @@ struct SimulateLiveTests {
     #expect(offlineDirector.leadFrames == 1024)
   }
 
+  @Test("--app: a simulation with the player's library uses the consent given to that application id")
+  func applicationConsent() throws {
+    let directory = try TemporaryDirectory(prefix: "leitmotif-simulate-app")
+    _ = try EngineHarness.vorbisTone(in: directory, name: "calm.ogg", seconds: 2)
+    let music = directory.file("Music")
+    try FileManager.default.createDirectory(atPath: music, withIntermediateDirectories: true)
+    try DirectorFixture.tone(music + "/mine.ogg", pitch: 330, seconds: 2, tags: [("TITLE", "Mine")])
+    let cues = directory.file("level.json5")
+    try """
+    { assets: "\(directory.path)", start: "calm",
+      sources: { mine: { library: {}, fallback: "calm" }, calm: { bundled: "calm.ogg" } },
+      states: { calm: { music: "mine" } } }
+    """.write(toFile: cues, atomically: true, encoding: .utf8)
+    let events = directory.file("script.json5")
+    try "[]".write(toFile: events, atomically: true, encoding: .utf8)
+    let environment = [
+      "HOME": directory.path, "XDG_STATE_HOME": directory.file("state"), "XDG_CACHE_HOME": directory.file("cache"),
+      "XDG_DATA_HOME": directory.file("data"), "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin",
+    ]
+    func simulate(_ app: String) throws -> String {
+      let run = try LeitmotifCommand.run(
+        [
+          "cues", "simulate", cues, "--events", events, "--out", "/dev/null", "--duration", "1",
+          "--library", music, "--app", app,
+        ], environment: environment, input: FileHandle.nullDevice)
+      #expect(run.status == 0, "\(run.errors)\n\(run.output)")
+      return run.output
+    }
+    #expect(try LeitmotifCommand.run(["access", "allow", "my-game"], environment: environment).status == 0)
+    #expect(try LeitmotifCommand.run(["access", "deny", "their-game"], environment: environment).status == 0)
+    let allowed = try simulate("my-game")
+    #expect(allowed.contains("\"Mine\"") && allowed.contains("(user song)"), "\(allowed)")
+    let denied = try simulate("their-game")
+    #expect(denied.contains("denied by the player") && !denied.contains("(user song)"), "\(denied)")
+    // Another application is not asked for on the terminal: nobody answered for it.
+    let unasked = try simulate("new-game")
+    #expect(unasked.contains("not been granted") && !unasked.contains("(user song)"), "\(unasked)")
+  }
+
   @Test("--latency takes standard or low, and only with --live")
   func latencyChecked() throws {
     let directory = try TemporaryDirectory(prefix: "leitmotif-simulate-live")
