@@ -122,14 +122,14 @@ package enum EngineEvent: @unchecked Sendable {
   case prepared(voice: VoiceHandle)
   case ended(voice: VoiceHandle)
   /// A gapless join became audible: segment `token` is heard now.
-  case segmentStarted(voice: VoiceHandle, token: Int)
+  case segmentStarted(voice: VoiceHandle, token: Int, frame: Int64)
   /// A segment failed mid-stream; the stream went on with the next one.
   case segmentFailed(voice: VoiceHandle, token: Int, DecodeError)
   /// A voice that was let go (a crossfade's outgoing side) is silent now.
   case fadedOut(voice: VoiceHandle)
   /// An armed hand-over started: `to` fades in, `from` fades out, over `seconds` (the armed
   /// length, or half the outgoing item when that is shorter).
-  case handedOff(from: VoiceHandle, to: VoiceHandle, seconds: Double)
+  case handedOff(from: VoiceHandle, to: VoiceHandle, seconds: Double, frame: Int64)
   /// A segment to be joined gaplessly could not be opened, or has another sample rate than the
   /// stream (`rateMismatch`: one stream has one rate).
   case appendFailed(voice: VoiceHandle, token: Int, DecodeError, rateMismatch: Bool)
@@ -165,12 +165,12 @@ package enum EngineEvent: @unchecked Sendable {
   /// The voice the event is about (nil: about the engine).
   package var voice: VoiceHandle? {
     switch self {
-    case .prepared(let voice), .ended(let voice), .segmentStarted(let voice, _), .segmentFailed(let voice, _, _),
+    case .prepared(let voice), .ended(let voice), .segmentStarted(let voice, _, _), .segmentFailed(let voice, _, _),
       .fadedOut(let voice), .appendFailed(let voice, _, _, _), .failed(let voice, _), .underrun(let voice),
       .interrupted(let voice, _), .stolen(let voice, _), .beat(let voice, _, _, _, _),
       .marker(let voice, _, _, _, _):
       return voice
-    case .handedOff(let from, _, _):
+    case .handedOff(let from, _, _, _):
       return from
     case .deviceLost, .deviceRestored, .outputPaused, .queueWidened, .diagnostic, .reclaim:
       return nil

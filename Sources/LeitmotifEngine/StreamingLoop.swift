@@ -502,7 +502,7 @@ package final class StreamingLoop: @unchecked Sendable {
       follower.fadeIn(seconds: seconds, curve: handoff.curve, start: start)
       wantsPlaying[handoff.follower.slot] = true
       voice.fadeOutAndFinish(seconds: seconds, curve: handoff.curve, start: start)
-      pendingEvents.append(.handedOff(from: voice.handle, to: handoff.follower, seconds: seconds))
+      pendingEvents.append(.handedOff(from: voice.handle, to: handoff.follower, seconds: seconds, frame: start))
     }
     for slot in 0..<Self.maximumVoices {
       guard var trigger = triggeredPlays[slot] else { continue }

@@ -938,6 +938,7 @@ package final class Voice: VoiceInput {
     assert(bus == nil || (layers.isEmpty && filter.isBypassed), "the direct path skips layers and the filter")
     var produced = 0
     while produced < count {
+      readingFrame = produceFrame + Int64(produced)
       guard ensureBlock(events: &events), let current = block else { break }
       let frames = min(count - produced, current.frames - blockOffset)
       if let bus {
@@ -1004,6 +1005,9 @@ package final class Voice: VoiceInput {
       block = nil
       stream.release()
     }
+    // Resampled: the mix frame of what is read next is only known to the chunk (a join is
+    // reported on the chunk's first frame).
+    readingFrame = produceFrame
     guard ensureBlock(events: &deferredEvents), let current = block else { return nil }
     let frames = min(maximumFrames, current.frames - blockOffset)
     var pointer = current.samples + 2 * blockOffset
@@ -1021,6 +1025,10 @@ package final class Voice: VoiceInput {
     if blockOffset >= current.frames { lentBlock = true }
     return (pointer, frames)
   }
+
+  /// The mix frame of the next frame read from the blocks (for the frame a gapless join is
+  /// heard on).
+  private var readingFrame: Int64 = 0
 
   /// Makes `block` the next block with frames of the current generation; false if there is none
   /// now. A segment that failed is reported when the stream goes on past it.
@@ -1089,7 +1097,7 @@ package final class Voice: VoiceInput {
         audibleToken = next.token
         status.lengthFrames.store(next.segmentEnd, ordering: .releasing)
         status.token.store(next.token, ordering: .releasing)
-        events.append(.segmentStarted(voice: handle, token: next.token))
+        events.append(.segmentStarted(voice: handle, token: next.token, frame: readingFrame))
       }
       return true
     }

@@ -316,6 +316,29 @@ struct DirectorTimingTests {
     #expect(timeline.summary.contains("is called off"), "\(timeline.summary)")
   }
 
+  @Test(
+    "The next item of a state's queue is reported now playing at the time it is first heard: a gapless join, a crossfade's start",
+    arguments: ["\"gapless\"", "{ seconds: 0.5 }"])
+  func nextItemReportedWhenHeard(between: String) throws {
+    let game = try DirectorFixture()
+    try DirectorFixture.tone(game.assets + "/first.ogg", pitch: 440, seconds: 1.5, tags: [("TITLE", "First")])
+    try DirectorFixture.tone(game.assets + "/second.ogg", pitch: 1760, seconds: 1.5, tags: [("TITLE", "Second")])
+    let text = """
+      { start: "explore", assets: "assets",
+        sources: { both: { bundled: ["first.ogg", "second.ogg"] } },
+        states: { explore: { music: "both", transition: { seconds: 0 }, between: \(between) } } }
+      """
+    let (left, timeline) = try game.simulate(try game.sheet(text), [], seconds: 2.5)
+    let second = try #require(timeline.items.first { $0.title == "Second" }, "\(timeline.summary)")
+    // Director time 0 is the first item's first frame: the second is heard from the first's end
+    // (gapless), or from half a second before it (the crossfade's start).
+    let start = between == "\"gapless\"" ? 1.5 : 1.0
+    #expect(abs(second.at - start) < 0.001, "reported at \(second.at) s, heard from \(start) s\n\(timeline.summary)")
+    // The audio agrees: no 1760 Hz before, plenty 0.1 s after (the report said 25 ms late).
+    #expect(Listen.level(of: 1760, in: Listen.window(left, start - 0.05, start - 0.01)) < 0.01)
+    #expect(Listen.level(of: 1760, in: Listen.window(left, start + 0.1, start + 0.14)) > 0.05)
+  }
+
   @Test("The same script renders the same samples")
   func deterministic() throws {
     let game = try DirectorFixture()

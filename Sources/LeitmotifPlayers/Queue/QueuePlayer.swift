@@ -151,6 +151,8 @@ public final class QueuePlayer: MediaPlayback {
     /// opening), it can come back, as if the new queue had never come: when every item of the new
     /// queue fails first, or the director calls the change off (`takeBackQueue`).
     var takeBack: TakeBack?
+    /// The entry the queue last moved on to by itself, and the mix frame it was heard from.
+    var advancedAt: (entry: Int, frame: Int64)?
     /// Failures in a row, to stop when every item in the queue fails.
     var consecutiveFailures = 0
     var observers: [UInt64: @Sendable (QueuePlayerEvent) -> Void] = [:]
@@ -840,6 +842,15 @@ public final class QueuePlayer: MediaPlayback {
   /// does, even to another copy of the same file): a cheap way to notice a change without
   /// comparing items (their equality compares standardized file URLs).
   package var nowPlayingEntryID: Int? { state.withLock { $0.queue.nowID } }
+
+  /// The mix frame the now-playing item was first heard on, when the queue moved on to it by
+  /// itself (a gapless join, a crossfade's start); nil when it came otherwise (a skip, a new
+  /// queue: whoever asked knows when).
+  package var nowPlayingSinceFrame: Int64? {
+    state.withLock { state in
+      state.advancedAt.flatMap { $0.entry == state.queue.nowID ? $0.frame : nil }
+    }
+  }
   /// How many segment tokens the player remembers (bounded: see `rememberedTokens`).
   package var rememberedTokenCount: Int { state.withLock { $0.tokens.count } }
 
@@ -1413,15 +1424,15 @@ public final class QueuePlayer: MediaPlayback {
         deliverBeat(token: token, index: index, frame: frame, audibleAt: audibleAt, state)
       case .marker(_, let token, let index, let frame, let audibleAt):
         deliverMarker(token: token, index: index, frame: frame, audibleAt: audibleAt, state)
-      case .segmentStarted(_, let token):
+      case .segmentStarted(_, let token, let frame):
         guard isCurrent, case .gapless(token, let entry)? = state.voices.scheduled else { return }
         let from = state.queue.nowID.flatMap { state.queue.entries[$0]?.item }
         state.voices.scheduled = nil
         state.voices.currentToken = token
-        advance(to: entry, &state)
+        advance(to: entry, atFrame: frame, &state)
         emitLocked(.transitionStarted(from: from, to: state.queue.entries[entry]!.item, .gapless), &state)
         schedule(&state)
-      case .handedOff(_, let to, let seconds):
+      case .handedOff(_, let to, let seconds, let frame):
         guard isCurrent, let current = state.voices.current,
           case .follower(let follower, let token, let entry, let used)? = state.voices.scheduled,
           follower.handle == to
@@ -1434,7 +1445,7 @@ public final class QueuePlayer: MediaPlayback {
         state.voices.currentToken = token
         state.seekGeneration = 0
         state.voices.scheduled = nil
-        advance(to: entry, &state)
+        advance(to: entry, atFrame: frame, &state)
         // What was heard: a crossfade longer than half the outgoing item is cut to that.
         let heard = seconds < used.duration ? Transition(validDuration: seconds, curve: used.curve) : used
         emitLocked(.transitionStarted(from: from, to: state.queue.entries[entry]!.item, heard), &state)
@@ -1620,9 +1631,11 @@ public final class QueuePlayer: MediaPlayback {
     state.withLock { state in takeBack(&state, reason: .queueChange) }
   }
 
-  /// The now-playing item moved on by itself (a join or a hand-over).
-  private func advance(to id: Int, _ state: inout State) {
+  /// The now-playing item moved on by itself (a join or a hand-over), heard from mix frame
+  /// `frame` on.
+  private func advance(to id: Int, atFrame frame: Int64? = nil, _ state: inout State) {
     if !state.followsFailure { count(state.queue.nowID.flatMap { state.queue.entries[$0]?.item }, played: true) }
+    state.advancedAt = frame.map { (id, $0) }
     state.queue.nowID = id
     state.queue.pinned.removeAll { $0 == id }
     let reason: NowPlayingChangeReason = state.followsFailure ? .failure : .naturalEnd
