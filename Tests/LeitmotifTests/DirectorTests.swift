@@ -339,6 +339,58 @@ struct DirectorTimingTests {
     #expect(Listen.level(of: 1760, in: Listen.window(left, start + 0.1, start + 0.14)) > 0.05)
   }
 
+  @Test("Two cues in one step, a change on the bar and the cue that calls it off: called off, no crash")
+  func changeAndCallOffInOneStep() throws {
+    let game = try DirectorFixture()
+    try DirectorFixture.tone(game.assets + "/bar.ogg", pitch: 440, seconds: 8, tags: [("BPM", "120")])
+    let text = """
+      {
+        start: "explore",
+        assets: "assets",
+        sources: { bar: { bundled: "bar.ogg" }, fight: { bundled: "explore.ogg" } },
+        states: { explore: { music: "bar" }, combat: { music: "fight", transition: { seconds: 1, at: "bar" } } },
+        rules: [ { on: "spotted", do: { state: "combat" } }, { on: "lost", do: { state: "explore" } } ],
+      }
+      """
+    let sheet = try game.sheet(text)
+    let alone = try game.simulate(sheet, [], seconds: 4).left
+    // Both in one step: the second's call-off removed the first's held report from under the
+    // first rule's report, and its insert past the end trapped.
+    let (left, timeline) = try game.simulate(sheet, [.cue(2.3, "spotted"), .cue(2.3, "lost")], seconds: 4)
+    #expect(left == alone, "\(timeline.summary)")
+    let lines = timeline.lines
+    let spotted = lines.firstIndex { $0.contains("[spotted] rule") }
+    let lost = lines.firstIndex { $0.contains("[lost] rule") }
+    #expect(spotted != nil && lost != nil && spotted! < lost!, "\(timeline.summary)")
+    #expect(lines.contains { $0.contains("is called off") }, "\(timeline.summary)")
+  }
+
+  @Test("A change on the bar replaced by another before the bar: never reported, the next goes from the state heard")
+  func replacedBeforeItsBar() throws {
+    let game = try DirectorFixture()
+    try DirectorFixture.tone(game.assets + "/bar.ogg", pitch: 440, seconds: 8, tags: [("BPM", "120")])
+    let text = """
+      {
+        start: "explore",
+        assets: "assets",
+        sources: { bar: { bundled: "bar.ogg" }, fight: { bundled: "explore.ogg" }, bossMusic: { bundled: "boss.ogg" } },
+        states: {
+          explore: { music: "bar" },
+          combat: { music: "fight", transition: { seconds: 1, at: "bar" } },
+          boss: { music: "bossMusic", transition: { seconds: 0 } },
+        },
+        rules: [ { on: "spotted", do: { state: "combat" } }, { on: "boss", do: { state: "boss" } } ],
+      }
+      """
+    let (left, timeline) = try game.simulate(
+      try game.sheet(text), [.cue(2.3, "spotted"), .cue(2.35, "boss")], seconds: 5)
+    #expect(!timeline.summary.contains("-> \"combat\""), "\(timeline.summary)")
+    #expect(timeline.summary.contains("state \"explore\" -> \"boss\""), "\(timeline.summary)")
+    #expect(timeline.state(at: 4.5) == "boss", "\(timeline.summary)")
+    let pitches = [DirectorFixture.bossPitch, DirectorFixture.explorePitch, 440]
+    #expect(Listen.loudest(left, 4, 4.9, among: pitches) == DirectorFixture.bossPitch, "\(timeline.summary)")
+  }
+
   @Test("The same script renders the same samples")
   func deterministic() throws {
     let game = try DirectorFixture()

@@ -184,7 +184,10 @@ public struct RhythmAnalyzer {
     let expectedBeats = Double(normalized.count) / tempo.period
     guard frames.count >= 2, Double(frames.count) >= 0.5 * expectedBeats else { return nil }
     let beatTimes = frames.map { envelope.seconds(ofFrame: $0) }
-    let grid = FittedBeatGrid(fitting: beatTimes, period: tempo.period / frameRate)
+    var grid = FittedBeatGrid(fitting: beatTimes, period: tempo.period / frameRate)
+    if let first = envelope.firstSoundingFrame {
+      grid.extend(backTo: envelope.seconds(ofFrame: first))
+    }
     return RhythmAnalysis(
       beatsPerMinute: 60 / grid.period, firstBeatSeconds: grid.firstBeat, beatTimes: beatTimes,
       confidence: tempo.periodicity,
@@ -233,6 +236,15 @@ struct FittedBeatGrid {
       intercept = meanTime - slope * meanIndex
     }
     firstBeat = intercept + ((times[0] - intercept) / period).rounded() * period
+  }
+
+  /// Moves the first beat back along the grid to the music's beginning, heard at `soundSeconds`
+  /// (within a quarter of a period: where the first frame that sounds reads): most music starts
+  /// on a downbeat, and the tracker often takes up the pulse a beat or two in, which counted the
+  /// bars from beat 2 (a change `at: "bar"` out of such a song landed on its beat 2). A pickup
+  /// (a fill half a beat or less before the first beat) is too late to move it.
+  mutating func extend(backTo soundSeconds: Double) {
+    while firstBeat - period >= soundSeconds - period / 4 { firstBeat -= period }
   }
 }
 

@@ -42,6 +42,8 @@ struct OnsetEnvelope {
   private(set) var bassValues: [Float] = []
   /// Frames louder than `silentFramePower`; zero means the stream was silence.
   private(set) var soundingFrames = 0
+  /// The first of them (its index among `values`): where the music begins.
+  private(set) var firstSoundingFrame: Int?
   private var centroidSum = 0.0
   private var centroidWeight = 0.0
 
@@ -215,6 +217,7 @@ struct OnsetEnvelope {
       weightedSum += magnitude * Float(bin)
     }
     guard total > Self.silentFramePower, magnitudeSum > 0 else { return }
+    if firstSoundingFrame == nil { firstSoundingFrame = values.count }
     soundingFrames += 1
     let binHertz = analysisRate / Double(2 * (power.count - 1))
     let weight = Double(total.squareRoot())

@@ -310,12 +310,7 @@ final class DirectorCore {
         continue
       }
       lastFired[rule.name] = now
-      // The rule's report goes before the reports its actions make (what it scheduled, the
-      // stinger, the state change), though its text needs their results first.
-      let mark = outbox.count
-      var done: [String] = []
-      for action in rule.actions { done.append(perform(action, cause: event)) }
-      outbox.insert(DirectorReport(time: now, event: event, kind: .fired(rule: rule.name, actions: done)), at: mark)
+      fire(rule.name, rule.actions, cause: event)
       return
     }
     report(.ignored(reason: reasons.joined(separator: "; ")), cause: event)
@@ -338,11 +333,23 @@ final class DirectorCore {
     now = stepTime
   }
 
-  private func performNow(_ actions: [CueAction]) {
-    let mark = outbox.count
+  private func performNow(_ actions: [CueAction]) { fire("(game)", actions, cause: nil) }
+
+  /// Where the report of the rule firing now goes in the outbox (see `fire`).
+  private var fireMark: Int?
+
+  /// Performs a rule's `actions`; its report goes before the reports they make (what it
+  /// scheduled, the stinger, the state change), though its text needs their results first. An
+  /// action that takes back a change still unheard removes that change's report, which may be
+  /// earlier in the outbox (a cue of the same step): the place moves with it (it stayed, and the
+  /// insert past the end killed the game when two cues came in one frame).
+  private func fire(_ rule: String, _ actions: [CueAction], cause: LevelEvent?) {
+    fireMark = outbox.count
     var done: [String] = []
-    for action in actions { done.append(perform(action, cause: nil)) }
-    outbox.insert(DirectorReport(time: now, event: nil, kind: .fired(rule: "(game)", actions: done)), at: mark)
+    for action in actions { done.append(perform(action, cause: cause)) }
+    let mark = min(fireMark ?? outbox.count, outbox.count)
+    fireMark = nil
+    outbox.insert(DirectorReport(time: now, event: cause, kind: .fired(rule: rule, actions: done)), at: mark)
   }
 
   /// Why `rule` cannot fire for `event` now (nil: it can).
@@ -628,6 +635,12 @@ final class DirectorCore {
     {
       takeBackChange(to: asked, reason: nil)
       return "stay in \"\(name)\": the change to \"\(asked)\" was not heard yet, and is called off"
+    }
+    // Another state while a change waits for its beat or bar: that change is never heard, so
+    // never reported (its report waited for its time and said it was, on the line), and this one
+    // goes from the state heard.
+    if playing, let pending = pendingLanding, now < pending.heardAt, let asked = currentState, asked != name {
+      lastReportedState = forgetChange(to: asked)
     }
     // A bridge between the state heard and this one: it plays first, on the grid.
     if playing, let bridge = sheet.bridge(from: lastReportedState, to: name),
@@ -1153,8 +1166,6 @@ final class DirectorCore {
     }
   }
 
-  /// Drops the `stateChanged` report of a change to `state` that waits for its time: it will
-  /// not be heard.
   /// Forgets the change to `state` that was not heard (its held report, its landing) and
   /// returns the state heard instead.
   private func forgetChange(to state: String) -> String? {
@@ -1163,12 +1174,15 @@ final class DirectorCore {
     return pendingLanding?.state ?? previousState
   }
 
+  /// Drops the `stateChanged` report of a change to `state` that waits for its time: it will
+  /// not be heard.
   private func dropHeldChange(to state: String) {
     func isChange(_ report: DirectorReport) -> Bool {
       if case .stateChanged(_, let to, _, _, _) = report.kind, to == state, report.time > now { return true }
       return false
     }
     heldReports.removeAll(where: isChange)
+    if let mark = fireMark { fireMark = mark - outbox.prefix(mark).filter(isChange).count }
     outbox.removeAll(where: isChange)
   }
 
