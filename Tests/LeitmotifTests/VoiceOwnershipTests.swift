@@ -199,4 +199,17 @@ struct VoiceOwnershipTests {
     offline = nil
     #expect(offlineCensus.count == 0)
   }
+
+  @Test("Shutdown does not wait out the audible dispatcher's sleep: its thread ends at once")
+  func audibleDispatcherStopsAtOnce() throws {
+    // A beat due in 10 s: the thread sleeps (a second at a time) until then.
+    let dispatcher = AudibleDispatcher()
+    dispatcher.schedule(at: DispatchTime.now().uptimeNanoseconds + 10_000_000_000) {}
+    usleep(50_000)
+    let started = DispatchTime.now().uptimeNanoseconds
+    dispatcher.stop(waitingUpTo: 2)
+    let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
+    // It took back its own wake-up and waited out the sleep: 0.8 s for every lm_engine_destroy.
+    #expect(seconds < 0.3, "stop took \(seconds) s")
+  }
 }
