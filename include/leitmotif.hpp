@@ -42,13 +42,19 @@ namespace detail {
 inline void check(lm_error code, const char *message) {
   if (code != LM_OK) throw error(code, std::string(lm_error_name(code)) + ": " + message);
 }
+/* The message of a call with no engine (lm_last_error), read after that call has returned:
+   passed as an argument beside it, the compiler may read it first (g++ does), which gave the
+   message of the call before. */
+inline void check(lm_error code, const char *(*message)(void)) {
+  if (code != LM_OK) throw error(code, std::string(lm_error_name(code)) + ": " + message());
+}
 }  // namespace detail
 
 /* One engine: its output, the director for one cue file, its queue player and the library. */
 class engine {
  public:
   explicit engine(const lm_config &config) {
-    detail::check(lm_engine_create(&config, &handle_), lm_last_error());
+    detail::check(lm_engine_create(&config, &handle_), lm_last_error);
   }
   ~engine() {
     if (handle_) lm_engine_destroy(handle_);
@@ -250,7 +256,7 @@ class mount {
  public:
   /* A copy of `size` bytes at `data`, as the file `path`. */
   static mount memory(const std::string &path, const void *data, size_t size) {
-    detail::check(lm_mount_memory(path.c_str(), data, size), lm_last_error());
+    detail::check(lm_mount_memory(path.c_str(), data, size), lm_last_error);
     return mount(path);
   }
   /* A folder at `path` of `names`, read through `callbacks`. */
@@ -259,7 +265,7 @@ class mount {
     std::vector<const char *> pointers;
     for (size_t i = 0; i < names.size(); i++) pointers.push_back(names[i].c_str());
     detail::check(lm_mount_files(path.c_str(), pointers.empty() ? NULL : &pointers[0], pointers.size(), &callbacks),
-                  lm_last_error());
+                  lm_last_error);
     return mount(path);
   }
   ~mount() {
@@ -279,7 +285,7 @@ class mount {
   /* Unmounts now, throwing the refusal (files of it still open). */
   void unmount() {
     if (path_.empty()) return;
-    detail::check(lm_unmount(path_.c_str()), lm_last_error());
+    detail::check(lm_unmount(path_.c_str()), lm_last_error);
     path_.clear();
   }
   const std::string &path() const noexcept { return path_; }
