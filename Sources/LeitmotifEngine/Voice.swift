@@ -277,12 +277,14 @@ package final class Voice: VoiceInput {
     let layered = loaded.stream.stemCount > 0
     pages = PageMemory(
       floatCount: 2 * (Voice.framesPerBuffer + Voice.resamplerChunkFrames + Voice.stretchChunkFrames)
-        + (layered ? 4 * Voice.framesPerBuffer : 0))
+        + (layered ? 4 * Voice.framesPerBuffer : 0) + 4 * Voice.primeFrames)
     scratch = pages.floats
     chunk = pages.floats + 2 * Voice.framesPerBuffer
     layerScratch = chunk + 2 * Voice.resamplerChunkFrames
     layerMix = layerScratch + (layered ? 2 * Voice.framesPerBuffer : 0)
     stretchOutput = layerMix + (layered ? 2 * Voice.framesPerBuffer : 0)
+    releasedTail = stretchOutput + 2 * Voice.stretchChunkFrames
+    primeInput = releasedTail + 2 * Voice.primeFrames
     // Made here, on the loader (SoundTouch allocates as it warms up), at the blocks' rate.
     stretcher = timeStretching ? TimeStretcher(sampleRate: loaded.stream.blockRate) : nil
     layers = (0..<loaded.stream.stemCount).map { _ in Layer(filter: ShelfFilter(sampleRate: loaded.stream.blockRate)) }
@@ -417,13 +419,50 @@ package final class Voice: VoiceInput {
     guard newRate.isFinite, newRate > 0 else { return }
     rate = min(max(newRate, Self.rateRange.lowerBound), Self.rateRange.upperBound)
     ratio = Double(fileRate) / Double(mixRate) * Double(rate)
-    if !resampling && resamplerRatio != 1 && resampler != nil {
+    if !resampling && resamplerRatio != 1, let resampler {
       resampling = true
       resampledPosition = inputPosition
       pendingSeam = nil
       lastResamplerRatio = nil
-      resampler?.reset()
+      resampler.reset()
+      // Only under music heard: a voice not started (a rate set before play) or paused starts
+      // the resampler clean, at its ratio, as a fade or the start itself covers it.
+      if isAudible { primeResampler(resampler) }
     }
+  }
+
+  /// Frames of what was just played that a resampler taking over is given first (see
+  /// `primeResampler`): more than libsamplerate's medium sinc reaches back at the fastest rate.
+  static let primeFrames = 256
+  /// The last `primeFrames` of the block released last (the frames before the current block).
+  private let releasedTail: UnsafeMutablePointer<Float>
+  private var releasedTailFrames = 0
+  /// The history handed to the resampler while it is primed, and whether it still waits to be.
+  private let primeInput: UnsafeMutablePointer<Float>
+  private var primePending = false
+
+  /// Gives a resampler that takes over from the unresampled path the `primeFrames` just played,
+  /// at a ratio of 1, and throws its output for them away: it starts with its filter full of
+  /// the music, as if it had been running. Reset, its filter held silence before the first frame,
+  /// and the first change of rate away from 1 clicked (a dip over the filter's reach; trial 6).
+  /// Its next output is the next frame to play, and its ratio glides from 1 to the new one.
+  private func primeResampler(_ resampler: VoiceResampler) {
+    // The frames before `inputPosition`: the released block's tail, then the current block's.
+    let frames: Int = Self.primeFrames
+    let fromCurrent: Int = block == nil ? 0 : min(blockOffset, frames)
+    let fromTail: Int = min(frames - fromCurrent, releasedTailFrames)
+    let silent: Int = frames - fromCurrent - fromTail
+    primeInput.update(repeating: 0, count: 2 * silent)
+    let tailStart: UnsafeMutablePointer<Float> = releasedTail + 2 * (releasedTailFrames - fromTail)
+    (primeInput + 2 * silent).update(from: tailStart, count: 2 * fromTail)
+    if let current = block, fromCurrent > 0 {
+      let currentStart: UnsafePointer<Float> = current.samples + 2 * (blockOffset - fromCurrent)
+      (primeInput + 2 * (silent + fromTail)).update(from: currentStart, count: 2 * fromCurrent)
+    }
+    primePending = true
+    let produced = resampler.render(into: scratch, frames: Self.primeFrames, inputPerOutput: 1, input: self)
+    primePending = false
+    if produced == Self.primeFrames { lastResamplerRatio = 1 } else { resampler.reset() }
   }
 
   /// Takes a stretcher made on the loader for a voice that had none; false (and the caller lets
@@ -957,6 +996,10 @@ package final class Voice: VoiceInput {
       produced += frames
       inputPosition = current.startPosition + Double(blockOffset) * blockStep
       if blockOffset >= current.frames {
+        // Its tail, for a resampler that may take over from here (`primeResampler`).
+        releasedTailFrames = min(Self.primeFrames, current.frames)
+        releasedTail.update(
+          from: current.samples + 2 * (current.frames - releasedTailFrames), count: 2 * releasedTailFrames)
         block = nil
         stream.release()
       }
@@ -967,6 +1010,10 @@ package final class Voice: VoiceInput {
   /// For the resampler: the stretcher's next output while stretching, else the rest of the
   /// current block, lent until the next request.
   package func nextInput(maximumFrames: Int) -> (UnsafePointer<Float>, Int)? {
+    if primePending {
+      primePending = false
+      return (UnsafePointer(primeInput), Self.primeFrames)
+    }
     guard stretching, let stretcher else { return nextBlockInput(maximumFrames: maximumFrames) }
     return nextStretchedInput(stretcher, maximumFrames: min(maximumFrames, Voice.stretchChunkFrames))
   }

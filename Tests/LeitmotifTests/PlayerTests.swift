@@ -134,6 +134,26 @@ struct PlayerTests {
     #expect(EngineHarness.peak(output[...]) > 0.4, "the music was heard")
   }
 
+  @Test(
+    "The first change of rate away from 1 is click-free: the resampler that takes over starts with what was just played",
+    arguments: [1.5, 0.75, 4])
+  func firstRateChangeIsClickFree(rate: Float) throws {
+    let directory = try TemporaryDirectory()
+    // 30 Hz at half scale (its largest step 0.002, at rate 4 0.008); the change at a crest.
+    let path = try EngineHarness.vorbisTone(in: directory, seconds: 4, frequency: 30)
+    let engine = try EngineHarness.offlineEngine()
+    let player = try Player(engine: engine, item: MediaItem(path: path))
+    player.play()
+    var output = EngineHarness.render(engine, frames: 48_000)
+    try engine.performing(atMixFrame: 48_400) { try player.setCurrentPlaybackRate(rate) }
+    output += EngineHarness.render(engine, seconds: 0.5)
+    let step = EngineHarness.largestStep(output)
+    // Reset, the resampler's filter held silence before its first frame: a dip over its reach,
+    // a step of about 0.2 here.
+    #expect(step < 0.015, "largest step \(step) at rate \(rate)")
+    #expect(EngineHarness.peak(output[(2 * 60_000)...]) > 0.4, "the music plays on")
+  }
+
   @Test("The same transport without the fades would click: the measure can fail")
   func hardCutIsDetected() {
     var signal = ToneGenerator.sine(frequency: 30, amplitude: 0.5, frameCount: 48_000, format: .stereo48000)
