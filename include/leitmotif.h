@@ -871,7 +871,9 @@ typedef enum lm_report_kind {
 /* What the director did, and why. Every string is valid during the callback only. */
 typedef struct lm_report {
   size_t struct_size;
-  /* Director time in seconds: audio time on an offline engine, else since the engine was made. */
+  /* Director time in seconds: audio time, 0 being the first frame of the start state's music
+     (on a real-time engine that frame is heard about a quarter of a second after lm_start, so
+     a cue posted a wall-clock second after lm_start reports about 0.75 s). */
   double time_seconds;
   lm_report_kind kind;
   /* The cue this answers and its bus sequence (NULL and 0 for the director's own doing). */

@@ -76,10 +76,13 @@ struct ExamplesTests {
     let run = try Self.run(Self.gettingStarted, [], in: CGame.repository, directory: directory)
     #expect(run.status == 0, "\(run.output)\(run.errors)")
     #expect(run.output.contains("menu: prepared"), "\(run.output)")
-    // The director's start state, then the level's two cues, each on its own grid point.
-    for change in ["state none -> \"menu\"", "state \"menu\" -> \"explore\"", "state \"explore\" -> \"combat\""] {
+    // The director's start state, then the level's two cues, posted together: the fight's change
+    // replaces the level's before its bar (its pickup starts first), so explore is never heard,
+    // and never reported (it was, on its bar, while the menu music played on).
+    for change in ["state none -> \"menu\"", "state \"menu\" -> \"combat\""] {
       #expect(run.output.contains(change), "no \(change) in \(run.output)")
     }
+    #expect(!run.output.contains("-> \"explore\""), "\(run.output)")
     #expect(!run.output.contains("error"), "\(run.output)")
   }
 
