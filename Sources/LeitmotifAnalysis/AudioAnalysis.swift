@@ -14,7 +14,7 @@ import LeitmotifDecoding
 public struct AudioAnalysis: Sendable, Equatable, Codable {
   /// Bump when a figure is computed differently: stored analyses of another version are redone
   /// at the next scan.
-  public static let version = 1
+  public static let version = 2
 
   /// Integrated loudness, LUFS (EBU R128, gated).
   public var loudness: Double?

@@ -47,6 +47,22 @@ struct TempoTests {
   }
 
   @Test(
+    "The first beat is the music's first, not one the tracker took up later: bars are counted from it",
+    arguments: [(100.0, 0.0), (120, 0.0), (140, 0.0), (128, 0.37), (90, 1.2)])
+  func firstBeatIsTheFirst(bpm: Double, leadIn: Double) throws {
+    for style in [RhythmSynthesizer.Style.rock, .fourOnFloor, .swing, .ballad] {
+      let song = RhythmSynthesizer.song(
+        bpm: bpm, rate: 48_000, style: style, seconds: 20, leadIn: leadIn, pickup: false, harmony: true, seed: 5)
+      let found = try #require(Self.rhythm(song), "\(song.name): no tempo")
+      // Within 30 ms of the true first beat, not a beat later (the tracker takes up the pulse a
+      // beat in when the music starts at once: bars counted from beat 2).
+      #expect(
+        abs(found.firstBeatSeconds - song.beats[0]) < 0.03,
+        "\(song.name): first beat \(found.firstBeatSeconds) s, the music's \(song.beats[0]) s")
+    }
+  }
+
+  @Test(
     "A kick on every beat and nothing else is heard at its own tempo, not half of it",
     arguments: [80.0, 90, 100, 120])
   func kickOnEveryBeat(bpm: Double) throws {

@@ -148,7 +148,7 @@ public struct RhythmAnalysis: Sendable, Equatable {
 }
 
 /// Finds a song's rhythm as it is decoded: fed the decoder's blocks in order, any channel count,
-/// it keeps the onset envelopes (2 KB a second) and no PCM, and does the tempo and beat search in
+/// it keeps the onset envelopes and frame powers (about 3 KB a second) and no PCM, and does the tempo and beat search in
 /// `finish`. About 1.5 ms of CPU per second of audio on one core, 400–600× real time.
 public struct RhythmAnalyzer {
   /// Under this many seconds there are too few beats to tell a tempo from a coincidence.
@@ -185,7 +185,17 @@ public struct RhythmAnalyzer {
     guard frames.count >= 2, Double(frames.count) >= 0.5 * expectedBeats else { return nil }
     let beatTimes = frames.map { envelope.seconds(ofFrame: $0) }
     var grid = FittedBeatGrid(fitting: beatTimes, period: tempo.period / frameRate)
-    if let first = envelope.firstSoundingFrame {
+    // Where the music begins: its first onset as strong as a beat's (a third of the median
+    // beat's), or its first frame within 20 dB of its median power, whichever comes first (music
+    // that starts at once has no onset in the envelope's first frame). Not its first sound: a
+    // noise floor or hiss before the first beat would reach back.
+    let strengths = frames.map { normalized[$0] }.sorted()
+    let typical = strengths[strengths.count / 2]
+    let powers = envelope.powers.sorted()
+    let loud = powers.isEmpty ? Float.infinity : powers[powers.count / 2] / 100
+    let firstOnset = typical > 0 ? normalized.firstIndex { $0 >= typical / 3 } : nil
+    let firstLoud = envelope.powers.firstIndex { $0 >= loud }
+    if let first = [firstOnset, firstLoud].compactMap({ $0 }).min() {
       grid.extend(backTo: envelope.seconds(ofFrame: first))
     }
     return RhythmAnalysis(
@@ -238,13 +248,15 @@ struct FittedBeatGrid {
     firstBeat = intercept + ((times[0] - intercept) / period).rounded() * period
   }
 
-  /// Moves the first beat back along the grid to the music's beginning, heard at `soundSeconds`
-  /// (within a quarter of a period: where the first frame that sounds reads): most music starts
-  /// on a downbeat, and the tracker often takes up the pulse a beat or two in, which counted the
-  /// bars from beat 2 (a change `at: "bar"` out of such a song landed on its beat 2). A pickup
-  /// (a fill half a beat or less before the first beat) is too late to move it.
+  /// Moves the first beat back along the grid to the music's first onset, at `soundSeconds`
+  /// (within a quarter of a period): most music starts on a downbeat, and the tracker takes up
+  /// the pulse a beat in when the music starts at once, which counted the bars from beat 2 (a
+  /// change `at: "bar"` out of such a song landed on its beat 2). A pickup (a fill half a beat or
+  /// less before the first beat) is too late to move it.
   mutating func extend(backTo soundSeconds: Double) {
-    while firstBeat - period >= soundSeconds - period / 4 { firstBeat -= period }
+    // Not to a line before the file's start (the fit's few milliseconds of jitter aside): the
+    // grid's first beat is one the song plays.
+    while firstBeat - period >= max(soundSeconds - period / 4, -0.01) { firstBeat -= period }
   }
 }
 

@@ -42,8 +42,8 @@ struct OnsetEnvelope {
   private(set) var bassValues: [Float] = []
   /// Frames louder than `silentFramePower`; zero means the stream was silence.
   private(set) var soundingFrames = 0
-  /// The first of them (its index among `values`): where the music begins.
-  private(set) var firstSoundingFrame: Int?
+  /// Each frame's total power (as `values`): where the music begins, against a noise floor.
+  private(set) var powers: [Float] = []
   private var centroidSum = 0.0
   private var centroidWeight = 0.0
 
@@ -216,8 +216,8 @@ struct OnsetEnvelope {
       magnitudeSum += magnitude
       weightedSum += magnitude * Float(bin)
     }
+    powers.append(total)
     guard total > Self.silentFramePower, magnitudeSum > 0 else { return }
-    if firstSoundingFrame == nil { firstSoundingFrame = values.count }
     soundingFrames += 1
     let binHertz = analysisRate / Double(2 * (power.count - 1))
     let weight = Double(total.squareRoot())
