@@ -1240,6 +1240,8 @@ package final class Voice: VoiceInput {
     resampledPosition = Double(target.frame)
     pendingSeam = nil
     lastResamplerRatio = nil
+    // What played before is not what comes next: no history for a resampler taking over.
+    releasedTailFrames = 0
     chunkFrames = 0
     chunkOffset = 0
     resampler?.reset()

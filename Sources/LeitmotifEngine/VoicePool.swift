@@ -165,23 +165,14 @@ package final class VoicePool: Sendable {
 
   /// Gives the slot back if `handle` still owns it; otherwise (stolen, renewed, released) does
   /// nothing.
-  func release(_ handle: VoiceHandle) {
+  /// Gives `handle`'s slot back; with `keep`, as a change's music taken back before it is heard
+  /// (see `EngineCommand.callOff`).
+  func release(_ handle: VoiceHandle, keeping keep: VoiceHandle? = nil) {
     table.withLock { table in
       guard table.owners[handle.slot]?.generation == handle.generation else { return }
       table.owners[handle.slot] = nil
       table.free.append(handle.slot)
-      commands.post(.release(handle))
-    }
-  }
-
-  /// `release`, for a change's music taken back before it is heard: `keep` plays on (see
-  /// `EngineCommand.callOff`).
-  func release(_ handle: VoiceHandle, keeping keep: VoiceHandle) {
-    table.withLock { table in
-      guard table.owners[handle.slot]?.generation == handle.generation else { return }
-      table.owners[handle.slot] = nil
-      table.free.append(handle.slot)
-      commands.post(.callOff(incoming: handle, keep: keep))
+      commands.post(keep.map { .callOff(incoming: handle, keep: $0) } ?? .release(handle))
     }
   }
 

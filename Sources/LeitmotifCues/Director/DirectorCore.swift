@@ -657,9 +657,7 @@ final class DirectorCore {
     var built: StateMusic?
     var lead = 0.0
     if spec.pickup, playing, spec.entry == .start, let state = sheet.states[name] {
-      let music = StateMusic.build(
-        state, sheet: sheet, resolved: resolved, failed: failedPaths, loudnessTarget: loudnessTarget,
-        generator: &generator, playlists: &playlists)
+      let music = build(state)
       built = music
       if let first = music.entries.first {
         lead = pickupSeconds(of: first.item, source: music.origins[first.item.assetURL.path]?.source)
@@ -940,9 +938,7 @@ final class DirectorCore {
     guard let state = sheet.states[name] else { return }
     let music =
       built
-      ?? StateMusic.build(
-        state, sheet: sheet, resolved: resolved, failed: failedPaths, loudnessTarget: loudnessTarget,
-        generator: &generator, playlists: &playlists)
+      ?? build(state)
     for fallback in music.fallbacks { report(fallback, cause: cause) }
     guard !music.entries.isEmpty else {
       report(.problem("state \"\(name)\" has no music to play: what played goes on"), cause: cause)
@@ -1075,6 +1071,14 @@ final class DirectorCore {
     return (rotated, point.seconds)
   }
 
+  /// `state`'s music as it plays now: its sources as resolved, without the files that failed,
+  /// levelled, in its playlists' order.
+  private func build(_ state: MusicState) -> StateMusic {
+    StateMusic.build(
+      state, sheet: sheet, resolved: resolved, failed: failedPaths, loudnessTarget: loudnessTarget,
+      generator: &generator, playlists: &playlists)
+  }
+
   /// The player withdrew their consent (the sources are resolved again without their library):
   /// their songs stop now, with a one-second crossfade, to the state's music without them (its
   /// fallbacks), or fade out when the state has nothing else; none of their files is opened again,
@@ -1095,9 +1099,7 @@ final class DirectorCore {
     }
     let spec = TransitionSpec(seconds: 1, curve: .equalPower, moment: .now, entry: .start)
     if let name = currentState, let state = sheet.states[name] {
-      let music = StateMusic.build(
-        state, sheet: sheet, resolved: resolved, failed: failedPaths, loudnessTarget: loudnessTarget,
-        generator: &generator, playlists: &playlists)
+      let music = build(state)
       if !music.entries.isEmpty {
         report(.problem("the player's songs stop (\(reason)): \"\(name)\" plays its music without them"))
         isQuiet = false
@@ -1129,13 +1131,7 @@ final class DirectorCore {
           "\(currentState.map { "state \"\($0)\": " } ?? "")\(item.reportName)\(origin) cannot be played, and is "
             + "left out until the cue file is reloaded: \(error)"))
     }
-    func build(_ name: String) -> StateMusic? {
-      sheet.states[name].map {
-        StateMusic.build(
-          $0, sheet: sheet, resolved: resolved, failed: failedPaths, loudnessTarget: loudnessTarget,
-          generator: &generator, playlists: &playlists)
-      }
-    }
+    func build(_ name: String) -> StateMusic? { sheet.states[name].map { self.build($0) } }
     if takenBack, let state = currentState {
       // The new state's music could not start, and the player went back to the music that still
       // played, uninterrupted: with nothing else of the state to play, so does the director.
