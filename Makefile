@@ -28,8 +28,23 @@ deps:
 	  fi; \
 	fi
 
+# Swift 6's incremental build can keep a module compiled against an older layout of a type it
+# reaches through the re-exporting Leitmotif module (swiftlang/swift#89636): the program then
+# corrupts memory at random (a test process, the bench and a C program on the SDK crashed so).
+# $(call fresh,DIR) throws the build folder DIR away when Sources or Package.swift changed since
+# it was last built, so every build below is made from one set of sources.
+define fresh
+@stamp="$$(files=$$(find Sources Package.swift -type f | LC_ALL=C sort); { echo "$$files"; echo "$$files" | xargs -d '\n' cat; } | cksum)"; \
+if [ "$$stamp" != "$$(cat $(1).sources 2>/dev/null)" ]; then \
+  if [ -d $(1) ]; then echo "sources changed since $(1) was built: building it clean"; fi; \
+  rm -rf $(1) && mkdir -p $(dir $(1)) && echo "$$stamp" > $(1).sources; \
+fi
+endef
+DEBUG_BUILD = $(shell swift build --show-bin-path)
+
 # The tests; the SDK and the examples first, because tests install the one and run the others.
 test: deps sdk examples
+	$(call fresh,$(DEBUG_BUILD))
 	swift test
 
 # The tests under the thread sanitizer, built in their own scratch path so the normal build stays.
@@ -85,16 +100,11 @@ demo: deps
 	swift build --product leitmotif
 	swift run leitmotif-demo $(DEMO_FLAGS)
 
-# A release build made from other sources is thrown away first: Swift 6.0's incremental build
-# can keep a module compiled against an older layout of a type it reaches through the re-exporting
-# Leitmotif module (swiftlang/swift#89636), and such a bench crashes at random (see the README).
+# A release build made from other sources is thrown away first (`fresh`, above): a bench built
+# incrementally across a layout change crashed at random (see the README).
 bench: deps
-	@stamp="$$(git rev-parse HEAD 2>/dev/null) $$(git diff HEAD -- Sources Package.swift 2>/dev/null | git hash-object --stdin)"; \
-	if [ "$$stamp" != "$$(cat .build/bench-sources 2>/dev/null)" ]; then \
-	  echo "sources changed since the last bench build: building it clean"; \
-	  rm -rf "$$(swift build -c release --show-bin-path)"; \
-	fi; \
-	swift build -c release --product leitmotif-bench && echo "$$stamp" > .build/bench-sources
+	$(call fresh,$(shell swift build -c release --show-bin-path))
+	swift build -c release --product leitmotif-bench
 	swift run -c release leitmotif-bench all
 
 # The reference documentation: the Leitmotif module's symbol graph (made by the compiler, no
@@ -166,6 +176,7 @@ sdk: deps
 	if [ "$$header" != "$(VERSION)" ]; then \
 	  echo "VERSION says $(VERSION) but include/leitmotif.h's LM_VERSION_* say $$header: make them agree"; exit 1; \
 	fi
+	$(call fresh,.build/sdk)
 	swift build -c release --target LeitmotifC --static-swift-stdlib --scratch-path .build/sdk
 	@if [ ! -f $(SDK_LIBRARY) ] || [ -n "$$(find .build/sdk/release/ SDK -newer $(SDK_LIBRARY) \( -name '*.o' -o -path 'SDK/*' \) | head -1)" ]; then \
 	  echo "linking $(SDK_LIBRARY)"; \
@@ -202,15 +213,12 @@ c-api:
 # The examples (Examples/): hello-music, a Swift package of its own that depends on this one by
 # path (built in .build/examples/hello-music), and c-game, built with CMake through pkg-config
 # against the SDK installed into .build/prefix (`make c-api`), in .build/examples/c-game.
-# `make test` builds them first; the tests run them. SwiftPM does not see a source file added to
+# `make test` builds them first; the tests run them. hello-music's build starts afresh when
+# Sources/ changed (`fresh`): besides the layout bug, SwiftPM does not see a source file added to
 # or removed from this package when it builds it as hello-music's dependency (the build then
-# fails to find a new type): when the list of Sources/ files changes, hello-music's build starts
-# afresh.
+# fails to find a new type).
 examples: c-api
-	@sources=$$(find Sources -name '*.swift' | LC_ALL=C sort | cksum); \
-	if [ "$$(cat .build/examples/hello-music.sources 2>/dev/null)" != "$$sources" ]; then \
-	  rm -rf .build/examples/hello-music && mkdir -p .build/examples && echo "$$sources" > .build/examples/hello-music.sources; \
-	fi
+	$(call fresh,.build/examples/hello-music)
 	swift build --package-path Examples/hello-music --scratch-path .build/examples/hello-music
 	PKG_CONFIG_PATH=$(CURDIR)/.build/prefix/lib/pkgconfig cmake -S Examples/c-game -B .build/examples/c-game \
 	  -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_FLAGS=-Werror > .build/examples-cmake.log || { cat .build/examples-cmake.log; exit 1; }
