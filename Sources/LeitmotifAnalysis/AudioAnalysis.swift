@@ -14,7 +14,12 @@ import LeitmotifDecoding
 public struct AudioAnalysis: Sendable, Equatable, Codable {
   /// Bump when a figure is computed differently: stored analyses of another version are redone
   /// at the next scan.
-  public static let version = 2
+  public static let version = 3
+
+  /// The level below which a sample counts as silence for `soundStartSeconds` and
+  /// `soundEndSeconds`: -60 dBFS, under anything heard in a game's mix but above dither and the
+  /// noise of a digital file's silent stretches.
+  public static let silenceThreshold: Float = 0.001
 
   /// Integrated loudness, LUFS (EBU R128, gated).
   public var loudness: Double?
@@ -30,11 +35,21 @@ public struct AudioAnalysis: Sendable, Equatable, Codable {
   public var beatConfidence: Double?
   /// How energetic the song is, 0 (calm) to 1 (intense): see `EnergyScore`.
   public var energy: Double?
+  /// Where the sound begins, in seconds of the song: its first sample above
+  /// `silenceThreshold` (0 when it starts at once). A song that opens on seconds of silence
+  /// (a hidden intro, a gap left by the rip) is started here when it plays as a soundtrack.
+  public var soundStartSeconds: Double?
+  /// Where the sound ends, in seconds of the song: just after its last sample above
+  /// `silenceThreshold` (the song's length when it sounds to the end). Silence after it (a
+  /// hidden track's gap) is not played as a soundtrack, and a crossfade to the next song
+  /// overlaps the song's own ending instead of its silence.
+  public var soundEndSeconds: Double?
 
   /// An analysis with the given figures (all unknown by default).
   public init(
     loudness: Double? = nil, loudnessRange: Double? = nil, truePeak: Double? = nil, beatsPerMinute: Double? = nil,
-    firstBeatSeconds: Double? = nil, beatConfidence: Double? = nil, energy: Double? = nil
+    firstBeatSeconds: Double? = nil, beatConfidence: Double? = nil, energy: Double? = nil,
+    soundStartSeconds: Double? = nil, soundEndSeconds: Double? = nil
   ) {
     self.loudness = loudness
     self.loudnessRange = loudnessRange
@@ -43,6 +58,8 @@ public struct AudioAnalysis: Sendable, Equatable, Codable {
     self.firstBeatSeconds = firstBeatSeconds
     self.beatConfidence = beatConfidence
     self.energy = energy
+    self.soundStartSeconds = soundStartSeconds
+    self.soundEndSeconds = soundEndSeconds
   }
 
   /// Decodes the file at `path` from start to end and analyses it. Does I/O and takes a full
@@ -92,9 +109,16 @@ package struct AudioAnalyzer {
   private let meter: LoudnessMeter?
   private var rhythm: RhythmAnalyzer
   private let channels: Int
+  private let sampleRate: Int
+  /// Frames added so far.
+  private var frames: Int64 = 0
+  /// The first and last frame above the silence threshold, once one was seen.
+  private var firstSounding: Int64?
+  private var lastSounding: Int64?
 
   package init(format: AudioFormat) {
     channels = max(1, format.channelCount)
+    sampleRate = format.sampleRate
     meter = LoudnessMeter(channels: format.channelCount, sampleRate: format.sampleRate)
     rhythm = RhythmAnalyzer(sampleRate: format.sampleRate)
   }
@@ -103,6 +127,23 @@ package struct AudioAnalyzer {
     guard count > 0, let base = samples.baseAddress else { return }
     meter?.add(base, frames: count)
     rhythm.add(interleaved: UnsafeBufferPointer(rebasing: samples[0..<(count * channels)]), channels: channels)
+    findSound(base, frames: count)
+    frames += Int64(count)
+  }
+
+  /// Moves the first and last sounding frame on with this block: the first is looked for only
+  /// until found, the last from the block's end back, so a song costs about one pass over its
+  /// first and last sounding blocks, not a test per sample.
+  private mutating func findSound(_ samples: UnsafePointer<Float>, frames count: Int) {
+    let threshold = AudioAnalysis.silenceThreshold
+    let total = count * channels
+    // NaN is not sound: `>` is false for it.
+    func sounds(_ index: Int) -> Bool { abs(samples[index]) > threshold }
+    guard let last = (0..<total).reversed().first(where: sounds) else { return }
+    lastSounding = frames + Int64(last / channels)
+    if firstSounding == nil, let first = (0..<total).first(where: sounds) {
+      firstSounding = frames + Int64(first / channels)
+    }
   }
 
   package func finish() -> AudioAnalysis {
@@ -115,6 +156,10 @@ package struct AudioAnalyzer {
     analysis.firstBeatSeconds = beats?.firstBeatSeconds
     analysis.beatConfidence = beats?.confidence
     analysis.energy = analysis.loudness.map { EnergyScore.energy(loudness: $0, rhythm: beats) }
+    if let first = firstSounding, let last = lastSounding, sampleRate > 0 {
+      analysis.soundStartSeconds = Double(first) / Double(sampleRate)
+      analysis.soundEndSeconds = Double(last + 1) / Double(sampleRate)
+    }
     return analysis
   }
 }

@@ -11,7 +11,9 @@ let usage = """
     leitmotif info [--analyze] FILE...
         one JSON object per line: path, format, sampleRate, channels, frames, duration, tags; with
         --analyze also loudness (LUFS), loudnessRange (LU), truePeak (dBTP), detectedBeatsPerMinute,
-        firstBeatSeconds, beatConfidence and energy (0...1), from a full decode
+        firstBeatSeconds, beatConfidence, energy (0...1), soundStartSeconds and soundEndSeconds
+        (where the sound begins and ends: the first and last sample above -60 dBFS), from a full
+        decode
     leitmotif render --out OUT.wav [OPTIONS] [--sample-rate HZ] [--format f32|s16] FILE...
         renders offline through the OpenAL loopback device, faster than real time
     leitmotif play [OPTIONS] [--device NAME] [--latency standard|low] FILE...
@@ -289,7 +291,8 @@ func analysisFields(_ analysis: AudioAnalysis, unknownAsNull: Bool) -> [(String,
     ("loudness", analysis.loudness, 2), ("loudnessRange", analysis.loudnessRange, 2),
     ("truePeak", analysis.truePeak, 2), ("detectedBeatsPerMinute", analysis.beatsPerMinute, 2),
     ("firstBeatSeconds", analysis.firstBeatSeconds, 3), ("beatConfidence", analysis.beatConfidence, 2),
-    ("energy", analysis.energy, 2),
+    ("energy", analysis.energy, 2), ("soundStartSeconds", analysis.soundStartSeconds, 3),
+    ("soundEndSeconds", analysis.soundEndSeconds, 3),
   ]
   return figures.compactMap { name, value, digits in
     guard let value else { return unknownAsNull ? (name, "null") : nil }

@@ -114,6 +114,11 @@ public struct MediaItem: Sendable, Hashable {
   public var cuePoints: [String: [Double]] = [:]
   /// How energetic the song is, 0 (calm) to 1 (intense).
   public var energy: Double?
+  /// Where the song's sound begins and ends, in seconds of the file (`AudioAnalysis`): the
+  /// director starts a player's song at its sound and ends it after its last, so a hidden intro's
+  /// silence or a long gap at the end is not heard as dead air in the game.
+  public var soundStartSeconds: Double?
+  public var soundEndSeconds: Double?
   /// True when `beatsPerMinute` is the detected tempo (the file has no BPM tag).
   public var isBeatsPerMinuteDetected = false
 
@@ -146,7 +151,8 @@ public struct MediaItem: Sendable, Hashable {
   public var analysis: AudioAnalysis {
     AudioAnalysis(
       loudness: loudness, loudnessRange: loudnessRange, truePeak: truePeak, beatsPerMinute: detectedBeatsPerMinute,
-      firstBeatSeconds: firstBeatSeconds, energy: energy)
+      firstBeatSeconds: firstBeatSeconds, energy: energy, soundStartSeconds: soundStartSeconds,
+      soundEndSeconds: soundEndSeconds)
   }
 
   /// Takes `analysis`'s figures; a detected tempo fills `beatsPerMinute` when no tag gave one (and
@@ -158,6 +164,8 @@ public struct MediaItem: Sendable, Hashable {
     detectedBeatsPerMinute = analysis.beatsPerMinute
     firstBeatSeconds = analysis.firstBeatSeconds
     energy = analysis.energy
+    soundStartSeconds = analysis.soundStartSeconds
+    soundEndSeconds = analysis.soundEndSeconds
     if beatsPerMinute == nil || isBeatsPerMinuteDetected {
       beatsPerMinute = analysis.beatsPerMinute
       isBeatsPerMinuteDetected = analysis.beatsPerMinute != nil

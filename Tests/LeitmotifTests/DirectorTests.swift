@@ -862,6 +862,47 @@ struct DirectorLibraryTests {
     }
   }
 
+  @Test(
+    "A player's song with silence around its sound plays from where its sound begins to where it ends: no dead air between its repeats"
+  )
+  func silenceAroundASong() throws {
+    let game = try DirectorFixture()
+    let library = try library(game, status: .authorized)
+    // 2 s of silence, 2 s of tone, 3 s of silence (a hidden intro and a gap before the end).
+    let tone = ToneGenerator.sine(
+      frequency: DirectorFixture.userPitch, amplitude: 0.4, seconds: 2, format: .stereo48000)
+    var samples = [Float](repeating: 0, count: 2 * 48_000 * 7)
+    for frame in 0..<(tone.count / 2) {
+      samples[2 * (2 * 48_000 + frame)] = tone[2 * frame]
+      samples[2 * (2 * 48_000 + frame) + 1] = tone[2 * frame]
+    }
+    try VorbisEncoder.encode(
+      samples: samples, format: .stereo48000, tags: [("TITLE", "Hidden"), ("GENRE", "Quiet")],
+      to: game.directory.file("Music/hidden.ogg"))
+    _ = try library.scan()
+    let item = try #require(try library.items(matching: MediaQuery.songs()).first { $0.title == "Hidden" })
+    let start = try #require(item.soundStartSeconds, "the scan measured where the sound begins")
+    let end = try #require(item.soundEndSeconds)
+    // Vorbis spreads the tone's edges over a few milliseconds.
+    #expect(abs(start - 2) < 0.02 && abs(end - 4) < 0.03, "sound from \(start) to \(end) s")
+    let text = """
+      { start: "explore", assets: "assets",
+        sources: { mine: { library: { genre: "quiet" } } },
+        states: { explore: { music: "mine", between: "gapless", transition: { seconds: 0 } } } }
+      """
+    var options = CueSimulation.Options()
+    options.library = library
+    let (left, timeline) = try game.simulate(try game.sheet(text), [], seconds: 7, options: options)
+    // Played from 1.98 s to 4.1 s of the file, again and again: the tone is heard from the start,
+    // and heard again after each 2.12 s pass. Played whole, the first 2 s and 4 to 9 s were silent.
+    let first = try #require(Listen.firstSound(left, after: 0), "\(timeline.summary)")
+    #expect(Double(first) / 48_000 < 0.05, "the first sound at \(Double(first) / 48_000) s: \(timeline.summary)")
+    for window in [(0.2, 1.8), (2.4, 3.9), (4.6, 6.1)] {
+      let level = Listen.rms(Listen.window(left, window.0, window.1))
+      #expect(level > 0.05, "\(window.0) to \(window.1) s: level \(level): \(timeline.summary)")
+    }
+  }
+
   @Test("The game's queue replaces the state's music; an empty one, or the next state, brings the state's back")
   func gameQueue() throws {
     let game = try DirectorFixture()

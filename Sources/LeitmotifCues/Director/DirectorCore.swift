@@ -588,6 +588,7 @@ final class DirectorCore {
       var entry = QueueDescriptor.Entry(item: item, loopRepeat: state?.loop)
       entry.gainDecibels = StateMusic.gain(
         for: item, source: source, levelling: sheet.loudness, target: loudnessTarget)
+      StateMusic.trimSilence(&entry)
       return entry
     }
     for item in queue.items { origins[item.assetURL.path] = (Self.gameQueueSource, true) }

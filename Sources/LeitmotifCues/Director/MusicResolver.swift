@@ -166,6 +166,7 @@ struct StateMusic {
         source.kind.isUserMusic || (inRotation && state.loop == .untilReleased) ? .off : state.loop
       var entry = QueueDescriptor.Entry(item: item, loopRepeat: loop)
       entry.gainDecibels = Self.gain(for: item, source: source, levelling: sheet.loudness, target: loudnessTarget)
+      if source.kind.isUserMusic { Self.trimSilence(&entry) }
       if name == state.bundledSource, !state.layers.isEmpty {
         entry.layers = Self.layers(of: state, for: item, resolved: resolved)
       }
@@ -251,6 +252,30 @@ struct StateMusic {
     memory.recent.append(chosen.assetURL.path)
     if memory.recent.count > 64 { memory.recent.removeFirst(memory.recent.count - 64) }
     return chosen
+  }
+
+  /// Silence a player's song may have at its start or end, in seconds, that is played anyway:
+  /// less is not heard as a gap, and trimming it would only cost a seek.
+  static let untrimmedSilence = (start: 0.1, end: 0.5)
+  /// What is kept of the silence around the sound: the start of a soft attack, the end of a
+  /// reverb's tail below the threshold.
+  static let silenceMargin = (start: 0.02, end: 0.1)
+
+  /// A player's song starts where its sound begins and ends after its last sound, as its
+  /// analysis measured them (`MediaItem.soundStartSeconds`, `soundEndSeconds`): a hidden intro's
+  /// seconds of silence, or a long gap before the end of a rip, would otherwise be dead air in
+  /// the game, and a crossfade to the next song would fade silence in. Bundled music plays as its
+  /// designer cut it. An entry with its own start or end, a song not analysed, or one with less
+  /// than a second of sound is left as it is.
+  static func trimSilence(_ entry: inout QueueDescriptor.Entry) {
+    let item = entry.item
+    guard entry.startTime == nil, entry.endTime == nil, let soundStart = item.soundStartSeconds,
+      let soundEnd = item.soundEndSeconds, soundEnd - soundStart >= 1
+    else { return }
+    let start = max(0, soundStart - silenceMargin.start)
+    if start >= untrimmedSilence.start { entry.startTime = start }
+    let end = soundEnd + silenceMargin.end
+    if let duration = item.playbackDuration, duration - end >= untrimmedSilence.end { entry.endTime = end }
   }
 
   /// The entry's level in dB (nil: 0), as `LoudnessLevelling` describes: `target - loudness`,

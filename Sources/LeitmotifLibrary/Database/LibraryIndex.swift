@@ -19,7 +19,7 @@ import LeitmotifOutput
 package final class LibraryIndex: @unchecked Sendable {
   /// Bump when the schema changes. An index of an older version that `migrations` knows is
   /// brought up to date in place (play counts and ratings kept); any other is rebuilt.
-  static let schemaVersion = 2
+  static let schemaVersion = 3
 
   /// The statements that take an index from version N to N + 1, by N.
   static let migrations: [Int: String] = [
@@ -37,7 +37,13 @@ package final class LibraryIndex: @unchecked Sendable {
     ALTER TABLE items ADD COLUMN replay_gain_track REAL;
     ALTER TABLE items ADD COLUMN replay_gain_album REAL;
     ALTER TABLE items ADD COLUMN analysis_version INTEGER NOT NULL DEFAULT 0;
-    """
+    """,
+    // 2 -> 3: where each song's sound begins and ends (AudioAnalysis 3). Rows keep their
+    // analysis version (2), older than the current one, so the next scan measures them again.
+    2: """
+    ALTER TABLE items ADD COLUMN sound_start REAL;
+    ALTER TABLE items ADD COLUMN sound_end REAL;
+    """,
   ]
 
   let database: SQLiteDatabase
@@ -48,7 +54,7 @@ package final class LibraryIndex: @unchecked Sendable {
     persistent_id, path, title, artist, album_title, album_artist, genre, composer, duration, \
     track_number, disc_number, bpm, year, play_count, skip_count, last_played, date_added, rating, \
     is_compilation, sample_rate, loudness, loudness_range, true_peak, detected_bpm, first_beat, energy, \
-    bpm_detected, beats_per_bar, replay_gain_track, replay_gain_album
+    bpm_detected, beats_per_bar, replay_gain_track, replay_gain_album, sound_start, sound_end
     """
 
   /// The tables of the current schema (an older index keeps its own until migrated).
@@ -75,7 +81,8 @@ package final class LibraryIndex: @unchecked Sendable {
       -- the analysis that measured them (0: not analysed yet).
       loudness REAL, loudness_range REAL, true_peak REAL, detected_bpm REAL, first_beat REAL, energy REAL,
       bpm_detected INTEGER NOT NULL DEFAULT 0, beats_per_bar INTEGER, replay_gain_track REAL,
-      replay_gain_album REAL, analysis_version INTEGER NOT NULL DEFAULT 0
+      replay_gain_album REAL, analysis_version INTEGER NOT NULL DEFAULT 0,
+      sound_start REAL, sound_end REAL        -- seconds: the first and last sound (-60 dBFS)
     );
     -- Files that could not be read, so a rescan does not retry them until they change.
     CREATE TABLE IF NOT EXISTS failures (
@@ -227,10 +234,10 @@ package final class LibraryIndex: @unchecked Sendable {
         is_compilation, sample_rate, title_key, artist_key, album_key, album_artist_key, genre_key,
         composer_key, title_sort, artist_sort, album_sort, album_artist_sort, play_count, skip_count, rating,
         last_played, loudness, loudness_range, true_peak, detected_bpm, first_beat, energy, bpm_detected,
-        beats_per_bar, replay_gain_track, replay_gain_album, analysis_version)
+        beats_per_bar, replay_gain_track, replay_gain_album, analysis_version, sound_start, sound_end)
       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21,
         ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34, ?35, ?36, ?37, ?38, ?39, ?40, ?41, ?42,
-        ?43, ?44)
+        ?43, ?44, ?45, ?46)
       ON CONFLICT(persistent_id) DO UPDATE SET
         path = excluded.path, size = excluded.size, mtime_ns = excluded.mtime_ns,
         fingerprint = excluded.fingerprint, title = excluded.title, artist = excluded.artist,
@@ -247,7 +254,8 @@ package final class LibraryIndex: @unchecked Sendable {
         detected_bpm = excluded.detected_bpm, first_beat = excluded.first_beat, energy = excluded.energy,
         bpm_detected = excluded.bpm_detected, beats_per_bar = excluded.beats_per_bar,
         replay_gain_track = excluded.replay_gain_track, replay_gain_album = excluded.replay_gain_album,
-        analysis_version = excluded.analysis_version
+        analysis_version = excluded.analysis_version, sound_start = excluded.sound_start,
+        sound_end = excluded.sound_end
       """)
     func text(_ value: String?) -> SQLiteStatement.Value { value.map { .text($0) } ?? .null }
     func int(_ value: Int?) -> SQLiteStatement.Value { value.map { .integer(Int64($0)) } ?? .null }
@@ -266,7 +274,8 @@ package final class LibraryIndex: @unchecked Sendable {
       real(item.lastPlayedDate?.timeIntervalSince1970), real(item.loudness), real(item.loudnessRange),
       real(item.truePeak), real(item.detectedBeatsPerMinute), real(item.firstBeatSeconds), real(item.energy),
       .integer(item.isBeatsPerMinuteDetected ? 1 : 0), int(item.beatsPerBar), real(item.replayGainTrackDecibels),
-      real(item.replayGainAlbumDecibels), .integer(Int64(analysisVersion)),
+      real(item.replayGainAlbumDecibels), .integer(Int64(analysisVersion)), real(item.soundStartSeconds),
+      real(item.soundEndSeconds),
     ])
   }
 
@@ -304,6 +313,8 @@ package final class LibraryIndex: @unchecked Sendable {
     item.beatsPerBar = statement.integer(o + 27).map { Int($0) }
     item.replayGainTrackDecibels = statement.real(o + 28)
     item.replayGainAlbumDecibels = statement.real(o + 29)
+    item.soundStartSeconds = statement.real(o + 30)
+    item.soundEndSeconds = statement.real(o + 31)
     return item
   }
 
