@@ -481,7 +481,9 @@ lm_error lm_player_set_rate(lm_engine *engine, float rate);
    follow the stretched time. The cue file's `tempo` actions and parameters set it too.
    Otherwise LM_ERROR_INVALID_ARGUMENT. Does not start playback. */
 lm_error lm_player_set_tempo(lm_engine *engine, float tempo);
-/* Seeks the now-playing item to `seconds` (finite, 0 or more), sample-accurately. */
+/* Seeks the now-playing item to `seconds` (finite, 0 or more), sample-accurately. A time at or
+   past the item's end ends it: the music goes on as when the item plays to its end (the state's
+   next item, or the same one again when it repeats). */
 lm_error lm_player_seek(lm_engine *engine, double seconds);
 /* The player's gain, 0 to 1 (anything else: LM_ERROR_INVALID_ARGUMENT). */
 lm_error lm_player_set_volume(lm_engine *engine, float volume);

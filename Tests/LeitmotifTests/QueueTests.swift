@@ -163,6 +163,67 @@ struct TransitionTests {
     #expect(player.playbackState == .stopped)
   }
 
+  @Test(
+    "A seek to or past an item's end ends it: the next item plays and is reported, once; repeat one plays it again; past the last item the queue ends",
+    arguments: [3.0, 4.5, 6.0, 10.0, 1e9])
+  func seekPastTheEnd(target: Double) throws {
+    let directory = try TemporaryDirectory()
+    // 3 s each, 200 and 400 Hz: told apart by their zero crossings.
+    let paths = try [200.0, 400.0].enumerated().map { index, frequency in
+      try EngineHarness.vorbisTone(
+        in: directory, name: "tone\(index).ogg", seconds: 3, frequency: frequency, amplitude: 0.5)
+    }
+    func pitch(_ samples: [Float]) -> Double {
+      var crossings = 0
+      for index in stride(from: 2, to: samples.count, by: 2) where (samples[index - 2] < 0) != (samples[index] < 0) {
+        crossings += 1
+      }
+      return Double(crossings) / 2 / (Double(samples.count) / 2 / 48_000)
+    }
+    // Gapless: the next item joined on the same voice, where the seek raced its preparation.
+    var engine = try EngineHarness.offlineEngine()
+    var player = QueuePlayer(engine: engine)
+    player.transition = try Transition(duration: 0, curve: .linear)
+    try player.setQueue(with: paths.map { MediaItem(path: $0) })
+    player.play()
+    _ = EngineHarness.render(engine, seconds: 1)
+    player.currentPlaybackTime = target
+    let after = EngineHarness.render(engine, seconds: 0.5)
+    player.waitForNotifications()
+    #expect(abs(pitch(Array(after[9600...])) - 400) < 20, "the next item is heard")
+    #expect(player.nowPlayingItem?.assetURL.path == paths[1], "and reported")
+    #expect(player.currentPlaybackTime < 0.6, "from its start: \(player.currentPlaybackTime)")
+    // It plays to its end, once: then the queue is over.
+    let rest = EngineHarness.render(engine, seconds: 3)
+    player.waitForNotifications()
+    #expect(Listen.rms(rest[(2 * 48_000 * 27 / 10)...]) < 1e-4, "the next item played once")
+    #expect(player.playbackState == .stopped)
+
+    // Repeat one: the same item from its start.
+    engine = try EngineHarness.offlineEngine()
+    player = QueuePlayer(engine: engine)
+    try player.setQueue(with: paths.map { MediaItem(path: $0) })
+    player.repeatMode = .one
+    player.play()
+    _ = EngineHarness.render(engine, seconds: 1)
+    player.currentPlaybackTime = target
+    let again = EngineHarness.render(engine, seconds: 0.5)
+    player.waitForNotifications()
+    #expect(abs(pitch(Array(again[9600...])) - 200) < 20)
+    #expect(player.nowPlayingItem?.assetURL.path == paths[0] && player.currentPlaybackTime < 0.6)
+
+    // Past the last item's end: the queue ends.
+    engine = try EngineHarness.offlineEngine()
+    player = QueuePlayer(engine: engine)
+    try player.setQueue(with: [MediaItem(path: paths[0])])
+    player.play()
+    _ = EngineHarness.render(engine, seconds: 1)
+    player.currentPlaybackTime = target
+    _ = EngineHarness.render(engine, seconds: 0.5)
+    player.waitForNotifications()
+    #expect(player.playbackState == .stopped)
+  }
+
   @Test("No step larger than the music's own at crossfades, a skip during a crossfade, pause, resume and seek")
   func clickFree() throws {
     let directory = try TemporaryDirectory()

@@ -596,7 +596,9 @@ public final class QueuePlayer: MediaPlayback {
   public var playbackState: PlaybackState { state.withLock { $0.playbackState } }
 
   /// The position in the now-playing item's file, in seconds. Setting it seeks sample-accurately
-  /// (a crossfade in progress completes first).
+  /// (a crossfade in progress completes first). A time at or past the item's end ends the item:
+  /// the queue goes on as when it plays to its end (the next item, reported with `naturalEnd`, a
+  /// 10 ms crossfade away; the same item again under repeat one; after the last item, the end).
   public var currentPlaybackTime: TimeInterval {
     get {
       state.withLock { state in
@@ -624,6 +626,17 @@ public final class QueuePlayer: MediaPlayback {
           state.requestedSeekSeconds = seconds
           return
         }
+        // At or past the item's end: the item has ended, and the queue goes on as at its end
+        // (the next item; the same one again under repeat one). Left to the engine, the voice
+        // ran into the next item's frames, joined gaplessly, before the player had prepared them
+        // anew for the seek, and the player went on reporting the item before (then played the
+        // next one twice). The last item's end is the queue's: the seek below takes it there.
+        if let end = nowPlayingEndSeconds(voice, state), seconds >= end, let now = state.queue.nowID,
+          let next = successor(of: now, state, honoringRepeatOne: true)
+        {
+          jump(to: next, reason: .naturalEnd, &state)
+          return
+        }
         releaseOutgoing(&state)
         state.seekGeneration += 1
         state.lastSeekSeconds = seconds
@@ -632,6 +645,18 @@ public final class QueuePlayer: MediaPlayback {
         reschedule(&state, force: true)
       }
     }
+  }
+
+  /// Where the now-playing item ends, in seconds of its file: its voice's length once the file is
+  /// open, else its entry's end time or the item's duration; nil when not known yet.
+  private func nowPlayingEndSeconds(_ voice: VoiceLease, _ state: State) -> Double? {
+    if let status = engine.status(of: voice.handle) {
+      let rate = status.sampleRate.load(ordering: .acquiring)
+      let length = status.lengthFrames.load(ordering: .acquiring)
+      if rate > 0, length > 0 { return Double(length) / Double(rate) }
+    }
+    guard let entry = state.queue.nowID.flatMap({ state.queue.entries[$0] }) else { return nil }
+    return entry.endTime ?? entry.item.playbackDuration
   }
 
   /// The speed: 0 when not playing. Setting 0 pauses; [1/256, 4] plays at that speed; anything else
