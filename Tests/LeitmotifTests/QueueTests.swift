@@ -164,8 +164,8 @@ struct TransitionTests {
   }
 
   @Test(
-    "A seek to or past an item's end ends it: the next item plays and is reported, once; repeat one plays it again; past the last item the queue ends",
-    arguments: [3.0, 4.5, 6.0, 10.0, 1e9])
+    "A seek near, to or past an item's end: the next item plays and is reported, once; repeat one plays the item again; past the last item the queue ends",
+    arguments: [2.99, 2.995, 2.9995, 3.0, 4.5, 10.0, 1e9])
   func seekPastTheEnd(target: Double) throws {
     let directory = try TemporaryDirectory()
     // 3 s each, 200 and 400 Hz: told apart by their zero crossings.

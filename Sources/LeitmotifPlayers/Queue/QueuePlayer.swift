@@ -1284,7 +1284,14 @@ public final class QueuePlayer: MediaPlayback {
       follower.release()
       state.voices.scheduled = nil
       schedule(&state)
-    case .gapless?:
+    case .gapless(_, let entry)?:
+      if let wanted, wanted == entry, transition(into: wanted, state).isGapless {
+        // Already appended to the voice, and still what follows: kept. A seek (or a restart, or
+        // the end of a scan) near the item's end let the voice join it before a replacement
+        // with a new token arrived; the player then ignored the join, went on reporting the item
+        // before, and played this one a second time at its end.
+        return
+      }
       state.voices.scheduled = nil
       if let wanted, transition(into: wanted, state).isGapless {
         let token = newToken(for: wanted, &state)
