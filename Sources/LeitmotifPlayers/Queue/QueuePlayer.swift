@@ -1526,7 +1526,12 @@ public final class QueuePlayer: MediaPlayback {
           emitLocked(.itemFailed(item, error), &state)
           reportLater(Diagnostic(.error, error.description, error: error))
           recordFailure(item, error)
-          schedule(&state, after: entry)
+          // Every item failed in a row (a one-item loop whose file was deleted): nothing more
+          // is lined up, and what plays ends, the queue with it, as when the playing item
+          // fails. Lining up the next item regardless retried the same file as fast as it
+          // failed, for as long as the voice played: thousands of reports a second.
+          state.consecutiveFailures += 1
+          if state.consecutiveFailures < max(1, state.queue.playOrder.count) { schedule(&state, after: entry) }
         }
       case .underrun:
         emitLocked(.underrun, &state)
