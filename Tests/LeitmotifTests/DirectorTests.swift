@@ -373,6 +373,37 @@ struct DirectorTimingTests {
     #expect(Listen.loudest(left, 4, 4.9, among: pitches) == DirectorFixture.bossPitch, "\(timeline.summary)")
   }
 
+  @Test(
+    "A change on the beat or bar while another waits for its bar: it lands on the grid of the music heard, not of the music that was waiting",
+    arguments: [("beat", 2.8, 3.0), ("bar", 2.4, 4.0)])
+  func replacedOnTheGridHeard(moment: String, cueTime: Double, lands: Double) throws {
+    let game = try DirectorFixture()
+    // 120 BPM from 0: beats every 0.5 s, bars every 2 s.
+    try DirectorFixture.tone(game.assets + "/bar.ogg", pitch: 440, seconds: 8, tags: [("BPM", "120")])
+    let text = """
+      {
+        start: "explore",
+        assets: "assets",
+        sources: { bar: { bundled: "bar.ogg" }, fight: { bundled: "explore.ogg" }, bossMusic: { bundled: "boss.ogg" } },
+        states: {
+          explore: { music: "bar" },
+          combat: { music: "fight", transition: { seconds: 0, at: "bar" } },
+          boss: { music: "bossMusic", transition: { seconds: 0, at: "\(moment)" } },
+        },
+        rules: [ { on: "spotted", do: { state: "combat" } }, { on: "boss", do: { state: "boss" } } ],
+      }
+      """
+    let (left, timeline) = try game.simulate(
+      try game.sheet(text), [.cue(2.3, "spotted"), .cue(cueTime, "boss")], seconds: 5)
+    // The grid used to come from the combat music, waiting for its bar: the boss cut in at once,
+    // reported on a line of music that never played.
+    #expect(timeline.state(at: lands - 0.02) == "explore", "\(timeline.summary)")
+    #expect(timeline.state(at: lands + 0.02) == "boss", "\(timeline.summary)")
+    let pitches = [DirectorFixture.bossPitch, DirectorFixture.explorePitch, 440]
+    #expect(Listen.loudest(left, lands - 0.08, lands - 0.01, among: pitches) == 440, "\(timeline.summary)")
+    #expect(Listen.loudest(left, lands + 0.01, lands + 0.08, among: pitches) == DirectorFixture.bossPitch)
+  }
+
   @Test("The same script renders the same samples")
   func deterministic() throws {
     let game = try DirectorFixture()

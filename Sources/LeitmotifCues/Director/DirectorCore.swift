@@ -637,11 +637,18 @@ final class DirectorCore {
       takeBackChange(to: asked, reason: nil)
       return "stay in \"\(name)\": the change to \"\(asked)\" was not heard yet, and is called off"
     }
-    // Another state while a change waits for its beat or bar: that change is never heard, so
-    // never reported (its report waited for its time and said it was, on the line), and this one
-    // goes from the state heard.
+    // Another state while a change waits for its beat or bar: that change is called off, never
+    // heard and so never reported (its report waited for its time and said it was, on the line),
+    // and this one goes from the state heard: its music back on the player first, so that this
+    // change's beat or bar is on the grid of the music heard. The grid used to come from the
+    // waiting music, not begun: a change on the beat 0.5 s after one on the bar cut in at once,
+    // off the grid, and was reported on a line of the music that never played (trial 7).
     if playing, let pending = pendingLanding, now < pending.heardAt, let asked = currentState, asked != name {
-      lastReportedState = forgetChange(to: asked)
+      if player.takeBackQueue() {
+        takeBackChange(to: asked, reason: nil)
+      } else {
+        lastReportedState = forgetChange(to: asked)
+      }
     }
     // A bridge between the state heard and this one: it plays first, on the grid.
     if playing, let bridge = sheet.bridge(from: lastReportedState, to: name),
