@@ -404,6 +404,45 @@ struct DirectorTimingTests {
     #expect(Listen.loudest(left, lands + 0.01, lands + 0.08, among: pitches) == DirectorFixture.bossPitch)
   }
 
+  @Test("A change on the bar whose file went bad since the cue file loaded: its fallback lands on that bar, not at once")
+  func fallbackOnTheBar() throws {
+    let game = try DirectorFixture()
+    try DirectorFixture.tone(game.assets + "/bar.ogg", pitch: 440, seconds: 8, tags: [("BPM", "120")])
+    try FileManager.default.copyItem(atPath: game.assets + "/explore.ogg", toPath: game.assets + "/fight.ogg")
+    let text = """
+      {
+        start: "explore",
+        assets: "assets",
+        sources: {
+          bar: { bundled: "bar.ogg" }, fight: { bundled: "fight.ogg", fallback: "spare" }, spare: { bundled: "boss.ogg" },
+        },
+        states: { explore: { music: "bar" }, combat: { music: "fight", transition: { seconds: 0, at: "bar" } } },
+        rules: [ { on: "spotted", do: { state: "combat" } } ],
+      }
+      """
+    let engine = try AudioEngine(output: .offline(sampleRate: 48_000, renderFrames: 256))
+    let director = Director(engine: engine, sheet: try game.sheet(text), library: nil, clocking: .pumped)
+    var left = [Float]()
+    var buffer = [Float](repeating: 0, count: 2 * 256)
+    while left.count < 5 * 48_000 {
+      let time = Double(left.count) / 48_000
+      if (48_000..<48_256).contains(left.count) {
+        // The game's files changed under it (a patch half-applied): not Ogg any more.
+        try Data(repeating: 0x41, count: 4096).write(to: URL(fileURLWithPath: game.assets + "/fight.ogg"))
+      }
+      if (110_400..<110_656).contains(left.count) { director.post("spotted") }
+      director.advance(toAudioTime: time)
+      buffer.withUnsafeMutableBufferPointer { engine.render(into: $0.baseAddress!, frameCount: 256) }
+      for frame in 0..<256 { left.append(buffer[2 * frame]) }
+    }
+    director.shutdown()
+    // The change was reported for the bar at 4 s; the spare music cut in at once (2.3 s) when the
+    // file failed to open.
+    let pitches = [DirectorFixture.bossPitch, DirectorFixture.explorePitch, 440]
+    #expect(Listen.loudest(left, 2.5, 3.9, among: pitches) == 440)
+    #expect(Listen.loudest(left, 4.02, 4.3, among: pitches) == DirectorFixture.bossPitch)
+  }
+
   @Test("The same script renders the same samples")
   func deterministic() throws {
     let game = try DirectorFixture()

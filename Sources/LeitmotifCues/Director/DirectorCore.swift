@@ -62,7 +62,7 @@ final class DirectorCore {
   private var previousState: String?
   /// A state change waiting for its grid line: when it is heard, and the state and item heard
   /// until then (what `audibleState` and `Director.nowPlaying` say meanwhile).
-  private var pendingLanding: (heardAt: Double, state: String?, item: MediaItem?)?
+  private var pendingLanding: (heardAt: Double, state: String?, item: MediaItem?, spec: TransitionSpec)?
   /// `playingOrder` before the last state change (restored when that change is taken back).
   private var playingOrderBeforeChange: (state: String, paths: [String])?
   /// Reports made since the director last collected them.
@@ -995,7 +995,7 @@ final class DirectorCore {
       }
     }
     let heardAt = landing?.at ?? now
-    pendingLanding = wasPlaying && heardAt > now ? (heardAt, lastReportedState, from) : nil
+    pendingLanding = wasPlaying && heardAt > now ? (heardAt, lastReportedState, from, spec) : nil
     entries = withBeatGrids(entries)
     do {
       // What plays now holds its level through the pickup and the tail, then fades; it keeps
@@ -1144,8 +1144,16 @@ final class DirectorCore {
       // The new state's music could not start, and the player went back to the music that still
       // played, uninterrupted: with nothing else of the state to play, so does the director.
       if let music = build(state), !music.entries.isEmpty {
-        // Its fallbacks, or the files of it that did not fail: they start now.
+        // Its fallbacks, or the files of it that did not fail: on the change's own line when it
+        // is still ahead (they used to cut in at once, off the bar the change was reported for),
+        // else now.
+        let waiting = pendingLanding.flatMap { $0.heardAt > now ? $0.spec : nil }
         lastReportedState = forgetChange(to: state)
+        if let spec = waiting, player.playbackState == .playing {
+          let (landsAt, landing) = landingTime(spec, playing: true)
+          applyStateChange(state, spec: spec, cause: nil, landing: landing.map { ($0, landsAt) }, built: music)
+          return
+        }
         let spec = TransitionSpec(seconds: 0.25, curve: .equalPower, moment: .now, entry: .start)
         applyStateChange(state, spec: spec, cause: nil, built: music)
       } else {
