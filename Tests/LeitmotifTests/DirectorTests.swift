@@ -533,6 +533,21 @@ struct DirectorActionTests {
     #expect(midFade > 0.2 && midFade < 0.8, "mid-fade level \(midFade)")
   }
 
+  @Test("A state change while paused: the new state's music waits for the resume, which starts it")
+  func changeWhilePaused() throws {
+    let (left, timeline) = try run(
+      rules: #"{ on: "menu", do: { pause: true, fade: 0.3 } }, { on: "back", do: { resume: true, fade: 0.3 } }, "#
+        + #"{ on: "fight", do: { crossfade: "combat", seconds: 1, at: "bar" } }"#,
+      [.cue(1, "menu"), .cue(2, "fight"), .cue(3, "back")], seconds: 4)
+    // It used to start at once, under the pause menu, and the resume found it playing.
+    #expect(Listen.rms(Listen.window(left, 1.4, 2.95)) == 0, "\(timeline.summary)")
+    #expect(timeline.summary.contains("paused: it plays when the music resumes"), "\(timeline.summary)")
+    #expect(
+      Listen.loudest(left, 3.4, 3.9, among: [explore, DirectorFixture.combatPitch]) == DirectorFixture.combatPitch,
+      "\(timeline.summary)")
+    #expect(timeline.state(at: 3.5) == "combat")
+  }
+
   @Test("stop: fades out and stays silent; a state change starts music again")
   func stop() throws {
     let (left, timeline) = try run(

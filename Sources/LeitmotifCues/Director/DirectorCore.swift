@@ -695,7 +695,9 @@ final class DirectorCore {
         + " at \(Self.momentText(spec)) (\(Self.format(landsAt)) s)"
         + (lead > 0 ? ", its pickup from \(Self.format(landsAt - lead)) s" : "") + note + gridNote
     }
+    let paused = player.playbackState == .paused
     applyStateChange(name, spec: spec, cause: cause, built: built, lead: lead)
+    if paused { return description + " (paused: it plays when the music resumes)" }
     return description + note + (lead > 0 ? " (its pickup first: the downbeat at \(Self.format(now + lead)) s)" : "")
   }
 
@@ -1056,7 +1058,9 @@ final class DirectorCore {
       try player.setQueue(with: descriptor, startingAt: seconds, transition: nil, landing: nil, modes: modes)
       fade.set(spec.seconds > 0 ? 0 : 1)
       fade.move(to: 1, over: spec.seconds, at: now, curve: spec.curve)
-      player.play()
+      // Paused (the game's pause menu, a `pause` action): the new music waits for the resume,
+      // as a queue set on a paused player does. It used to start at once, under the menu.
+      if player.playbackState != .paused { player.play() }
     }
   }
 
