@@ -275,6 +275,22 @@ struct CueFileTests {
       ])
   }
 
+  @Test("A wrong `at` lists every word it takes and the cue form, with a suggestion")
+  func unknownMoment() {
+    let text = """
+      {
+        states: { a: { transition: { at: "bra" } }, b: { transition: { at: 3 } } },
+      }
+      """
+    let messages = folder.errors(text).map(\.message).filter { !$0.hasPrefix("missing \"music\"") }
+    // It used to list now, beat, bar or end only, though "exit" and { cue: NAME } are taken too.
+    #expect(
+      messages == [
+        "\"bra\" is not one of now, beat, bar, end or exit, or { cue: \"NAME\" }; did you mean \"bar\"?",
+        "expected a string (\"now\", \"beat\", \"bar\", \"end\" or \"exit\") or { cue: \"NAME\" }, found a number",
+      ], "\(messages)")
+  }
+
   @Test("A value of the wrong type says what was expected and what was found")
   func wrongTypes() {
     let text = """

@@ -807,6 +807,15 @@ extension CueSheetDecoder {
         // The outgoing piece's exit cue: `{ cue: "exit" }` for short.
         spec.exitCue = "exit"
         spec.moment = .now
+      } else if at.stringValue == nil && at.objectValue == nil {
+        mismatch(at, fields.path("at"), expected: "a string (\"now\", \"beat\", \"bar\", \"end\" or \"exit\") or { cue: \"NAME\" }")
+      } else if let string = at.stringValue, TransitionSpec.Moment(rawValue: string) == nil {
+        // Every word `at` takes, and the cue form: the moments alone left "exit" and cues out.
+        let words = TransitionSpec.Moment.allCases.map(\.rawValue) + ["exit"]
+        error(
+          at.location, fields.path("at"),
+          "\"\(string)\" is not one of \(Self.list(words)), or { cue: \"NAME\" }"
+            + Self.suggestion(for: string, among: words))
       } else if let moment = word(fields, "at", TransitionSpec.Moment.self) {
         spec.moment = moment
         spec.exitCue = nil
