@@ -83,10 +83,14 @@ final class DirectorCore {
   var mixFrameOrigin: Int64 = 0
 
   /// Where the playing item will be at director time `now`, in seconds of its file: its
-  /// published position is where the mix is, the director's clock runs ahead of that.
+  /// published position is where the mix is, the director's clock runs ahead of that. Not before
+  /// director time 0, where the start state's music begins: in a live director's first quarter
+  /// second the mix has not reached it yet, and counting from there put a change on the bar
+  /// posted then up to the output's latency early in its report (1.809 s for a bar heard at
+  /// 2.000 s; trial 7). The music itself landed right: the mixer finds the line itself.
   private var playingPosition: Double {
     let mixedSeconds = Double(engine.mixClock.now - mixFrameOrigin) / Double(engine.sampleRate)
-    return player.currentPlaybackTime + max(0, now - mixedSeconds) * max(0.01, player.musicSpeed)
+    return player.currentPlaybackTime + max(0, now - max(0, mixedSeconds)) * max(0.01, player.musicSpeed)
   }
 
   private struct Scheduled {
