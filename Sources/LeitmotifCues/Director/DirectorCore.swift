@@ -648,7 +648,9 @@ final class DirectorCore {
     // waiting music, not begun: a change on the beat 0.5 s after one on the bar cut in at once,
     // off the grid, and was reported on a line of the music that never played (trial 7).
     if playing, let pending = pendingLanding, now < pending.heardAt, let asked = currentState, asked != name {
-      if player.takeBackQueue() {
+      // (Not a bridge's hand-over to its state's music: the state heard is already the one
+      // asked for, and what waits is the rest of its music, after the bridge piece.)
+      if pending.state != asked, player.takeBackQueue() {
         takeBackChange(to: asked, reason: nil)
       } else {
         lastReportedState = forgetChange(to: asked)
