@@ -404,7 +404,8 @@ struct DirectorTimingTests {
     #expect(Listen.loudest(left, lands + 0.01, lands + 0.08, among: pitches) == DirectorFixture.bossPitch)
   }
 
-  @Test("A change on the bar whose file went bad since the cue file loaded: its fallback lands on that bar, not at once")
+  @Test(
+    "A change on the bar whose file went bad since the cue file loaded: its fallback lands on that bar, not at once")
   func fallbackOnTheBar() throws {
     let game = try DirectorFixture()
     try DirectorFixture.tone(game.assets + "/bar.ogg", pitch: 440, seconds: 8, tags: [("BPM", "120")])
@@ -462,7 +463,9 @@ struct DirectorTimingTests {
     director.post("spotted")
     #expect(
       EngineHarness.wait(seconds: 10) {
-        reports.withLock { $0.contains { if case .stateChanged(_, "combat", _, _, _) = $0.kind { true } else { false } } }
+        reports.withLock {
+          $0.contains { if case .stateChanged(_, "combat", _, _, _) = $0.kind { true } else { false } }
+        }
       })
     director.waitForReports()
     // Before the start state's first frame is mixed, the director counted the playing item's

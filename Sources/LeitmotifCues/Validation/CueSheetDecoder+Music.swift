@@ -808,7 +808,9 @@ extension CueSheetDecoder {
         spec.exitCue = "exit"
         spec.moment = .now
       } else if at.stringValue == nil && at.objectValue == nil {
-        mismatch(at, fields.path("at"), expected: "a string (\"now\", \"beat\", \"bar\", \"end\" or \"exit\") or { cue: \"NAME\" }")
+        mismatch(
+          at, fields.path("at"),
+          expected: "a string (\"now\", \"beat\", \"bar\", \"end\" or \"exit\") or { cue: \"NAME\" }")
       } else if let string = at.stringValue, TransitionSpec.Moment(rawValue: string) == nil {
         // Every word `at` takes, and the cue form: the moments alone left "exit" and cues out.
         let words = TransitionSpec.Moment.allCases.map(\.rawValue) + ["exit"]
