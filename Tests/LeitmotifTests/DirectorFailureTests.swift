@@ -52,6 +52,32 @@ struct DirectorFailureTests {
     try Data("this was music once\n".utf8).write(to: URL(fileURLWithPath: path))
   }
 
+  @Test("A looping file cut short while it plays: reported once, not at every pass; what it has keeps playing")
+  func cutFileReportedOnce() throws {
+    let game = try DirectorFixture()
+    let text = """
+      {
+        start: "explore", assets: "assets", sources: { calm: { bundled: "short.ogg" } },
+        states: { explore: { music: "calm", between: "gapless" } },
+      }
+      """
+    // Noise, so that the file is large (about 0.7 MB): the decoder reads it as it plays.
+    let made = try EngineHarness.vorbisNoise(in: game.directory, name: "noise.ogg", seconds: 6)
+    let path = game.assets + "/short.ogg"
+    try FileManager.default.moveItem(atPath: made, toPath: path)
+    let (left, reports) = try run(text, game: game, cue: "nothing", at: 0.5, seconds: 12) {
+      // Cut to 60 %, as a patch interrupted mid-write leaves it.
+      let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+      try bytes.prefix(bytes.count * 3 / 5).write(to: URL(fileURLWithPath: path))
+    }
+    let problems = reports.lines.filter { $0.contains("cannot be played") }
+    // Each pass of the repeating queue failed at the cut and said so again.
+    #expect(problems.count == 1, "\(reports.lines.joined(separator: "\n"))")
+    #expect(
+      Listen.rms(Listen.window(left, 10, 12)) > 0.05,
+      "what the file has still plays: \(reports.lines.joined(separator: "\n"))")
+  }
+
   @Test("A file replaced by text before its state plays: a problem report, the source's fallback plays")
   func fallbackSourcePlays() throws {
     let game = try DirectorFixture()

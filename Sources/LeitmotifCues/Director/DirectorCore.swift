@@ -1142,7 +1142,9 @@ final class DirectorCore {
     let takenBack = player.takeQueuesTakenBack() > 0
     guard !failures.isEmpty || takenBack else { return }
     for (item, error) in failures {
-      failedPaths.insert(item.assetURL.path)
+      // Once per file: a file cut short or damaged still plays up to the damage, and a queue
+      // that repeats it fails there again each pass (the same report every 5.4 s; trial 7).
+      guard failedPaths.insert(item.assetURL.path).inserted else { continue }
       let origin = origins[item.assetURL.path].map { " of source \"\($0.source)\"" } ?? ""
       report(
         .problem(
