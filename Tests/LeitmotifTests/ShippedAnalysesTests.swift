@@ -147,6 +147,37 @@ struct ShippedAnalysesTests {
       ])
   }
 
+  @Test("A cue file's load analyses the pieces it plays and no other file of the folder")
+  func onlyPiecesPlayedAnalysed() throws {
+    let game = try Game()
+    // A third piece in the folder that no source names (an alternate take, a sound effect).
+    let samples = ToneGenerator.sine(frequency: 220, amplitude: 0.3, seconds: 2, format: .stereo48000)
+    try VorbisEncoder.encode(samples: samples, format: .stereo48000, to: game.music + "/unused.ogg")
+    let cues = game.directory.file("cues.json5")
+    try """
+    {
+      assets: "music",
+      sources: { calm: { bundled: "calm.ogg" } },
+      states: { explore: { music: "calm" } },
+      start: "explore",
+      rules: [{ on: "hit", do: { stinger: "battle.ogg" } }],
+    }
+    """.write(toFile: cues, atomically: true, encoding: .utf8)
+    let sheet = try CueSheet.load(path: cues)
+    let catalog = try #require(sheet.catalog)
+    // Every file is listed with its tags (the checks need them), but only the source's piece and
+    // the stinger's file were decoded for their analysis: the load used to decode every file.
+    #expect(catalog.relativePaths == ["battle.ogg", "calm.ogg", "unused.ogg"])
+    #expect(catalog.item(relativePath: "calm.ogg")?.loudness != nil)
+    #expect(catalog.item(relativePath: "battle.ogg")?.loudness != nil)
+    #expect(catalog.item(relativePath: "unused.ogg")?.loudness == nil)
+    #expect(catalog.item(relativePath: "unused.ogg")?.playbackDuration != nil)
+    // The level everything is brought to is the median of the music played.
+    let played = [catalog.item(relativePath: "calm.ogg")?.loudness, catalog.item(relativePath: "battle.ogg")?.loudness]
+      .compactMap { $0 }.sorted()
+    #expect(catalog.medianLoudness == (played[0] + played[1]) / 2)
+  }
+
   @Test("The repository's bundled music ships a current analysis of every piece (`make assets` writes them)")
   func bundledMusicIsCurrent() throws {
     let folder = URL(fileURLWithPath: CGame.repository + "/Assets/music")

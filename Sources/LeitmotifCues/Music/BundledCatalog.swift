@@ -63,6 +63,8 @@ public final class BundledCatalog: Sendable {
   /// Empty when the folder ships none, or when the catalogue does not analyse.
   public let piecesWithoutShippedAnalysis: [String]
   private let indexByRelativePath: [String: Int]
+  /// The folder's real path (or its mount's), which relative paths are taken against.
+  private let root: String
 
   /// Walks `directory` and every folder below it, opening each audio file to read its tags and
   /// length, and (`analyzing`) analysing each file that neither the folder's shipped analyses
@@ -70,14 +72,31 @@ public final class BundledCatalog: Sendable {
   /// analysis of: a full decode, about 1 % of its length in CPU time, the files spread over the
   /// machine's cores. Does I/O: call it when a cue file is loaded, not on a game thread that must
   /// not wait. A folder that does not exist gives an empty catalogue with one failure naming it.
+  /// A cue file's catalogue is made without analyses and then `analyzed(relativePaths:)` for the
+  /// pieces it plays: a folder's other files are not decoded.
   public convenience init(directory: URL, analyzing: Bool = true) {
     self.init(directory: directory, analyzing: analyzing, environment: ProcessInfo.processInfo.environment)
   }
 
   /// The same, with the player's analysis cache found through `environment` (`XDG_CACHE_HOME`,
   /// `HOME`) instead of the process's.
-  package init(directory: URL, analyzing: Bool, environment: [String: String]) {
-    self.directory = directory
+  package convenience init(directory: URL, analyzing: Bool, environment: [String: String]) {
+    var listing = Self.list(directory)
+    if analyzing { listing = Self.analyze(listing, Set(listing.relativePaths), environment: environment) }
+    self.init(directory: directory, listing)
+  }
+
+  /// What the catalogue holds, before and after analysis.
+  private struct Listing {
+    var root: String
+    var items: [MediaItem] = []
+    var relativePaths: [String] = []
+    var failures: [Failure] = []
+    var unshipped: [String] = []
+  }
+
+  /// The folder's files with their tags and lengths, no analysis.
+  private static func list(_ directory: URL) -> Listing {
     // A mounted folder (`MountedFiles`: the game's pak) is listed from its mount, with the
     // walker's rules for names; a folder on disk is walked on its real path, and relative paths
     // are taken against that.
@@ -85,13 +104,9 @@ public final class BundledCatalog: Sendable {
     let mountedRoot = MountedFiles.absolute(directory.path) ?? directory.path
     guard let root = mounted != nil ? mountedRoot : FileSystemPath.realPath(directory.path) else {
       let reason = FolderWalker.errnoText(errno)
-      items = []
-      relativePaths = []
-      medianLoudness = nil
-      failures = [Failure(relativePath: "", reason: "cannot read the folder \(directory.path): \(reason)")]
-      indexByRelativePath = [:]
-      piecesWithoutShippedAnalysis = []
-      return
+      return Listing(
+        root: directory.path,
+        failures: [Failure(relativePath: "", reason: "cannot read the folder \(directory.path): \(reason)")])
     }
     let walk: (audioFiles: [String], failures: [(path: String, reason: String)])
     if let mounted {
@@ -101,50 +116,95 @@ public final class BundledCatalog: Sendable {
       walk = (walked.audioFiles.map { $0.path }, walked.failures.map { ($0.path, $0.reason) })
     }
     func relative(_ path: String) -> String { Self.relativePath(of: path, under: root) }
-
-    var loaded: [(relativePath: String, item: MediaItem)] = []
-    var failures = walk.failures.map { Failure(relativePath: relative($0.path), reason: $0.reason) }
-    let shippedFolder = root + "/" + AnalysisCache.shippedFolder
-    let cache = AnalysisCache(environment: environment, shipped: shippedFolder)
     let files = walk.audioFiles
-    // Each file on its own (tags, then the analysis: a full decode when nothing has it), as many
-    // at once as there are cores: a game's first launch waits for this.
-    let results = Mutex([Result<(MediaItem, shipped: Bool), DecodeError>?](repeating: nil, count: files.count))
+    // Each file's tags, as many at once as there are cores: a game's first launch waits for this.
+    let results = Mutex([Result<MediaItem, DecodeError>?](repeating: nil, count: files.count))
     DispatchQueue.concurrentPerform(iterations: files.count) { index in
-      let result = Result { () throws(DecodeError) -> (MediaItem, shipped: Bool) in
-        var item = try MediaItem.load(path: files[index])
-        guard analyzing else { return (item, false) }
-        let found = try cache.lookUp(fileAt: files[index])
-        item.apply(found.analysis)
-        return (item, found.shipped)
-      }
+      let result = Result { () throws(DecodeError) -> MediaItem in try MediaItem.load(path: files[index]) }
       results.withLock { $0[index] = result }
     }
-    var unshipped: [String] = []
+    var loaded: [(relativePath: String, item: MediaItem)] = []
+    var failures = walk.failures.map { Failure(relativePath: relative($0.path), reason: $0.reason) }
     for (file, result) in zip(files, results.withLock { $0 }) {
       switch result {
-      case .success(let (item, shipped))?:
-        loaded.append((relative(file), item))
-        if !shipped { unshipped.append(relative(file)) }
+      case .success(let item)?: loaded.append((relative(file), item))
       case .failure(let error)?: failures.append(Failure(relativePath: relative(file), reason: Self.reason(error)))
       case nil: break
       }
     }
-    let shipsAnalyses =
-      MountedFiles.kind(of: shippedFolder) != nil || FileManager.default.fileExists(atPath: shippedFolder)
-    piecesWithoutShippedAnalysis = analyzing && shipsAnalyses ? unshipped.sorted() : []
-    let loudness = loaded.compactMap(\.item.loudness).sorted()
+    loaded.sort { $0.relativePath < $1.relativePath }
+    return Listing(
+      root: root, items: loaded.map(\.item), relativePaths: loaded.map(\.relativePath), failures: failures)
+  }
+
+  private init(directory: URL, _ listing: Listing) {
+    self.directory = directory
+    root = listing.root
+    items = listing.items
+    relativePaths = listing.relativePaths
+    failures = listing.failures.sorted { $0.relativePath < $1.relativePath }
+    piecesWithoutShippedAnalysis = listing.unshipped.sorted()
+    let loudness = items.compactMap(\.loudness).sorted()
     medianLoudness =
       loudness.isEmpty
       ? nil
       : loudness.count % 2 == 1
         ? loudness[loudness.count / 2] : (loudness[loudness.count / 2 - 1] + loudness[loudness.count / 2]) / 2
-    loaded.sort { $0.relativePath < $1.relativePath }
-    items = loaded.map(\.item)
-    relativePaths = loaded.map(\.relativePath)
-    self.failures = failures.sorted { $0.relativePath < $1.relativePath }
     indexByRelativePath = Dictionary(
-      loaded.enumerated().map { ($0.element.relativePath, $0.offset) }, uniquingKeysWith: { first, _ in first })
+      relativePaths.enumerated().map { ($0.element, $0.offset) }, uniquingKeysWith: { first, _ in first })
+  }
+
+  /// This catalogue with the pieces at `relativePaths` analysed (as `init(directory:analyzing:)`
+  /// does: the shipped analyses, the player's cache, else a full decode, the pieces spread over
+  /// the cores): what a cue file plays, so a folder's other files are never decoded (a game's
+  /// first launch analysed 6 unused 4-minute files in 17 s; trial 7). A piece whose analysis
+  /// fails becomes a failure. `medianLoudness` is then the median of those pieces, and
+  /// `piecesWithoutShippedAnalysis` names those of them the folder ships no analysis for.
+  package func analyzed(
+    relativePaths wanted: Set<String>, environment: [String: String] = ProcessInfo.processInfo.environment
+  ) -> BundledCatalog {
+    let listing = Listing(
+      root: root, items: items, relativePaths: relativePaths, failures: failures,
+      unshipped: piecesWithoutShippedAnalysis)
+    return BundledCatalog(directory: directory, Self.analyze(listing, wanted, environment: environment))
+  }
+
+  /// `listing` with the pieces at `wanted` analysed (see `analyzed(relativePaths:)`).
+  private static func analyze(_ listing: Listing, _ wanted: Set<String>, environment: [String: String]) -> Listing {
+    let (root, relativePaths) = (listing.root, listing.relativePaths)
+    let shippedFolder = root + "/" + AnalysisCache.shippedFolder
+    let cache = AnalysisCache(environment: environment, shipped: shippedFolder)
+    let chosen = relativePaths.indices.filter { wanted.contains(relativePaths[$0]) }
+    let results = Mutex([Result<(AudioAnalysis, shipped: Bool), DecodeError>?](repeating: nil, count: chosen.count))
+    DispatchQueue.concurrentPerform(iterations: chosen.count) { index in
+      let path = listing.items[chosen[index]].assetURL.path
+      let result = Result { () throws(DecodeError) -> (AudioAnalysis, shipped: Bool) in
+        let found = try cache.lookUp(fileAt: path)
+        return (found.analysis, found.shipped)
+      }
+      results.withLock { $0[index] = result }
+    }
+    var items = listing.items
+    var failures = listing.failures
+    var failed: Set<Int> = []
+    var unshipped = listing.unshipped
+    for (index, result) in zip(chosen, results.withLock { $0 }) {
+      switch result {
+      case .success(let (analysis, shipped))?:
+        items[index].apply(analysis)
+        if !shipped { unshipped.append(relativePaths[index]) }
+      case .failure(let error)?:
+        failures.append(Failure(relativePath: relativePaths[index], reason: Self.reason(error)))
+        failed.insert(index)
+      case nil: break
+      }
+    }
+    let shipsAnalyses =
+      MountedFiles.kind(of: shippedFolder) != nil || FileManager.default.fileExists(atPath: shippedFolder)
+    let kept = items.indices.filter { !failed.contains($0) }
+    return Listing(
+      root: root, items: kept.map { items[$0] }, relativePaths: kept.map { relativePaths[$0] }, failures: failures,
+      unshipped: shipsAnalyses ? unshipped : [])
   }
 
   /// `path` relative to the folder `root` ("" for the folder itself).
@@ -179,9 +239,19 @@ public final class BundledCatalog: Sendable {
   /// given tag ignoring case, in relative-path order. A selection with neither files nor tags
   /// selects everything.
   public func items(matching selection: BundledSelection) -> [MediaItem] {
-    if !selection.files.isEmpty { return selection.files.compactMap { item(relativePath: $0) } }
-    return items.filter { item in
-      Self.tag(item.mood, equals: selection.mood) && Self.tag(item.genre, equals: selection.genre)
+    indices(matching: selection).map { items[$0] }
+  }
+
+  /// The relative paths of the items `selection` selects, as `items(matching:)` orders them.
+  package func relativePaths(matching selection: BundledSelection) -> [String] {
+    indices(matching: selection).map { relativePaths[$0] }
+  }
+
+  private func indices(matching selection: BundledSelection) -> [Int] {
+    if !selection.files.isEmpty { return selection.files.compactMap { indexByRelativePath[Self.normalized($0)] } }
+    return items.indices.filter { index in
+      let item = items[index]
+      return Self.tag(item.mood, equals: selection.mood) && Self.tag(item.genre, equals: selection.genre)
         && Self.tag(item.title, equals: selection.title)
     }
   }
