@@ -347,23 +347,29 @@ struct DirectorTimingTests {
     #expect(Listen.level(of: 1760, in: Listen.window(left, start + 0.1, start + 0.14)) > 0.05)
   }
 
-  @Test("A change on the bar replaced by another before the bar: never reported, the next goes from the state heard")
-  func replacedBeforeItsBar() throws {
-    let game = try DirectorFixture()
+  /// Explore plays bar.ogg, 440 Hz at 120 BPM from 0 (beats every 0.5 s, bars every 2 s);
+  /// "spotted" changes to combat and "boss" to boss, each with the transition given.
+  static func spottedThenBoss(_ game: DirectorFixture, combat: String, boss: String) throws -> String {
     try DirectorFixture.tone(game.assets + "/bar.ogg", pitch: 440, seconds: 8, tags: [("BPM", "120")])
-    let text = """
+    return """
       {
         start: "explore",
         assets: "assets",
         sources: { bar: { bundled: "bar.ogg" }, fight: { bundled: "explore.ogg" }, bossMusic: { bundled: "boss.ogg" } },
         states: {
           explore: { music: "bar" },
-          combat: { music: "fight", transition: { seconds: 1, at: "bar" } },
-          boss: { music: "bossMusic", transition: { seconds: 0 } },
+          combat: { music: "fight", transition: { \(combat) } },
+          boss: { music: "bossMusic", transition: { \(boss) } },
         },
         rules: [ { on: "spotted", do: { state: "combat" } }, { on: "boss", do: { state: "boss" } } ],
       }
       """
+  }
+
+  @Test("A change on the bar replaced by another before the bar: never reported, the next goes from the state heard")
+  func replacedBeforeItsBar() throws {
+    let game = try DirectorFixture()
+    let text = try Self.spottedThenBoss(game, combat: "seconds: 1, at: \"bar\"", boss: "seconds: 0")
     let (left, timeline) = try game.simulate(
       try game.sheet(text), [.cue(2.3, "spotted"), .cue(2.35, "boss")], seconds: 5)
     #expect(!timeline.summary.contains("-> \"combat\""), "\(timeline.summary)")
@@ -378,21 +384,8 @@ struct DirectorTimingTests {
     arguments: [("beat", 2.8, 3.0), ("bar", 2.4, 4.0)])
   func replacedOnTheGridHeard(moment: String, cueTime: Double, lands: Double) throws {
     let game = try DirectorFixture()
-    // 120 BPM from 0: beats every 0.5 s, bars every 2 s.
-    try DirectorFixture.tone(game.assets + "/bar.ogg", pitch: 440, seconds: 8, tags: [("BPM", "120")])
-    let text = """
-      {
-        start: "explore",
-        assets: "assets",
-        sources: { bar: { bundled: "bar.ogg" }, fight: { bundled: "explore.ogg" }, bossMusic: { bundled: "boss.ogg" } },
-        states: {
-          explore: { music: "bar" },
-          combat: { music: "fight", transition: { seconds: 0, at: "bar" } },
-          boss: { music: "bossMusic", transition: { seconds: 0, at: "\(moment)" } },
-        },
-        rules: [ { on: "spotted", do: { state: "combat" } }, { on: "boss", do: { state: "boss" } } ],
-      }
-      """
+    let text = try Self.spottedThenBoss(
+      game, combat: "seconds: 0, at: \"bar\"", boss: "seconds: 0, at: \"\(moment)\"")
     let (left, timeline) = try game.simulate(
       try game.sheet(text), [.cue(2.3, "spotted"), .cue(cueTime, "boss")], seconds: 5)
     // The grid used to come from the combat music, waiting for its bar: the boss cut in at once,
