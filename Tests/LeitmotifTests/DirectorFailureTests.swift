@@ -78,6 +78,53 @@ struct DirectorFailureTests {
       "what the file has still plays: \(reports.lines.joined(separator: "\n"))")
   }
 
+  @Test(
+    "A state whose every file has failed: a change to it leaves the state heard in force, and a change back to that state keeps its music playing"
+  )
+  func stateWithNothingLeft() throws {
+    let game = try DirectorFixture()
+    let text = """
+      {
+        start: "explore", assets: "assets",
+        sources: { calm: { bundled: "explore.ogg" }, tense: { bundled: "combat.ogg" } },
+        states: { explore: { music: "calm" }, combat: { music: "tense", transition: { seconds: 0 } } },
+        rules: [ { on: "fight", do: { state: "combat" } }, { on: "calm.down", do: { state: "explore" } } ],
+      }
+      """
+    let engine = try EngineHarness.offlineEngine()
+    defer { engine.shutdown() }
+    let director = Director(engine: engine, sheet: try game.sheet(text), clocking: .pumped)
+    let reports = Reports()
+    _ = director.addObserver { reports.append($0) }
+    var left: [Float] = []
+    var states: [(time: Double, state: String?)] = []
+    let block = EngineHarness.renderFrames
+    var posted: Set<String> = []
+    while Double(left.count) < 5 * Double(DirectorFixture.rate) {
+      let time = Double(left.count) / Double(DirectorFixture.rate)
+      if time >= 1 && posted.insert("first").inserted {
+        try replaceWithText(game.assets + "/combat.ogg")
+        director.post("fight")  // cannot start: the file fails, and is left out from now on
+      }
+      if time >= 2 && posted.insert("second").inserted { director.post("fight") }  // nothing left
+      if time >= 3 && posted.insert("back").inserted { director.post("calm.down") }
+      director.advance(toAudioTime: time)
+      let mix = EngineHarness.render(engine, frames: block)
+      for frame in 0..<(mix.count / 2) { left.append(mix[2 * frame]) }
+      director.waitForReports()
+      states.append((time, director.currentState))
+    }
+    director.shutdown()
+    let lines = reports.lines.joined(separator: "\n")
+    #expect(lines.contains("state \"combat\" has no music to play: the music of \"explore\" goes on"), "\(lines)")
+    // The state was left on combat, with explore playing; calm.down then started explore again
+    // from its top.
+    #expect(states.filter { $0.time > 2.1 }.allSatisfy { $0.state == "explore" }, "\(lines)")
+    #expect(lines.contains("rule \"rule 2\": stay in \"explore\" (already playing)"), "\(lines)")
+    #expect(!lines.contains("\"combat\" -> \"explore\""), "explore's music was not started again:\n\(lines)")
+    #expect(Listen.rms(Listen.window(left, 3.05, 3.5)) > 0.1)
+  }
+
   @Test("A file replaced by text before its state plays: a problem report, the source's fallback plays")
   func fallbackSourcePlays() throws {
     let game = try DirectorFixture()

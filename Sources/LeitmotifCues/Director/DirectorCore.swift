@@ -957,6 +957,21 @@ final class DirectorCore {
       ?? build(state)
     for fallback in music.fallbacks { report(fallback, cause: cause) }
     guard !music.entries.isEmpty else {
+      // What plays is the state heard's music: that is the state again, as when a change cannot
+      // start (`takeBackChange`). The rules saw the state with no music, and a change back to
+      // the state heard started its music again from the top (trial 7).
+      if let heard = lastReportedState, heard != name, player.playbackState == .playing,
+        let music = sheet.states[heard], currentState == name
+      {
+        currentState = heard
+        statePriority = music.priority
+        report(
+          .problem(
+            "state \"\(name)\" has no music to play: the music of \"\(heard)\" goes on, and the state is \"\(heard)\" again"
+          ),
+          cause: cause)
+        return
+      }
       report(.problem("state \"\(name)\" has no music to play: what played goes on"), cause: cause)
       return
     }
