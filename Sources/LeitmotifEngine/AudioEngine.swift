@@ -237,8 +237,9 @@ public final class AudioEngine: @unchecked Sendable {
     }
   }
 
-  /// Whether `shutdown()` has run (or started).
-  var isShutDown: Bool { !running.value.load(ordering: .acquiring) }
+  /// Whether `shutdown()` has run (or started): nothing plays on the engine any more, and its
+  /// players' `play()` does nothing.
+  public var isShutDown: Bool { !running.value.load(ordering: .acquiring) }
 
   /// The master gain over everything the engine plays (music, stingers, one-shot players), 0 to
   /// 1. Setting it glides there over a few milliseconds; `setMasterGain(_:rampSeconds:)` fades.

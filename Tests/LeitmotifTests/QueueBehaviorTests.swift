@@ -113,6 +113,34 @@ struct QueueBehaviorTests {
     #expect(streamed == ["item0", "item1", "item2", "item0"], "the stream sees the same changes in the same order")
   }
 
+  @Test("After the engine's shutdown nothing says it plays: players stay stopped, a director's post is refused")
+  func afterShutdown() throws {
+    let directory = try TemporaryDirectory()
+    let path = try EngineHarness.vorbisTone(in: directory, name: "a.ogg", seconds: 1, frequency: 300, amplitude: 0.5)
+    let engine = try EngineHarness.offlineEngine()
+    #expect(!engine.isShutDown)
+    engine.shutdown()
+    #expect(engine.isShutDown)
+    // Each used to report .playing, as if music played (trial 7).
+    let queue = QueuePlayer(engine: engine)
+    try queue.setQueue(with: [MediaItem(path: path)])
+    queue.play()
+    #expect(queue.playbackState != .playing)
+    let player = try Player(engine: engine, item: MediaItem(path: path))
+    player.play()
+    #expect(player.playbackState != .playing)
+
+    let game = try DirectorFixture()
+    let live = try EngineHarness.offlineEngine()
+    let director = Director(engine: live, sheet: try game.sheet(DirectorRuleTests.cues), clocking: .pumped)
+    #expect(director.post("anything"))
+    director.shutdown()
+    #expect(!director.post("anything"), "a shut-down director takes no more events")
+    let other = Director(engine: engine, sheet: try game.sheet(DirectorRuleTests.cues), clocking: .pumped)
+    #expect(!other.post("anything"), "nor one on a shut-down engine")
+    live.shutdown()
+  }
+
   @Test(
     "A one-item gapless loop whose file is deleted while it plays: one failure reported, not one per retry; what was open plays to its end, then the queue ends"
   )

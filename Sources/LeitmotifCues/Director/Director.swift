@@ -284,12 +284,13 @@ public final class Director: @unchecked Sendable {
   // MARK: - The game's side
 
   /// Posts a cue with its payload. Never blocks; false when the bus was full and the event was
-  /// dropped (counted, and reported as `.dropped`).
+  /// dropped (counted, and reported as `.dropped`), or when the director or its engine is shut
+  /// down (nothing would take it).
   /// Thread safety: any thread.
   @discardableResult
   public func post(_ cue: String, _ payload: CuePayload = [:]) -> Bool {
-    let posted = bus.post(cue, payload)
-    return posted
+    guard running.value.load(ordering: .acquiring), !engine.isShutDown else { return false }
+    return bus.post(cue, payload)
   }
 
   /// Sets a game parameter (clamped to the range the cue file gives it), optionally over

@@ -142,6 +142,8 @@ public final class Player: MediaPlayback {
 
   /// Starts or resumes playback (preparing first if needed).
   public func play() {
+    // Nothing plays on a shut-down engine: the player used to say it was playing.
+    guard !engine.isShutDown else { return }
     prepareToPlay()
     let voice = state.withLock { state -> VoiceHandle? in
       guard let voice = state.lease?.handle, state.lease?.isCurrent == true else { return nil }

@@ -557,6 +557,8 @@ public final class QueuePlayer: MediaPlayback {
 
   /// Starts or resumes playback. An empty queue stays stopped.
   public func play() {
+    // Nothing plays on a shut-down engine: the player used to say it was playing.
+    guard !engine.isShutDown else { return }
     state.withLock { state in
       if state.stateBeforeSeeking != nil { state.stateBeforeSeeking = nil }
       if state.queue.nowID == nil { state.queue.nowID = state.queue.playOrder.first }
