@@ -24,23 +24,32 @@ struct DirectorFailureTests {
     _ text: String, game: DirectorFixture, cue: String, at cueAt: Double, seconds: Double,
     beforeCue: () throws -> Void
   ) throws -> (left: [Float], reports: Reports) {
+    var posted = false
+    return try stepping(text, game: game, seconds: seconds) { time, director in
+      if !posted && time >= cueAt {
+        try beforeCue()
+        director.post(cue)
+        posted = true
+      }
+    }
+  }
+
+  /// Plays `seconds` of the director offline, a block at a time; `step` runs before each block
+  /// with its time (to post cues, change files, look at the director). Returns the left channel.
+  private func stepping(
+    _ text: String, game: DirectorFixture, seconds: Double, step: (Double, Director) throws -> Void
+  ) throws -> (left: [Float], reports: Reports) {
     let engine = try EngineHarness.offlineEngine()
     defer { engine.shutdown() }
     let director = Director(engine: engine, sheet: try game.sheet(text), clocking: .pumped)
     let reports = Reports()
     _ = director.addObserver { reports.append($0) }
     var left: [Float] = []
-    let block = EngineHarness.renderFrames
-    var posted = false
     while Double(left.count) < seconds * Double(DirectorFixture.rate) {
       let time = Double(left.count) / Double(DirectorFixture.rate)
-      if !posted && time >= cueAt {
-        try beforeCue()
-        director.post(cue)
-        posted = true
-      }
+      try step(time, director)
       director.advance(toAudioTime: time)
-      let mix = EngineHarness.render(engine, frames: block)
+      let mix = EngineHarness.render(engine, frames: EngineHarness.renderFrames)
       for frame in 0..<(mix.count / 2) { left.append(mix[2 * frame]) }
     }
     director.waitForReports()
@@ -91,30 +100,19 @@ struct DirectorFailureTests {
         rules: [ { on: "fight", do: { state: "combat" } }, { on: "calm.down", do: { state: "explore" } } ],
       }
       """
-    let engine = try EngineHarness.offlineEngine()
-    defer { engine.shutdown() }
-    let director = Director(engine: engine, sheet: try game.sheet(text), clocking: .pumped)
-    let reports = Reports()
-    _ = director.addObserver { reports.append($0) }
-    var left: [Float] = []
     var states: [(time: Double, state: String?)] = []
-    let block = EngineHarness.renderFrames
     var posted: Set<String> = []
-    while Double(left.count) < 5 * Double(DirectorFixture.rate) {
-      let time = Double(left.count) / Double(DirectorFixture.rate)
+    let (left, reports) = try stepping(text, game: game, seconds: 5) { time, director in
+      // The state as the block before left it.
+      director.waitForReports()
+      states.append((time, director.currentState))
       if time >= 1 && posted.insert("first").inserted {
         try replaceWithText(game.assets + "/combat.ogg")
         director.post("fight")  // cannot start: the file fails, and is left out from now on
       }
       if time >= 2 && posted.insert("second").inserted { director.post("fight") }  // nothing left
       if time >= 3 && posted.insert("back").inserted { director.post("calm.down") }
-      director.advance(toAudioTime: time)
-      let mix = EngineHarness.render(engine, frames: block)
-      for frame in 0..<(mix.count / 2) { left.append(mix[2 * frame]) }
-      director.waitForReports()
-      states.append((time, director.currentState))
     }
-    director.shutdown()
     let lines = reports.lines.joined(separator: "\n")
     #expect(lines.contains("state \"combat\" has no music to play: the music of \"explore\" goes on"), "\(lines)")
     // The state was left on combat, with explore playing; calm.down then started explore again
