@@ -26,6 +26,10 @@ package final class Voice: VoiceInput {
   /// frames asked its resampler for less than one frame of the file: the voice fell silent as an
   /// underrun, and at 1e-9 a render never ended.
   package static let rateRange: ClosedRange<Float> = (1.0 / 256)...4
+  /// The most a voice's volume goes to. Players' own volumes stop at 1; a director's mix gain
+  /// may lift a state's music over what its queue has baked in (a reload that made the state
+  /// that plays louder), and the peak limiter keeps the bus within full scale.
+  package static let maximumVolume: Float = 16
   /// Pause, stop and seek ramp the gain over this long (click-free; the issue asks >= 5 ms).
   package static let transportFadeSeconds = 0.010
   /// A volume change glides over this many frames (no zipper noise when the director steps it).
@@ -512,7 +516,7 @@ package final class Voice: VoiceInput {
   /// to it (no zipper noise). Without that, a start that sets its volume just after `play` on
   /// the same frame (a fade-in from 0) played its first mix gliding down from full volume.
   func setVolume(_ newVolume: Float, clock: Int64? = nil) {
-    volumeTarget = newVolume.isFinite ? max(0, min(1, newVolume)) : 1
+    volumeTarget = newVolume.isFinite ? max(0, min(Voice.maximumVolume, newVolume)) : 1
     if !isAudible || clock.map({ $0 <= startFrame }) == true { volumeNow = volumeTarget }
     volumeStep = (volumeTarget - volumeNow) / Float(Voice.volumeGlideFrames)
   }

@@ -647,6 +647,82 @@ struct DirectorActionTests {
   }
 
   @Test(
+    "A crossfade between states of different volumes: each music keeps its own state's volume, the outgoing never swells; a reload still moves the volume of the state that plays, up or down"
+  )
+  func stateVolumesAcrossACrossfade() throws {
+    let game = try DirectorFixture()
+    func cues(exploreVolume: Double, combatVolume: Double) -> String {
+      """
+      {
+        start: "explore",
+        \(DirectorFixture.sources)
+        states: {
+          explore: { music: "calm", volume: \(exploreVolume), transition: { seconds: 0 } },
+          combat: { music: "tense", volume: \(combatVolume), transition: { seconds: 2, curve: "linear" } },
+        },
+        rules: [ { on: "fight", do: { state: "combat" } }, { on: "calm", do: { state: "explore" } } ],
+      }
+      """
+    }
+    let explore = DirectorFixture.explorePitch
+    let combat = DirectorFixture.combatPitch
+    // Each piece's level at volume 1 differs (levelling weighs pitches differently): measured
+    // first, with both states at 1.
+    func run(_ from: Double, _ to: Double) throws -> (levels: [Double], summary: String) {
+      let (left, timeline) = try game.simulate(
+        try game.sheet(cues(exploreVolume: from, combatVolume: to)), [.cue(1, "fight")], seconds: 4)
+      return (
+        [
+          Listen.level(of: explore, in: Listen.window(left, 0.3, 0.9)),
+          Listen.level(of: explore, in: Listen.window(left, 1.95, 2.05)),
+          Listen.level(of: combat, in: Listen.window(left, 1.95, 2.05)),
+          Listen.level(of: combat, in: Listen.window(left, 3.3, 3.9)),
+        ], timeline.summary
+      )
+    }
+    let reference = try run(1, 1).levels
+    let combatOverExplore = reference[3] / reference[0]
+    // Up: from 0.5 to 1 at 1 s; down: from 1 to 0.25. At each fade's middle (2 s) the outgoing
+    // music is at half its own level before the fade, the incoming at half its own after it.
+    for (from, to) in [(0.5, 1.0), (1.0, 0.25)] {
+      let (levels, summary) = try run(from, to)
+      let outgoing = levels[1] / levels[0]
+      let incoming = levels[2] / levels[3]
+      let volumes = levels[3] / levels[0] / combatOverExplore
+      #expect(abs(outgoing - 0.5) < 0.03, "outgoing \(from) -> \(to): \(outgoing)\n\(summary)")
+      #expect(abs(incoming - 0.5) < 0.03, "incoming \(from) -> \(to): \(incoming)")
+      #expect(abs(volumes - to / from) < 0.05 * to / from, "volumes \(from) -> \(to): \(volumes)")
+    }
+    // A reload while combat (0.25) plays: to 1, louder than its queue was made at, then to 0.5.
+    let engine = try AudioEngine(output: .offline(sampleRate: 48_000, renderFrames: 256))
+    _ = try game.sheet(cues(exploreVolume: 1, combatVolume: 0.25))
+    let director = try Director(engine: engine, cueFile: game.cuePath, clocking: .pumped)
+    var left = [Float]()
+    var buffer = [Float](repeating: 0, count: 2 * 256)
+    while left.count < 6 * 48_000 {
+      let time = Double(left.count) / 48_000
+      if (24_000..<24_256).contains(left.count) { director.post("fight") }
+      if (3 * 48_000..<3 * 48_000 + 256).contains(left.count) {
+        _ = try game.sheet(cues(exploreVolume: 1, combatVolume: 1))
+        #expect(director.reload().allSatisfy { $0.severity != .error })
+      }
+      if (4 * 48_000 + 24_000..<4 * 48_000 + 24_256).contains(left.count) {
+        _ = try game.sheet(cues(exploreVolume: 1, combatVolume: 0.5))
+        #expect(director.reload().allSatisfy { $0.severity != .error })
+      }
+      director.advance(toAudioTime: time)
+      buffer.withUnsafeMutableBufferPointer { engine.render(into: $0.baseAddress!, frameCount: 256) }
+      for frame in 0..<256 { left.append(buffer[2 * frame]) }
+    }
+    director.shutdown()
+    // The combat music at 0.25, then 1 (four times as loud), then 0.5 (twice).
+    let levels = [(2.6, 2.95), (3.6, 4.4), (5.0, 5.9)].map {
+      Listen.level(of: combat, in: Listen.window(left, $0.0, $0.1))
+    }
+    #expect(abs(levels[1] / levels[0] - 4) < 0.2 && abs(levels[2] / levels[0] - 2) < 0.1, "\(levels)")
+  }
+
+  @Test(
     "A ramp's steps for frames already mixed are left out, not sent late: a game rendering 4096 frames at a time, setting a parameter every render"
   )
   func rampStepsNeverLate() throws {

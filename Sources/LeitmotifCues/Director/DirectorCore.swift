@@ -5,6 +5,10 @@ import LeitmotifLibrary
 import LeitmotifOutput
 import LeitmotifPlayers
 
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 /// The director's interpreter: the rules of the cue file applied to events, and the music
 /// controls they move. It owns the music's state (which music state plays, ramps, ducks,
 /// cooldowns, transitions waiting for the grid) and acts on the queue player and stinger players.
@@ -28,7 +32,16 @@ final class DirectorCore {
   private var lastFired: [String: Double] = [:]
   private var parameters: [String: Ramp] = [:]
   // The music's gain and rate are products of these (see `applyMix`).
+  /// The state's volume over what is baked into the queue on the player (see `putOnPlayer`):
+  /// 1, unless a reload changed the volume of the state that plays.
   private var stateVolume = Ramp(1)
+  /// The state volume baked into the gains of the queue on the player, and of the one before it
+  /// (a change called off takes that back).
+  private var bakedVolume = 1.0
+  private var bakedVolumeBeforeChange = 1.0
+  /// The least volume baked into a queue: a quieter state is baked at this and the rest is
+  /// `stateVolume`, which the mix gain can raise again by as much on a reload.
+  static let leastBakedVolume = 1.0 / 16
   private var stateRate = Ramp(1)
   private var volumeLevel = Ramp(1)
   private var rateLevel = Ramp(1)
@@ -138,7 +151,7 @@ final class DirectorCore {
     isQuiet = false
     if let state = currentState, let spec = sheet.states[state] {
       statePriority = spec.priority
-      stateVolume.move(to: Double(spec.volume), over: 0.25, at: now)
+      stateVolume.move(to: Double(spec.volume) / bakedVolume, over: 0.25, at: now)
       stateRate.move(to: Double(spec.rate), over: 0.25, at: now)
       player.repeatMode = spec.repeatMode
       player.transition = spec.itemTransition
@@ -603,6 +616,7 @@ final class DirectorCore {
     do {
       try putOnPlayer(
         QueueDescriptor(entries: gridded), startingAt: nil, spec: spec, landing: landing?.0, wasPlaying: wasPlaying,
+        volume: Double(state?.volume ?? 1),
         modes: QueuePlayer.Modes(
           repeatMode: queue.repeatMode, loopRepeat: state?.loop ?? player.loopRepeat,
           transition: state?.itemTransition ?? player.transition))
@@ -736,7 +750,7 @@ final class DirectorCore {
       try putOnPlayer(
         QueueDescriptor(entries: withBeatGrids([entry])), startingAt: nil, spec: spec,
         landing: landsAt > now + 0.5 / Double(engine.sampleRate) ? landing : nil, wasPlaying: true,
-        hold: spec.tailSeconds,
+        hold: spec.tailSeconds, volume: Double(sheet.states[name]?.volume ?? 1), rampAt: landsAt,
         modes: QueuePlayer.Modes(repeatMode: .none, loopRepeat: .off, transition: player.transition))
     } catch {
       report(.problem("bridge to \"\(name)\": the bridge was refused: \(error)"), cause: cause)
@@ -1026,6 +1040,7 @@ final class DirectorCore {
       try putOnPlayer(
         QueueDescriptor(entries: entries), startingAt: entrySeconds, spec: spec, landing: landing?.0,
         wasPlaying: wasPlaying, hold: resumeSeconds == nil ? lead + spec.tailSeconds : spec.tailSeconds,
+        volume: Double(state.volume), rampAt: heardAt,
         modes: QueuePlayer.Modes(
           repeatMode: state.repeatMode, loopRepeat: state.loop, transition: state.itemTransition))
     } catch {
@@ -1038,12 +1053,6 @@ final class DirectorCore {
     layerNames = state.layers.map(\.name)
     lastLayerMix = nil
     applyLayerMix()
-    // (The ramps count from the mix update at the end of this step, whatever the order here.)
-    if wasPlaying {
-      stateVolume.move(to: Double(state.volume), over: spec.seconds, at: heardAt)
-    } else {
-      stateVolume.set(Double(state.volume))
-    }
     stateRate.set(Double(state.rate))
     let origin = music.origins[first.item.assetURL.path]
     lastNowPlaying = first.item
@@ -1066,11 +1075,24 @@ final class DirectorCore {
   /// Puts `descriptor` on the player with `spec`: crossfading from what plays (on `landing`,
   /// when the grid gave one), or, from silence, fading the first music in along the
   /// transition's own curve.
+  ///
+  /// `volume`, the state's, is baked into the gain of every entry, so it goes with the new
+  /// music's voices and leaves the outgoing music at its own: a crossfade from a state at 0.5
+  /// to one at 1 swelled the outgoing music by up to 4.7 dB on its way out when the state volume
+  /// was one level over both (a designer's trial). `rampAt`: when the change is heard.
   private func putOnPlayer(
     _ descriptor: QueueDescriptor, startingAt seconds: Double?, spec: TransitionSpec, landing: QueuePlayer.Landing?,
-    wasPlaying: Bool, hold: Double = 0,
+    wasPlaying: Bool, hold: Double = 0, volume: Double, rampAt: Double? = nil,
     modes: QueuePlayer.Modes
   ) throws {
+    let baked = max(Self.leastBakedVolume, min(1, volume))
+    var descriptor = descriptor
+    if baked != 1 {
+      let decibels = 20 * log10(baked)
+      for index in descriptor.entries.indices {
+        descriptor.entries[index].gainDecibels = (descriptor.entries[index].gainDecibels ?? 0) + decibels
+      }
+    }
     if wasPlaying {
       try player.setQueue(
         with: descriptor, startingAt: seconds, transition: Transition(validDuration: spec.seconds, curve: spec.curve),
@@ -1082,6 +1104,14 @@ final class DirectorCore {
       // Paused (the game's pause menu, a `pause` action): the new music waits for the resume,
       // as a queue set on a paused player does. It used to start at once, under the menu.
       if player.playbackState != .paused { player.play() }
+    }
+    bakedVolumeBeforeChange = bakedVolume
+    bakedVolume = baked
+    // (The ramps count from the mix update at the end of this step, whatever the order here.)
+    if wasPlaying {
+      stateVolume.move(to: volume / baked, over: spec.seconds, at: rampAt ?? now)
+    } else {
+      stateVolume.set(volume / baked)
     }
   }
 
@@ -1238,7 +1268,8 @@ final class DirectorCore {
     statePriority = music.priority
     lastReportedState = heard
     playingOrder = playingOrderBeforeChange
-    stateVolume.set(Double(music.volume))
+    bakedVolume = bakedVolumeBeforeChange
+    stateVolume.set(Double(music.volume) / bakedVolume)
     stateRate.set(Double(music.rate))
     layeredState = heard
     layerNames = music.layers.map(\.name)
@@ -1414,7 +1445,9 @@ final class DirectorCore {
     }
     applyLayerMix()
     let mix = (
-      gain: Float(max(0, min(1, gain))),
+      // Above 1 only when a reload raised the volume of the state that plays over what its
+      // queue has baked in (see `putOnPlayer`).
+      gain: Float(max(0, min(1 / Self.leastBakedVolume, gain))),
       rate: Float(max(Double(Voice.rateRange.lowerBound), min(Double(Voice.rateRange.upperBound), rate))),
       tempo: Float(max(0.5, min(2, tempo))),
       lowPass: Float(lowPass)

@@ -839,7 +839,7 @@ public final class QueuePlayer: MediaPlayback {
 
   /// The director's gain under `volume` (see `State.mixGain`): posted to every voice, no event.
   package func setMixGain(_ gain: Float) {
-    let gain = gain.isFinite ? max(0, min(1, gain)) : 1
+    let gain = gain.isFinite ? max(0, min(Voice.maximumVolume, gain)) : 1
     state.withLock { state in
       guard state.mixGain != gain else { return }
       state.mixGain = gain
