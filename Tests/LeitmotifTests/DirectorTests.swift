@@ -722,46 +722,6 @@ struct DirectorActionTests {
     #expect(abs(levels[1] / levels[0] - 4) < 0.2 && abs(levels[2] / levels[0] - 2) < 0.1, "\(levels)")
   }
 
-  @Test(
-    "A ramp's steps for frames already mixed are left out, not sent late: a game rendering 4096 frames at a time, setting a parameter every render"
-  )
-  func rampStepsNeverLate() throws {
-    let game = try DirectorFixture()
-    try DirectorFixture.tone(game.assets + "/bright.ogg", pitch: 8_000, seconds: 6, tags: [("TITLE", "Bright")])
-    let text = """
-      {
-        start: "bright",
-        assets: "assets",
-        sources: { shine: { bundled: "bright.ogg" } },
-        parameters: { underwater: { drives: [ { target: "lowpass", curve: [[0, 1], [1, 0.05]] } ] } },
-        states: { bright: { music: "shine", transition: { seconds: 0 } } },
-      }
-      """
-    // Longer than the director's lead (1024 frames offline): the grid frames between two calls
-    // that the render before has already mixed are the ones that would land late.
-    let frames = 4096
-    let engine = try AudioEngine(output: .offline(sampleRate: 48_000, renderFrames: frames))
-    let director = Director(engine: engine, sheet: try game.sheet(text), library: nil, clocking: .pumped)
-    var left = [Float]()
-    var buffer = [Float](repeating: 0, count: 2 * frames)
-    var lowPasses: [Float] = []
-    while left.count < 4 * 48_000 {
-      let time = Double(left.count) / 48_000
-      // From 1 s on, as a game does from its frame loop: the value moves on at every call.
-      if time >= 1 { director.setParameter("underwater", min(1, time - 1), rampSeconds: 0.1) }
-      director.advance(toAudioTime: time)
-      buffer.withUnsafeMutableBufferPointer { engine.render(into: $0.baseAddress!, frameCount: frames) }
-      for frame in 0..<frames { left.append(buffer[2 * frame]) }
-      lowPasses.append(director.musicLowPass)
-    }
-    director.shutdown()
-    #expect(engine.lateCommandCount == 0, "steps sent after their frame was mixed")
-    // The ramp still moves the filter down, step by step, and the music is muffled at the end.
-    #expect(lowPasses.first == 1 && (lowPasses.last ?? 1) < 0.1, "\(lowPasses)")
-    let open = Listen.rms(Listen.window(left, 0.3, 0.9))
-    #expect(Listen.rms(Listen.window(left, 3.3, 3.9)) / open < 0.15)
-  }
-
   @Test("A crossfade at the end asked for when the item has less left than the fade begins now, and says so")
   func endTooCloseIsSaid() throws {
     let game = try DirectorFixture()

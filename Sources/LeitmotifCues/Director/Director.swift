@@ -500,22 +500,12 @@ public final class Director: @unchecked Sendable {
 
   /// A real-time step: at every grid frame since the last step while ramps move (each on its
   /// frame), else at the latest one; each step's commands stamped with its frame.
-  ///
-  /// Grid frames the mix has already passed are left out: their steps could only land late, all
-  /// at once on the next frame mixed (a ramp's values for audio already gone, and, worse, the
-  /// first of them would take the events just posted at a time already past). A director thread
-  /// that woke 44 ms late on a busy machine stamped three steps behind the mix that way, while a
-  /// game set a parameter every frame: `AudioEngine.lateCommandCount` counted 24 in 16 s. So
-  /// does a game whose offline renders are longer than the lead.
   @discardableResult
   func stepOnGrid(upTo frame: Int64? = nil) -> Bool {
     stepping.withLock { _ in
       // (A second step on the same grid frame takes what was posted since, at that frame.)
       let target = max(lastStepFrame, (frame ?? clockFrame) / Self.gridFrames * Self.gridFrames)
-      // The first grid frame not mixed yet, in director frames.
-      let unmixed = engine.mixClock.now - originFrame
-      let firstUnmixed = (max(0, unmixed) + Self.gridFrames - 1) / Self.gridFrames * Self.gridFrames
-      var frame = max(lastStepFrame + Self.gridFrames, firstUnmixed)
+      var frame = lastStepFrame + Self.gridFrames
       var tookInput = false
       if core.withLock({ $0.isMoving }) {
         while frame < target {
