@@ -220,6 +220,20 @@ package final class StreamingLoop: @unchecked Sendable {
 
   /// Live: while nothing plays the mix clock runs on with the wall clock (published as idle);
   /// when something plays again, it moves on by the time that passed.
+  ///
+  /// When what ends the spell is a change scheduled on a frame (a director's resume after its
+  /// pause menu, or its next state), the bus is given the silence it would have played had the
+  /// mix gone on through the spell, so that a frame of the mix reaches OpenAL on the device
+  /// frame it would have: the
+  /// frame OpenAL was to mix the first frame after the spell on when the spell began (the device
+  /// frame it stood at, and what the bus held), moved on by the frames the clock moved on. The
+  /// device clock and the bus's play position are both as of OpenAL's last mix, so the two agree
+  /// to the frame. Without it, the first frame after the spell went into an empty bus and was
+  /// heard a bus's length sooner, and everything after it too: after a pause menu the live music
+  /// ran 42 to 63 ms ahead of the offline render of the same events, and of the times the
+  /// director reported (a designer's trial). After OpenAL's mixer was paused (a long idle spell)
+  /// the device frames stood still: the bus then gets back the length it had. A change asked for
+  /// at once (a player's `play()`) gets no silence: it is heard as soon as OpenAL can play it.
   private func keepClockPace(busy: Bool) {
     if busy && idleSinceNanoseconds != 0 {
       let elapsed = DispatchTime.now().uptimeNanoseconds &- idleSinceNanoseconds
@@ -227,10 +241,38 @@ package final class StreamingLoop: @unchecked Sendable {
       idleSinceNanoseconds = 0
       published.mixedFrames.store(mixClock, ordering: .releasing)
       published.idleSinceNanoseconds.store(0, ordering: .releasing)
+      if !device.rendersOnDemand && !deviceLost && timedCommands.count > 0 {
+        bus.collectPlayed()
+        let silence =
+          devicePaused
+          ? queuedWhenIdle - bus.queuedFrames
+          : Int(idleDeviceFrame + MixClock.frames(nanoseconds: elapsed, rate: device.sampleRate) - deviceFrame)
+            - bus.queuedFrames
+        bus.queueSilence(frames: max(0, silence))
+        // Playing at once: to a stopped source every queued buffer counts as processed, so the
+        // refill's look at what was played would take the silence back unheard.
+        bus.keepPlaying()
+      }
     } else if !busy && idleSinceNanoseconds == 0 {
       idleSinceNanoseconds = DispatchTime.now().uptimeNanoseconds
       published.idleSinceNanoseconds.store(idleSinceNanoseconds, ordering: .releasing)
+      if !device.rendersOnDemand && !deviceLost {
+        bus.collectPlayed()
+        queuedWhenIdle = bus.queuedFrames
+        idleDeviceFrame = deviceFrame + Int64(queuedWhenIdle)
+      }
     }
+  }
+
+  /// What the bus held when the mix last went idle, and the device frame OpenAL was to mix the
+  /// next frame of the mix on then (see `keepClockPace`).
+  private var queuedWhenIdle = 0
+  private var idleDeviceFrame: Int64 = 0
+
+  /// The frames OpenAL has mixed on the device, as of its last mix (its device clock, which
+  /// counts whole seconds and the frames of the second: exact once rounded).
+  private var deviceFrame: Int64 {
+    (device.clockNanoseconds * Int64(device.sampleRate) + 500_000_000) / 1_000_000_000
   }
 
   private func takeCommands() {

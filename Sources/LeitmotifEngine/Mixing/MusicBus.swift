@@ -161,6 +161,19 @@ package final class MusicBus {
     return ring + nextSlot * ringFrames * 2
   }
 
+  /// Queues `frames` frames of silence (in blocks, as far as the ring has room): what the bus
+  /// would have held had the mix gone on through an idle spell (see
+  /// `StreamingLoop.keepClockPace`). They are no frames of the mix clock.
+  func queueSilence(frames: Int) {
+    var left = frames
+    while left > 0, let block = nextBlock(frames: Self.blockFrames) {
+      let count = min(left, Self.blockFrames)
+      block.update(repeating: 0, count: 2 * count)
+      commit(frames: count)
+      left -= count
+    }
+  }
+
   /// Queues the block from `nextBlock` (now holding `frames` mixed frames).
   func commit(frames: Int) {
     let slot = nextSlot
