@@ -436,15 +436,25 @@ struct CueFileTests {
           { on: "x", do: { seconds: 2 } },
           { on: "y", do: { state: "a", stop: true } },
           { on: "z", do: [{ releaseLoop: true }, { crosfade: "a" }] },
+          { on: "w", do: { state: "a", seconds: 1 } },
         ],
       }
       """
     let errors = folder.errors(text)
-    #expect(errors.map(place) == ["7:20 rules[0].do", "8:34 rules[1].do", "9:46 rules[2].do[1].crosfade"])
+    #expect(
+      errors.map(place) == [
+        "7:20 rules[0].do", "8:34 rules[1].do", "9:46 rules[2].do[1].crosfade", "10:34 rules[3].do.seconds",
+      ])
     #expect(errors[0].message.hasPrefix("an action needs a verb: one of state, crossfade, stinger,"))
     #expect(errors[0].message.hasSuffix("; found only \"seconds\""))
     #expect(errors[1].message.hasPrefix("an action has one verb; found \"state\" and \"stop\""))
     #expect(errors[2].message == "unknown key \"crosfade\"; did you mean \"crossfade\"?")
+    // A transition on a state change: the verb that takes one is named.
+    #expect(
+      errors.count > 3
+        && errors[3].message
+          == "unknown key \"seconds\"; \"state\" takes the state's own transition: to give one here, write { crossfade: ..., seconds: ... }"
+    )
   }
 
   @Test("Every problem of a file is reported at once, errors and warnings, in file order")

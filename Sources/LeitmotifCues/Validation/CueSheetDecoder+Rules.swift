@@ -239,7 +239,18 @@ extension CueSheetDecoder {
       return nil
     }
     let verb = verbs[0].key
-    guard let action = fields(value, path, allowed: Self.actionKeys[verb]!), let given = action[verb] else {
+    // `{ state: "combat", seconds: 1 }`: a state change takes the state's own transition; the
+    // verb that takes one is `crossfade`.
+    let transitionHint: ((String) -> String)? =
+      verb == "state"
+      ? { key in
+        CueSheetDecoder.transitionKeys.contains(key)
+          ? "; \"state\" takes the state's own transition: to give one here, write { crossfade: ..., \(key): ... }"
+          : CueSheetDecoder.unknownKeyHint(key, allowed: ["state"])
+      } : nil
+    guard let action = fields(value, path, allowed: Self.actionKeys[verb]!, unknownKeyHint: transitionHint),
+      let given = action[verb]
+    else {
       return nil
     }
     let verbPath = action.path(verb)
