@@ -184,6 +184,43 @@ struct DirectorTimingTests {
     }
   }
 
+  @Test("A source's tempo with a bpm is its untagged items' grid, over the tempo the analysis detected")
+  func sourceTempoOverDetection() throws {
+    let game = try DirectorFixture()
+    // Drums at 120 BPM without a BPM tag: the analysis finds 120. The designer says 90, in 4.
+    let song = RhythmSynthesizer.song(
+      bpm: 120, rate: 48_000, style: .rock, seconds: 12, leadIn: 0, pickup: false, harmony: false, seed: 3)
+    try VorbisEncoder.encode(
+      samples: song.samples, format: .stereo48000, tags: [("TITLE", "Drums")], to: game.assets + "/drums.ogg")
+    let text = quietThen("seconds: 0.5, curve: \"linear\", at: \"bar\"")
+      .replacingOccurrences(
+        of: "quiet: { bundled: \"quiet.ogg\" }", with: "quiet: { bundled: \"drums.ogg\", tempo: { bpm: 90, meter: 4 } }"
+      )
+    let sheet = try game.sheet(text)
+    let item = try #require(
+      BundledCatalog(directory: URL(fileURLWithPath: game.assets)).items.first { $0.title == "Drums" })
+    #expect(item.isBeatsPerMinuteDetected && abs((item.beatsPerMinute ?? 0) - 120) < 2, "\(item.beatsPerMinute ?? 0)")
+    // Bars of 90 BPM in 4 every 2.667 s: the cue at 0.3 s waits for 2.667 s (detected: 2 s).
+    let (_, timeline) = try game.simulate(sheet, [.cue(0.3, "go")], seconds: 3)
+    #expect(timeline.summary.contains("on the bar scheduled at 2.667 s"), "\(timeline.summary)")
+  }
+
+  @Test("A source's pickup places its bars: a one-beat pickup moves the bar lines a beat on; whole bars keep them")
+  func pickupPlacesBars() throws {
+    let game = try DirectorFixture()
+    // Quiet at 120 BPM (tagged): bars every 2 s, from the pickup's end.
+    for (pickup, line) in [("{ beats: 1 }", 2.5), ("{ bars: 2 }", 2.0), ("0.25", 2.25)] {
+      let text = quietThen("seconds: 0.5, curve: \"linear\", at: \"bar\"")
+        .replacingOccurrences(
+          of: "quiet: { bundled: \"quiet.ogg\" }", with: "quiet: { bundled: \"quiet.ogg\", pickup: \(pickup) }")
+      let (left, timeline) = try game.simulate(try game.sheet(text), [.cue(0.8, "go")], seconds: 3.5)
+      let first = try #require(Listen.firstSound(left, after: 0))
+      #expect(
+        abs(Double(first) / 48_000 - line) <= 0.001,
+        "pickup \(pickup): first sound at \(Double(first) / 48_000) s\n\(timeline.summary)")
+    }
+  }
+
   @Test("Music with no tempo follows the file's time grid")
   func timeGrid() throws {
     let game = try DirectorFixture()

@@ -888,12 +888,17 @@ final class DirectorCore {
     return item.loopEndFrame.map { Double($0) / Double(rate) } ?? item.playbackDuration
   }
 
-  /// The beat grid of `item`: its BPM tag (and meter tag), else the tempo and first beat the
-  /// analysis detected, else its source's, its state's or the file's `tempo`: a song with no
+  /// The beat grid of `item`: its BPM tag (and meter tag), else its source's `tempo` when that
+  /// names a `bpm` (the designer's word over the analysis's guess: a 174 BPM piece in 7 detected
+  /// at 87 BPM had its bars twice as long, a designer's trial), else the tempo and first beat
+  /// the analysis detected, else its source's, its state's or the file's `tempo`: a song with no
   /// tempo known follows that time grid (and `gridFallback(for:)` says so).
   ///
   /// A detected grid starts its bars on the first detected beat (the analysis finds beats, not
-  /// downbeats; most music starts on one); a source's `tempo.offset` overrides that phase.
+  /// downbeats; most music starts on one); a source's `tempo.offset` overrides that phase. A
+  /// source's `pickup` places the bar lines where it ends (within a bar: a pickup of whole bars
+  /// keeps them), unless its `tempo.offset` says where the bars begin: a piece with a one-beat
+  /// pickup had its bars, and the changes out of it `at: "bar"`, a beat early (the same trial).
   func grid(for item: MediaItem) -> BeatGrid {
     grid(for: item, source: origins[item.assetURL.path].flatMap { sheet.sources[$0.source] })
   }
@@ -902,7 +907,10 @@ final class DirectorCore {
   private func grid(for item: MediaItem, source: MusicSource?) -> BeatGrid {
     let state = currentState.flatMap { sheet.states[$0] }
     var grid = source?.grid ?? state?.grid ?? sheet.grid
-    if let bpm = item.beatsPerMinute, AudioTags.plausibleBeatsPerMinute.contains(bpm) {
+    let sourceNamesTempo = source?.tempoKeys.contains("bpm") == true
+    if let bpm = item.beatsPerMinute, AudioTags.plausibleBeatsPerMinute.contains(bpm),
+      !(item.isBeatsPerMinuteDetected && sourceNamesTempo)
+    {
       grid.beatsPerMinute = bpm
       grid.offsetSeconds = source?.grid?.offsetSeconds ?? 0
       if let meter = item.beatsPerBar, meter > 0 { grid.beatsPerBar = meter }
@@ -919,6 +927,18 @@ final class DirectorCore {
         // `offset`: its designer placed it.)
         grid.offsetSeconds = max(0, first).truncatingRemainder(dividingBy: grid.secondsPerBar)
       }
+    }
+    if let pickup = source?.pickup, source?.tempoKeys.contains("offset") != true {
+      // Within a bar: a pickup of whole bars (an intro) keeps the bars, and their numbers.
+      let seconds: Double
+      switch pickup {
+      case .seconds(let given): seconds = given
+      case .beats(let beats): seconds = beats * grid.secondsPerBeat
+      case .bars(let bars): seconds = bars * grid.secondsPerBar
+      }
+      let phase = max(0, seconds).truncatingRemainder(dividingBy: grid.secondsPerBar)
+      // (A whole number of bars, give or take a rounding: no shift at all.)
+      grid.offsetSeconds = min(phase, grid.secondsPerBar - phase) < 1e-6 ? 0 : phase
     }
     return grid
   }

@@ -384,6 +384,9 @@ public struct MusicSource: Sendable {
   public var namedCues: [String: [CuePosition]] = [:]
   /// Tempo and meter for its items when their tags give none.
   public var grid: BeatGrid?
+  /// The keys its `tempo` gives (`bpm`, `meter`, `offset`): a `bpm` makes its grid win over the
+  /// tempo the analysis detected, an `offset` places its bars over a `pickup`.
+  package var tempoKeys: Set<String> = []
   /// With `order: "random"`: how many of the items drawn last are not drawn again (nil: 1, so
   /// never the same twice in a row; at most one less than the items there are).
   public var avoidRepeat: Int?

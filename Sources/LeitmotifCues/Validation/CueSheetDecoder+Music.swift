@@ -162,7 +162,7 @@ extension CueSheetDecoder {
       if let cuePoints = source["cuePoints"] {
         music.cuePointsSeconds = decodeCuePoints(cuePoints, source.path("cuePoints"))
       }
-      if let tempo = source["tempo"] { music.grid = beatGrid(tempo, source.path("tempo")) }
+      if let tempo = source["tempo"] { music.grid = beatGrid(tempo, source.path("tempo"), keys: &music.tempoKeys) }
       if let pickup = source["pickup"] { decodePickup(pickup, source.path("pickup"), into: &music) }
       if let cues = source["cues"] { music.namedCues = decodeNamedCues(cues, source.path("cues")) }
       // A source whose kind is wrong stays out of the sheet; its name is still declared, so the

@@ -359,7 +359,14 @@ struct CueSheetDecoder {
 
   /// `{ bpm, meter, offset }`: top level, a source's or a state's `tempo`.
   mutating func beatGrid(_ value: JSON5Value, _ path: String) -> BeatGrid? {
+    var keys: Set<String> = []
+    return beatGrid(value, path, keys: &keys)
+  }
+
+  /// The same, with the keys it gives in `keys`.
+  mutating func beatGrid(_ value: JSON5Value, _ path: String, keys: inout Set<String>) -> BeatGrid? {
     guard let tempo = fields(value, path, allowed: ["bpm", "meter", "offset"]) else { return nil }
+    keys = Set(["bpm", "meter", "offset"].filter { tempo.has($0) })
     var grid = BeatGrid()
     if let bpm = number(tempo, "bpm", NumberRange(0, 400, lowerIncluded: false)) { grid.beatsPerMinute = bpm }
     if let meter = integer(tempo, "meter", NumberRange(1, 32)) { grid.beatsPerBar = Int(meter) }
