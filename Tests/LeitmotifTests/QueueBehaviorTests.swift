@@ -155,7 +155,10 @@ struct QueueBehaviorTests {
     player.repeatMode = .all
     player.play()
     _ = EngineHarness.render(engine, seconds: 0.5)
-    // The second pass was lined up (its file opened) at once; the third cannot open.
+    // The second pass was lined up at once; its file is open once the loader is done (under the
+    // load of the whole suite it once was not yet, and that pass failed too). The third cannot
+    // open.
+    engine.waitForLoader()
     try FileManager.default.removeItem(atPath: path)
     let rendered = EngineHarness.render(engine, seconds: 4.5)
     player.waitForNotifications()
