@@ -207,8 +207,13 @@ enum CuesSimulateCommand {
         applied.withLock { if $0[event.sequence] == nil { $0[event.sequence] = (report.time, event) } }
       }
     }
-    // Parameter changes make no report; they are recorded as they are set (this thread only).
-    var parameterSets: [(time: Double, name: String, value: Double, ramp: Double)] = []
+    // Parameter changes make no report: each is recorded at the step the director took it at.
+    let parameterSets = Mutex<[(time: Double, name: String, value: Double, ramp: Double)]>([])
+    director.onParametersTaken = { changes, time in
+      parameterSets.withLock { sets in
+        for change in changes { sets.append((time, change.name, change.value, change.ramp)) }
+      }
+    }
     let duration = options.durationSeconds ?? (script.lastTime + 8)
     director.start(state: options.startState)
     // The script's times are the director's (0: the start state's music begins, a quarter of a
@@ -228,12 +233,9 @@ enum CuesSimulateCommand {
       switch step.kind {
       case .cue(let cue, let payload): _ = director.post(cue, payload)
       case .parameter(let name, let value, let ramp):
-        // Recorded at the director time it was set: the director takes it at its next step,
-        // within one 256-frame step of that.
         let time = director.clockTime
         director.setParameter(name, value, rampSeconds: ramp)
         say(CueTimeline.parameterLine(at: time, name: name, value: value, rampSeconds: ramp))
-        parameterSets.append((time, name, value, ramp))
       }
     }
     waitUntil(duration)
@@ -257,7 +259,8 @@ enum CuesSimulateCommand {
         )
       }
       // Parameter changes among the events, in time order (a stable sort keeps the events' order).
-      entries += parameterSets.map { set in
+      let sets = parameterSets.withLock { $0 }
+      entries += sets.map { set in
         (
           set.time,
           "  { at: \(String(format: "%.9f", set.time)), set: \(jsonString(set.name)), value: \(json(.number(set.value)))"
@@ -270,8 +273,7 @@ enum CuesSimulateCommand {
           toFile: recordPath, atomically: true, encoding: .utf8)
         say(
           "recorded \(events.count) event\(events.count == 1 ? "" : "s")"
-            + (parameterSets.isEmpty
-              ? "" : " and \(parameterSets.count) parameter change\(parameterSets.count == 1 ? "" : "s")")
+            + (sets.isEmpty ? "" : " and \(sets.count) parameter change\(sets.count == 1 ? "" : "s")")
             + " to \(recordPath)")
       } catch {
         FileHandle.standardError.write(Data("cues simulate: \(recordPath): cannot write: \(error)\n".utf8))

@@ -137,7 +137,7 @@ struct LiveEqualsOfflineTests {
   }
 
   @Test(
-    "A pause menu live: the music paused long enough for the mix to go idle resumes on the frame the offline render resumes on, and what follows stays in step"
+    "A pause menu live: the music paused long enough for the mix to go idle resumes on the frame the offline render resumes on, and what follows stays in step, a parameter ramp too"
   )
   func pauseMenuLiveEqualsOffline() throws {
     let directory = try TemporaryDirectory(prefix: "leitmotif-live-pause")
@@ -147,6 +147,7 @@ struct LiveEqualsOfflineTests {
         assets: "\(assets)",
         start: "explore",
         sources: { calm: { bundled: "explore.ogg" }, fight: { bundled: "combat.ogg" } },
+        parameters: { muffle: { drives: [ { target: "lowpass", curve: [[0, 1], [1, 0.2]] } ] } },
         states: {
           explore: { music: "calm", transition: { seconds: 1 } },
           combat: { music: "fight", transition: { seconds: 0.5, at: "bar" } },
@@ -159,10 +160,14 @@ struct LiveEqualsOfflineTests {
       }
       """
     let script = """
-      [ { at: 2.0, cue: "menu.open" }, { at: 3.5, cue: "menu.close" }, { at: 5.0, cue: "fight" } ]
+      [
+        { at: 2.0, cue: "menu.open" }, { at: 3.5, cue: "menu.close" }, { at: 4.3, set: "muffle", value: 1, ramp: 0.4 },
+        { at: 5.0, cue: "fight" },
+      ]
       """
     let (live, _) = try Self.compare(level: level, script: script, seconds: 10, in: directory)
-    #expect(live.output.contains("recorded 3 events"), "\(live.output)")
+    // The parameter change is recorded at the step that took it, and replays on that frame.
+    #expect(live.output.contains("recorded 3 events and 1 parameter change"), "\(live.output)")
   }
 
   /// Plays `level` with `script` live on the wave backend for `seconds` (recording the events

@@ -56,6 +56,11 @@ public final class Director: @unchecked Sendable {
   private let picks = Mutex<MediaItemCollection?>(nil)
   /// The game's parameter sets until the next step (see `ParameterInbox`).
   private let parameterInbox = Mutex(ParameterInbox())
+  /// Called with the parameter changes a step takes and the director time of that step (the
+  /// time they take effect, on a frame of the mix clock): for `cues simulate --record`, whose
+  /// recording then renders offline to what was heard. Set it before `start()`.
+  nonisolated(unsafe) package var onParametersTaken:
+    (@Sendable (_ changes: [(name: String, value: Double, ramp: Double)], _ time: Double) -> Void)?
   private let observers = Mutex<(next: UInt64, handlers: [UInt64: @Sendable (DirectorReport) -> Void])>((1, [:]))
   private let notifications = NotificationQueue(label: "leitmotif.director.notifications")
   private let running = RunFlag()
@@ -625,6 +630,7 @@ public final class Director: @unchecked Sendable {
     }
     let dropped = bus.takeNewDrops()
     let parameters = parameterInbox.withLock { $0.take() }
+    if !parameters.isEmpty, let onParametersTaken { onParametersTaken(parameters, time) }
     let commands = pendingCommands.withLock { pending -> [[CueAction]] in
       defer { pending.removeAll(keepingCapacity: true) }
       return pending

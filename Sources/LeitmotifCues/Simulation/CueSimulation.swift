@@ -128,7 +128,14 @@ public struct CueSimulation {
         case .cue(let cue, let payload):
           if !director.bus.post(cue, payload, atAudioTime: step.time) { timeline.note("bus full: \(cue) dropped") }
         case .parameter(let name, let value, let ramp):
+          // Taken by a step of its own on the first grid frame at or after its time (the
+          // director's steps before it first), as a live director takes it at its next step:
+          // a live run's recording (`cues simulate --record`) names those steps' times.
+          let grid = Director.gridFrames
+          let at = (Self.frame(of: step.time, rate: rate) + grid - 1) / grid * grid
+          director.stepOnGrid(upTo: at - 1)
           director.setParameter(name, value, rampSeconds: ramp)
+          director.stepOnGrid(upTo: at)
         }
         nextStep += 1
       }
