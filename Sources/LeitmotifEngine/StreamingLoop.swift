@@ -224,9 +224,9 @@ package final class StreamingLoop: @unchecked Sendable {
   /// When what ends the spell is a change scheduled on a frame (a director's resume after its
   /// pause menu, or its next state), the bus is given the silence it would have played had the
   /// mix gone on through the spell, so that a frame of the mix reaches OpenAL on the device
-  /// frame it would have: the
-  /// frame OpenAL was to mix the first frame after the spell on when the spell began (the device
-  /// frame it stood at, and what the bus held), moved on by the frames the clock moved on. The
+  /// frame it would have: the frame OpenAL was to mix the first frame after the spell on when
+  /// the spell began (the device frame it stood at, and what the bus held), moved on by the
+  /// frames the clock moved on. The
   /// device clock and the bus's play position are both as of OpenAL's last mix, so the two agree
   /// to the frame. Without it, the first frame after the spell went into an empty bus and was
   /// heard a bus's length sooner, and everything after it too: after a pause menu the live music

@@ -543,12 +543,7 @@ final class DirectorCore {
   func pickupSeconds(of item: MediaItem, source: String?) -> Double {
     let music = source.flatMap { sheet.sources[$0] }
     let grid = grid(for: item, source: music)
-    switch music?.pickup {
-    case .seconds(let seconds)?: return seconds
-    case .beats(let beats)?: return beats * grid.secondsPerBeat
-    case .bars(let bars)?: return bars * grid.secondsPerBar
-    case nil: return max(0, grid.offsetSeconds)
-    }
+    return music?.pickup?.seconds(on: grid) ?? max(0, grid.offsetSeconds)
   }
 
   /// The source name the game's own queue (`CueAction.playQueue`) is reported under.
@@ -930,13 +925,7 @@ final class DirectorCore {
     }
     if let pickup = source?.pickup, source?.tempoKeys.contains("offset") != true {
       // Within a bar: a pickup of whole bars (an intro) keeps the bars, and their numbers.
-      let seconds: Double
-      switch pickup {
-      case .seconds(let given): seconds = given
-      case .beats(let beats): seconds = beats * grid.secondsPerBeat
-      case .bars(let bars): seconds = bars * grid.secondsPerBar
-      }
-      let phase = max(0, seconds).truncatingRemainder(dividingBy: grid.secondsPerBar)
+      let phase = max(0, pickup.seconds(on: grid)).truncatingRemainder(dividingBy: grid.secondsPerBar)
       // (A whole number of bars, give or take a rounding: no shift at all.)
       grid.offsetSeconds = min(phase, grid.secondsPerBar - phase) < 1e-6 ? 0 : phase
     }

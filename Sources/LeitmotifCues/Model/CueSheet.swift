@@ -411,6 +411,15 @@ public struct MusicSource: Sendable {
     case beats(Double)
     /// `pickup: { bars: N }`: bars of the item's grid (its beats per bar each).
     case bars(Double)
+
+    /// Its length in seconds on `grid`.
+    func seconds(on grid: BeatGrid) -> Double {
+      switch self {
+      case .seconds(let seconds): return seconds
+      case .beats(let beats): return beats * grid.secondsPerBeat
+      case .bars(let bars): return bars * grid.secondsPerBar
+      }
+    }
   }
 }
 
