@@ -81,6 +81,8 @@ public final class AudioEngine: @unchecked Sendable {
   public var voiceLimit: Int { pool.limit }
   private let diagnostics = Mutex<DiagnosticsHandler?>(nil)
   private let running = RunFlag()
+  /// Set by the streaming thread once the kernel has lowered its nice value.
+  private let streamingNice = NiceValue()
   /// Opens files for every engine, offline ones too: an offline render never opens or reads a
   /// file on its caller's thread (a game may render from its audio callback). What it needs
   /// before its frame comes, the render waits for (see `StreamingLoop.settleLoads`).
@@ -241,6 +243,13 @@ public final class AudioEngine: @unchecked Sendable {
   /// players' `play()` does nothing.
   public var isShutDown: Bool { !running.value.load(ordering: .acquiring) }
 
+  /// The nice value the streaming thread (the one that mixes and keeps OpenAL fed) runs at: -15
+  /// where the system grants it, so a loaded machine cannot hold it off until the output runs
+  /// dry (see the Threading article). The kernel grants it to a process with CAP_SYS_NICE, or
+  /// down to what RLIMIT_NICE allows (limits.conf's `nice`); elsewhere 0, a normal thread.
+  /// 0 for an offline engine (it has no streaming thread) and until the thread has started.
+  public var streamingThreadNice: Int { streamingNice.value.load(ordering: .acquiring) }
+
   /// The master gain over everything the engine plays (music, stingers, one-shot players), 0 to
   /// 1. Setting it glides there over a few milliseconds; `setMasterGain(_:rampSeconds:)` fades.
   public var masterGain: Float {
@@ -316,7 +325,12 @@ public final class AudioEngine: @unchecked Sendable {
     let periodMicroseconds = initialDevice.mixPeriodFrames * 1_000_000 / max(1, initialDevice.sampleRate)
     let interval = max(4_000, min(24_000, periodMicroseconds))
     let hooks = streamingThreadHooks
+    let streamingNice = self.streamingNice
     let streaming = NativeThread {
+      // Before the audit's hooks: the system calls are part of starting, not of streaming. And
+      // before the name, so a thread seen by its name has had its priority settled.
+      let nice = ThreadPriority.raiseCurrent(toNice: ThreadPriority.streamingNice)
+      streamingNice.value.store(Int(nice), ordering: .releasing)
       nameCurrentThread("lm.streaming")
       hooks?.enter()
       while running.value.load(ordering: .acquiring) {
@@ -721,6 +735,11 @@ package final class ThreadCensus: Sendable {
   var count: Int { running.load(ordering: .acquiring) }
   func enter() { running.add(1, ordering: .relaxed) }
   func leave() { running.subtract(1, ordering: .releasing) }
+}
+
+/// The streaming thread's nice value, shared by reference like `RunFlag`.
+private final class NiceValue: Sendable {
+  let value = Atomic<Int>(0)
 }
 
 /// The engine's threads run while this is true; shared by reference so the threads need not hold

@@ -1025,7 +1025,11 @@ package final class StreamingLoop: @unchecked Sendable {
         return
       }
     }
-    guard let newDevice = reopenDevice() else { return }
+    // OpenAL starts the new device's threads here: named as OpenAL's, at the normal priority,
+    // not as this thread.
+    var reopened: OutputDevice?
+    ThreadPriority.whileNormal { ThreadName.whileNamed("alsoft-mixer") { reopened = reopenDevice() } }
+    guard let newDevice = reopened else { return }
     let oldDevice = device
     newDevice.makeCurrent()
     let wanted = Int(averageLatencyFrames ?? 0)

@@ -178,9 +178,10 @@ public final class OutputDevice: @unchecked Sendable {
   /// the device disconnected (`isConnected` turns false), as a lost device does.
   public func resumeMixing() {
     guard canPauseMixing else { return }
-    // OpenAL starts its mixer thread here, and a new thread inherits the caller's name: without
-    // this the mixer would go by the engine's "lm.streaming" until OpenAL closes the device.
-    ThreadName.whileNamed("alsoft-mixer") { alcDeviceResumeSOFT(device) }
+    // OpenAL starts its mixer thread here, and a new thread inherits the caller's name and nice
+    // value: without this the mixer would go by the engine's "lm.streaming" until OpenAL closes
+    // the device, and run at the streaming thread's raised priority.
+    ThreadPriority.whileNormal { ThreadName.whileNamed("alsoft-mixer") { alcDeviceResumeSOFT(device) } }
   }
 
   /// Whether OpenAL's own output limiter runs on this device (it should not: the engine limits its

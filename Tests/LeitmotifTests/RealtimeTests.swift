@@ -1,11 +1,13 @@
 import Foundation
 import LeitmotifFixtures
+import Synchronization
 import Testing
 
 @testable import Leitmotif
 @testable import LeitmotifCues
 @testable import LeitmotifEngine
 @testable import LeitmotifLibrary
+@testable import LeitmotifOutput
 @testable import LeitmotifPlayers
 
 /// The real-time path: the default device (headless on a machine without a sound card), the
@@ -66,6 +68,50 @@ struct RealtimeTests {
     #expect(log.nowPlaying.map(\.0) == ["q0.ogg", "q1.ogg", "q2.ogg", "q0.ogg"])
     #expect(EngineHarness.wait(seconds: 1) { player.voiceCount == 0 }, "every voice let go: \(player.voiceCount)")
     #expect(player.underrunCount == 0)
+  }
+
+  @Test("The streaming thread runs at a raised priority where the system grants it; the other threads do not")
+  func streamingThreadPriority() throws {
+    // What this process may ask for, tried on a thread of its own.
+    let granted = Mutex<Int32?>(nil)
+    NativeThread { granted.withLock { $0 = ThreadPriority.raiseCurrent(toNice: ThreadPriority.streamingNice) } }.start()
+    #expect(EngineHarness.wait(seconds: 2) { granted.withLock { $0 } != nil })
+    let allowed = Int(try #require(granted.withLock { $0 }))
+
+    let engine = try AudioEngine(output: .headless)
+    defer { engine.shutdown() }
+    let directory = try TemporaryDirectory()
+    let player = try Player(
+      engine: engine, item: MediaItem(path: try EngineHarness.vorbisTone(in: directory, seconds: 0.5)))
+    player.play()
+    #expect(EngineHarness.wait(seconds: 2) { engine.streamingThreadNice == allowed })
+    #expect(engine.streamingThreadNice == allowed)
+    // As the kernel sees it: every engine's streaming thread in this process (tests run in
+    // parallel), and the threads that must stay normal; none under real-time scheduling.
+    let threads = RealtimeTests.threadScheduling()
+    let streaming = threads.filter { $0.name == "lm.streaming" }
+    #expect(!streaming.isEmpty)
+    #expect(streaming.allSatisfy { $0.nice == allowed && $0.policy == 0 }, "\(threads)")
+    for name in ["lm.decode", "lm.notify", "lm.loader"] {
+      #expect(threads.filter { $0.name == name }.allSatisfy { $0.nice == 0 && $0.policy == 0 }, "\(name): \(threads)")
+    }
+    print("streaming thread at nice \(engine.streamingThreadNice) (allowed here: \(allowed))")
+  }
+
+  /// Each thread of this process: its kernel name, nice value and scheduling policy
+  /// (`/proc/self/task/*/stat` fields 19 and 41; policy 0 is the normal one).
+  static func threadScheduling() -> [(name: String, nice: Int, policy: Int)] {
+    let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+    return tasks.compactMap { task in
+      guard let stat = try? String(contentsOfFile: "/proc/self/task/\(task)/stat", encoding: .utf8),
+        let open = stat.firstIndex(of: "("), let close = stat.lastIndex(of: ")")
+      else { return nil }
+      let name = String(stat[stat.index(after: open)..<close])
+      // After the name come fields 3 onwards: field n is the (n - 2)th of them.
+      let fields = stat[stat.index(after: close)...].split(separator: " ")
+      guard fields.count > 38, let nice = Int(fields[16]), let policy = Int(fields[38]) else { return nil }
+      return (name, nice, policy)
+    }
   }
 
   @Test("A named device that does not exist is a typed error, not a crash")
