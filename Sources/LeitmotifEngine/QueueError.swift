@@ -18,6 +18,8 @@ public enum QueueError: Error, Sendable, Equatable, CustomStringConvertible {
   case invalidLoopCount(Int)
   /// An entry's gain is not a finite level of at most +24 dB.
   case invalidGain(item: String, decibels: Double)
+  /// An entry's rate is not a finite speed in 1/256...4.
+  case invalidRate(item: String, rate: Float)
   /// An entry's layers cannot be played (too many, a volume outside 0...1); the text says why.
   case invalidLayers(String)
   /// A queue transaction was refused; `reason` is the first step that failed.
@@ -42,6 +44,8 @@ public enum QueueError: Error, Sendable, Equatable, CustomStringConvertible {
     case .invalidLoopCount(let count): return "loop count \(count): expected 0 or more"
     case .invalidGain(let item, let decibels):
       return "\(item): gain \(decibels) dB: expected a finite level of at most +24 dB"
+    case .invalidRate(let item, let rate):
+      return "\(item): rate \(rate): expected a speed from 1/256 to 4 (1 as written)"
     case .invalidLayers(let why): return "invalid layers: \(why)"
     case .transactionRejected(let reason): return "queue transaction rejected, the queue is unchanged: \(reason)"
     }

@@ -759,6 +759,45 @@ struct DirectorActionTests {
     #expect(abs(levels[1] / levels[0] - 4) < 0.2 && abs(levels[2] / levels[0] - 2) < 0.1, "\(levels)")
   }
 
+  @Test(
+    "A crossfade between states of different rates: the outgoing music keeps its own speed and pitch, while the change waits for its bar and through the fade; the incoming plays at its own from its first frame"
+  )
+  func stateRatesAcrossACrossfade() throws {
+    let game = try DirectorFixture()
+    let text = """
+      {
+        start: "explore",
+        \(DirectorFixture.sources)
+        states: {
+          explore: { music: "calm", transition: { seconds: 0 } },
+          combat: { music: "tense", rate: 1.25, transition: { seconds: 2, curve: "linear", at: "bar" } },
+        },
+        rules: [ { on: "fight", do: { state: "combat" } } ],
+      }
+      """
+    let (left, timeline) = try game.simulate(try game.sheet(text), [.cue(0.9, "fight")], seconds: 6)
+    let explore = DirectorFixture.explorePitch
+    let combat = DirectorFixture.combatPitch
+    let landing = try #require(timeline.states.first { $0.state == "combat" }?.from, "\(timeline.summary)")
+    #expect(landing > 0.95, "the change should wait for its bar: \(timeline.summary)")
+    let before = Listen.level(of: explore, in: Listen.window(left, 0.3, 0.8))
+    // Waiting for the bar, then the fade's middle: explore at its own pitch, at full and at half
+    // its level (a linear fade).
+    let waiting = Listen.level(of: explore, in: Listen.window(left, landing - 0.1, landing - 0.02)) / before
+    let middle = Listen.level(of: explore, in: Listen.window(left, landing + 0.95, landing + 1.05)) / before
+    let shifted = Listen.level(of: explore * 1.25, in: Listen.window(left, landing - 0.1, landing + 1.05)) / before
+    #expect(abs(waiting - 1) < 0.05, "explore while the change waits: \(waiting)\n\(timeline.summary)")
+    #expect(abs(middle - 0.5) < 0.05, "explore at mid-fade: \(middle)")
+    #expect(shifted < 0.05, "explore sped up on its way out: \(shifted)")
+    // The combat music: 1.25 times its written pitch from its start, never its written one.
+    let after = Listen.window(left, landing + 2.3, landing + 2.9)
+    let fast = Listen.level(of: combat * 1.25, in: after)
+    let written = Listen.level(of: combat, in: after)
+    let firstHeard = Listen.level(of: combat * 1.25, in: Listen.window(left, landing + 0.3, landing + 0.5))
+    #expect(written < 0.05 * fast, "combat at its written pitch: \(written) against \(fast)")
+    #expect(firstHeard > 0.1 * fast, "combat not at its own rate from the start: \(firstHeard) against \(fast)")
+  }
+
   @Test("A crossfade at the end asked for when the item has less left than the fade begins now, and says so")
   func endTooCloseIsSaid() throws {
     let game = try DirectorFixture()

@@ -41,6 +41,45 @@ struct QueueTests {
     try expectGapless([first, second], sampleRate: 48_000, comment: "Vorbis to Vorbis")
   }
 
+  @Test(
+    "An entry's own rate multiplies the player's: each entry at its own speed and pitch, a gapless join to another rate a 10 ms crossfade, a rate outside 1/256...4 refused"
+  )
+  func entryRates() throws {
+    let directory = try TemporaryDirectory()
+    let a = try EngineHarness.vorbisTone(in: directory, name: "a.ogg", seconds: 1, frequency: 300)
+    let b = try EngineHarness.vorbisTone(in: directory, name: "b.ogg", seconds: 1, frequency: 300)
+    let engine = try EngineHarness.offlineEngine()
+    defer { engine.shutdown() }
+    let player = QueuePlayer(engine: engine)
+    player.repeatMode = .none
+    var second = QueueDescriptor.Entry(item: MediaItem(path: b), transition: .gapless)
+    second.rate = 2
+    try player.setQueue(with: QueueDescriptor(entries: [.init(item: MediaItem(path: a)), second]))
+    try player.setCurrentPlaybackRate(0.75)  // and plays
+    let stereo = EngineHarness.render(engine, seconds: 2.5)
+    let left = stride(from: 0, to: stereo.count, by: 2).map { stereo[$0] }
+    // a.ogg at 0.75: 225 Hz for 1.33 s; then b.ogg at 0.75 x 2: 450 Hz for 0.67 s; then silence.
+    let first = Listen.window(left, 0.2, 1.2)
+    let next = Listen.window(left, 1.45, 1.9)
+    let levels = [
+      Listen.level(of: 225, in: first), Listen.level(of: 450, in: first),
+      Listen.level(of: 450, in: next), Listen.level(of: 225, in: next), Listen.level(of: 300, in: next),
+    ]
+    #expect(levels[0] > 0.4 && levels[1] < 0.02, "a.ogg: \(levels)")
+    #expect(levels[2] > 0.4 && levels[3] < 0.02 && levels[4] < 0.02, "b.ogg: \(levels)")
+    // No gap where they join (a 10 ms crossfade at 1.33 s), and nothing after b.ogg's end.
+    let join = stride(from: 1.28, to: 1.38, by: 0.01).map { Listen.rms(Listen.window(left, $0, $0 + 0.01)) }
+    #expect(join.min() ?? 0 > 0.25, "a gap at the join: \(join)")
+    #expect(Listen.rms(Listen.window(left, 2.05, 2.5)) < 0.001)
+
+    var refused = QueueDescriptor.Entry(item: MediaItem(path: a))
+    refused.rate = 5
+    let error = #expect(throws: QueueError.self) { try player.setQueue(with: QueueDescriptor(entries: [refused])) }
+    #expect(
+      error.map { "\($0)" }?.contains("rate 5.0: expected a speed from 1/256 to 4") == true,
+      "\(String(describing: error))")
+  }
+
   @Test("Gapless FLAC to FLAC, Opus to Opus and FLAC to Opus: each join plays sample-identical to the decodes")
   func gaplessFLACAndOpus() throws {
     let directory = try TemporaryDirectory()

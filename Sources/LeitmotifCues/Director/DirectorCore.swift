@@ -42,7 +42,12 @@ final class DirectorCore {
   /// The least volume baked into a queue: a quieter state is baked at this and the rest is
   /// `stateVolume`, which the mix gain can raise again by as much on a reload.
   static let leastBakedVolume = 1.0 / 16
+  /// The state's rate over what is baked into the queue's entries (see `putOnPlayer`): 1, unless
+  /// a reload changed the rate of the state that plays.
   private var stateRate = Ramp(1)
+  /// The state rate baked into the entries of the queue on the player, and of the one before it.
+  private var bakedRate = 1.0
+  private var bakedRateBeforeChange = 1.0
   private var volumeLevel = Ramp(1)
   private var rateLevel = Ramp(1)
   /// The `tempo` actions' level (speed without pitch); parameter curves multiply it.
@@ -152,7 +157,7 @@ final class DirectorCore {
     if let state = currentState, let spec = sheet.states[state] {
       statePriority = spec.priority
       stateVolume.move(to: Double(spec.volume) / bakedVolume, over: 0.25, at: now)
-      stateRate.move(to: Double(spec.rate), over: 0.25, at: now)
+      stateRate.move(to: Double(spec.rate) / bakedRate, over: 0.25, at: now)
       player.repeatMode = spec.repeatMode
       player.transition = spec.itemTransition
     } else if let state = currentState {
@@ -611,7 +616,7 @@ final class DirectorCore {
     do {
       try putOnPlayer(
         QueueDescriptor(entries: gridded), startingAt: nil, spec: spec, landing: landing?.0, wasPlaying: wasPlaying,
-        volume: Double(state?.volume ?? 1),
+        volume: Double(state?.volume ?? 1), rate: Double(state?.rate ?? 1),
         modes: QueuePlayer.Modes(
           repeatMode: queue.repeatMode, loopRepeat: state?.loop ?? player.loopRepeat,
           transition: state?.itemTransition ?? player.transition))
@@ -745,7 +750,8 @@ final class DirectorCore {
       try putOnPlayer(
         QueueDescriptor(entries: withBeatGrids([entry])), startingAt: nil, spec: spec,
         landing: landsAt > now + 0.5 / Double(engine.sampleRate) ? landing : nil, wasPlaying: true,
-        hold: spec.tailSeconds, volume: Double(sheet.states[name]?.volume ?? 1), rampAt: landsAt,
+        hold: spec.tailSeconds, volume: Double(sheet.states[name]?.volume ?? 1),
+        rate: Double(sheet.states[name]?.rate ?? 1), rampAt: landsAt,
         modes: QueuePlayer.Modes(repeatMode: .none, loopRepeat: .off, transition: player.transition))
     } catch {
       report(.problem("bridge to \"\(name)\": the bridge was refused: \(error)"), cause: cause)
@@ -1049,7 +1055,7 @@ final class DirectorCore {
       try putOnPlayer(
         QueueDescriptor(entries: entries), startingAt: entrySeconds, spec: spec, landing: landing?.0,
         wasPlaying: wasPlaying, hold: resumeSeconds == nil ? lead + spec.tailSeconds : spec.tailSeconds,
-        volume: Double(state.volume), rampAt: heardAt,
+        volume: Double(state.volume), rate: Double(state.rate), rampAt: heardAt,
         modes: QueuePlayer.Modes(
           repeatMode: state.repeatMode, loopRepeat: state.loop, transition: state.itemTransition))
     } catch {
@@ -1062,7 +1068,6 @@ final class DirectorCore {
     layerNames = state.layers.map(\.name)
     lastLayerMix = nil
     applyLayerMix()
-    stateRate.set(Double(state.rate))
     let origin = music.origins[first.item.assetURL.path]
     lastNowPlaying = first.item
     lastNowPlayingEntry = player.nowPlayingEntryID
@@ -1088,18 +1093,27 @@ final class DirectorCore {
   /// `volume`, the state's, is baked into the gain of every entry, so it goes with the new
   /// music's voices and leaves the outgoing music at its own: a crossfade from a state at 0.5
   /// to one at 1 swelled the outgoing music by up to 4.7 dB on its way out when the state volume
-  /// was one level over both (a designer's trial). `rampAt`: when the change is heard.
+  /// was one level over both (a designer's trial). `rate` is baked into every entry's rate the
+  /// same way: the outgoing music kept changing speed (and pitch) to the incoming state's as
+  /// soon as the change was decided, a bar before it was heard. `rampAt`: when the change is
+  /// heard.
   private func putOnPlayer(
     _ descriptor: QueueDescriptor, startingAt seconds: Double?, spec: TransitionSpec, landing: QueuePlayer.Landing?,
-    wasPlaying: Bool, hold: Double = 0, volume: Double, rampAt: Double? = nil,
+    wasPlaying: Bool, hold: Double = 0, volume: Double, rate: Double, rampAt: Double? = nil,
     modes: QueuePlayer.Modes
   ) throws {
     let baked = max(Self.leastBakedVolume, min(1, volume))
+    let rate = min(Double(Voice.rateRange.upperBound), max(Double(Voice.rateRange.lowerBound), rate))
     var descriptor = descriptor
     if baked != 1 {
       let decibels = 20 * log10(baked)
       for index in descriptor.entries.indices {
         descriptor.entries[index].gainDecibels = (descriptor.entries[index].gainDecibels ?? 0) + decibels
+      }
+    }
+    if rate != 1 {
+      for index in descriptor.entries.indices {
+        descriptor.entries[index].rate = Float(Double(descriptor.entries[index].rate ?? 1) * rate)
       }
     }
     if wasPlaying {
@@ -1116,11 +1130,15 @@ final class DirectorCore {
     }
     bakedVolumeBeforeChange = bakedVolume
     bakedVolume = baked
+    bakedRateBeforeChange = bakedRate
+    bakedRate = rate
     // (The ramps count from the mix update at the end of this step, whatever the order here.)
     if wasPlaying {
       stateVolume.move(to: volume / baked, over: spec.seconds, at: rampAt ?? now)
+      stateRate.move(to: 1, over: spec.seconds, at: rampAt ?? now)
     } else {
       stateVolume.set(volume / baked)
+      stateRate.set(1)
     }
   }
 
@@ -1279,7 +1297,8 @@ final class DirectorCore {
     playingOrder = playingOrderBeforeChange
     bakedVolume = bakedVolumeBeforeChange
     stateVolume.set(Double(music.volume) / bakedVolume)
-    stateRate.set(Double(music.rate))
+    bakedRate = bakedRateBeforeChange
+    stateRate.set(Double(music.rate) / bakedRate)
     layeredState = heard
     layerNames = music.layers.map(\.name)
     lastLayerMix = nil

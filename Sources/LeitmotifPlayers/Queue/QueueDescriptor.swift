@@ -27,6 +27,12 @@ public struct QueueDescriptor: Sendable, Equatable {
     /// A level change for this entry alone, in decibels (nil: none), applied to its samples as
     /// they are decoded, so that it is exact at gapless joins (ReplayGain, a source's gain).
     public var gainDecibels: Double?
+    /// This entry's own speed, tape-style (pitch goes with it), multiplied with the player's
+    /// `currentPlaybackRate` (nil: 1). Positions, beats and bar lines follow it. One voice plays
+    /// one rate, so an entry joined gaplessly to one of another rate joins with the shortest
+    /// click-free crossfade instead. The music director puts each state's `rate` here, so that
+    /// in a crossfade between states each music keeps its own speed. Must lie in 1/256...4.
+    public var rate: Float?
     /// The item's other stems, played sample-locked with it (vertical layering): each starts on
     /// the item's frame, loops with it and is sought with it; its level is set through
     /// `QueuePlayer.setVolume(_:ofLayer:over:curve:)`. Each must have the item's sample rate. A
@@ -74,6 +80,9 @@ public struct QueueDescriptor: Sendable, Equatable {
       }
       if let gain = gainDecibels, !(gain.isFinite && gain <= 24) {
         throw QueueError.invalidGain(item: item.errorName, decibels: gain)
+      }
+      if let rate, !Voice.rateRange.contains(rate) {
+        throw QueueError.invalidRate(item: item.errorName, rate: rate)
       }
       if let loop = loopPoints, let duration, let rate = item.sampleRate {
         let length = FrameMath.frames(seconds: duration, rate: Double(rate))

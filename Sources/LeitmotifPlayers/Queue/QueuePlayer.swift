@@ -111,6 +111,9 @@ public final class QueuePlayer: MediaPlayback {
     var playbackState: PlaybackState = .stopped
     var stateBeforeSeeking: PlaybackState?
     var rate: Float = 1
+    /// Each voice's own rate under `rate`: the `rate` of the entry it was started for (see
+    /// `QueueDescriptor.Entry.rate`); voices not in it play at 1.
+    var voiceRates: [VoiceHandle: Float] = [:]
     /// Speed without pitch (the voices' time-stretchers), 0.5...2.
     var tempo: Float = 1
     /// A tempo other than 1 was set once: every voice from then on is made with a stretcher
@@ -677,7 +680,7 @@ public final class QueuePlayer: MediaPlayback {
     }
     let playing = state.withLock { state -> Bool in
       state.rate = rate
-      for voice in allVoices(state) { engine.commands.post(.setRate(voice: voice, rate)) }
+      for voice in allVoices(state) { engine.commands.post(.setRate(voice: voice, voiceRate(voice, state))) }
       return state.playbackState == .playing
     }
     if !playing { play() }
@@ -704,9 +707,14 @@ public final class QueuePlayer: MediaPlayback {
     setMixTempo(tempo)
   }
 
-  /// The speed the music moves at through its files: rate times tempo (0 when not playing).
+  /// The speed the current voice moves at through its file (the one `currentPlaybackTime`
+  /// reads): the rate times its entry's rate, times the tempo (0 when not playing).
   package var musicSpeed: Double {
-    state.withLock { $0.playbackState == .playing ? Double($0.rate) * Double($0.tempo) : 0 }
+    state.withLock { state in
+      guard state.playbackState == .playing else { return 0 }
+      let rate = state.voices.current.map { voiceRate($0.handle, state) } ?? state.rate
+      return Double(rate) * Double(state.tempo)
+    }
   }
 
   /// Voices made from now on get time-stretchers (the director's, for a cue file that can change
@@ -944,8 +952,14 @@ public final class QueuePlayer: MediaPlayback {
     state.withLock { state in
       guard state.rate != rate else { return }
       state.rate = rate
-      for voice in allVoices(state) { engine.commands.post(.setRate(voice: voice, rate)) }
+      for voice in allVoices(state) { engine.commands.post(.setRate(voice: voice, voiceRate(voice, state))) }
     }
+  }
+
+  /// What `voice` plays at: the player's rate times the rate of the entry the voice was started
+  /// for, within what a voice can play.
+  private func voiceRate(_ voice: VoiceHandle, _ state: State) -> Float {
+    min(max(state.rate * (state.voiceRates[voice] ?? 1), Voice.rateRange.lowerBound), Voice.rateRange.upperBound)
   }
 
   /// Scans forward through the current item (2x, growing to 16x).
@@ -1044,7 +1058,16 @@ public final class QueuePlayer: MediaPlayback {
     state.queue.segmentRequest(for: id, token: token) ?? SegmentRequest(token: token, path: "")
   }
 
-  private func transition(into id: Int, _ state: State) -> Transition { state.queue.transition(into: id) }
+  /// How the music changes into entry `id` after the current voice's: the entry's or the queue's
+  /// transition; a gapless join to an entry of another rate than the current voice's is the
+  /// shortest click-free crossfade instead (one voice plays one rate).
+  private func transition(into id: Int, _ state: State) -> Transition {
+    let transition = state.queue.transition(into: id)
+    guard transition.isGapless, let current = state.voices.current?.handle,
+      (state.queue.entries[id]?.rate ?? 1) != (state.voiceRates[current] ?? 1)
+    else { return transition }
+    return Transition(validDuration: Voice.transportFadeSeconds, curve: .equalPower)
+  }
 
   /// Gives the mixer the beat lines of entry `id`'s segment `token` on `voice`, so that it
   /// reports each beat on its frame (see `addBeatObserver`).
@@ -1170,7 +1193,7 @@ public final class QueuePlayer: MediaPlayback {
   /// A voice for the player. `forFollower`: for the next item, prepared ahead of need; it takes
   /// only a free or fading voice (never another owner's), and finding none is no error: the
   /// player tries again when one of its fading voices goes, and at worst cuts to the next item.
-  private func takeVoice(_ state: inout State, forFollower: Bool = false) -> VoiceLease? {
+  private func takeVoice(_ state: inout State, for entry: Int, forFollower: Bool = false) -> VoiceLease? {
     guard
       let lease = engine.claimVoice(
         priority: Self.voicePriority, stealsHeld: !forFollower, listener: { [weak self] in self?.handle($0) })
@@ -1182,7 +1205,12 @@ public final class QueuePlayer: MediaPlayback {
       return nil
     }
     let voice = lease.handle
-    engine.commands.post(.setRate(voice: voice, state.rate))
+    // Only the voices still held keep a rate of their own (a slot's handle comes back with a
+    // new generation, so an old one is never asked for again).
+    let held = Set(allVoices(state))
+    state.voiceRates = state.voiceRates.filter { held.contains($0.key) }
+    state.voiceRates[voice] = state.queue.entries[entry]?.rate ?? 1
+    engine.commands.post(.setRate(voice: voice, voiceRate(voice, state)))
     if state.tempo != 1 { engine.commands.post(.setTempo(voice: voice, state.tempo)) }
     engine.commands.post(.setVolume(voice: voice, state.volume * state.mixGain))
     engine.commands.post(.setLowPass(voice: voice, state.lowPassGain))
@@ -1207,7 +1235,7 @@ public final class QueuePlayer: MediaPlayback {
     _ id: Int, playing: Bool, fadeFrom: [VoiceLease], fade: Transition? = nil, trigger: StartTrigger? = nil,
     hold: Double = 0, _ state: inout State
   ) {
-    guard let lease = takeVoice(&state) else {
+    guard let lease = takeVoice(&state, for: id) else {
       setState(.stopped, &state)
       return
     }
@@ -1253,7 +1281,9 @@ public final class QueuePlayer: MediaPlayback {
   }
 
   private func armFollower(_ id: Int, token: Int, transition: Transition, _ state: inout State) {
-    guard let current = state.voices.current, let follower = takeVoice(&state, forFollower: true) else { return }
+    guard let current = state.voices.current, let follower = takeVoice(&state, for: id, forFollower: true) else {
+      return
+    }
     engine.load(
       request(for: id, token: token, state), startSeconds: nil, voice: follower.handle,
       timeStretching: state.stretches)
