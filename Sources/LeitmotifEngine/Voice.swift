@@ -1162,7 +1162,16 @@ package final class Voice: VoiceInput {
 
   /// Publishes the position and the gain heard.
   func publishPosition() {
-    status.positionFrames.store(decoderEnded && block == nil ? inputSegmentEnd : positionFrames, ordering: .releasing)
+    // A seek of a playing voice fades the old place out first (10 ms): from the moment it is
+    // taken the position is the target, or `currentPlaybackTime` read the old place again after
+    // the seek was done (a media key's "previous" right after a seek took the item before).
+    let position: Int64
+    if case .seek(let target, _)? = pendingAction, target.token == audibleToken {
+      position = target.frame
+    } else {
+      position = decoderEnded && block == nil ? inputSegmentEnd : positionFrames
+    }
+    status.positionFrames.store(position, ordering: .releasing)
     // What is heard: a voice that is prepared but not started (a crossfade's follower, waiting)
     // is silent, so the stealing policy takes it first and timelines do not draw it.
     status.gainBits.store((isAudible ? currentGain(at: lastClock) : 0).bitPattern, ordering: .relaxed)

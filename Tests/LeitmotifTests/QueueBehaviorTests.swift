@@ -73,6 +73,34 @@ struct QueueBehaviorTests {
     }
   }
 
+  @Test(
+    "currentPlaybackTime reads a seek's target from the moment it is set, through the seek's fade-out, then moves on")
+  func positionThroughASeek() throws {
+    let directory = try TemporaryDirectory()
+    let path = try EngineHarness.vorbisTone(in: directory, seconds: 6)
+    // Renders of 128 frames: several while the seek's 10 ms (480-frame) fade-out runs.
+    let engine = try AudioEngine(output: .offline(sampleRate: 48_000, renderFrames: 128))
+    defer { engine.shutdown() }
+    var buffer = [Float](repeating: 0, count: 2 * 128)
+    func render(_ calls: Int) {
+      for _ in 0..<calls {
+        buffer.withUnsafeMutableBufferPointer { engine.render(into: $0.baseAddress!, frameCount: 128) }
+      }
+    }
+    let player = QueuePlayer(engine: engine)
+    try player.setQueue(with: [MediaItem(path: path)])
+    player.play()
+    render(375)  // 1 s
+    player.currentPlaybackTime = 4
+    var seen: [Double] = [player.currentPlaybackTime]
+    for _ in 0..<12 {
+      render(1)
+      seen.append(player.currentPlaybackTime)
+    }
+    #expect(seen.allSatisfy { $0 >= 4 && $0 < 4.05 }, "\(seen.map { String(format: "%.4f", $0) })")
+    #expect(seen.last! > 4, "the position moved on after the seek: \(seen.last!)")
+  }
+
   @Test("Notifications arrive in order and complete, as callbacks and as an AsyncStream")
   func notificationsInOrder() async throws {
     let directory = try TemporaryDirectory()
