@@ -1162,14 +1162,16 @@ package final class Voice: VoiceInput {
 
   /// Publishes the position and the gain heard.
   func publishPosition() {
-    // A seek of a playing voice fades the old place out first (10 ms): from the moment it is
-    // taken the position is the target, or `currentPlaybackTime` read the old place again after
-    // the seek was done (a media key's "previous" right after a seek took the item before).
+    // A seek or a pause of a playing voice fades it out first (10 ms). From the moment it is
+    // taken the position is where play goes on: the seek's target (else `currentPlaybackTime`
+    // read the old place again after the seek was done, and a media key's "previous" right after
+    // a seek took the item before), or the first frame the pause's fade touched, where the
+    // resume starts (else the time ran 10 ms on while pausing, then stepped back).
     let position: Int64
-    if case .seek(let target, _)? = pendingAction, target.token == audibleToken {
-      position = target.frame
-    } else {
-      position = decoderEnded && block == nil ? inputSegmentEnd : positionFrames
+    switch pendingAction {
+    case .seek(let target, _)? where target.token == audibleToken: position = target.frame
+    case .pause(let resumeFrame)?: position = resumeFrame
+    default: position = decoderEnded && block == nil ? inputSegmentEnd : positionFrames
     }
     status.positionFrames.store(position, ordering: .releasing)
     // What is heard: a voice that is prepared but not started (a crossfade's follower, waiting)

@@ -101,6 +101,42 @@ struct QueueBehaviorTests {
     #expect(seen.last! > 4, "the position moved on after the seek: \(seen.last!)")
   }
 
+  @Test(
+    "Through a pause's fade-out currentPlaybackTime holds where the resume will start; after the resume it moves on from there"
+  )
+  func positionThroughAPause() throws {
+    let directory = try TemporaryDirectory()
+    let path = try EngineHarness.vorbisTone(in: directory, seconds: 6)
+    let engine = try AudioEngine(output: .offline(sampleRate: 48_000, renderFrames: 128))
+    defer { engine.shutdown() }
+    var buffer = [Float](repeating: 0, count: 2 * 128)
+    func render(_ calls: Int) {
+      for _ in 0..<calls {
+        buffer.withUnsafeMutableBufferPointer { engine.render(into: $0.baseAddress!, frameCount: 128) }
+      }
+    }
+    let player = QueuePlayer(engine: engine)
+    try player.setQueue(with: [MediaItem(path: path)])
+    player.play()
+    render(375)  // 1 s
+    let pausedAt = player.currentPlaybackTime
+    player.pause()
+    var paused: [Double] = []
+    for _ in 0..<8 {
+      render(1)
+      paused.append(player.currentPlaybackTime)
+    }
+    player.play()
+    var resumed: [Double] = []
+    for _ in 0..<8 {
+      render(1)
+      resumed.append(player.currentPlaybackTime)
+    }
+    #expect(paused.allSatisfy { abs($0 - pausedAt) < 1e-9 }, "from \(pausedAt): \(paused)")
+    #expect(zip(resumed, resumed.dropFirst()).allSatisfy { $0 <= $1 } && resumed.first! >= pausedAt, "\(resumed)")
+    #expect(resumed.last! > pausedAt + 0.01, "\(resumed)")
+  }
+
   @Test("Notifications arrive in order and complete, as callbacks and as an AsyncStream")
   func notificationsInOrder() async throws {
     let directory = try TemporaryDirectory()
