@@ -73,30 +73,46 @@ struct QueueBehaviorTests {
     }
   }
 
-  @Test(
-    "currentPlaybackTime reads a seek's target from the moment it is set, through the seek's fade-out, then moves on")
-  func positionThroughASeek() throws {
-    let directory = try TemporaryDirectory()
-    let path = try EngineHarness.vorbisTone(in: directory, seconds: 6)
-    // Renders of 128 frames: several while the seek's 10 ms (480-frame) fade-out runs.
-    let engine = try AudioEngine(output: .offline(sampleRate: 48_000, renderFrames: 128))
-    defer { engine.shutdown() }
-    var buffer = [Float](repeating: 0, count: 2 * 128)
+  /// A queue player 1 s into a 6 s tone on an offline engine that renders 128 frames a call:
+  /// several calls while a 10 ms (480-frame) transport fade runs.
+  private final class SmallRenders {
+    let directory: TemporaryDirectory
+    let engine: AudioEngine
+    let player: QueuePlayer
+    private var buffer = [Float](repeating: 0, count: 2 * 128)
+
+    init() throws {
+      directory = try TemporaryDirectory()
+      let path = try EngineHarness.vorbisTone(in: directory, seconds: 6)
+      engine = try AudioEngine(output: .offline(sampleRate: 48_000, renderFrames: 128))
+      player = QueuePlayer(engine: engine)
+      try player.setQueue(with: [MediaItem(path: path)])
+      player.play()
+      render(375)  // 1 s
+    }
+
     func render(_ calls: Int) {
       for _ in 0..<calls {
         buffer.withUnsafeMutableBufferPointer { engine.render(into: $0.baseAddress!, frameCount: 128) }
       }
     }
-    let player = QueuePlayer(engine: engine)
-    try player.setQueue(with: [MediaItem(path: path)])
-    player.play()
-    render(375)  // 1 s
-    player.currentPlaybackTime = 4
-    var seen: [Double] = [player.currentPlaybackTime]
-    for _ in 0..<12 {
-      render(1)
-      seen.append(player.currentPlaybackTime)
+
+    /// `count` renders of one call each, and `currentPlaybackTime` after each.
+    func reads(_ count: Int) -> [Double] {
+      (0..<count).map { _ in
+        render(1)
+        return player.currentPlaybackTime
+      }
     }
+  }
+
+  @Test(
+    "currentPlaybackTime reads a seek's target from the moment it is set, through the seek's fade-out, then moves on")
+  func positionThroughASeek() throws {
+    let run = try SmallRenders()
+    defer { run.engine.shutdown() }
+    run.player.currentPlaybackTime = 4
+    let seen = [run.player.currentPlaybackTime] + run.reads(12)
     #expect(seen.allSatisfy { $0 >= 4 && $0 < 4.05 }, "\(seen.map { String(format: "%.4f", $0) })")
     #expect(seen.last! > 4, "the position moved on after the seek: \(seen.last!)")
   }
@@ -105,33 +121,13 @@ struct QueueBehaviorTests {
     "Through a pause's fade-out currentPlaybackTime holds where the resume will start; after the resume it moves on from there"
   )
   func positionThroughAPause() throws {
-    let directory = try TemporaryDirectory()
-    let path = try EngineHarness.vorbisTone(in: directory, seconds: 6)
-    let engine = try AudioEngine(output: .offline(sampleRate: 48_000, renderFrames: 128))
-    defer { engine.shutdown() }
-    var buffer = [Float](repeating: 0, count: 2 * 128)
-    func render(_ calls: Int) {
-      for _ in 0..<calls {
-        buffer.withUnsafeMutableBufferPointer { engine.render(into: $0.baseAddress!, frameCount: 128) }
-      }
-    }
-    let player = QueuePlayer(engine: engine)
-    try player.setQueue(with: [MediaItem(path: path)])
-    player.play()
-    render(375)  // 1 s
-    let pausedAt = player.currentPlaybackTime
-    player.pause()
-    var paused: [Double] = []
-    for _ in 0..<8 {
-      render(1)
-      paused.append(player.currentPlaybackTime)
-    }
-    player.play()
-    var resumed: [Double] = []
-    for _ in 0..<8 {
-      render(1)
-      resumed.append(player.currentPlaybackTime)
-    }
+    let run = try SmallRenders()
+    defer { run.engine.shutdown() }
+    let pausedAt = run.player.currentPlaybackTime
+    run.player.pause()
+    let paused = run.reads(8)
+    run.player.play()
+    let resumed = run.reads(8)
     #expect(paused.allSatisfy { abs($0 - pausedAt) < 1e-9 }, "from \(pausedAt): \(paused)")
     #expect(zip(resumed, resumed.dropFirst()).allSatisfy { $0 <= $1 } && resumed.first! >= pausedAt, "\(resumed)")
     #expect(resumed.last! > pausedAt + 0.01, "\(resumed)")
