@@ -219,12 +219,25 @@ enum CuesSimulateCommand {
     // The script's times are the director's (0: the start state's music begins, a quarter of a
     // second after `start`), as in an offline render; waiting on the wall clock from `start`
     // applied every event about 0.2 s early.
+    // The mix clock follows the device, which on a loaded machine can fall behind the wall
+    // clock, so this looks again until the clock is there (giving up after 3 tries posted a step
+    // 36 ms early once). Only a clock that stops moving for 5 s (a stalled device) ends the wait.
     func waitUntil(_ time: Double) {
-      // The mix clock follows the device in real time; a second look catches a short sleep.
-      for _ in 0..<3 {
-        let wait = time - director.clockTime
-        guard wait > 0 else { return }
-        usleep(useconds_t(min(wait, 3600) * 1e6))
+      var last = director.clockTime
+      var still = 0.0
+      while true {
+        let now = director.clockTime
+        guard now < time else { return }
+        let moved = now > last
+        if moved {
+          last = now
+          still = 0
+        } else if still >= 5 {
+          return
+        }
+        let nap = min(max(time - now, 0.001), 0.25)
+        usleep(useconds_t(nap * 1e6))
+        if !moved { still += nap }
       }
     }
     // A --duration shorter than the script ends the run there, as it ends an offline render.

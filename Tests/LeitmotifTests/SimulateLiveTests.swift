@@ -1,5 +1,6 @@
 import Foundation
 import LeitmotifFixtures
+import Synchronization
 import Testing
 
 @testable import LeitmotifCues
@@ -148,5 +149,35 @@ struct SimulateLiveTests {
       ["cues", "simulate", cues, "--events", events, "--out", directory.file("x.wav"), "--latency", "low"])
     #expect(offline.status == 2)
     #expect(offline.errors.contains("--latency goes with --live"), "\(offline.errors)")
+  }
+  @Test("A director that wakes late catches up its ramps, and takes what was posted since at the present frame")
+  func catchUpTakesNoInput() throws {
+    let directory = try TemporaryDirectory(prefix: "leitmotif-simulate-live")
+    _ = try EngineHarness.vorbisTone(in: directory, name: "calm.ogg", seconds: 2)
+    let cues = directory.file("level.json5")
+    try Self.cues(assets: directory.path).write(toFile: cues, atomically: true, encoding: .utf8)
+    let sheet = try CueSheet.load(path: cues)
+    let engine = try AudioEngine(output: .offline(sampleRate: 48_000, renderFrames: 256))
+    let director = Director(engine: engine, sheet: sheet, clocking: .pumped)
+    defer {
+      director.shutdown()
+      engine.shutdown()
+    }
+    let taken = Mutex<[(name: String, time: Double)]>([])
+    director.onParametersTaken = { changes, time in
+      taken.withLock { list in for change in changes { list.append((change.name, time)) } }
+    }
+    director.advance(toAudioTime: 0)
+    // A ramp keeps the director moving, so the next step catches up every grid frame in between.
+    director.setParameter("danger", 1, rampSeconds: 2)
+    director.advance(toAudioTime: 0.1)
+    // Set when the clock is at 1 s: taken at 1 s (and the lead), not at the first frame missed.
+    director.setParameter("danger", 0.5)
+    director.advance(toAudioTime: 1)
+    let times = taken.withLock { $0 }
+    #expect(times.count == 2, "\(times)")
+    let lead = Double(director.leadFrames) / 48_000
+    let last = try #require(times.last?.time)
+    #expect(abs(last - (1 + lead)) < 256.0 / 48_000, "set at 1 s (lead \(lead) s), taken at \(last) s")
   }
 }

@@ -516,7 +516,9 @@ public final class Director: @unchecked Sendable {
         while frame < target {
           let at = frame
           tookInput =
-            engine.performing(atMixFrame: originFrame + at) { stepLocked(to: Double(at) / Double(engine.sampleRate)) }
+            engine.performing(atMixFrame: originFrame + at) {
+              stepLocked(to: Double(at) / Double(engine.sampleRate), takingInput: false)
+            }
             || tookInput
           frame += Self.gridFrames
         }
@@ -618,7 +620,19 @@ public final class Director: @unchecked Sendable {
 
   private let stepping = Mutex<Void>(())
 
-  private func stepLocked(to time: Double) -> Bool {
+  /// `takingInput: false` is a catch-up step of a thread that woke late: it moves ramps and
+  /// scheduled work through the grid frames it missed, and leaves what the game posted to the
+  /// step at the present frame (a parameter set after the clock passed 0.5 s was once recorded
+  /// at 0.464 s, taken by a catch-up step for a frame before it was set).
+  private func stepLocked(to time: Double, takingInput: Bool = true) -> Bool {
+    guard takingInput else {
+      let reports = core.withLock { core -> [DirectorReport] in
+        core.advance(to: time, newEvents: [], dropped: 0)
+        return takeOutbox(core)
+      }
+      deliver(reports)
+      return false
+    }
     var events: [LevelEvent] = []
     _ = bus.drain(into: &events)
     // Offline, nothing is mixed until the next render: an event posted without a time of its
