@@ -543,9 +543,9 @@ package final class Voice: VoiceInput {
   func fadeLayer(_ index: Int, to level: Float, seconds: Double, curve: FadeCurve, start: Int64) {
     guard layers.indices.contains(index) else { return }
     let target = level.isFinite ? max(0, min(1, level)) : 1
-    let from = layers[index].fade.gain(at: start)
-    layers[index].fade = FadeEnvelope(
-      from: from, to: target, startFrame: start, durationFrames: max(0, frames(seconds: seconds)), curve: curve)
+    layers[index].fade = .following(
+      layers[index].fade, to: target, startFrame: start, durationFrames: max(0, frames(seconds: seconds)), curve: curve,
+      now: lastClock)
   }
 
   /// Adds the stems of `block`'s frames `offset ..< offset + count` to `output` (which holds the
@@ -601,28 +601,29 @@ package final class Voice: VoiceInput {
   /// hand-over that began a moment before a skip asked for the same crossfade) fades in from the
   /// level it has, not from silence.
   func fadeIn(seconds: Double, curve: FadeCurve, start: Int64) {
-    let level = isAudible ? envelope.gain(at: start) : 0
-    envelope = FadeEnvelope(
-      from: level, to: 1, startFrame: start, durationFrames: frames(seconds: max(seconds, Voice.transportFadeSeconds)),
-      curve: curve)
+    let duration = frames(seconds: max(seconds, Voice.transportFadeSeconds))
+    envelope =
+      isAudible
+      ? .following(envelope, to: 1, startFrame: start, durationFrames: duration, curve: curve, now: lastClock)
+      : FadeEnvelope(from: 0, to: 1, startFrame: start, durationFrames: duration, curve: curve)
     finishWhenSilent = false
     // The envelope does the fading: no transport fade on top of it.
     if case .ready = mode { mode = .ready(resumeFades: false) }
     play(clock: start)
   }
 
-  /// Fades out from the level heard at `start` along `curve`, starting at mix frame `start`; at
+  /// Fades out from the level heard at `start` along `curve`, starting at mix frame `start` (until
+  /// then the gain goes on as it was: a fade-in in progress goes on rising); at
   /// silence the voice ends and reports `.fadedOut`, and its owner lets it go. Music that ends
   /// before the fade would (its last item in its last pass, nothing joined after it) fades out by
   /// its end instead: it used to stop where it ended, mid-fade, a cut.
   func fadeOutAndFinish(seconds: Double, curve: FadeCurve, start: Int64) {
     handoff = nil
-    let level = envelope.gain(at: start)
     var duration = frames(seconds: max(seconds, Voice.transportFadeSeconds))
     if let left = framesLeft(at: start), left < duration {
       duration = max(left, frames(seconds: Voice.transportFadeSeconds) / 2)
     }
-    envelope = FadeEnvelope(from: level, to: 0, startFrame: start, durationFrames: duration, curve: curve)
+    envelope = .following(envelope, to: 0, startFrame: start, durationFrames: duration, curve: curve, now: lastClock)
     finishWhenSilent = true
     status.isLetGo.store(true, ordering: .releasing)
   }
@@ -631,9 +632,9 @@ package final class Voice: VoiceInput {
   /// level at `clock` over the transport fade, and plays on. Nothing once the fade has ended.
   func keepPlaying(clock: Int64) {
     guard finishWhenSilent, !reportedFadedOut, isAudible else { return }
-    envelope = FadeEnvelope(
-      from: envelope.gain(at: clock), to: 1, startFrame: clock,
-      durationFrames: frames(seconds: Voice.transportFadeSeconds), curve: .linear)
+    envelope = .following(
+      envelope, to: 1, startFrame: clock, durationFrames: frames(seconds: Voice.transportFadeSeconds), curve: .linear,
+      now: lastClock)
     finishWhenSilent = false
     status.isLetGo.store(false, ordering: .releasing)
   }

@@ -77,4 +77,24 @@ struct FadeCurveTests {
       abs(middle / full - expected) < 0.05,
       "\(curve): \(middle / full) of full mid-fade, expected \(expected); \(timeline.summary)")
   }
+  @Test("A fade set for a later frame lets the fade in progress go on until then, and starts from where it got")
+  func followingAFade() {
+    // Rising from 0 over frames 0 ..< 1000; at frame 100 a fade-out is set for frame 600.
+    let rising = FadeEnvelope(from: 0, to: 1, startFrame: 0, durationFrames: 1000, curve: .equalPower)
+    let falling = FadeEnvelope.following(
+      rising, to: 0, startFrame: 600, durationFrames: 200, curve: .equalPower, now: 100)
+    for frame in stride(from: Int64(100), through: 600, by: 50) {
+      #expect(falling.gain(at: frame) == rising.gain(at: frame), "frame \(frame)")
+    }
+    #expect(falling.gain(at: 700) < rising.gain(at: 600) && falling.gain(at: 700) > 0)
+    #expect(falling.gain(at: 800) == 0)
+    #expect(!falling.isFinished(at: 500) && !falling.isConstant(from: 300, count: 10))
+    #expect(!falling.isConstant(from: 590, count: 20) && falling.isFinished(at: 800))
+    // Replaced before it began by one that starts sooner: the first fade goes on until then.
+    let sooner = FadeEnvelope.following(falling, to: 0.5, startFrame: 400, durationFrames: 0, curve: .linear, now: 200)
+    #expect(sooner.gain(at: 300) == rising.gain(at: 300) && sooner.gain(at: 400) == 0.5)
+    // Set for a frame already being mixed: a plain fade from the level there.
+    let now = FadeEnvelope.following(rising, to: 0, startFrame: 300, durationFrames: 100, curve: .linear, now: 300)
+    #expect(now.from == rising.gain(at: 300) && now.gain(at: 299) == now.from)
+  }
 }

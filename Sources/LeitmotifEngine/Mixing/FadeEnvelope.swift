@@ -5,22 +5,95 @@ import LeitmotifOutput
 /// mixer's crossfades and transport ramps, evaluated per frame. Rising, it follows the curve's
 /// fade-in from `from`; falling, the curve's fade-out towards `to`, so a fade can start at
 /// whatever level is heard now (a skip in the middle of a crossfade) without a jump. Before its
-/// start it holds `from`; after its end, `to`.
+/// start it holds `from`, or, when it was set to follow another fade (`following`), goes on
+/// along that one; after its end, `to`.
 package struct FadeEnvelope {
   var from: Float = 1
   var to: Float = 1
   var startFrame: Int64 = 0
   var durationFrames: Int64 = 0
   var curve: FadeCurve = .linear
+  /// What the gain does before `startFrame`: the fade that was running when this one was set for
+  /// a later frame (nil: it holds `from`).
+  private(set) var lead: Lead?
+
+  /// The fade that runs until a later one starts: its own levels and frames, without a lead.
+  struct Lead {
+    var from: Float
+    var to: Float
+    var startFrame: Int64
+    var durationFrames: Int64
+    var curve: FadeCurve
+
+    var endFrame: Int64 { startFrame + durationFrames }
+
+    func gain(at frame: Int64) -> Float {
+      FadeEnvelope.gain(
+        at: frame, from: from, to: to, startFrame: startFrame, durationFrames: durationFrames, curve: curve)
+    }
+
+    func isConstant(from frame: Int64, count: Int) -> Bool {
+      from == to || frame >= endFrame || frame + Int64(count) <= startFrame
+    }
+  }
 
   static let unity = FadeEnvelope()
 
+  init() {}
+
+  init(from: Float, to: Float, startFrame: Int64, durationFrames: Int64, curve: FadeCurve = .linear) {
+    self.from = from
+    self.to = to
+    self.startFrame = startFrame
+    self.durationFrames = durationFrames
+    self.curve = curve
+  }
+
+  /// A fade to `to` from mix frame `startFrame` on, from the level `previous` has there; until
+  /// then the gain goes on along `previous`. `now`: the first frame still to be mixed.
+  ///
+  /// Why: a crossfade's outgoing music holds through the incoming pickup and fades seconds
+  /// later. Set as a plain fade, its gain jumped at once to its level at the fade's start: music
+  /// still fading in from an earlier crossfade went from 0.76 to full on the mix block in which
+  /// the new change was taken, a step that also fell on another frame live than offline (the
+  /// blocks differ).
+  static func following(
+    _ previous: FadeEnvelope, to: Float, startFrame: Int64, durationFrames: Int64, curve: FadeCurve, now: Int64
+  ) -> FadeEnvelope {
+    var envelope = FadeEnvelope(
+      from: previous.gain(at: startFrame), to: to, startFrame: startFrame, durationFrames: durationFrames,
+      curve: curve)
+    guard startFrame > now else { return envelope }
+    if previous.startFrame <= now || previous.lead == nil {
+      envelope.lead = previous.segment
+    } else if startFrame <= previous.startFrame {
+      envelope.lead = previous.lead
+    } else {
+      // Two changes ahead of the mix (rare: a held fade replaced by a later one before it began):
+      // the earlier one's lead is dropped, and its level holds until it starts.
+      envelope.lead = previous.segment
+    }
+    return envelope
+  }
+
+  private var segment: Lead {
+    Lead(from: from, to: to, startFrame: startFrame, durationFrames: durationFrames, curve: curve)
+  }
+
   var endFrame: Int64 { startFrame + durationFrames }
 
-  /// A fade of no length is a step: `from` before `startFrame`, `to` from it on.
+  /// A fade of no length is a step: `from` (or the lead) before `startFrame`, `to` from it on.
   func gain(at frame: Int64) -> Float {
+    if frame < startFrame, let lead { return lead.gain(at: frame) }
+    return Self.gain(
+      at: frame, from: from, to: to, startFrame: startFrame, durationFrames: durationFrames, curve: curve)
+  }
+
+  private static func gain(
+    at frame: Int64, from: Float, to: Float, startFrame: Int64, durationFrames: Int64, curve: FadeCurve
+  ) -> Float {
     guard durationFrames > 0 else { return frame >= startFrame ? to : from }
-    guard frame < endFrame else { return to }
+    guard frame < startFrame + durationFrames else { return to }
     guard frame > startFrame else { return from }
     let progress = Double(frame - startFrame) / Double(durationFrames)
     if curve == .linear { return from + (to - from) * Float(progress) }
@@ -31,10 +104,18 @@ package struct FadeEnvelope {
     }
   }
 
-  func isFinished(at frame: Int64) -> Bool { durationFrames == 0 || frame >= endFrame }
+  /// Whether the gain has reached `to` for good (a fade with a lead has not, before it starts).
+  func isFinished(at frame: Int64) -> Bool {
+    if lead != nil && frame < startFrame { return false }
+    return durationFrames == 0 || frame >= endFrame
+  }
 
   /// Whether the gain is the same for every frame of `frame ..< frame + count`.
   func isConstant(from frame: Int64, count: Int) -> Bool {
-    from == to || frame >= endFrame || frame + Int64(count) <= startFrame
+    if let lead, frame < startFrame {
+      // (The stretch that crosses into the fade is split by the caller's per-frame path.)
+      return frame + Int64(count) <= startFrame && lead.isConstant(from: frame, count: count)
+    }
+    return from == to || frame >= endFrame || frame + Int64(count) <= startFrame
   }
 }
