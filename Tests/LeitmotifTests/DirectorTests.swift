@@ -930,7 +930,7 @@ struct DirectorLibraryTests {
 
   @Test(
     "A director made from a sheet (no cue file watched) hears the player withdraw consent: no song of theirs is opened after",
-    .timeLimit(.minutes(1)))
+    .hangGuard)
   func withdrawnWithoutWatching() throws {
     let game = try DirectorFixture()
     let library = try library(game, status: .authorized)
@@ -965,7 +965,7 @@ struct DirectorLibraryTests {
 
   @Test(
     "Consent withdrawn while the player's song plays: it stops now, the state's fallback takes over, no song of theirs follows",
-    .timeLimit(.minutes(1)))
+    .hangGuard)
   func withdrawnWhilePlaying() throws {
     let game = try DirectorFixture()
     let library = try library(game, status: .authorized)

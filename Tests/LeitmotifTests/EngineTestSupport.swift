@@ -1,6 +1,7 @@
 import Foundation
 import LeitmotifFixtures
 import Synchronization
+import Testing
 
 @testable import Leitmotif
 @testable import LeitmotifCues
@@ -119,4 +120,12 @@ final class DiagnosticLog: Sendable {
   private let entries = Mutex<[Diagnostic]>([])
   var handler: DiagnosticsHandler { { [self] diagnostic in entries.withLock { $0.append(diagnostic) } } }
   var all: [Diagnostic] { entries.withLock { $0 } }
+}
+
+extension Trait where Self == TimeLimitTrait {
+  /// The time limit of a test that guards against a hang: 10 minutes, twice what the whole suite
+  /// takes on CI. A limit of 1 minute failed a test whose work takes 0.1 s: run beside a hundred
+  /// suites on 2 cores it was reported as running for 218 s (its own timing of its render said
+  /// under 20 s), so Swift Testing's clock counts the wait for a turn too.
+  static var hangGuard: Self { .timeLimit(.minutes(10)) }
 }

@@ -18,7 +18,7 @@ struct FuzzCorpusTests {
   }
 
   @Test(
-    "Each target's corpus and crash inputs run without a trap", .timeLimit(.minutes(2)), arguments: FuzzTarget.allCases)
+    "Each target's corpus and crash inputs run without a trap", .hangGuard, arguments: FuzzTarget.allCases)
   func replay(target: FuzzTarget) throws {
     let inputs = Self.inputs(of: target)
     #expect(!inputs.isEmpty, "no committed input for \(target.rawValue) under \(Self.fuzz)/Corpus")

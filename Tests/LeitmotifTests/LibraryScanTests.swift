@@ -772,7 +772,7 @@ struct ScanJournalTests {
   @Test(
     "leitmotif scan killed while reading: the next scan names that file as failed and indexes the rest",
     .enabled(if: LeitmotifCommand.executable != nil, "the leitmotif executable is not next to the test bundle"),
-    .timeLimit(.minutes(2)))
+    .hangGuard)
   func killedScan() throws {
     let folder = try LibraryFolder()
     for index in 0..<40 { try folder.song("song\(index).ogg", frequency: 200 + 10 * Double(index), title: "S\(index)") }
