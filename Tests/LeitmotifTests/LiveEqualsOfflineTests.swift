@@ -170,6 +170,34 @@ struct LiveEqualsOfflineTests {
     #expect(live.output.contains("recorded 3 events and 1 parameter change"), "\(live.output)")
   }
 
+  @Test(
+    "A change with a pickup taken while the playing music still fades in: live as offline, the fade goes on through the pickup"
+  )
+  func pickupDuringAFadeInLiveEqualsOffline() throws {
+    let directory = try TemporaryDirectory(prefix: "leitmotif-live-pickup")
+    let assets = try Self.assets(in: directory)
+    // The stealth music (100 BPM, bars of 2.4 s) fades in from about 1 s to 4 s; the fight's
+    // pickup starts 0.4 s before its next bar, at about 3 s, mid-fade. Its gain used to jump to
+    // its level at the hold's end on the first frame of the mix block in which the pickup
+    // started, and the live mix cuts its blocks elsewhere than an offline render.
+    let level = """
+      {
+        assets: "\(assets)",
+        start: "explore",
+        sources: { calm: { bundled: "explore.ogg" }, sneak: { bundled: "stealth44.ogg" }, fight: { bundled: "combat.ogg", pickup: 0.4 } },
+        states: {
+          explore: { music: "calm" },
+          stealth: { music: "sneak", transition: { seconds: 3 } },
+          combat: { music: "fight", transition: { seconds: 0.5, at: "bar", pickup: true } },
+        },
+        rules: [ { on: "hide", do: { state: "stealth" } }, { on: "fight", do: { state: "combat" } } ],
+      }
+      """
+    let script = #"[ { at: 1.0, cue: "hide" }, { at: 1.5, cue: "fight" } ]"#
+    let (live, _) = try Self.compare(level: level, script: script, seconds: 6, in: directory)
+    #expect(live.output.contains("its pickup from"), "\(live.output)")
+  }
+
   /// Plays `level` with `script` live on the wave backend for `seconds` (recording the events
   /// at the frames they took effect on), renders the recording offline, and expects the two the
   /// same to 1e-7 from the first sound to half a second before the end.
