@@ -260,6 +260,10 @@ enum CuesSimulateCommand {
         format: "played %.1f s live on \"%@\"; %d scheduled changes came late", duration, engine.initialDevice.name,
         engine.lateCommandCount))
     if let recordPath {
+      // Times are written as the shortest text that reads back as the same number: with 9
+      // decimals a replay started a parameter ramp a fraction of a nanosecond off, and a low-pass
+      // the ramp drove came out a last place apart (the render then differed from the capture by
+      // 2e-7, the live test's tolerance being 1e-7).
       let events = applied.withLock { $0.sorted { $0.key < $1.key }.map(\.value) }
       var entries = events.map { entry in
         let payload = entry.event.payload.sorted { $0.key < $1.key }.map { key, value in
@@ -267,7 +271,7 @@ enum CuesSimulateCommand {
         }
         return (
           entry.time,
-          "  { at: \(String(format: "%.9f", entry.time)), cue: \(jsonString(entry.event.cue))"
+          "  { at: \(entry.time), cue: \(jsonString(entry.event.cue))"
             + (payload.isEmpty ? "" : ", payload: { \(payload.joined(separator: ", ")) }") + " },"
         )
       }
@@ -276,7 +280,7 @@ enum CuesSimulateCommand {
       entries += sets.map { set in
         (
           set.time,
-          "  { at: \(String(format: "%.9f", set.time)), set: \(jsonString(set.name)), value: \(json(.number(set.value)))"
+          "  { at: \(set.time), set: \(jsonString(set.name)), value: \(json(.number(set.value)))"
             + (set.ramp > 0 ? ", ramp: \(set.ramp)" : "") + " },"
         )
       }

@@ -65,6 +65,12 @@ struct SimulateLiveTests {
     #expect(set.time > 0.47 && set.time < 0.65, "set at \(set.time) s")
     #expect(run.output.contains(#"set "danger" to 0.8 over 0.250 s"#), "\(run.output)")
     #expect(run.output.contains("recorded 1 event and 1 parameter change"), "\(run.output)")
+    // Each time is written so that it reads back as the very frame of the mix clock it names
+    // (with 9 decimals a replayed ramp started a fraction of a nanosecond off).
+    for step in script.steps {
+      #expect(
+        [44_100.0, 48_000.0].contains { (step.time * $0).rounded() / $0 == step.time }, "\(step.time) is no frame")
+    }
     let applied = try #require(script.steps.last?.time)
     // Posted on the wall clock from `start`, it landed about 0.2 s early (director time 0 is a
     // quarter of a second after the start). Never early now; late only by as much as a loaded
