@@ -361,7 +361,8 @@ struct PreloadTests {
       states: { explore: { music: "calm" } },
       rules: [ { on: "hit", do: { stinger: "hit" } } ] }
     """.write(toFile: fixture.cuePath, atomically: true, encoding: .utf8)
-    let engine = try AudioEngine(output: .headless)
+    let log = DiagnosticLog()
+    let engine = try AudioEngine(output: .headless, diagnostics: log.handler)
     defer { engine.shutdown() }
     let director = try Director(engine: engine, cueFile: fixture.cuePath)
     defer { director.shutdown() }
@@ -373,6 +374,11 @@ struct PreloadTests {
     #expect(rename(take, fixture.assets + "/hit.ogg") == 0)
     let refreshed = EngineHarness.wait(seconds: 5) { engine.preloadedBytes == 36_000 * 2 * 4 }
     #expect(refreshed, "in memory: \(engine.preloadedBytes) bytes")
+    // And it says so, naming the file.
+    let said = EngineHarness.wait(seconds: 5) {
+      log.all.contains { $0.severity == .notice && $0.message.contains("/hit.ogg\": the file changed") }
+    }
+    #expect(said, "\(log.all.map(\.description))")
     director.shutdown()
     #expect(engine.preloadedBytes == 0, "one hold, let go at shutdown")
   }

@@ -267,9 +267,15 @@ public final class Director: @unchecked Sendable {
       }
       do {
         // Decoded again into the entry (its holds kept), then this extra hold let go.
-        try engine.preload(path)
+        let bytes = try engine.preload(path)
         engine.unload(path)
         changes.failed[path] = nil
+        // Said, so that a sound designer saving a take sees that the game has it (it was silent).
+        engine.report(
+          Diagnostic(
+            .notice,
+            "stinger \"\(FileSystemPath.displayed(path))\": the file changed; the next shot plays the new take"
+              + " (decoded again: \(bytes / 1024) KiB)"))
       } catch {
         changes.failed[path] = now
         engine.report(Diagnostic(.warning, "stinger: \(error); it streams from the file instead"))
