@@ -33,7 +33,7 @@ package struct FadeEnvelope {
     }
 
     func isConstant(from frame: Int64, count: Int) -> Bool {
-      from == to || frame >= endFrame || frame + Int64(count) <= startFrame
+      FadeEnvelope.isConstant(from: frame, count: count, from: from, to: to, startFrame: startFrame, endFrame: endFrame)
     }
   }
 
@@ -64,15 +64,11 @@ package struct FadeEnvelope {
       from: previous.gain(at: startFrame), to: to, startFrame: startFrame, durationFrames: durationFrames,
       curve: curve)
     guard startFrame > now else { return envelope }
-    if previous.startFrame <= now || previous.lead == nil {
-      envelope.lead = previous.segment
-    } else if startFrame <= previous.startFrame {
-      envelope.lead = previous.lead
-    } else {
-      // Two changes ahead of the mix (rare: a held fade replaced by a later one before it began):
-      // the earlier one's lead is dropped, and its level holds until it starts.
-      envelope.lead = previous.segment
-    }
+    // Replacing a fade that has not begun, from no later than it would have: what ran before it
+    // runs on. Otherwise the previous fade itself leads (a fade replaced by a later one before it
+    // began, which is rare, drops its own lead: its level holds until it starts).
+    let replacesPending = previous.startFrame > now && startFrame <= previous.startFrame
+    envelope.lead = replacesPending ? previous.lead ?? previous.segment : previous.segment
     return envelope
   }
 
@@ -116,6 +112,12 @@ package struct FadeEnvelope {
       // (The stretch that crosses into the fade is split by the caller's per-frame path.)
       return frame + Int64(count) <= startFrame && lead.isConstant(from: frame, count: count)
     }
-    return from == to || frame >= endFrame || frame + Int64(count) <= startFrame
+    return Self.isConstant(from: frame, count: count, from: from, to: to, startFrame: startFrame, endFrame: endFrame)
+  }
+
+  private static func isConstant(
+    from frame: Int64, count: Int, from: Float, to: Float, startFrame: Int64, endFrame: Int64
+  ) -> Bool {
+    from == to || frame >= endFrame || frame + Int64(count) <= startFrame
   }
 }
