@@ -198,6 +198,37 @@ struct LiveEqualsOfflineTests {
     #expect(live.output.contains("its pickup from"), "\(live.output)")
   }
 
+  @Test(
+    "A stinger on the beat with a duck, over music that was not moving: live as offline, the duck starts on the director step after the beat, not on the step the director thread woke for"
+  )
+  func stingerDuckOnTheBeatLiveEqualsOffline() throws {
+    let directory = try TemporaryDirectory(prefix: "leitmotif-live-duck")
+    let assets = try Self.assets(in: directory)
+    // Between cues nothing moves, so the live director sleeps until the stinger's beat and
+    // wakes on a mix-clock frame up to a device period past it. It used to take only that
+    // step, so the duck's first level came up to 1,024 frames later than offline (0.011 apart).
+    let level = """
+      {
+        assets: "\(assets)",
+        start: "explore",
+        sources: { calm: { bundled: "explore.ogg" }, fight: { bundled: "combat.ogg" } },
+        states: {
+          explore: { music: "calm", transition: { seconds: 0.5 } },
+          combat: { music: "fight", transition: { seconds: 0, at: "bar" } },
+        },
+        rules: [
+          { on: "hit", do: { stinger: "stinger-spotted.ogg", at: "beat", volume: 0.5, duck: { db: -9, attack: 0.2, hold: 0.3, release: 0.4 } } },
+          { on: "fight", do: { state: "combat" } },
+        ],
+      }
+      """
+    let script = """
+      [ { at: 1.7, cue: "hit" }, { at: 4.1, cue: "fight" }, { at: 6.3, cue: "hit" }, { at: 7.25, cue: "hit" } ]
+      """
+    let (live, _) = try Self.compare(level: level, script: script, seconds: 10, in: directory)
+    #expect(live.output.contains("recorded 4 events"), "\(live.output)")
+  }
+
   /// Plays `level` with `script` live on the wave backend for `seconds` (recording the events
   /// at the frames they took effect on), renders the recording offline, and expects the two the
   /// same to 1e-7 from the first sound to half a second before the end.

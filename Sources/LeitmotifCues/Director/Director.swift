@@ -518,16 +518,26 @@ public final class Director: @unchecked Sendable {
       let target = max(lastStepFrame, (frame ?? clockFrame) / Self.gridFrames * Self.gridFrames)
       var frame = lastStepFrame + Self.gridFrames
       var tookInput = false
-      if core.withLock({ $0.isMoving }) {
-        while frame < target {
-          let at = frame
-          tookInput =
-            engine.performing(atMixFrame: originFrame + at) {
-              stepLocked(to: Double(at) / Double(engine.sampleRate), takingInput: false)
-            }
-            || tookInput
-          frame += Self.gridFrames
+      while frame < target {
+        // Steps on the way matter while something moves, and from the first grid frame at or
+        // past a scheduled time on: a stinger on the beat starts its duck there, and the duck's
+        // first level must come on that step, not on whichever frame this thread woke at (live,
+        // up to a device period late; offline, every grid frame is stepped).
+        let (deadline, moving) = timing()
+        if !moving {
+          guard let deadline else { break }
+          let due = FrameMath.frames(seconds: deadline, rate: Double(engine.sampleRate), rounding: .up)
+          let step = (due + Self.gridFrames - 1) / Self.gridFrames * Self.gridFrames
+          guard step < target else { break }
+          frame = max(frame, step)
         }
+        let at = frame
+        tookInput =
+          engine.performing(atMixFrame: originFrame + at) {
+            stepLocked(to: Double(at) / Double(engine.sampleRate), takingInput: false)
+          }
+          || tookInput
+        frame += Self.gridFrames
       }
       lastStepFrame = target
       return engine.performing(atMixFrame: originFrame + target) {
