@@ -514,6 +514,7 @@ package final class StreamingLoop: @unchecked Sendable {
         if let due, due < span { return true }
       } else if let trigger = triggeredPlays[slot] {
         guard owns(trigger.voice), let music = voices[trigger.voice.slot] else { return true }
+        if pendingCrossfades[trigger.voice.slot] != nil || triggeredPlays[trigger.voice.slot] != nil { continue }
         let due = music.framesUntil(fileFrame: music.fileFrames(seconds: trigger.fileSeconds), token: trigger.token)
         if let due, due < span { return true }
       } else if wantsPlaying[slot] && voice == nil {
@@ -555,6 +556,9 @@ package final class StreamingLoop: @unchecked Sendable {
         voices[slot]?.play(clock: clock)
         continue
       }
+      // Music that waits to begin (a crossfade on its own line) has not reached any line yet:
+      // the start waits for it, where `framesUntil` would say the moment is gone.
+      if pendingCrossfades[trigger.voice.slot] != nil || triggeredPlays[trigger.voice.slot] != nil { continue }
       guard
         let due = music.framesUntil(fileFrame: music.fileFrames(seconds: trigger.fileSeconds), token: trigger.token),
         due < Int64(frames)

@@ -568,6 +568,38 @@ struct DirectorActionTests {
     #expect(abs((timeline.stingers.first?.at ?? 0) - 1.5) < 0.001)
   }
 
+  @Test(
+    "A stinger on the grid while a change waits for its line: on the music heard, the outgoing music's line before the change, the incoming music's after"
+  )
+  func stingerWhileAChangeWaits() throws {
+    // Explore (120 BPM: beats 0.5 s, bars 2 s) changes to the boss (90 BPM: beats 2/3 s, bars
+    // 8/3 s) two bars on, at 4 s; the boss changes to combat (120 BPM) on its beat at 16/3 s,
+    // entering at the boss's position (4/3 s), so combat's next bar comes 2/3 s later, at 6 s.
+    let (left, timeline) = try run(
+      rules: """
+        { on: "boss", do: { state: "bossy" } }, { on: "fight", do: { state: "fight" } },
+        { on: "tick", do: { stinger: "hit", at: "beat" } }, { on: "bang", do: { stinger: "hit", at: "bar", duck: -6 } }
+        """,
+      [.cue(0.3, "boss"), .cue(1.2, "tick"), .cue(2.5, "bang"), .cue(5.0, "fight"), .cue(5.1, "bang")],
+      seconds: 7,
+      states: """
+        bossy: { music: "bossMusic", transition: { seconds: 0, at: "bar", bars: 2 } },
+        fight: { music: "tense", transition: { seconds: 0, at: "beat", enter: "same-position" } },
+        """)
+    // 1.5 s: explore's next beat, before the change; 4 s: the change's own line; 6 s: combat's bar.
+    let expected = [1.5, 4.0, 6.0]
+    #expect(timeline.stingers.map(\.at).count == 3, "\(timeline.summary)")
+    for (heard, at) in zip(timeline.stingers.map(\.at), expected) {
+      #expect(abs(heard - at) < 0.001, "reported at \(heard) s, expected \(at) s\n\(timeline.summary)")
+    }
+    // Heard there, within 3 ms (a mix block is 5 ms; the stinger used to start at once).
+    let hit = DirectorFixture.stingerPitch
+    for at in expected {
+      #expect(Listen.level(of: hit, in: Listen.window(left, at - 0.1, at - 0.003)) < 0.01, "no hit before \(at) s")
+      #expect(Listen.level(of: hit, in: Listen.window(left, at + 0.003, at + 0.05)) > 0.15, "a hit from \(at) s")
+    }
+  }
+
   @Test("duck: down by its decibels during the hold, back after the release")
   func duck() throws {
     let (left, timeline) = try run(

@@ -80,7 +80,14 @@ final class DirectorCore {
   private var previousState: String?
   /// A state change waiting for its grid line: when it is heard, and the state and item heard
   /// until then (what `audibleState` and `Director.nowPlaying` say meanwhile).
-  private var pendingLanding: (heardAt: Double, state: String?, item: MediaItem?, spec: TransitionSpec)?
+  /// `lead`: the incoming music starts that long before `heardAt` (its pickup), at `entry` in its
+  /// file; `heardLine`: where the music heard is in its file at `heardAt` (the line the change
+  /// waits for).
+  private var pendingLanding:
+    (
+      heardAt: Double, state: String?, item: MediaItem?, spec: TransitionSpec, lead: Double, entry: Double,
+      heardLine: Double?
+    )?
   /// `playingOrder` before the last state change (restored when that change is taken back).
   private var playingOrderBeforeChange: (state: String, paths: [String])?
   /// Reports made since the director last collected them.
@@ -539,6 +546,55 @@ final class DirectorCore {
     }
     return (
       now + (line - position) / rate, QueuePlayer.Landing(fileSeconds: line - leadInFile, everySeconds: unit)
+    )
+  }
+
+  /// The next beat or bar of the music heard (for a stinger on the grid), and a start on it that
+  /// the mixer finds from a voice's own position. While a change waits for its line, the player's
+  /// now-playing item is the incoming music, not begun: until the change is heard the grid is
+  /// the outgoing music's (from the voice still playing it), from then on the incoming's, from
+  /// where it is when heard. A stinger on the beat in that time used to take its line from the
+  /// waiting music's standing position: it was reported on a line that never came, its duck
+  /// fell there, and the mixer, asked to start it on music that was not playing, started it at
+  /// once (a designer's trial: a hit on the bar heard 2.5 s early, off the beat).
+  private func gridLineHeard(_ moment: TransitionSpec.Moment) -> (at: Double, start: StartTrigger?)? {
+    guard moment == .beat || moment == .bar, let pending = pendingLanding, now < pending.heardAt,
+      let heard = player.heardBeforeQueue
+    else {
+      return nextGridLine(moment).map { ($0.at, player.startTrigger(at: $0.landing)) }
+    }
+    func line(after position: Double, of item: MediaItem) -> (line: Double, unit: Double) {
+      let grid = self.grid(for: item)
+      let unit = moment == .beat ? grid.secondsPerBeat : grid.secondsPerBar
+      let index = ((position - grid.offsetSeconds) / unit - 1e-9).rounded(.up)
+      return (grid.offsetSeconds + max(0, index) * unit, unit)
+    }
+    let tolerance = 0.5 / Double(engine.sampleRate)
+    let speed = max(0.01, heard.speed)
+    let mixedSeconds = Double(engine.mixClock.now - mixFrameOrigin) / Double(engine.sampleRate)
+    let position = heard.positionSeconds + max(0, now - max(0, mixedSeconds)) * speed
+    let before = line(after: position, of: heard.item)
+    let at = now + (before.line - position) / speed
+    if at < pending.heardAt - tolerance {
+      return (
+        at, heard.startTrigger(at: QueuePlayer.Landing(fileSeconds: before.line, everySeconds: before.unit))
+      )
+    }
+    // The incoming music's grid, from where it is when the change is heard (past its pickup).
+    guard let incoming = player.nowPlayingItem else { return nil }
+    let incomingSpeed = max(0.01, player.musicSpeed)
+    let heardPosition = pending.entry + pending.lead * incomingSpeed
+    let after = line(after: heardPosition, of: incoming)
+    let incomingAt = pending.heardAt + (after.line - heardPosition) / incomingSpeed
+    if incomingAt <= pending.heardAt + tolerance, let heardLine = pending.heardLine {
+      // On the change's own line: where the music heard reaches it, the frame the change is heard.
+      return (
+        pending.heardAt, heard.startTrigger(at: QueuePlayer.Landing(fileSeconds: heardLine, everySeconds: nil))
+      )
+    }
+    // Later: on the incoming voice, which the mixer waits for to begin.
+    return (
+      incomingAt, player.startTrigger(at: QueuePlayer.Landing(fileSeconds: after.line, everySeconds: after.unit))
     )
   }
 
@@ -1047,7 +1103,11 @@ final class DirectorCore {
       }
     }
     let heardAt = landing?.at ?? now
-    pendingLanding = wasPlaying && heardAt > now ? (heardAt, lastReportedState, from, spec) : nil
+    // (The player still plays the music heard: its speed turns the pickup into its file's seconds.)
+    let heardLine = landing.map { $0.0.fileSeconds + lead * max(0.01, player.musicSpeed) }
+    pendingLanding =
+      wasPlaying && heardAt > now
+      ? (heardAt, lastReportedState, from, spec, lead, entrySeconds ?? 0, heardLine) : nil
     entries = withBeatGrids(entries)
     do {
       // What plays now holds its level through the pickup and the tail, then fades; it keeps
@@ -1360,14 +1420,13 @@ final class DirectorCore {
       }
       item = file
     }
-    let line = nextGridLine(stinger.moment)
+    let line = gridLineHeard(stinger.moment)
     let at = line?.at ?? now
-    let trigger = line?.landing
     if at > now + 0.5 / Double(engine.sampleRate) {
       // Opened now, and started by the mixer on the frame where the music reaches the line (its
       // duck and its report wait for that time here).
       var prepared: Player?
-      if let trigger, let start = player.startTrigger(at: trigger) {
+      if let start = line?.start {
         do {
           let early = try Player(engine: engine, item: item)
           early.volume = stinger.volume

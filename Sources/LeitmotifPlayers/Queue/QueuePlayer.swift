@@ -265,6 +265,36 @@ public final class QueuePlayer: MediaPlayback {
     }
   }
 
+  /// The music still heard while a new queue waits for its grid line (`setQueue(…landing:)`):
+  /// its item, where it is in its file (as last mixed), the speed it moves at, and a start on a
+  /// line of its file. Nil when no new queue waits, or the music before it already fades.
+  package struct HeardBeforeQueue {
+    package var item: MediaItem
+    package var positionSeconds: Double
+    package var speed: Double
+    package var voice: VoiceHandle
+    package var token: Int
+
+    package func startTrigger(at landing: Landing) -> StartTrigger {
+      StartTrigger(voice: voice, token: token, fileSeconds: landing.fileSeconds, everySeconds: landing.everySeconds)
+    }
+  }
+
+  /// See `HeardBeforeQueue`.
+  package var heardBeforeQueue: HeardBeforeQueue? {
+    state.withLock { state in
+      guard let back = state.takeBack, back.voice != state.voices.current?.handle,
+        let item = back.queue.nowID.flatMap({ back.queue.entries[$0]?.item }),
+        let status = engine.status(of: back.voice), !status.isLetGo.load(ordering: .acquiring)
+      else { return nil }
+      let rate = status.sampleRate.load(ordering: .acquiring)
+      guard rate > 0 else { return nil }
+      return HeardBeforeQueue(
+        item: item, positionSeconds: Double(status.positionFrames.load(ordering: .acquiring)) / Double(rate),
+        speed: Double(voiceRate(back.voice, state)) * Double(state.tempo), voice: back.voice, token: back.token)
+    }
+  }
+
   /// `setQueue(with:startingAt:transition:)`, but while playing the new music is opened at once
   /// and starts when the playing item reaches `landing` (the director's beat and bar
   /// transitions): the mixer finds that frame from the playing voice's own position.
