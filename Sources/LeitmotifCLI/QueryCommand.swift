@@ -203,7 +203,7 @@ enum QueryCommand {
     let rows = items.map { item in
       [
         item.displayName, item.artist ?? "", item.albumTitle ?? "",
-        item.playbackDuration.map(minutes) ?? "", item.beatsPerMinute.map { String(format: "%.0f", $0) } ?? "",
+        item.playbackDuration.map(minutes) ?? "", item.beatsPerMinute.map(Self.tempo) ?? "",
         item.persistentID.map { "\($0)" } ?? "",
       ]
     }
@@ -220,6 +220,14 @@ enum QueryCommand {
     }
     printColumns(["NAME", "ITEMS", "ARTIST", "FIRST ITEM"], rows, rightAligned: [1])
     say(collections.count == 1 ? "1 collection (\(group))" : "\(collections.count) collections (\(group))")
+  }
+
+  /// A tempo as `--where` compares it, to the hundredth: "120" for a detected 119.998, "119.97"
+  /// for one a `bpm>=120` leaves out.
+  static func tempo(_ beatsPerMinute: Double) -> String {
+    let hundredths = (beatsPerMinute * 100).rounded()
+    return hundredths.truncatingRemainder(dividingBy: 100) == 0
+      ? String(format: "%.0f", hundredths / 100) : String(format: "%.2f", hundredths / 100)
   }
 
   static func minutes(_ seconds: Double) -> String {

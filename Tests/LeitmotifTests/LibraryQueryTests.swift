@@ -243,6 +243,24 @@ struct LibraryQueryTests {
     #expect(try fixture.titles(MediaPropertyPredicate(value: "6", forProperty: .persistentID)) == ["99 Luftballons"])
   }
 
+  @Test("A detected tempo compares to the hundredth, as it is printed: a song detected at 119.998 BPM is a 120 BPM song")
+  func tempoToTheHundredth() throws {
+    var fixture = try QueryFixture()
+    try fixture.add("a.ogg", title: "Just under", artist: nil, bpm: 119.998)
+    try fixture.add("b.ogg", title: "Tagged", artist: nil, bpm: 120)
+    try fixture.add("c.ogg", title: "Slower", artist: nil, bpm: 119.97)
+    try fixture.add("d.ogg", title: "Faster", artist: nil, bpm: 120.02)
+    func titles(_ value: Double, _ comparison: MediaPredicateComparison) throws -> Set<String?> {
+      try fixture.titles(MediaPropertyPredicate(value: value, forProperty: .beatsPerMinute, comparisonType: comparison))
+    }
+    #expect(try titles(120, .equalTo) == ["Just under", "Tagged"])
+    #expect(try titles(120, .greaterThanOrEqualTo) == ["Just under", "Tagged", "Faster"])
+    #expect(try titles(120, .greaterThan) == ["Faster"])
+    #expect(try titles(120, .lessThan) == ["Slower"])
+    #expect(try titles(120, .lessThanOrEqualTo) == ["Just under", "Tagged", "Slower"])
+    #expect(try titles(119.97, .equalTo) == ["Slower"])
+  }
+
   @Test("A persistent id given as a number is matched exactly: ids are 64-bit, past a Double's 2^53")
   func largePersistentID() throws {
     var fixture = try QueryFixture.standard()

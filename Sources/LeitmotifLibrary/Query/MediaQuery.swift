@@ -6,8 +6,8 @@ import LeitmotifOutput
 /// The properties a query can filter on (MediaPlayer's `MPMediaItemProperty...` keys).
 public enum MediaProperty: String, Sendable, CaseIterable {
   /// The ``MediaItem`` property of the same name (`assetURL` matches the file's path;
-  /// `beatsPerMinute` is the BPM tag, else the detected tempo; `loudness` and `energy` are the
-  /// scan's analysis).
+  /// `beatsPerMinute` is the BPM tag, else the detected tempo, compared to the hundredth of a
+  /// BPM: a song detected at 119.998 equals 120; `loudness` and `energy` are the scan's analysis).
   case persistentID, title, artist, albumTitle, albumArtist, genre, composer, playbackDuration, albumTrackNumber,
     discNumber, beatsPerMinute, year, playCount, skipCount, rating, isCompilation, lastPlayedDate, dateAdded, assetURL,
     loudness, energy
@@ -191,12 +191,28 @@ public struct MediaPropertyPredicate: Sendable, Hashable, CustomStringConvertibl
         guard number == 0 || number == 1 else { throw invalid("isCompilation is true or false (1 or 0)") }
         return ("\(column) = ?", [.integer(Int64(number))])
       }
+      if property == .beatsPerMinute {
+        // A detected tempo is an estimate (119.998 for a song at 120), printed to the hundredth:
+        // compared at that precision, so `bpm >= 120` finds the song shown at 120. (Bounds, not
+        // round(), so the column's index still serves the range.)
+        let half = Self.beatsPerMinutePrecision / 2
+        switch comparisonType {
+        case .equalTo: return ("(\(column) >= ? AND \(column) < ?)", [.real(number - half), .real(number + half)])
+        case .lessThan: return ("\(column) < ?", [.real(number - half)])
+        case .lessThanOrEqualTo: return ("\(column) < ?", [.real(number + half)])
+        case .greaterThan: return ("\(column) >= ?", [.real(number + half)])
+        default: return ("\(column) >= ?", [.real(number - half)])
+        }
+      }
       let operators: [MediaPredicateComparison: String] = [
         .equalTo: "=", .lessThan: "<", .lessThanOrEqualTo: "<=", .greaterThan: ">", .greaterThanOrEqualTo: ">=",
       ]
       return ("\(column) \(operators[comparisonType]!) ?", [.real(number)])
     }
   }
+
+  /// Tempos compare to the hundredth of a BPM (see `sql`).
+  static let beatsPerMinutePrecision = 0.01
 
   /// The column a predicate compares: the folded `*_key` column for text.
   static func column(_ property: MediaProperty) -> String {
