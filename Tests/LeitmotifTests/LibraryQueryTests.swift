@@ -243,7 +243,8 @@ struct LibraryQueryTests {
     #expect(try fixture.titles(MediaPropertyPredicate(value: "6", forProperty: .persistentID)) == ["99 Luftballons"])
   }
 
-  @Test("A detected tempo compares to the hundredth, as it is printed: a song detected at 119.998 BPM is a 120 BPM song")
+  @Test(
+    "A detected tempo compares to the hundredth, as it is printed: a song detected at 119.998 BPM is a 120 BPM song")
   func tempoToTheHundredth() throws {
     var fixture = try QueryFixture()
     try fixture.add("a.ogg", title: "Just under", artist: nil, bpm: 119.998)
