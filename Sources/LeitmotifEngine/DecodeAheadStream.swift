@@ -156,6 +156,12 @@ package final class DecodeAheadStream: @unchecked Sendable {
     /// The ring level at which a publish wakes the consumer: 1 until an offline consumer first
     /// waits, then `offlineWakeBlocks` (see `peek`).
     let consumerWakeLevel = Atomic<Int>(1)
+    /// A seek asked for ahead of its frame (`requestSeek(…keepingThrough:)`): the blocks before
+    /// this index stay the consumer's, in the generation before; Int.min when the last request
+    /// kept none. Written by the consumer only.
+    let keepThrough = Atomic<Int>(Int.min)
+    /// The last generation the producer has started (past the blocks kept, when it kept some).
+    let startedGeneration = Atomic<Int>(0)
   }
 
   /// The decode thread's reference to its stream, dropped before the thread reports it ended
@@ -327,6 +333,17 @@ package final class DecodeAheadStream: @unchecked Sendable {
     counters.produced.load(ordering: .acquiring) - counters.consumed.load(ordering: .relaxed)
   }
 
+  /// The index of the block `peek` gives (blocks are counted from the stream's start).
+  var consumedIndex: Int { counters.consumed.load(ordering: .relaxed) }
+
+  /// Past the blocks a seek asked for ahead keeps, before the decode thread has started the new
+  /// generation there: what sits at that index is stale and about to be overwritten.
+  private func awaitsStartAfterKept(consumed: Int) -> Bool {
+    let keep = counters.keepThrough.load(ordering: .relaxed)
+    return keep != Int.min && consumed >= keep
+      && counters.startedGeneration.load(ordering: .acquiring) < counters.requestedGeneration.load(ordering: .relaxed)
+  }
+
   /// The oldest decoded block, if any. With `waitSeconds > 0` (offline renders only) waits that
   /// long for one, unless the stream is drained in the consumer's `generation` (no block will
   /// come); the real-time streaming thread never waits.
@@ -334,7 +351,7 @@ package final class DecodeAheadStream: @unchecked Sendable {
     var deadline: DispatchTime?
     while true {
       let consumed = counters.consumed.load(ordering: .relaxed)
-      if counters.produced.load(ordering: .acquiring) > consumed {
+      if !awaitsStartAfterKept(consumed: consumed), counters.produced.load(ordering: .acquiring) > consumed {
         return meta[consumed % Self.blockCount]
       }
       guard waitSeconds > 0, counters.drainedGeneration.load(ordering: .acquiring) != generation else { return nil }
@@ -367,7 +384,15 @@ package final class DecodeAheadStream: @unchecked Sendable {
   /// Asks the decode thread to continue from `frame` of segment `token`; blocks of earlier
   /// generations are stale. Going back into a finished segment replays what followed it, unless
   /// `keepFollowing` is false (the following segments were replaced). Returns the new generation.
-  func requestSeek(token: Int, frame: Int64, keepFollowing: Bool = true) -> Int {
+  ///
+  /// `keepingThrough`: a seek asked for before the consumer takes it (`Voice.prepareSeek`):
+  /// the blocks before that index (see `consumedIndex`), which must be decoded already, stay
+  /// the consumer's to read in the old generation (the fade-out before the jump); the decode
+  /// thread drops what it decoded past them and starts the new generation there at once, so
+  /// the sought audio is waiting when the consumer gets to it. Until the decode thread has done
+  /// so, `peek` gives nothing from that index on.
+  func requestSeek(token: Int, frame: Int64, keepFollowing: Bool = true, keepingThrough: Int? = nil) -> Int {
+    counters.keepThrough.store(keepingThrough ?? Int.min, ordering: .relaxed)
     counters.requestedFrame.store(frame, ordering: .relaxed)
     counters.requestedToken.store(token, ordering: .relaxed)
     counters.requestKeepsFollowing.store(keepFollowing, ordering: .relaxed)
@@ -402,6 +427,15 @@ package final class DecodeAheadStream: @unchecked Sendable {
       var pendingError: DecodeError?
       if requested != generation {
         generation = requested
+        let kept = counters.keepThrough.load(ordering: .relaxed)
+        if kept != Int.min, counters.produced.load(ordering: .relaxed) > kept {
+          // A seek asked for ahead: what was decoded past the blocks the consumer keeps is
+          // dropped, and the new generation is written from there (the consumer reads no block
+          // at or past that index until `startedGeneration` says so).
+          counters.produced.store(kept, ordering: .relaxed)
+          refilling = true
+        }
+        counters.startedGeneration.store(generation, ordering: .releasing)
         counters.drainedGeneration.store(-1, ordering: .releasing)
         let token = counters.requestedToken.load(ordering: .relaxed)
         let frame = counters.requestedFrame.load(ordering: .relaxed)

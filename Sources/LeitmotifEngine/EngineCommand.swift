@@ -107,6 +107,10 @@ package struct StartTrigger: Sendable, Equatable {
   /// ready in time, the start moves on to the next line, and the next, instead of landing off
   /// the grid. Nil: start as soon as it is ready.
   var everySeconds: Double?
+  /// The mix frame the line falls on had the music gone on, reckoned by the mixer while the
+  /// music fades out for good (a skip, a crossfade away): when it ends before the line, the start
+  /// comes there, on the same frame live as offline, not whenever the mixer notices the end.
+  var fallbackFrame: Int64?
 
   package init(voice: VoiceHandle, token: Int, fileSeconds: Double, everySeconds: Double?) {
     self.voice = voice

@@ -549,11 +549,21 @@ package final class StreamingLoop: @unchecked Sendable {
     }
     for slot in 0..<Self.maximumVoices {
       guard var trigger = triggeredPlays[slot] else { continue }
-      guard owns(trigger.voice), let music = voices[trigger.voice.slot] else {
-        // The music it waited for is gone: start now.
+      let music = owns(trigger.voice) ? voices[trigger.voice.slot] : nil
+      if let music, music.isFinishing, music.isAudible,
+        let due = music.framesUntil(fileFrame: music.fileFrames(seconds: trigger.fileSeconds), token: trigger.token)
+      {
+        // Fading out for good: where the line would fall, in case the music ends first.
+        trigger.fallbackFrame = clock + due
+        triggeredPlays[slot] = trigger
+      }
+      guard let music, music.isAudible || !music.isFinishing else {
+        // The music it waited for is gone: start on the frame its line would have come, else now.
+        let start = max(clock, trigger.fallbackFrame ?? clock)
+        guard start < clock + Int64(frames) else { continue }
         triggeredPlays[slot] = nil
         wantsPlaying[slot] = true
-        voices[slot]?.play(clock: clock)
+        voices[slot]?.play(clock: start)
         continue
       }
       // Music that waits to begin (a crossfade on its own line) has not reached any line yet:
@@ -792,6 +802,11 @@ package final class StreamingLoop: @unchecked Sendable {
           if frame < clock { published.lateCommands.add(1, ordering: .relaxed) }
           apply(timed, clock: clock)
           return
+        }
+        // A seek seen before its frame: its voice has the decode thread start on the target
+        // now, so that it is there when the seek is taken (see `Voice.prepareSeek`).
+        if case .seek(let voice, let seconds, _) = timed, owns(voice) {
+          voices[voice.slot]?.prepareSeek(toSeconds: seconds, atFrame: frame, clock: clock)
         }
       }
     case .claim(let voice):

@@ -52,6 +52,10 @@ package final class Voice: VoiceInput {
   private let decodeWaitSeconds: Double
   private let settleLoads: (@Sendable () -> Bool)?
   private var generation = 0
+  /// A seek asked of the decode thread ahead of its frame (`prepareSeek`): the target and the
+  /// generation that brings it. The voice reads the blocks of `generation` until the seek is
+  /// taken (`reposition` to the same target), then those of this one.
+  private var preSeek: (target: Target, generation: Int)?
 
   // MARK: Reading the stream
 
@@ -366,6 +370,34 @@ package final class Voice: VoiceInput {
     case .playing, .fadingOut: fadeOut(then: .stop, clock: clock)
     case .ready, .ended: performStop()
     }
+  }
+
+  /// A seek that the voice will take at mix frame `frame` (a timed command, seen `clock` before
+  /// it): the decode thread is sent to the target now, keeping the blocks the voice reads until
+  /// then and through its fade-out, so the target's first block is decoded when the fade-out
+  /// ends, live as offline. It used to be asked for only then: live, the voice waited for it
+  /// (11 ms after a 10 ms fade-out, on a 96 kHz FLAC), offline the render did, so the two put
+  /// the sought audio on different frames. Only when those blocks are decoded already and
+  /// nothing else is under way (else the seek goes as before: `seek(toSeconds:clock:)`).
+  func prepareSeek(toSeconds seconds: Double, atFrame frame: Int64, clock: Int64) {
+    guard mode == .playing, pendingAction == nil, !awaitingData, !inUnderrun, !stretching, scanDirection == 0,
+      !finishWhenSilent, preSeek == nil, let current = block, frame > clock, seconds.isFinite
+    else { return }
+    let target = Target(
+      token: audibleToken,
+      frame: max(0, min(FrameMath.frames(seconds: seconds, rate: Double(fileRate)), inputSegmentEnd)))
+    // The blocks' frames the voice reads until the fade-out ends, a quarter more (a rate may
+    // rise meanwhile), and the resampler's reach.
+    let output = Double(frame + transportFadeFrames - max(clock, lastClock))
+    let needed =
+      output * speed / blockStep * 1.25 + Double(2 * Self.resamplerChunkFrames + 2 * Self.primeFrames)
+    let left = Double(current.frames - blockOffset)
+    let keep = 1 + Int(max(0, (needed - left) / Double(DecodeAheadStream.framesPerBlock)).rounded(.up))
+    guard stream.availableBlocks >= keep else { return }
+    let sought = stream.requestSeek(
+      token: target.token, frame: target.frame, keepFollowing: target.keepFollowing,
+      keepingThrough: stream.consumedIndex + keep)
+    preSeek = (target, sought)
   }
 
   /// Seconds are turned into the frame nearest to them: `Double(n) / rate` gives frame n exactly.
@@ -1106,6 +1138,8 @@ package final class Voice: VoiceInput {
         return false
       }
       guard next.generation == generation else {
+        // The sought audio of a seek asked for ahead waits for the seek (see `prepareSeek`).
+        if let preSeek, next.generation == preSeek.generation { return false }
         stream.release()
         continue
       }
@@ -1249,7 +1283,14 @@ package final class Voice: VoiceInput {
     }
     decoderEnded = false
     failure = nil
-    generation = stream.requestSeek(token: target.token, frame: target.frame, keepFollowing: target.keepFollowing)
+    if let preSeek, preSeek.target == target {
+      // Asked for ahead: the decode thread is there already (the blocks before are dropped as
+      // `ensureBlock` comes to them).
+      generation = preSeek.generation
+    } else {
+      generation = stream.requestSeek(token: target.token, frame: target.frame, keepFollowing: target.keepFollowing)
+    }
+    preSeek = nil
     inputPosition = Double(target.frame)
     inputToken = target.token
     inputKnown = false

@@ -600,6 +600,39 @@ struct DirectorActionTests {
     }
   }
 
+  @Test(
+    "A stinger on the bar of music that a skip fades out before that bar: it comes on the bar's frame had the music gone on, whatever the render size"
+  )
+  func stingerOnTheBarOfMusicSkippedAway() throws {
+    let game = try DirectorFixture()
+    let sheet = try game.sheet(
+      """
+      {
+        start: "both",
+      \(DirectorFixture.sources)
+        states: { both: { music: "pair", transition: { seconds: 0 } } },
+        rules: [
+          { on: "bang", do: { stinger: "hit", at: "bar" } },
+          { on: "next", do: { skip: "next", seconds: 0.5 } },
+        ],
+      }
+      """)
+    // Explore (120 BPM: bars of 2 s) is skipped at 1 s and gone by 1.5 s; the hit waited for its
+    // bar at 2 s. It used to start when the mixer noticed explore had ended: on whichever mix
+    // block came next, so renders in blocks of other sizes put it elsewhere.
+    let script: [CueScript.Step] = [.cue(0.8, "bang"), .cue(1.0, "next")]
+    var options = CueSimulation.Options()
+    let (left, timeline) = try game.simulate(sheet, script, seconds: 3, options: options)
+    options.renderFrames = 1000
+    let (other, _) = try game.simulate(sheet, script, seconds: 3, options: options)
+    #expect(abs((timeline.stingers.first?.at ?? 0) - 2) < 0.001, "\(timeline.summary)")
+    let hit = DirectorFixture.stingerPitch
+    #expect(Listen.level(of: hit, in: Listen.window(left, 1.4, 1.997)) < 0.01, "no hit before the bar")
+    #expect(Listen.level(of: hit, in: Listen.window(left, 2.003, 2.05)) > 0.15, "the hit from the bar on")
+    let worst = zip(left, other).map { abs($0 - $1) }.max() ?? 1
+    #expect(worst < 1e-6, "renders in blocks of 256 and 1,000 frames differ by \(worst)")
+  }
+
   @Test("duck: down by its decibels during the hold, back after the release")
   func duck() throws {
     let (left, timeline) = try run(

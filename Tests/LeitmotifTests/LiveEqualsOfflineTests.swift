@@ -229,6 +229,38 @@ struct LiveEqualsOfflineTests {
     #expect(live.output.contains("recorded 4 events"), "\(live.output)")
   }
 
+  @Test(
+    "Seeks live: the sought audio starts on the frame it starts on offline, the decode thread sent there before the fade-out (48 kHz and resampled 44.1 kHz music, with a dip and without)"
+  )
+  func seekLiveEqualsOffline() throws {
+    let directory = try TemporaryDirectory(prefix: "leitmotif-live-seek")
+    let assets = try Self.assets(in: directory)
+    // A seek used to ask the decode thread for the target when its 10 ms fade-out ended: live,
+    // the voice then waited for the first block (about 11 ms), offline the render did, so
+    // everything after a seek was that far apart.
+    let level = """
+      {
+        assets: "\(assets)",
+        start: "explore",
+        sources: { calm: { bundled: "explore.ogg" }, sneak: { bundled: "stealth44.ogg" } },
+        states: { explore: { music: "calm", transition: { seconds: 0.3 } }, stealth: { music: "sneak", transition: { seconds: 0.5 } } },
+        rules: [
+          { on: "jump", do: { seek: 12.5, fade: 0.1 } },
+          { on: "back", do: { seek: "start" } },
+          { on: "hide", do: { state: "stealth" } },
+        ],
+      }
+      """
+    let script = """
+      [
+        { at: 1.5, cue: "jump" }, { at: 2.9, cue: "back" }, { at: 4.0, cue: "hide" }, { at: 6.1, cue: "jump" },
+        { at: 7.4, cue: "back" },
+      ]
+      """
+    let (live, _) = try Self.compare(level: level, script: script, seconds: 10, in: directory)
+    #expect(live.output.contains("recorded 5 events"), "\(live.output)")
+  }
+
   /// Plays `level` with `script` live on the wave backend for `seconds` (recording the events
   /// at the frames they took effect on), renders the recording offline, and expects the two the
   /// same to 1e-7 from the first sound to half a second before the end.
