@@ -132,6 +132,27 @@ struct BridgeTests {
       Listen.level(of: DirectorFixture.combatPitch, in: Listen.window(run.left, 4, 10)) < 0.01, "combat never came")
   }
 
+  @Test(
+    "A change to another state while the bridge waits for its bar calls the bridge off and goes from the music heard, on its grid"
+  )
+  func changeWhileTheBridgeWaits() throws {
+    let game = try Self.game()
+    let sheet = try Self.sheet(game, bridges: #"[{ from: "explore", to: "combat", music: "bridging" }]"#)
+    // Fight at 2.1 s: the bridge waits for explore's bar at 4 s. Boss at 2.5 s: from explore,
+    // which plays on, on that same bar. It used to take the bridge's piece, not begun, for the
+    // music playing: its "bar" came at once, and the boss cut in at 2.5 s over explore.
+    let run = try game.simulate(sheet, [.cue(2.1, "fight"), .cue(2.5, "boss")], seconds: 7)
+    let pitches = [
+      DirectorFixture.explorePitch, Self.bridgePitch, DirectorFixture.combatPitch, DirectorFixture.bossPitch,
+    ]
+    #expect(run.timeline.states.map(\.state) == ["explore", "boss"], "\(run.timeline.summary)")
+    let bar = try #require(run.timeline.states.last?.from)
+    #expect(abs(bar - 4) < 0.02, "the boss on explore's bar: \(bar)\n\(run.timeline.summary)")
+    #expect(Listen.loudest(run.left, 2.6, 3.9, among: pitches) == DirectorFixture.explorePitch, "explore plays on")
+    #expect(Listen.loudest(run.left, 4.2, 6.5, among: pitches) == DirectorFixture.bossPitch, "then the boss")
+    #expect(Listen.level(of: Self.bridgePitch, in: Listen.window(run.left, 0, 7)) < 0.01, "the bridge never came")
+  }
+
   @Test("Bridge mistakes are errors naming the key")
   func mistakes() throws {
     let game = try Self.game()

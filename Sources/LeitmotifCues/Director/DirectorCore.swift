@@ -795,6 +795,7 @@ final class DirectorCore {
       spec.seconds = duration / 2
     }
     let (landsAt, landing) = landingTime(spec, playing: true)
+    let note = landingNote.map { "; \($0)" } ?? ""
     let source = sheet.sources[bridge.music] ?? MusicSource(name: bridge.music, kind: .picks)
     var entry = QueueDescriptor.Entry(item: item, loopRepeat: .off)
     entry.gainDecibels = StateMusic.gain(for: item, source: source, levelling: sheet.loudness, target: loudnessTarget)
@@ -802,6 +803,14 @@ final class DirectorCore {
     let description =
       "bridge \"\(item.displayName)\" to \"\(name)\""
       + (spec.seconds > 0 ? " (crossfade \(Self.format(spec.seconds)) s \(spec.curve.rawValue))" : "")
+    // Waiting for its moment, the bridge is a change like any other: until it is heard the music
+    // before it plays on, and a change to another state meanwhile calls it off and goes from the
+    // music heard (see `changeState`). It used to take the bridge's piece, not begun, for the
+    // music playing: a change `at: "end"` into a third state found it "ending" and cut in at
+    // once, over the music heard (a designer's trial).
+    let heard = player.nowPlayingItem
+    let waits = landsAt > now + 0.5 / Double(engine.sampleRate)
+    playingOrderBeforeChange = playingOrder
     do {
       try putOnPlayer(
         QueueDescriptor(entries: withBeatGrids([entry])), startingAt: nil, spec: spec,
@@ -816,6 +825,7 @@ final class DirectorCore {
     if landsAt > now + 0.5 / Double(engine.sampleRate) {
       report(.scheduled(what: description + " on the \(Self.momentText(spec))", at: landsAt), cause: cause)
     }
+    pendingLanding = waits ? (landsAt, lastReportedState, heard, spec, 0, 0, landing?.fileSeconds) : nil
     layeredState = nil
     layerNames = []
     playingOrder = nil
@@ -833,7 +843,7 @@ final class DirectorCore {
     isQuiet = false
     return description
       + (landsAt > now + 0.5 / Double(engine.sampleRate)
-        ? " at \(Self.momentText(spec)) (\(Self.format(landsAt)) s)" : "")
+        ? " at \(Self.momentText(spec)) (\(Self.format(landsAt)) s)" : "") + note
   }
 
   /// Once the bridge is heard: the state's music goes behind it, to start as it ends.
