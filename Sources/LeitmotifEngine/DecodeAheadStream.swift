@@ -386,11 +386,11 @@ package final class DecodeAheadStream: @unchecked Sendable {
   /// `keepFollowing` is false (the following segments were replaced). Returns the new generation.
   ///
   /// `keepingThrough`: a seek asked for before the consumer takes it (`Voice.prepareSeek`):
-  /// the blocks before that index (see `consumedIndex`), which must be decoded already, stay
-  /// the consumer's to read in the old generation (the fade-out before the jump); the decode
-  /// thread drops what it decoded past them and starts the new generation there at once, so
-  /// the sought audio is waiting when the consumer gets to it. Until the decode thread has done
-  /// so, `peek` gives nothing from that index on.
+  /// the blocks before that index (see `consumedIndex`; at most `blockCount - 1` ahead) stay the
+  /// consumer's to read in the old generation (the fade-out before the jump); the decode thread
+  /// decodes the stream as it was up to there if it has not yet, drops what it decoded past
+  /// it, and starts the new generation there, so the sought audio is waiting when the consumer
+  /// gets to it. Until the decode thread has done so, `peek` gives nothing from that index on.
   func requestSeek(token: Int, frame: Int64, keepFollowing: Bool = true, keepingThrough: Int? = nil) -> Int {
     counters.keepThrough.store(keepingThrough ?? Int.min, ordering: .relaxed)
     counters.requestedFrame.store(frame, ordering: .relaxed)
@@ -425,9 +425,16 @@ package final class DecodeAheadStream: @unchecked Sendable {
     while !counters.stopped.load(ordering: .acquiring) {
       let requested = counters.requestedGeneration.load(ordering: .acquiring)
       var pendingError: DecodeError?
-      if requested != generation {
+      let kept = counters.keepThrough.load(ordering: .relaxed)
+      // A seek asked for ahead, with fewer blocks decoded than it keeps: the stream goes on as it
+      // was until there are that many (the consumer reads them before it takes the seek), unless
+      // it has nothing more to give.
+      let extending =
+        requested != generation && kept != Int.min && counters.produced.load(ordering: .relaxed) < kept
+        && (current != nil || stage?.hasWork == true || upcoming.withLock { !$0.segments.isEmpty })
+      if extending { refilling = true }
+      if requested != generation && !extending {
         generation = requested
-        let kept = counters.keepThrough.load(ordering: .relaxed)
         if kept != Int.min, counters.produced.load(ordering: .relaxed) > kept {
           // A seek asked for ahead: what was decoded past the blocks the consumer keeps is
           // dropped, and the new generation is written from there (the consumer reads no block
@@ -483,8 +490,8 @@ package final class DecodeAheadStream: @unchecked Sendable {
         current = takeNext(drainedIfNone: generation)
         if current == nil {
           // Out of segments (takeNext said so: the consumer ends the voice once it has played
-          // everything). Wait for an append or a seek.
-          sleepUntilWoken()
+          // everything). Wait for an append or a seek (one asked for ahead is taken at once).
+          if counters.requestedGeneration.load(ordering: .acquiring) == generation { sleepUntilWoken() }
           continue
         }
       }

@@ -377,23 +377,23 @@ package final class Voice: VoiceInput {
   /// then and through its fade-out, so the target's first block is decoded when the fade-out
   /// ends, live as offline. It used to be asked for only then: live, the voice waited for it
   /// (11 ms after a 10 ms fade-out, on a 96 kHz FLAC), offline the render did, so the two put
-  /// the sought audio on different frames. Only when those blocks are decoded already and
-  /// nothing else is under way (else the seek goes as before: `seek(toSeconds:clock:)`).
+  /// the sought audio on different frames. Only when those blocks fit in the ring and nothing
+  /// else is under way (else the seek goes as before: `seek(toSeconds:clock:)`).
   func prepareSeek(toSeconds seconds: Double, atFrame frame: Int64, clock: Int64) {
-    guard mode == .playing, pendingAction == nil, !awaitingData, !inUnderrun, !stretching, scanDirection == 0,
+    guard mode == .playing, pendingAction == nil, !awaitingData, !inUnderrun, scanDirection == 0,
       !finishWhenSilent, preSeek == nil, let current = block, frame > clock, seconds.isFinite
     else { return }
     let target = Target(
       token: audibleToken,
       frame: max(0, min(FrameMath.frames(seconds: seconds, rate: Double(fileRate)), inputSegmentEnd)))
     // The blocks' frames the voice reads until the fade-out ends, a quarter more (a rate may
-    // rise meanwhile), and the resampler's reach.
+    // rise meanwhile), and the resampler's reach (and the stretcher's: it is fed in pieces).
     let output = Double(frame + transportFadeFrames - max(clock, lastClock))
-    let needed =
-      output * speed / blockStep * 1.25 + Double(2 * Self.resamplerChunkFrames + 2 * Self.primeFrames)
+    let reach = 2 * Self.resamplerChunkFrames + 2 * Self.primeFrames + (stretching ? 2 * TimeStretcher.maximumPut : 0)
+    let needed = output * speed / blockStep * 1.25 + Double(reach)
     let left = Double(current.frames - blockOffset)
     let keep = 1 + Int(max(0, (needed - left) / Double(DecodeAheadStream.framesPerBlock)).rounded(.up))
-    guard stream.availableBlocks >= keep else { return }
+    guard keep < DecodeAheadStream.blockCount else { return }
     let sought = stream.requestSeek(
       token: target.token, frame: target.frame, keepFollowing: target.keepFollowing,
       keepingThrough: stream.consumedIndex + keep)
