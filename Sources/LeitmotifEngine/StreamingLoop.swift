@@ -780,6 +780,7 @@ package final class StreamingLoop: @unchecked Sendable {
     status.seekGenerationDone.store(0, ordering: .releasing)
     status.sampleRate.store(0, ordering: .releasing)
     status.positionFrames.store(0, ordering: .releasing)
+    status.storePlayingPosition(.nan, mixFrame: 0)
     status.lengthFrames.store(0, ordering: .releasing)
     status.token.store(0, ordering: .releasing)
     status.underruns.store(0, ordering: .relaxed)

@@ -694,7 +694,9 @@ package final class Voice: VoiceInput {
       return inputToken > handoff.token ? 0 : nil
     }
     guard isFinalPass else { return nil }
-    let remainingOutput = Double(inputSegmentEnd - positionFrames) / speed
+    // From the fractional position: the whole frame it falls in is one a block earlier or later
+    // depending on where the mix blocks are cut, and so, live and offline, the hand-over was.
+    let remainingOutput = (Double(inputSegmentEnd) - filePosition) / speed
     let fade = Double(handoffFrames())
     return max(0, FrameMath.clamp((remainingOutput - fade).rounded(.down)))
   }
@@ -1189,6 +1191,10 @@ package final class Voice: VoiceInput {
     }
   }
 
+  /// The file frame (fractional) of the frame mixed next: resampled, integrated; else where the
+  /// block read is (blocks the decode thread resampled start on fractional file frames).
+  private var filePosition: Double { resampling ? exactPosition : inputPosition }
+
   /// The file frame mixed next.
   var positionFrames: Int64 {
     let position = resampling ? Int64(exactPosition.rounded(.down)) : inputFrame
@@ -1203,12 +1209,18 @@ package final class Voice: VoiceInput {
     // a seek took the item before), or the first frame the pause's fade touched, where the
     // resume starts (else the time ran 10 ms on while pausing, then stepped back).
     let position: Int64
+    var moving = false
     switch pendingAction {
     case .seek(let target, _)? where target.token == audibleToken: position = target.frame
     case .pause(let resumeFrame)?: position = resumeFrame
-    default: position = decoderEnded && block == nil ? inputSegmentEnd : positionFrames
+    default:
+      position = decoderEnded && block == nil ? inputSegmentEnd : positionFrames
+      moving = mode == .playing && pendingAction == nil && !awaitingData && !(decoderEnded && block == nil)
     }
     status.positionFrames.store(position, ordering: .releasing)
+    // The exact position and its frame (a voice that starts later stands still until then).
+    let exact = max(Double(inputSegmentStart), min(filePosition, Double(inputSegmentEnd)))
+    status.storePlayingPosition(moving ? exact : .nan, mixFrame: max(lastClock, startFrame))
     // What is heard: a voice that is prepared but not started (a crossfade's follower, waiting)
     // is silent, so the stealing policy takes it first and timelines do not draw it.
     status.gainBits.store((isAudible ? currentGain(at: lastClock) : 0).bitPattern, ordering: .relaxed)

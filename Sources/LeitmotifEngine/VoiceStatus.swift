@@ -13,6 +13,25 @@ package final class VoiceStatus: Sendable {
   let generation = Atomic<UInt32>(0)
   /// The frame being heard now: the first queued buffer's start plus AL_SAMPLE_OFFSET.
   package let positionFrames = Atomic<Int64>(0)
+  /// The file frame (fractional when resampled or stretched) of the frame mixed on a mix frame,
+  /// the two stored as one (a `Double`'s bits, then the mix frame): with the speed, where the
+  /// voice is on any later frame, exactly, whichever block it was published after (see
+  /// `PlayingPosition`). NaN while the position does not move on with the clock (not playing,
+  /// or a seek or pause under way).
+  let exactPosition = Atomic<WordPair>(WordPair(first: UInt(Double.nan.bitPattern), second: 0))
+
+  /// The last `exactPosition` published, or nil while it does not move on with the clock.
+  package var playingPosition: (fileFrame: Double, mixFrame: Int64)? {
+    let pair = exactPosition.load(ordering: .acquiring)
+    let frame = Double(bitPattern: UInt64(pair.first))
+    guard frame.isFinite else { return nil }
+    return (frame, Int64(bitPattern: UInt64(pair.second)))
+  }
+
+  func storePlayingPosition(_ fileFrame: Double, mixFrame: Int64) {
+    exactPosition.store(
+      WordPair(first: UInt(fileFrame.bitPattern), second: UInt(bitPattern: Int(mixFrame))), ordering: .releasing)
+  }
   package let lengthFrames = Atomic<Int64>(0)
   package let sampleRate = Atomic<Int>(0)
   /// The last seek request (by generation) the streaming thread has carried out.

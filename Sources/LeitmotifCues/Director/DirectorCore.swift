@@ -114,6 +114,13 @@ final class DirectorCore {
   /// posted then up to the output's latency early in its report (1.809 s for a bar heard at
   /// 2.000 s; trial 7). The music itself landed right: the mixer finds the line itself.
   private var playingPosition: Double {
+    if let exact = player.playingPosition {
+      // The voice's own position on a mix frame: exact, so the same live as offline, whichever
+      // block the mixer had reached. (From the position and the mix clock read apart, a
+      // resampled voice's was up to a frame apart between the two, and a duck on its beat.)
+      let at = Double(exact.mixFrame - mixFrameOrigin) / Double(engine.sampleRate)
+      return exact.seconds + (now - at) * max(0.01, player.musicSpeed)
+    }
     let mixedSeconds = Double(engine.mixClock.now - mixFrameOrigin) / Double(engine.sampleRate)
     return player.currentPlaybackTime + max(0, now - max(0, mixedSeconds)) * max(0.01, player.musicSpeed)
   }
@@ -571,8 +578,13 @@ final class DirectorCore {
     }
     let tolerance = 0.5 / Double(engine.sampleRate)
     let speed = max(0.01, heard.speed)
-    let mixedSeconds = Double(engine.mixClock.now - mixFrameOrigin) / Double(engine.sampleRate)
-    let position = heard.positionSeconds + max(0, now - max(0, mixedSeconds)) * speed
+    let position: Double
+    if let frame = heard.positionMixFrame {
+      position = heard.positionSeconds + (now - Double(frame - mixFrameOrigin) / Double(engine.sampleRate)) * speed
+    } else {
+      let mixedSeconds = Double(engine.mixClock.now - mixFrameOrigin) / Double(engine.sampleRate)
+      position = heard.positionSeconds + max(0, now - max(0, mixedSeconds)) * speed
+    }
     let before = line(after: position, of: heard.item)
     let at = now + (before.line - position) / speed
     if at < pending.heardAt - tolerance {

@@ -270,7 +270,9 @@ public final class QueuePlayer: MediaPlayback {
   /// line of its file. Nil when no new queue waits, or the music before it already fades.
   package struct HeardBeforeQueue {
     package var item: MediaItem
+    /// Where it is in its file on mix frame `positionMixFrame` (exact), or as last mixed (nil).
     package var positionSeconds: Double
+    package var positionMixFrame: Int64?
     package var speed: Double
     package var voice: VoiceHandle
     package var token: Int
@@ -289,9 +291,28 @@ public final class QueuePlayer: MediaPlayback {
       else { return nil }
       let rate = status.sampleRate.load(ordering: .acquiring)
       guard rate > 0 else { return nil }
+      let exact = status.playingPosition
       return HeardBeforeQueue(
-        item: item, positionSeconds: Double(status.positionFrames.load(ordering: .acquiring)) / Double(rate),
-        speed: Double(voiceRate(back.voice, state)) * Double(state.tempo), voice: back.voice, token: back.token)
+        item: item,
+        positionSeconds: (exact?.fileFrame ?? Double(status.positionFrames.load(ordering: .acquiring))) / Double(rate),
+        positionMixFrame: exact?.mixFrame, speed: Double(voiceRate(back.voice, state)) * Double(state.tempo),
+        voice: back.voice, token: back.token)
+    }
+  }
+
+  /// Where the now-playing item is in its file, in seconds, on mix frame `mixFrame`, exactly
+  /// (fractional when resampled): with `musicSpeed`, where it is on any later frame, the same
+  /// whichever mix block it was read after. Nil while it does not move on with the clock (not
+  /// playing, a seek or pause under way, not started yet).
+  package var playingPosition: (seconds: Double, mixFrame: Int64)? {
+    state.withLock { state in
+      guard state.requestedSeekSeconds == nil, let voice = state.voices.current,
+        let status = engine.status(of: voice.handle),
+        status.seekGenerationDone.load(ordering: .acquiring) >= state.seekGeneration
+      else { return nil }
+      let rate = status.sampleRate.load(ordering: .acquiring)
+      guard rate > 0, let exact = status.playingPosition else { return nil }
+      return (exact.fileFrame / Double(rate), exact.mixFrame)
     }
   }
 
