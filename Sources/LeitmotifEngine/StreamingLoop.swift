@@ -514,7 +514,7 @@ package final class StreamingLoop: @unchecked Sendable {
         if let due, due < span { return true }
       } else if let trigger = triggeredPlays[slot] {
         guard owns(trigger.voice), let music = voices[trigger.voice.slot] else { return true }
-        if pendingCrossfades[trigger.voice.slot] != nil || triggeredPlays[trigger.voice.slot] != nil { continue }
+        if waitsToBegin(trigger.voice) { continue }
         let due = music.framesUntil(fileFrame: music.fileFrames(seconds: trigger.fileSeconds), token: trigger.token)
         if let due, due < span { return true }
       } else if wantsPlaying[slot] && voice == nil {
@@ -522,6 +522,12 @@ package final class StreamingLoop: @unchecked Sendable {
       }
     }
     return false
+  }
+
+  /// Whether `voice` waits to begin (a crossfade on its own grid line, a start on a trigger):
+  /// it has reached no line yet, where `framesUntil` would say the moment is gone.
+  private func waitsToBegin(_ voice: VoiceHandle) -> Bool {
+    pendingCrossfades[voice.slot] != nil || triggeredPlays[voice.slot] != nil
   }
 
   /// Armed hand-overs whose moment falls in the block `clock ..< clock + frames`, and crossfades
@@ -566,9 +572,8 @@ package final class StreamingLoop: @unchecked Sendable {
         voices[slot]?.play(clock: start)
         continue
       }
-      // Music that waits to begin (a crossfade on its own line) has not reached any line yet:
-      // the start waits for it, where `framesUntil` would say the moment is gone.
-      if pendingCrossfades[trigger.voice.slot] != nil || triggeredPlays[trigger.voice.slot] != nil { continue }
+      // Music that waits to begin has not reached any line yet: the start waits for it.
+      if waitsToBegin(trigger.voice) { continue }
       guard
         let due = music.framesUntil(fileFrame: music.fileFrames(seconds: trigger.fileSeconds), token: trigger.token),
         due < Int64(frames)

@@ -114,15 +114,22 @@ final class DirectorCore {
   /// posted then up to the output's latency early in its report (1.809 s for a bar heard at
   /// 2.000 s; trial 7). The music itself landed right: the mixer finds the line itself.
   private var playingPosition: Double {
-    if let exact = player.playingPosition {
-      // The voice's own position on a mix frame: exact, so the same live as offline, whichever
-      // block the mixer had reached. (From the position and the mix clock read apart, a
-      // resampled voice's was up to a frame apart between the two, and a duck on its beat.)
-      let at = Double(exact.mixFrame - mixFrameOrigin) / Double(engine.sampleRate)
-      return exact.seconds + (now - at) * max(0.01, player.musicSpeed)
+    let exact = player.playingPosition
+    return position(
+      exact?.seconds ?? player.currentPlaybackTime, onFrame: exact?.mixFrame, speed: max(0.01, player.musicSpeed))
+  }
+
+  /// Where music that is at `seconds` of its file on mix frame `frame`, and moves `speed` of
+  /// them a second, is at `now`. The voice's own position on a mix frame is exact, so the same
+  /// live as offline, whichever block the mixer had reached; from the position and the mix
+  /// clock read apart (`frame` nil: as last mixed), a resampled voice's was up to a frame apart
+  /// between the two, and so was a duck on its beat.
+  private func position(_ seconds: Double, onFrame frame: Int64?, speed: Double) -> Double {
+    guard let frame else {
+      let mixedSeconds = Double(engine.mixClock.now - mixFrameOrigin) / Double(engine.sampleRate)
+      return seconds + max(0, now - max(0, mixedSeconds)) * speed
     }
-    let mixedSeconds = Double(engine.mixClock.now - mixFrameOrigin) / Double(engine.sampleRate)
-    return player.currentPlaybackTime + max(0, now - max(0, mixedSeconds)) * max(0.01, player.musicSpeed)
+    return seconds + (now - Double(frame - mixFrameOrigin) / Double(engine.sampleRate)) * speed
   }
 
   private struct Scheduled {
@@ -536,14 +543,11 @@ final class DirectorCore {
   {
     guard moment == .beat || moment == .bar, player.playbackState == .playing, let playing = player.nowPlayingItem
     else { return nil }
-    let grid = self.grid(for: playing)
-    let unit = moment == .beat ? grid.secondsPerBeat : grid.secondsPerBar * Double(max(1, bars))
     let rate = max(0.01, player.musicSpeed)
     let position = playingPosition
     // The lead in the playing file's seconds (it moves `rate` of them a second).
     let leadInFile = max(0, lead) * rate
-    let index = ((position + leadInFile - grid.offsetSeconds) / unit - 1e-9).rounded(.up)
-    var line = grid.offsetSeconds + max(0, index) * unit
+    var (line, unit) = gridLine(of: playing, after: position + leadInFile, moment, bars: bars)
     // A looping item never plays its loop end, nor what lies past it: a line there is the seam
     // (the next pass starts on the loop start), or the change would wait for ever.
     if player.loopRepeat != .off, let loopEnd = loopEnd(of: playing), position + leadInFile < loopEnd,
@@ -554,6 +558,17 @@ final class DirectorCore {
     return (
       now + (line - position) / rate, QueuePlayer.Landing(fileSeconds: line - leadInFile, everySeconds: unit)
     )
+  }
+
+  /// The first beat or bar line (every `bars` bars) of `item`'s grid at or after `position`
+  /// seconds of its file, and the grid's spacing.
+  private func gridLine(of item: MediaItem, after position: Double, _ moment: TransitionSpec.Moment, bars: Int = 1)
+    -> (line: Double, unit: Double)
+  {
+    let grid = self.grid(for: item)
+    let unit = moment == .beat ? grid.secondsPerBeat : grid.secondsPerBar * Double(max(1, bars))
+    let index = ((position - grid.offsetSeconds) / unit - 1e-9).rounded(.up)
+    return (grid.offsetSeconds + max(0, index) * unit, unit)
   }
 
   /// The next beat or bar of the music heard (for a stinger on the grid), and a start on it that
@@ -570,22 +585,10 @@ final class DirectorCore {
     else {
       return nextGridLine(moment).map { ($0.at, player.startTrigger(at: $0.landing)) }
     }
-    func line(after position: Double, of item: MediaItem) -> (line: Double, unit: Double) {
-      let grid = self.grid(for: item)
-      let unit = moment == .beat ? grid.secondsPerBeat : grid.secondsPerBar
-      let index = ((position - grid.offsetSeconds) / unit - 1e-9).rounded(.up)
-      return (grid.offsetSeconds + max(0, index) * unit, unit)
-    }
     let tolerance = 0.5 / Double(engine.sampleRate)
     let speed = max(0.01, heard.speed)
-    let position: Double
-    if let frame = heard.positionMixFrame {
-      position = heard.positionSeconds + (now - Double(frame - mixFrameOrigin) / Double(engine.sampleRate)) * speed
-    } else {
-      let mixedSeconds = Double(engine.mixClock.now - mixFrameOrigin) / Double(engine.sampleRate)
-      position = heard.positionSeconds + max(0, now - max(0, mixedSeconds)) * speed
-    }
-    let before = line(after: position, of: heard.item)
+    let position = self.position(heard.positionSeconds, onFrame: heard.positionMixFrame, speed: speed)
+    let before = gridLine(of: heard.item, after: position, moment)
     let at = now + (before.line - position) / speed
     if at < pending.heardAt - tolerance {
       return (
@@ -596,7 +599,7 @@ final class DirectorCore {
     guard let incoming = player.nowPlayingItem else { return nil }
     let incomingSpeed = max(0.01, player.musicSpeed)
     let heardPosition = pending.entry + pending.lead * incomingSpeed
-    let after = line(after: heardPosition, of: incoming)
+    let after = gridLine(of: incoming, after: heardPosition, moment)
     let incomingAt = pending.heardAt + (after.line - heardPosition) / incomingSpeed
     if incomingAt <= pending.heardAt + tolerance, let heardLine = pending.heardLine {
       // On the change's own line: where the music heard reaches it, the frame the change is heard.
