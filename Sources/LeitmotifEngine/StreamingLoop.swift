@@ -89,6 +89,19 @@ package final class StreamingLoop: @unchecked Sendable {
   private var loopReleases = [Int?](repeating: nil, count: maximumVoices)
   /// Starts waiting for another voice's position (`EngineCommand.playOnTrigger`), per slot.
   private var triggeredPlays = [StartTrigger?](repeating: nil, count: maximumVoices)
+  /// Layer moves on the grid of music that waits to begin (a layer in on the bar while a change
+  /// to the layered music waits for its own line), per slot and layer, and how many there are
+  /// (0: the mix skips looking). Each starts from the music's line once it has begun: taken at
+  /// once, the line was reckoned from a voice not moving and the layer moved before the music
+  /// was heard.
+  private struct PendingLayerFade {
+    var level: Float
+    var seconds: Double
+    var curve: FadeCurve
+    var trigger: StartTrigger
+  }
+  private var pendingLayerFades = [PendingLayerFade?](repeating: nil, count: maximumVoices * Voice.maximumLayers)
+  private var pendingLayerFadeCount = 0
   /// The generation that owns each slot (0: nobody); see `owns`.
   private var generations = [UInt32](repeating: 0, count: maximumVoices)
   /// Voices released while audible: they fade out here (10 ms) before they are reclaimed, so a
@@ -374,6 +387,7 @@ package final class StreamingLoop: @unchecked Sendable {
       takeCommands()
     }
     startDueCrossfades(clock: clock, frames: frames)
+    if pendingLayerFadeCount > 0 { startBegunLayerFades(clock: clock) }
     if beatLineCount > 0 { reportBeats(clock: clock, frames: frames) }
     for slot in 0..<Self.maximumVoices {
       guard let voice = voices[slot] else { continue }
@@ -522,6 +536,40 @@ package final class StreamingLoop: @unchecked Sendable {
       }
     }
     return false
+  }
+
+  /// Layer `index` (slot and layer) of its slot's voice to `level` from mix frame `start`; kept
+  /// for a voice that attaches later.
+  private func moveLayer(_ index: Int, to level: Float, seconds: Double, curve: FadeCurve, start: Int64) {
+    layerLevels[index] = level
+    voices[index / Voice.maximumLayers]?.fadeLayer(
+      index % Voice.maximumLayers, to: level, seconds: seconds, curve: curve, start: start)
+  }
+
+  private func dropPendingLayerFade(_ index: Int) {
+    guard pendingLayerFades[index] != nil else { return }
+    pendingLayerFades[index] = nil
+    pendingLayerFadeCount -= 1
+  }
+
+  /// Layer moves whose music has begun in this block (see `pendingLayerFades`): each from its
+  /// line, reckoned from where that music is on its first frame, so the same frame however the
+  /// blocks are cut. Music that is gone (the change called off) takes its moves with it.
+  private func startBegunLayerFades(clock: Int64) {
+    for index in pendingLayerFades.indices {
+      guard let pending = pendingLayerFades[index] else { continue }
+      let trigger = pending.trigger
+      guard owns(trigger.voice) else {
+        dropPendingLayerFade(index)
+        continue
+      }
+      guard !waitsToBegin(trigger.voice), let music = voices[trigger.voice.slot], music.hasAudio else { continue }
+      let due =
+        music.mixFramesUntil(
+          fileFrame: Double(music.fileFrames(seconds: trigger.fileSeconds)), token: trigger.token, clock: clock) ?? 0
+      dropPendingLayerFade(index)
+      moveLayer(index, to: pending.level, seconds: pending.seconds, curve: pending.curve, start: clock + due)
+    }
   }
 
   /// Whether `voice` waits to begin (a crossfade on its own grid line, a start on a trigger):
@@ -767,6 +815,7 @@ package final class StreamingLoop: @unchecked Sendable {
     triggeredPlays[slot] = nil
     armed[slot] = nil
     loopReleases[slot] = nil
+    for layer in 0..<Voice.maximumLayers { dropPendingLayerFade(slot * Voice.maximumLayers + layer) }
     rates[slot] = 1
     tempos[slot] = 1
     volumes[slot] = 1
@@ -883,6 +932,9 @@ package final class StreamingLoop: @unchecked Sendable {
     case .seek(let voice, let seconds, let generation):
       guard owns(voice) else { return }
       if let playing = voices[voice.slot] {
+        // The decode thread starts on the target now, while the voice fades out: a seek from the
+        // game or a media key used to wait, silent, for the target's first block after the fade.
+        playing.prepareSeek(toSeconds: seconds, atFrame: clock, clock: clock)
         playing.seek(toSeconds: seconds, clock: clock)
         statuses[voice.slot].seekGenerationDone.store(generation, ordering: .releasing)
       } else {
@@ -918,8 +970,14 @@ package final class StreamingLoop: @unchecked Sendable {
       voices[voice.slot]?.setLayer(layer, gain: gain, lowPass: lowPass)
     case .fadeLayer(let voice, let layer, let level, let seconds, let curve, let trigger):
       guard owns(voice), (0..<Voice.maximumLayers).contains(layer) else { return }
-      layerLevels[voice.slot * Voice.maximumLayers + layer] = level
-      guard let playing = voices[voice.slot] else { return }
+      let index = voice.slot * Voice.maximumLayers + layer
+      // The latest word wins: a move still waiting for its music is replaced.
+      dropPendingLayerFade(index)
+      if let trigger, owns(trigger.voice), waitsToBegin(trigger.voice) {
+        pendingLayerFades[index] = PendingLayerFade(level: level, seconds: seconds, curve: curve, trigger: trigger)
+        pendingLayerFadeCount += 1
+        return
+      }
       // On the grid line: from the position of the music that sets the grid (the voice itself,
       // as a rule: its own beat), found now, to the frame.
       var start = clock
@@ -928,7 +986,7 @@ package final class StreamingLoop: @unchecked Sendable {
       {
         start = clock + due
       }
-      playing.fadeLayer(layer, to: level, seconds: seconds, curve: curve, start: start)
+      moveLayer(index, to: level, seconds: seconds, curve: curve, start: start)
     case .setBeats(let voice, let token, let origin, let spacing, let markers):
       guard owns(voice) else { return }
       let slot = voice.slot

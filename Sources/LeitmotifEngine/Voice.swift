@@ -56,6 +56,9 @@ package final class Voice: VoiceInput {
   /// generation that brings it. The voice reads the blocks of `generation` until the seek is
   /// taken (`reposition` to the same target), then those of this one.
   private var preSeek: (target: Target, generation: Int)?
+  /// The voice has read every block kept for it before `preSeek`'s target: what follows in the
+  /// ring is the target's (a fade-out that needed more is cut short there: see `mix`).
+  private var readToPreSeek = false
 
   // MARK: Reading the stream
 
@@ -373,21 +376,23 @@ package final class Voice: VoiceInput {
   }
 
   /// A seek that the voice will take at mix frame `frame` (a timed command, seen `clock` before
-  /// it): the decode thread is sent to the target now, keeping the blocks the voice reads until
-  /// then and through its fade-out, so the target's first block is decoded when the fade-out
-  /// ends, live as offline. It used to be asked for only then: live, the voice waited for it
-  /// (11 ms after a 10 ms fade-out, on a 96 kHz FLAC), offline the render did, so the two put
-  /// the sought audio on different frames. Only when those blocks fit in the ring and nothing
-  /// else is under way (else the seek goes as before: `seek(toSeconds:clock:)`).
+  /// it; or `clock` itself, a seek at once): the decode thread is sent to the target now, keeping
+  /// the blocks the voice reads until then and through its fade-out, so the target's first block
+  /// is decoded when the fade-out ends, live as offline. It used to be asked for only then: live,
+  /// the voice waited for it (11 ms after a 10 ms fade-out, on a 96 kHz FLAC), offline the render
+  /// did, so the two put the sought audio on different frames. Only when those blocks fit in the
+  /// ring and nothing else is under way (else the seek goes as before: `seek(toSeconds:clock:)`).
   func prepareSeek(toSeconds seconds: Double, atFrame frame: Int64, clock: Int64) {
     guard mode == .playing, pendingAction == nil, !awaitingData, !inUnderrun, scanDirection == 0,
-      !finishWhenSilent, preSeek == nil, let current = block, frame > clock, seconds.isFinite
+      !finishWhenSilent, preSeek == nil, let current = block, frame >= clock, seconds.isFinite
     else { return }
     let target = Target(
       token: audibleToken,
       frame: max(0, min(FrameMath.frames(seconds: seconds, rate: Double(fileRate)), inputSegmentEnd)))
     // The blocks' frames the voice reads until the fade-out ends, a quarter more (a rate may
     // rise meanwhile), and the resampler's reach (and the stretcher's: it is fed in pieces).
+    // SoundTouch can read a whole processing sequence more (6,864 frames at 96 kHz and tempo
+    // 1.3): then the fade-out is cut short where the kept blocks end (see `mix`).
     let output = Double(frame + transportFadeFrames - max(clock, lastClock))
     let reach = 2 * Self.resamplerChunkFrames + 2 * Self.primeFrames + (stretching ? 2 * TimeStretcher.maximumPut : 0)
     let needed = output * speed / blockStep * 1.25 + Double(reach)
@@ -878,6 +883,13 @@ package final class Voice: VoiceInput {
       done += produced
       let end = frame + Int64(produced)
       if produced < span {
+        if mode == .fadingOut && pendingAction != nil && readToPreSeek {
+          // The fade-out needed more of the music than was kept for it (a stretcher that took
+          // more than reckoned): the rest of it will never come, so what the fade led to (the
+          // seek) is taken here, not waited for (it used to wait for ever: the voice fell silent).
+          runPendingAction(clock: end)
+          continue
+        }
         if decoderEnded && block == nil {
           if finishWhenSilent {
             reportFadedOut(events: &events)
@@ -1141,7 +1153,10 @@ package final class Voice: VoiceInput {
       }
       guard next.generation == generation else {
         // The sought audio of a seek asked for ahead waits for the seek (see `prepareSeek`).
-        if let preSeek, next.generation == preSeek.generation { return false }
+        if let preSeek, next.generation == preSeek.generation {
+          readToPreSeek = true
+          return false
+        }
         stream.release()
         continue
       }
@@ -1303,6 +1318,7 @@ package final class Voice: VoiceInput {
       generation = stream.requestSeek(token: target.token, frame: target.frame, keepFollowing: target.keepFollowing)
     }
     preSeek = nil
+    readToPreSeek = false
     inputPosition = Double(target.frame)
     inputToken = target.token
     inputKnown = false

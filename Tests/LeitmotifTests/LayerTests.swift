@@ -134,6 +134,48 @@ struct LayerTests {
     #expect(timeline.summary.contains("layer \"drums\" to 1 on the bar (2 s)"), "\(timeline.summary)")
   }
 
+  @Test(
+    "A layer action on the bar while the change to its music waits for its own line: on the incoming music's bar, the same frame whatever the render size"
+  )
+  func layerWhileItsChangeWaits() throws {
+    let folder = try StemFolder()
+    try folder.write("calm.flac", StemFolder.constant(0, seconds: 8), tags: [("BPM", "120")])
+    try folder.write("quiet.flac", StemFolder.constant(0, seconds: 8))
+    try folder.write("drums.flac", StemFolder.constant(0.25, seconds: 8))
+    let sheet = try folder.sheet(
+      sources: """
+        calm: { bundled: "calm.flac" }, quiet: { bundled: "quiet.flac", tempo: { bpm: 90, offset: 0.5 } },
+        drums: { bundled: "drums.flac" }
+        """,
+      states: """
+        calm: { music: "calm", transition: { seconds: 0 } },
+        sneak: {
+          music: "quiet", transition: { seconds: 0, at: "bar", bars: 2 },
+          layers: { drums: { music: "drums", volume: 0 } },
+        },
+        """,
+      start: "calm",
+      rules: """
+        { on: "enter", do: { state: "sneak" } },
+        { on: "spotted", do: { layer: "drums", volume: 1, at: "bar" } },
+        """)
+    // Calm (120 BPM: bars of 2 s) changes to sneak on its second bar line, at 4 s; the layer,
+    // asked for at 1 s, comes on sneak's first bar line (its bars begin 0.5 s into its file), at
+    // 4.5 s. It used to move at once, on music not begun: the drums were heard from 4 s, and the
+    // report took its bar from the waiting music's standing position.
+    let script: [CueScript.Step] = [.cue(0.3, "enter"), .cue(1.0, "spotted")]
+    var options = CueSimulation.Options()
+    let (left, timeline) = try folder.game.simulate(sheet, script, seconds: 6, options: options)
+    let first = try #require(Listen.firstSound(left, after: 0), "the layer never came in\n\(timeline.summary)")
+    #expect(first == 9 * StemFolder.rate / 2, "first sound at frame \(first), expected \(9 * StemFolder.rate / 2)")
+    #expect(left[first] == 0.25, "the layer's level: \(left[first])")
+    #expect(timeline.summary.contains("layer \"drums\" to 1 on the bar (4.5 s)"), "\(timeline.summary)")
+    options.renderFrames = 1000
+    let (other, _) = try folder.game.simulate(sheet, script, seconds: 6, options: options)
+    let worst = zip(left, other).map { abs($0 - $1) }.max() ?? 1
+    #expect(worst == 0, "renders in blocks of 256 and 1,000 frames differ by \(worst)")
+  }
+
   @Test("A parameter drives a layer's volume and its low-pass; the music itself is untouched")
   func parameterDrivesALayer() throws {
     let folder = try StemFolder()

@@ -272,6 +272,76 @@ struct LiveEqualsOfflineTests {
     #expect(live.output.contains("recorded 6 events"), "\(live.output)")
   }
 
+  @Test(
+    "Seeks at once of stretched 96 kHz music with stems, live: each lands after its 10 ms dip, and the music goes on from it"
+  )
+  func seekAtOnceWhileStretchedLive() throws {
+    let directory = try TemporaryDirectory(prefix: "leitmotif-live-seek-now")
+    let folder = directory.file("music")
+    try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+    // A 96 kHz waltz with two stems: layered music is not resampled on its decode thread, so
+    // its blocks hold 96 kHz frames, and the stretcher at tempo 1.3 reads 2.6 of them a frame.
+    let format = AudioFormat(sampleRate: 96_000, channelCount: 2)
+    for (name, frequency) in [("waltz", 220.0), ("bass", 110.0), ("high", 440.0)] {
+      try FLACEncoder.encode(
+        samples: ToneGenerator.sine(frequency: frequency, amplitude: 0.2, seconds: 12, format: format), format: format,
+        to: folder + "/\(name).flac")
+    }
+    let level = """
+      {
+        assets: "\(folder)",
+        loudness: "off",
+        start: "dance",
+        sources: { ballroom: { bundled: "waltz.flac", tempo: { bpm: 90, meter: 3 } }, bass: { bundled: "bass.flac" }, high: { bundled: "high.flac" } },
+        states: { dance: { music: "ballroom", layers: { bass: "bass", high: "high" }, transition: { seconds: 0 } } },
+        rules: [
+          { on: "hurry", do: { tempo: 1.3, ramp: 0.5 } },
+          { on: "jump", do: { seek: 2.0 } },
+          { on: "back", do: { seek: 0.5 } },
+        ],
+      }
+      """
+    let script = """
+      [
+        { at: 1.0, cue: "hurry" }, { at: 2.1, cue: "jump" }, { at: 3.2, cue: "back" }, { at: 4.3, cue: "jump" },
+        { at: 5.4, cue: "back" },
+      ]
+      """
+    let cues = directory.file("level.json5")
+    let events = directory.file("script.json5")
+    let capture = directory.file("live.wav")
+    try level.write(toFile: cues, atomically: true, encoding: .utf8)
+    try script.write(toFile: events, atomically: true, encoding: .utf8)
+    let environment = try WaveBackend.environment(capturingTo: capture, configuration: directory.file("wave.conf"))
+    // A seek without a fade is the player's `currentPlaybackTime` set at once; with no lead the
+    // director sends it when the cue comes, as a game's own seek or a media key would.
+    let live = try LeitmotifCommand.run(
+      ["cues", "simulate", cues, "--events", events, "--live", "--duration", "7", "--lead", "0"],
+      environment: environment)
+    #expect(live.status == 0, "\(live.errors)")
+    // SoundTouch at 96 kHz could need more of the old music for the fade-out than the voice kept
+    // for it (the decode thread already sent to the target): the fade never ended and the music
+    // stood silent for good (in a trial, after 2 seeks of 4, every run).
+    let heard = try DemoTests.floatSamples(capture)
+    let first = try #require((0..<(heard.count / 2)).first { heard[2 * $0] != 0 })
+    let end = heard.count / 2 - 24_000
+    var longest = 0
+    var longestEnd = 0
+    var run = 0
+    for frame in first..<max(first, end) {
+      run = heard[2 * frame] == 0 && heard[2 * frame + 1] == 0 ? run + 1 : 0
+      if run > longest { (longest, longestEnd) = (run, frame + 1) }
+    }
+    #expect(end - first > 5 * 48_000, "the capture holds \(end - first) frames after its first sound")
+    // A seek's dip: the 10 ms fade and a wait of a mix block or a few for the target's first
+    // block (this debug build decodes 96 kHz stems slowly: 54 ms here, 11 ms at most built for
+    // release), not the silence that never ended.
+    #expect(
+      longest < 12_000,
+      "the music fell silent for \(longest) frames, until \(Double(longestEnd - first) / 48_000) s after its first sound\n\(live.output)\n\(live.errors)"
+    )
+  }
+
   /// Plays `level` with `script` live on the wave backend for `seconds` (recording the events
   /// at the frames they took effect on), renders the recording offline, and expects the two the
   /// same to 1e-7 from the first sound to half a second before the end.

@@ -520,7 +520,13 @@ final class DirectorCore {
       return what + ": state \"\(name)\" has no layer \"\(action.layer)\""
         + (layerNames.isEmpty ? "" : " (it has \(layerNames.map { "\"\($0)\"" }.joined(separator: ", ")))")
     }
-    let line = nextGridLine(action.moment)
+    // While a change to the layered music waits for its line, the layers are that music's,
+    // not yet heard: the move lands on its grid, from where it is heard (a layer taken from the
+    // standing music's grid moved at once, before the music began).
+    let line =
+      incomingGridLine(action.moment).map { incoming in
+        (at: incoming.at, landing: QueuePlayer.Landing(fileSeconds: incoming.line, everySeconds: incoming.unit))
+      } ?? nextGridLine(action.moment)
     do {
       try player.fadeLayer(
         index, to: action.volume, seconds: action.seconds, curve: action.curve, landing: line?.landing)
@@ -529,6 +535,19 @@ final class DirectorCore {
     }
     guard let line else { return what }
     return what + " on the \(action.moment.rawValue) (\(Self.format(line.at)) s)"
+  }
+
+  /// While a change waits for its line (see `pendingLanding`): the first beat or bar line of the
+  /// incoming music at or after the position it is heard from (past its pickup), the director
+  /// time that line is heard at, and the grid's spacing. Nil: no change waits, or another moment.
+  private func incomingGridLine(_ moment: TransitionSpec.Moment) -> (at: Double, line: Double, unit: Double)? {
+    guard moment == .beat || moment == .bar, let pending = pendingLanding, now < pending.heardAt,
+      let incoming = player.nowPlayingItem
+    else { return nil }
+    let speed = max(0.01, player.musicSpeed)
+    let heardPosition = pending.entry + pending.lead * speed
+    let after = gridLine(of: incoming, after: heardPosition, moment)
+    return (pending.heardAt + (after.line - heardPosition) / speed, after.line, after.unit)
   }
 
   /// The next beat or bar line of the playing item (for `moment` `.beat` or `.bar`; with `bars`,
@@ -596,12 +615,8 @@ final class DirectorCore {
       )
     }
     // The incoming music's grid, from where it is when the change is heard (past its pickup).
-    guard let incoming = player.nowPlayingItem else { return nil }
-    let incomingSpeed = max(0.01, player.musicSpeed)
-    let heardPosition = pending.entry + pending.lead * incomingSpeed
-    let after = gridLine(of: incoming, after: heardPosition, moment)
-    let incomingAt = pending.heardAt + (after.line - heardPosition) / incomingSpeed
-    if incomingAt <= pending.heardAt + tolerance, let heardLine = pending.heardLine {
+    guard let after = incomingGridLine(moment) else { return nil }
+    if after.at <= pending.heardAt + tolerance, let heardLine = pending.heardLine {
       // On the change's own line: where the music heard reaches it, the frame the change is heard.
       return (
         pending.heardAt, heard.startTrigger(at: QueuePlayer.Landing(fileSeconds: heardLine, everySeconds: nil))
@@ -609,7 +624,7 @@ final class DirectorCore {
     }
     // Later: on the incoming voice, which the mixer waits for to begin.
     return (
-      incomingAt, player.startTrigger(at: QueuePlayer.Landing(fileSeconds: after.line, everySeconds: after.unit))
+      after.at, player.startTrigger(at: QueuePlayer.Landing(fileSeconds: after.line, everySeconds: after.unit))
     )
   }
 
