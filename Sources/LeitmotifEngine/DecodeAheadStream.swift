@@ -440,8 +440,12 @@ package final class DecodeAheadStream: @unchecked Sendable {
           // dropped, and the new generation is written from there (the consumer reads no block
           // at or past that index until `startedGeneration` says so).
           counters.produced.store(kept, ordering: .relaxed)
-          refilling = true
         }
+        // The sought audio is wanted at once, whatever the ring holds: a producer waiting for
+        // the low-water mark (the ring had been full) used to wait on, so a seek asked for ahead
+        // that kept every block decoded found its target undecoded when its fade-out ended
+        // (live 510 frames late; offline the render waited).
+        refilling = true
         counters.startedGeneration.store(generation, ordering: .releasing)
         counters.drainedGeneration.store(-1, ordering: .releasing)
         let token = counters.requestedToken.load(ordering: .relaxed)

@@ -391,13 +391,20 @@ package final class Voice: VoiceInput {
       frame: max(0, min(FrameMath.frames(seconds: seconds, rate: Double(fileRate)), inputSegmentEnd)))
     // The blocks' frames the voice reads until the fade-out ends, a quarter more (a rate may
     // rise meanwhile), and the resampler's reach (and the stretcher's: it is fed in pieces).
-    // SoundTouch can read a whole processing sequence more (6,864 frames at 96 kHz and tempo
-    // 1.3): then the fade-out is cut short where the kept blocks end (see `mix`).
     let output = Double(frame + transportFadeFrames - max(clock, lastClock))
     let reach = 2 * Self.resamplerChunkFrames + 2 * Self.primeFrames + (stretching ? 2 * TimeStretcher.maximumPut : 0)
     let needed = output * speed / blockStep * 1.25 + Double(reach)
     let left = Double(current.frames - blockOffset)
-    let keep = 1 + Int(max(0, (needed - left) / Double(DecodeAheadStream.framesPerBlock)).rounded(.up))
+    func blocks(_ frames: Double) -> Int {
+      1 + Int(max(0, (frames - left) / Double(DecodeAheadStream.framesPerBlock)).rounded(.up))
+    }
+    // Stretched, SoundTouch may read a whole processing sequence more before it gives more out
+    // (6,864 frames at 96 kHz and tempo 1.3): kept too while that leaves half the ring to the
+    // target (a 96 kHz piece stretched and sped up reads the ring in a fifth of a second, and
+    // fewer blocks for the target ran it dry). Should the fade-out read past what is kept, it
+    // is cut short there (see `mix`).
+    let sequence = Double(stretching ? stretcher?.sequenceInputFrames ?? 0 : 0)
+    let keep = max(blocks(needed), min(blocks(needed + sequence), DecodeAheadStream.blockCount / 2))
     guard keep < DecodeAheadStream.blockCount else { return }
     let sought = stream.requestSeek(
       token: target.token, frame: target.frame, keepFollowing: target.keepFollowing,

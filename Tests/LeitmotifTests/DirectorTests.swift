@@ -601,6 +601,26 @@ struct DirectorActionTests {
   }
 
   @Test(
+    "A seek while a change waits for its line: the music heard plays on to the line, the new music starts from the seek"
+  )
+  func seekWhileAChangeWaits() throws {
+    // Explore changes to the boss two bars on, at 4 s; the seek at 1 s is the boss's: it starts
+    // 1.5 s into its file. It used to let explore go at once: silence from 1 s to 4 s.
+    let (left, timeline) = try run(
+      rules: #"{ on: "boss", do: { state: "bossy" } }, { on: "jump", do: { seek: 1.5 } }"#,
+      [.cue(0.3, "boss"), .cue(1.0, "jump")], seconds: 5,
+      states: #"bossy: { music: "bossMusic", transition: { seconds: 0, at: "bar", bars: 2 } },"#)
+    let before = Listen.level(of: explore, in: Listen.window(left, 0.5, 0.95))
+    let waiting = Listen.level(of: explore, in: Listen.window(left, 1.1, 3.95))
+    #expect(
+      abs(waiting / before - 1) < 0.05,
+      "explore at \(waiting) while the change waits (\(before) before)\n\(timeline.summary)")
+    let boss = Listen.level(of: DirectorFixture.bossPitch, in: Listen.window(left, 4.05, 4.9))
+    #expect(boss > 0.2, "the boss after the line: \(boss)")
+    #expect(timeline.state(at: 4.5) == "bossy")
+  }
+
+  @Test(
     "A stinger on the bar of music that a skip fades out before that bar: it comes on the bar's frame had the music gone on, whatever the render size"
   )
   func stingerOnTheBarOfMusicSkippedAway() throws {

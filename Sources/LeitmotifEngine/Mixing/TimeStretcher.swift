@@ -63,6 +63,11 @@ package final class TimeStretcher {
     soundtouch_setTempo(handle, tempo)
   }
 
+  /// The input frames one processing sequence of SoundTouch reads at the tempo set
+  /// (`SETTING_NOMINAL_INPUT_SEQUENCE`, 6 in SoundTouch.h, which the C API does not include):
+  /// once what it holds is used up, it reads about that much before it gives more out.
+  var sequenceInputFrames: Int { Int(max(0, soundtouch_getSetting(handle, 6))) }
+
   /// Forgets everything held (a seek): the next input starts a new signal.
   func clear() { soundtouch_clear(handle) }
 

@@ -693,7 +693,7 @@ public final class QueuePlayer: MediaPlayback {
           jump(to: next, reason: .naturalEnd, &state)
           return
         }
-        releaseOutgoing(&state)
+        if !waitsForItsLine(voice, state) { releaseOutgoing(&state) }
         state.seekGeneration += 1
         state.lastSeekSeconds = seconds
         engine.commands.post(.seek(voice: voice.handle, seconds: seconds, generation: state.seekGeneration))
@@ -701,6 +701,19 @@ public final class QueuePlayer: MediaPlayback {
         reschedule(&state, force: true)
       }
     }
+  }
+
+  /// Whether `voice` (the current one) is a new queue's, waiting for its grid line while the
+  /// music before it plays on unfaded (see `State.takeBack`). A seek then moves where the new
+  /// music starts and leaves the music heard alone: it used to let that go, so a seek while a
+  /// change waited silenced the level until the line (a designer's trial: 60 ms of music, then
+  /// nothing; and not on the same frame live as offline).
+  private func waitsForItsLine(_ voice: VoiceLease, _ state: State) -> Bool {
+    guard let back = state.takeBack, back.voice != voice.handle,
+      state.voices.outgoing.contains(where: { $0.handle == back.voice }),
+      let status = engine.status(of: back.voice)
+    else { return false }
+    return !status.isLetGo.load(ordering: .acquiring)
   }
 
   /// Where the now-playing item ends, in seconds of its file: its voice's length once the file is
