@@ -620,6 +620,19 @@ struct DirectorActionTests {
     #expect(timeline.state(at: 4.5) == "bossy")
   }
 
+  @Test("A seek during a crossfade: the new music jumps, the music before it goes on fading out")
+  func seekDuringACrossfade() throws {
+    let (left, timeline) = try run(
+      rules: #"{ on: "fight", do: { crossfade: "combat", seconds: 2 } }, { on: "jump", do: { seek: 3 } }"#,
+      [.cue(1.0, "fight"), .cue(1.5, "jump")], seconds: 3.5)
+    // Equal-power from 1 s to 3 s: explore is still at more than half its level until 2.3 s. It
+    // used to be let go at the seek, 10 ms later silent.
+    let before = Listen.level(of: explore, in: Listen.window(left, 0.5, 0.95))
+    let fading = Listen.level(of: explore, in: Listen.window(left, 1.6, 2.0))
+    #expect(fading > 0.5 * before, "explore at \(fading) after the seek (\(before) before)\n\(timeline.summary)")
+    #expect(Listen.level(of: explore, in: Listen.window(left, 3.1, 3.4)) < 0.01, "explore gone after the crossfade")
+  }
+
   @Test(
     "A stinger on the bar of music that a skip fades out before that bar: it comes on the bar's frame had the music gone on, whatever the render size"
   )

@@ -651,8 +651,12 @@ public final class QueuePlayer: MediaPlayback {
   /// The current playback state.
   public var playbackState: PlaybackState { state.withLock { $0.playbackState } }
 
-  /// The position in the now-playing item's file, in seconds. Setting it seeks sample-accurately
-  /// (a crossfade in progress completes first). A time at or past the item's end ends the item:
+  /// The position in the now-playing item's file, in seconds. Setting it seeks sample-accurately;
+  /// the music before it is left alone: a crossfade in progress completes, and music waiting for
+  /// a new queue's grid line plays on to it (the seek moves where the new music starts). A seek
+  /// used to let that music go at once: silence until the line, and, released at once on the
+  /// streaming thread rather than on the seek's frame, a live mix that was not the offline one.
+  /// A time at or past the item's end ends the item:
   /// the queue goes on as when it plays to its end (the next item, reported with `naturalEnd`, a
   /// 10 ms crossfade away; the same item again under repeat one; after the last item, the end).
   public var currentPlaybackTime: TimeInterval {
@@ -693,7 +697,6 @@ public final class QueuePlayer: MediaPlayback {
           jump(to: next, reason: .naturalEnd, &state)
           return
         }
-        if !waitsForItsLine(voice, state) { releaseOutgoing(&state) }
         state.seekGeneration += 1
         state.lastSeekSeconds = seconds
         engine.commands.post(.seek(voice: voice.handle, seconds: seconds, generation: state.seekGeneration))
@@ -701,19 +704,6 @@ public final class QueuePlayer: MediaPlayback {
         reschedule(&state, force: true)
       }
     }
-  }
-
-  /// Whether `voice` (the current one) is a new queue's, waiting for its grid line while the
-  /// music before it plays on unfaded (see `State.takeBack`). A seek then moves where the new
-  /// music starts and leaves the music heard alone: it used to let that go, so a seek while a
-  /// change waited silenced the level until the line (a designer's trial: 60 ms of music, then
-  /// nothing; and not on the same frame live as offline).
-  private func waitsForItsLine(_ voice: VoiceLease, _ state: State) -> Bool {
-    guard let back = state.takeBack, back.voice != voice.handle,
-      state.voices.outgoing.contains(where: { $0.handle == back.voice }),
-      let status = engine.status(of: back.voice)
-    else { return false }
-    return !status.isLetGo.load(ordering: .acquiring)
   }
 
   /// Where the now-playing item ends, in seconds of its file: its voice's length once the file is
