@@ -89,11 +89,11 @@ package final class StreamingLoop: @unchecked Sendable {
   private var loopReleases = [Int?](repeating: nil, count: maximumVoices)
   /// Starts waiting for another voice's position (`EngineCommand.playOnTrigger`), per slot.
   private var triggeredPlays = [StartTrigger?](repeating: nil, count: maximumVoices)
-  /// Layer moves on the grid of music that waits to begin (a layer in on the bar while a change
-  /// to the layered music waits for its own line), per slot and layer, and how many there are
-  /// (0: the mix skips looking). Each starts from the music's line once it has begun: taken at
-  /// once, the line was reckoned from a voice not moving and the layer moved before the music
-  /// was heard.
+  /// Layer moves on a grid line of music that cannot be reckoned from yet (a layer in on the bar
+  /// while a change to the layered music waits for its own line), per slot and layer, and how
+  /// many there are (0: the mix skips looking). Each starts from the music's line once it plays:
+  /// taken at once, the line was reckoned from a voice not moving and the layer moved before
+  /// the music was heard.
   private struct PendingLayerFade {
     var level: Float
     var seconds: Double
@@ -552,9 +552,11 @@ package final class StreamingLoop: @unchecked Sendable {
     pendingLayerFadeCount -= 1
   }
 
-  /// Layer moves whose music has begun in this block (see `pendingLayerFades`): each from its
-  /// line, reckoned from where that music is on its first frame, so the same frame however the
-  /// blocks are cut. Music that is gone (the change called off) takes its moves with it.
+  /// Layer moves whose music plays (see `pendingLayerFades`): each from its line, reckoned from
+  /// where that music is now (or on its first frame, when it began in this block), so the same
+  /// frame however the blocks are cut. A move whose music has not begun, or has no audio yet
+  /// (its first block still decoding), waits; music that is gone (the change called off) takes
+  /// its moves with it.
   private func startBegunLayerFades(clock: Int64) {
     for index in pendingLayerFades.indices {
       guard let pending = pendingLayerFades[index] else { continue }
@@ -973,20 +975,15 @@ package final class StreamingLoop: @unchecked Sendable {
       let index = voice.slot * Voice.maximumLayers + layer
       // The latest word wins: a move still waiting for its music is replaced.
       dropPendingLayerFade(index)
-      if let trigger, owns(trigger.voice), waitsToBegin(trigger.voice) {
-        pendingLayerFades[index] = PendingLayerFade(level: level, seconds: seconds, curve: curve, trigger: trigger)
-        pendingLayerFadeCount += 1
+      guard let trigger, owns(trigger.voice) else {
+        moveLayer(index, to: level, seconds: seconds, curve: curve, start: clock)
         return
       }
       // On the grid line: from the position of the music that sets the grid (the voice itself,
-      // as a rule: its own beat), found now, to the frame.
-      var start = clock
-      if let trigger, owns(trigger.voice), let music = voices[trigger.voice.slot],
-        let due = music.framesUntil(fileFrame: music.fileFrames(seconds: trigger.fileSeconds), token: trigger.token)
-      {
-        start = clock + due
-      }
-      moveLayer(index, to: level, seconds: seconds, curve: curve, start: start)
+      // as a rule: its own beat), to the frame; now if that music plays, else once it does.
+      pendingLayerFades[index] = PendingLayerFade(level: level, seconds: seconds, curve: curve, trigger: trigger)
+      pendingLayerFadeCount += 1
+      startBegunLayerFades(clock: clock)
     case .setBeats(let voice, let token, let origin, let spacing, let markers):
       guard owns(voice) else { return }
       let slot = voice.slot
