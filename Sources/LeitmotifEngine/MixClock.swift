@@ -57,7 +57,7 @@ package enum CommandTime {
   }()
 
   /// The frame set on this thread, if any.
-  static var current: Int64? {
+  package static var current: Int64? {
     guard let pointer = pthread_getspecific(key) else { return nil }
     return Int64(Int(bitPattern: pointer)) - 1
   }

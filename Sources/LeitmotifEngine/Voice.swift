@@ -54,8 +54,11 @@ package final class Voice: VoiceInput {
   private var generation = 0
   /// A seek asked of the decode thread ahead of its frame (`prepareSeek`): the target and the
   /// generation that brings it. The voice reads the blocks of `generation` until the seek is
-  /// taken (`reposition` to the same target), then those of this one.
-  private var preSeek: (target: Target, generation: Int)?
+  /// taken (`reposition` to the same target), then those of this one. `fadeEnd` is the mix frame
+  /// its fade-out ends on, where the target is taken; `asked` the frame of the seek that named
+  /// the target (a later seek during the same fade-out takes its place); `keptThrough` the
+  /// stream index the blocks kept for the fade-out end at.
+  private var preSeek: (target: Target, generation: Int, fadeEnd: Int64, asked: Int64, keptThrough: Int)?
   /// The voice has read every block kept for it before `preSeek`'s target: what follows in the
   /// ring is the target's (a fade-out that needed more is cut short there: see `mix`).
   private var readToPreSeek = false
@@ -382,16 +385,40 @@ package final class Voice: VoiceInput {
   /// the voice waited for it (11 ms after a 10 ms fade-out, on a 96 kHz FLAC), offline the render
   /// did, so the two put the sought audio on different frames. Only when those blocks fit in the
   /// ring and nothing else is under way (else the seek goes as before: `seek(toSeconds:clock:)`).
+  ///
+  /// A second seek that comes while the first one's fade-out runs (or will run: both seen ahead)
+  /// takes the first one's place: the fade goes on, and its end takes the later target, so the
+  /// decode thread is sent there instead, keeping the same blocks. Without that, seeks within
+  /// 10 ms of one another (a scrub, a seek at once over a dip's seek) found the later target
+  /// undecoded live: 855 frames of silence that the offline render, which waits, did not have.
+  /// The streaming loop calls this again for timed seeks it could not prepare when it first saw
+  /// them (a seek after another one's fade-out, once the voice plays again).
   func prepareSeek(toSeconds seconds: Double, atFrame frame: Int64, clock: Int64) {
-    guard mode == .playing, pendingAction == nil, !awaitingData, !inUnderrun, scanDirection == 0,
-      !finishWhenSilent, preSeek == nil, let current = block, frame >= clock, seconds.isFinite
-    else { return }
+    guard seconds.isFinite, frame >= clock, scanDirection == 0, !finishWhenSilent, !inUnderrun else { return }
     let target = Target(
       token: audibleToken,
       frame: max(0, min(FrameMath.frames(seconds: seconds, rate: Double(fileRate)), inputSegmentEnd)))
+    if let prepared = preSeek {
+      // Taken on the same fade-out's end as the seek prepared, and after it: the later target.
+      guard prepared.target != target, frame >= prepared.asked, frame < prepared.fadeEnd else { return }
+      let sought = stream.requestSeek(
+        token: target.token, frame: target.frame, keepFollowing: target.keepFollowing,
+        keepingThrough: prepared.keptThrough)
+      preSeek = (target, sought, prepared.fadeEnd, frame, prepared.keptThrough)
+      return
+    }
+    // The frame the fade-out ends on: one that starts at `frame`, or the one under way when the
+    // voice already fades out to a seek (which this one replaces).
+    let fadeEnd: Int64
+    switch (mode, pendingAction) {
+    case (.playing, nil): fadeEnd = frame + transportFadeFrames
+    case (.fadingOut, .seek?) where frame < ramp.endFrame: fadeEnd = ramp.endFrame
+    default: return
+    }
+    guard !awaitingData, let current = block else { return }
     // The blocks' frames the voice reads until the fade-out ends, a quarter more (a rate may
     // rise meanwhile), and the resampler's reach (and the stretcher's: it is fed in pieces).
-    let output = Double(frame + transportFadeFrames - max(clock, lastClock))
+    let output = Double(fadeEnd - max(clock, lastClock))
     let reach = 2 * Self.resamplerChunkFrames + 2 * Self.primeFrames + (stretching ? 2 * TimeStretcher.maximumPut : 0)
     let needed = output * speed / blockStep * 1.25 + Double(reach)
     let left = Double(current.frames - blockOffset)
@@ -406,10 +433,10 @@ package final class Voice: VoiceInput {
     let sequence = Double(stretching ? stretcher?.sequenceInputFrames ?? 0 : 0)
     let keep = max(blocks(needed), min(blocks(needed + sequence), DecodeAheadStream.blockCount / 2))
     guard keep < DecodeAheadStream.blockCount else { return }
+    let keptThrough = stream.consumedIndex + keep
     let sought = stream.requestSeek(
-      token: target.token, frame: target.frame, keepFollowing: target.keepFollowing,
-      keepingThrough: stream.consumedIndex + keep)
-    preSeek = (target, sought)
+      token: target.token, frame: target.frame, keepFollowing: target.keepFollowing, keepingThrough: keptThrough)
+    preSeek = (target, sought, fadeEnd, frame, keptThrough)
   }
 
   /// Seconds are turned into the frame nearest to them: `Double(n) / rate` gives frame n exactly.

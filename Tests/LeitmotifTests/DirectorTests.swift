@@ -666,6 +666,50 @@ struct DirectorActionTests {
     #expect(worst < 1e-6, "renders in blocks of 256 and 1,000 frames differ by \(worst)")
   }
 
+  @Test(
+    "A stinger on the beat cued during a dip's fade down: on the first beat after the jump, forward and back, whatever the render size"
+  )
+  func stingerOnTheBeatDuringADip() throws {
+    let game = try DirectorFixture()
+    let sheet = try game.sheet(
+      """
+      {
+        start: "explore",
+      \(DirectorFixture.sources)
+        states: { explore: { music: "calm", transition: { seconds: 0 } } },
+        rules: [
+          { on: "bang", do: { stinger: "hit", at: "beat" } },
+          { on: "jump", do: { seek: 5.25, fade: 0.2 } },
+          { on: "back", do: { seek: 0.4, fade: 0.4 } },
+        ],
+      }
+      """)
+    // Explore at 120 BPM: beats every 0.5 s of its file. The jump at 1 s goes down for 0.1 s and
+    // lands on 5.25 s of the file at 1.11 s (after the seek's 10 ms fade), so the next beat
+    // heard is 5.5 s of the file, at 1.36 s. The hit used to go on the beat before the jump
+    // (1.5 s of the file), which the music never reached: it started when the mixer noticed,
+    // on whichever block came next. Back at 2 s, down for 0.2 s: lands on 0.4 s of the file at
+    // 2.21 s, the beat is at 2.31 s. It used to wait for 6.5 s of the file, which came 6 s
+    // later; and the start, put on 0.5 s of the file when the cue came, found the music past it
+    // (at 6.2 s, before the jump) and came at once.
+    let script: [CueScript.Step] = [.cue(1.0, "jump"), .cue(1.05, "bang"), .cue(2.0, "back"), .cue(2.05, "bang")]
+    var options = CueSimulation.Options()
+    let (left, timeline) = try game.simulate(sheet, script, seconds: 2.8, options: options)
+    options.renderFrames = 1000
+    let (other, _) = try game.simulate(sheet, script, seconds: 2.8, options: options)
+    let times = timeline.stingers.map(\.at)
+    #expect(times.count == 2 && abs(times[0] - 1.36) < 0.001 && abs(times[1] - 2.31) < 0.001, "\(timeline.summary)")
+    let hit = DirectorFixture.stingerPitch
+    #expect(Listen.level(of: hit, in: Listen.window(left, 1.11, 1.357)) < 0.01, "no hit before the beat after the jump")
+    #expect(Listen.level(of: hit, in: Listen.window(left, 1.363, 1.41)) > 0.15, "the hit from that beat on")
+    #expect(
+      Listen.level(of: hit, in: Listen.window(left, 1.9, 2.307)) < 0.01, "no hit before the beat after the jump back")
+    #expect(
+      Listen.level(of: hit, in: Listen.window(left, 2.313, 2.36)) > 0.15, "the hit on the beat after the jump back")
+    let worst = zip(left, other).map { abs($0 - $1) }.max() ?? 1
+    #expect(worst < 1e-6, "renders in blocks of 256 and 1,000 frames differ by \(worst)")
+  }
+
   @Test("duck: down by its decibels during the hold, back after the release")
   func duck() throws {
     let (left, timeline) = try run(

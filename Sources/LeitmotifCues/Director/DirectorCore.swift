@@ -53,6 +53,9 @@ final class DirectorCore {
   /// The `tempo` actions' level (speed without pitch); parameter curves multiply it.
   private var tempoLevel = Ramp(1)
   private var fade = Ramp(1)
+  /// The speed the mix was given (its rate times its tempo, as posted) from each director time
+  /// on, oldest first, kept for a second or so: see `position(_:onFrame:speed:)`.
+  private var postedSpeeds: [(time: Double, speed: Double)] = []
   private var ducks: [DuckEnvelope] = []
   /// The game's held duck (`CueAction.holdDuck`): a gain, 1 when none is held.
   private var heldDuck = Ramp(1)
@@ -124,12 +127,36 @@ final class DirectorCore {
   /// live as offline, whichever block the mixer had reached; from the position and the mix
   /// clock read apart (`frame` nil: as last mixed), a resampled voice's was up to a frame apart
   /// between the two, and so was a duck on its beat.
+  ///
+  /// From a mix frame before `now` (live, the mix is behind the director; offline it is not), the
+  /// music moved at the speeds posted since, not at today's: through a tempo or rate ramp, or
+  /// right after a rate was set, the same beat came out up to 5 ms apart live and offline (a
+  /// stinger's duck and report; the music itself starts where the mixer finds the line).
   private func position(_ seconds: Double, onFrame frame: Int64?, speed: Double) -> Double {
     guard let frame else {
       let mixedSeconds = Double(engine.mixClock.now - mixFrameOrigin) / Double(engine.sampleRate)
       return seconds + max(0, now - max(0, mixedSeconds)) * speed
     }
-    return seconds + (now - Double(frame - mixFrameOrigin) / Double(engine.sampleRate)) * speed
+    let from = Double(frame - mixFrameOrigin) / Double(engine.sampleRate)
+    return seconds + movedSeconds(from: from, speed: speed)
+  }
+
+  /// The mix's time from `start` to `now` weighted by the speed posted over it, relative to the
+  /// last one posted (`speed` is the music's speed now; the posted speeds are the director's
+  /// share of it, so their ratio scales it).
+  private func movedSeconds(from start: Double, speed: Double) -> Double {
+    guard start < now, let last = postedSpeeds.last, last.speed > 0 else { return (now - start) * speed }
+    var moved = 0.0
+    var end = now
+    for entry in postedSpeeds.reversed() {
+      let begin = max(start, entry.time)
+      if begin < end { moved += (end - begin) * entry.speed }
+      end = begin
+      if begin <= start { break }
+    }
+    // Before the oldest entry kept: at its speed.
+    if end > start { moved += (end - start) * (postedSpeeds.first?.speed ?? last.speed) }
+    return moved * speed / last.speed
   }
 
   private struct Scheduled {
@@ -563,20 +590,51 @@ final class DirectorCore {
     guard moment == .beat || moment == .bar, player.playbackState == .playing, let playing = player.nowPlayingItem
     else { return nil }
     let rate = max(0.01, player.musicSpeed)
-    let position = playingPosition
+    var position = playingPosition
     // The lead in the playing file's seconds (it moves `rate` of them a second).
     let leadInFile = max(0, lead) * rate
-    var (line, unit) = gridLine(of: playing, after: position + leadInFile, moment, bars: bars)
-    // A looping item never plays its loop end, nor what lies past it: a line there is the seam
-    // (the next pass starts on the loop start), or the change would wait for ever.
-    if player.loopRepeat != .off, let loopEnd = loopEnd(of: playing), position + leadInFile < loopEnd,
-      line > loopEnd - 1e-6
-    {
-      line = loopEnd
+    func lineAfter(_ position: Double) -> (line: Double, unit: Double) {
+      var (line, unit) = gridLine(of: playing, after: position + leadInFile, moment, bars: bars)
+      // A looping item never plays its loop end, nor what lies past it: a line there is the seam
+      // (the next pass starts on the loop start), or the change would wait for ever.
+      if player.loopRepeat != .off, let loopEnd = loopEnd(of: playing), position + leadInFile < loopEnd,
+        line > loopEnd - 1e-6
+      {
+        line = loopEnd
+      }
+      return (line, unit)
+    }
+    var (line, unit) = lineAfter(position)
+    if let seek = scheduledSeek, now + (line - position) / rate > seek.time {
+      // The music jumps before it gets there (a dip's seek, after its fade down): the line is
+      // the first one heard after the jump, on the target's side of it. A stinger on the beat
+      // cued during a dip used to be put on a line the music never reached; the jump took it
+      // past, and the mixer started it at once, wherever its block began (live and offline apart).
+      position = seek.seconds - (seek.time + Voice.transportFadeSeconds - now) * rate
+      (line, unit) = lineAfter(max(position, seek.seconds))
     }
     return (
       now + (line - position) / rate, QueuePlayer.Landing(fileSeconds: line - leadInFile, everySeconds: unit)
     )
+  }
+
+  /// The next seek the director has scheduled (a dip's jump, after its fade down), if it is
+  /// still to come: its time and its target.
+  private var scheduledSeek: (time: Double, seconds: Double)? {
+    for item in scheduled where item.time > now {
+      if case .seek(let seconds, _) = item.work { return (item.time, seconds) }
+    }
+    return nil
+  }
+
+  /// The mix frame a seek on its way lands on (its fade-out ends there, the target is heard from
+  /// there): the director's scheduled one, else the player's (see `QueuePlayer.playingPosition`).
+  private var seekLandingFrame: Int64? {
+    let fade = Int64((Voice.transportFadeSeconds * Double(engine.sampleRate)).rounded())
+    if let seek = scheduledSeek {
+      return mixFrameOrigin + FrameMath.frames(seconds: seek.time, rate: Double(engine.sampleRate)) + fade
+    }
+    return player.seekLandingFrame
   }
 
   /// The first beat or bar line (every `bars` bars) of `item`'s grid at or after `position`
@@ -1470,7 +1528,14 @@ final class DirectorCore {
         do {
           let early = try Player(engine: engine, item: item)
           early.volume = stinger.volume
-          early.play(when: start)
+          if let landing = seekLandingFrame {
+            // A seek lands before the line: the mixer looks for the line from the frame after it,
+            // where the music moves on from the target. Before it, music sought back to before
+            // the line was past it already, and the stinger started at once.
+            engine.performing(atMixFrame: landing + 1) { early.play(when: start) }
+          } else {
+            early.play(when: start)
+          }
           prepared = early
         } catch {
           return "stinger \"\(stinger.sound)\": \(error)"
@@ -1580,6 +1645,12 @@ final class DirectorCore {
       lowPass: Float(lowPass)
     )
     if let last = lastMix, last == mix { return }
+    if lastMix?.rate != mix.rate || lastMix?.tempo != mix.tempo {
+      postedSpeeds.append((now, Double(mix.rate) * Double(mix.tempo)))
+      if postedSpeeds.count > 1, let cut = postedSpeeds.lastIndex(where: { $0.time < now - 1 }), cut > 0 {
+        postedSpeeds.removeFirst(cut)
+      }
+    }
     if lastMix?.gain != mix.gain { player.setMixGain(mix.gain) }
     if lastMix?.rate != mix.rate { player.setMixRate(mix.rate) }
     if lastMix?.tempo != mix.tempo { player.setMixTempo(mix.tempo) }

@@ -145,6 +145,9 @@ public final class QueuePlayer: MediaPlayback {
     /// Seeks asked of the current voice (compared with its status's `seekGenerationDone`).
     var seekGeneration = 0
     var lastSeekSeconds: Double = 0
+    /// The mix frame the last seek was stamped for (a seek posted on a timed thread, the
+    /// director's), with the voice it moved; nil for a seek at once.
+    var lastSeekFrame: (frame: Int64, voice: VoiceHandle)?
     /// A position asked for before any voice exists: the next start opens the item there.
     var requestedSeekSeconds: Double?
     /// The next change of item follows a failure (for the notification's reason).
@@ -304,16 +307,40 @@ public final class QueuePlayer: MediaPlayback {
   /// (fractional when resampled): with `musicSpeed`, where it is on any later frame, the same
   /// whichever mix block it was read after. Nil while it does not move on with the clock (not
   /// playing, a seek or pause under way, not started yet).
+  ///
+  /// A seek stamped for a mix frame (the director's) that the mix has not got through yet (on
+  /// its way, or fading out) gives where it leads: the target, on the frame its 10 ms fade-out
+  /// ends. A live director runs ahead of the mix, an offline one does not, so without it a beat
+  /// taken right after a seek came from the last position mixed live and from the target
+  /// offline: a stinger's duck and report 11 ms apart between the two (a random level's trial).
   package var playingPosition: (seconds: Double, mixFrame: Int64)? {
     state.withLock { state in
       guard state.requestedSeekSeconds == nil, let voice = state.voices.current,
-        let status = engine.status(of: voice.handle),
-        status.seekGenerationDone.load(ordering: .acquiring) >= state.seekGeneration
+        let status = engine.status(of: voice.handle)
       else { return nil }
       let rate = status.sampleRate.load(ordering: .acquiring)
-      guard rate > 0, let exact = status.playingPosition else { return nil }
+      let done = status.seekGenerationDone.load(ordering: .acquiring) >= state.seekGeneration
+      let exact = done ? status.playingPosition : nil
+      if let seek = state.lastSeekFrame, seek.voice == voice.handle, state.playbackState == .playing {
+        let landed = seek.frame + Int64((Voice.transportFadeSeconds * Double(engine.sampleRate)).rounded())
+        // Until the voice says where it is after the seek (a quarter second at most: a target
+        // decoded late moves from there, and a voice that stops moving later is not the seek's).
+        let waiting =
+          exact.map { $0.mixFrame < landed } ?? (engine.mixClock.now < landed + Int64(engine.sampleRate / 4))
+        if waiting { return (state.lastSeekSeconds, landed) }
+        state.lastSeekFrame = nil
+      }
+      guard rate > 0, let exact else { return nil }
       return (exact.fileFrame / Double(rate), exact.mixFrame)
     }
+  }
+
+  /// The mix frame the now-playing item's seek lands on, while `playingPosition` gives where
+  /// that seek leads (a seek stamped for a frame the mix has not got through); else nil.
+  package var seekLandingFrame: Int64? {
+    guard let position = playingPosition, let seek = state.withLock({ $0.lastSeekFrame }) else { return nil }
+    let landed = seek.frame + Int64((Voice.transportFadeSeconds * Double(engine.sampleRate)).rounded())
+    return position.mixFrame == landed ? landed : nil
   }
 
   /// `setQueue(with:startingAt:transition:)`, but while playing the new music is opened at once
@@ -699,6 +726,7 @@ public final class QueuePlayer: MediaPlayback {
         }
         state.seekGeneration += 1
         state.lastSeekSeconds = seconds
+        state.lastSeekFrame = CommandTime.current.map { ($0, voice.handle) }
         engine.commands.post(.seek(voice: voice.handle, seconds: seconds, generation: state.seekGeneration))
         // A seek can bring back loop passes or move past the hand-over point: prepare anew.
         reschedule(&state, force: true)
@@ -1496,6 +1524,7 @@ public final class QueuePlayer: MediaPlayback {
       releaseOutgoing(&state)
       state.seekGeneration += 1
       state.lastSeekSeconds = start
+      state.lastSeekFrame = nil
       engine.commands.post(.seek(voice: voice.handle, seconds: start, generation: state.seekGeneration))
       reschedule(&state, force: true)
     } else {
