@@ -362,7 +362,6 @@ package final class StreamingLoop: @unchecked Sendable {
   /// Mixes the next `frames` frames into `output` (the mix clock moves on by `frames`), split
   /// where timed commands are due, so each takes effect on its frame.
   private func mix(into output: UnsafeMutablePointer<Float>, frames: Int) {
-    if timedCommands.count > 0 { prepareWaitingSeeks() }
     var done = 0
     while done < frames {
       while let command = timedCommands.takeFirst(dueBy: mixClock) { apply(command, clock: mixClock) }
@@ -372,19 +371,6 @@ package final class StreamingLoop: @unchecked Sendable {
       done += span
     }
     published.mixedFrames.store(mixClock, ordering: .releasing)
-  }
-
-  /// Timed seeks whose voice could not prepare them when they came (it was fading out to another
-  /// seek, or waiting for its first block) are offered again before each block, so that one
-  /// following another's fade-out finds its target decoded too (see `Voice.prepareSeek`; a seek
-  /// prepared already returns at once).
-  private func prepareWaitingSeeks() {
-    let clock = mixClock
-    timedCommands.forEach { frame, command in
-      if case .seek(let voice, let seconds, _) = command, owns(voice) {
-        voices[voice.slot]?.prepareSeek(toSeconds: seconds, atFrame: frame, clock: clock)
-      }
-    }
   }
 
   /// Mixes the next `frames` frames of every voice into `output`: hand-overs and crossfades due
@@ -1188,11 +1174,6 @@ private struct TimedCommands {
     (entries + index).initialize(to: Entry(frame: frame, command: command))
     count += 1
     return true
-  }
-
-  /// Each waiting command with its frame, in frame order.
-  func forEach(_ body: (Int64, EngineCommand) -> Void) {
-    for index in 0..<count { body(entries[index].frame, entries[index].command) }
   }
 
   /// The first command due at or before `frame`, removed.

@@ -391,8 +391,8 @@ package final class Voice: VoiceInput {
   /// decode thread is sent there instead, keeping the same blocks. Without that, seeks within
   /// 10 ms of one another (a scrub, a seek at once over a dip's seek) found the later target
   /// undecoded live: 855 frames of silence that the offline render, which waits, did not have.
-  /// The streaming loop calls this again for timed seeks it could not prepare when it first saw
-  /// them (a seek after another one's fade-out, once the voice plays again).
+  /// A seek after another one's fade-out, seen while that one was prepared, is prepared when it
+  /// is taken (as a seek at once: 10 ms ahead of its target).
   func prepareSeek(toSeconds seconds: Double, atFrame frame: Int64, clock: Int64) {
     guard seconds.isFinite, frame >= clock, scanDirection == 0, !finishWhenSilent, !inUnderrun else { return }
     let target = Target(

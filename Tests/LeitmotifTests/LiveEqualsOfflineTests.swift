@@ -272,6 +272,27 @@ struct LiveEqualsOfflineTests {
     #expect(live.output.contains("recorded 6 events"), "\(live.output)")
   }
 
+  /// The explore music with seeks (with a dip and without, forward and back), rate changes and
+  /// a stinger on the beat with a duck.
+  static func seekingLevel(assets: String) -> String {
+    """
+    {
+      assets: "\(assets)",
+      start: "explore",
+      sources: { calm: { bundled: "explore.ogg" } },
+      states: { explore: { music: "calm", transition: { seconds: 0.3 } } },
+      rules: [
+        { on: "jump", do: { seek: 12.5, fade: 0.1 } },
+        { on: "back", do: { seek: 1.0 } },
+        { on: "rewind", do: { seek: 1.0, fade: 0.1 } },
+        { on: "hit", do: { stinger: "stinger-spotted.ogg", at: "beat", volume: 0.5, duck: -9 } },
+        { on: "hurry", do: { rate: 1.25, ramp: 0.5 } },
+        { on: "slow", do: { rate: 0.8 } },
+      ],
+    }
+    """
+  }
+
   @Test(
     "Seeks close together live: a seek during another's fade-out, one just after it, and stingers on the beat right after a seek and during a dip before its jump, all as offline"
   )
@@ -281,22 +302,9 @@ struct LiveEqualsOfflineTests {
     // A dip's seek comes 50 ms after its cue (the fade down), so a seek at once cued 42 ms
     // after the dip's cue starts its fade-out first and the dip's seek lands inside it: its
     // target, not prepared, came a mix block late live (855 frames of silence in a trial;
-    // offline the render waited). A seek cued 30 ms after the dip's seek came while the voice
-    // waited for the first one's target, and was never prepared either.
-    let level = """
-      {
-        assets: "\(assets)",
-        start: "explore",
-        sources: { calm: { bundled: "explore.ogg" } },
-        states: { explore: { music: "calm", transition: { seconds: 0.3 } } },
-        rules: [
-          { on: "jump", do: { seek: 12.5, fade: 0.1 } },
-          { on: "back", do: { seek: 1.0 } },
-          { on: "rewind", do: { seek: 1.0, fade: 0.1 } },
-          { on: "hit", do: { stinger: "stinger-spotted.ogg", at: "beat", volume: 0.5, duck: -9 } },
-        ],
-      }
-      """
+    // offline the render waited). A seek cued 30 ms after the dip's seek is prepared when it is
+    // taken, 10 ms ahead of its target.
+    let level = Self.seekingLevel(assets: assets)
     // The hits: the director runs ahead of the live mix, and took the beat after a seek from
     // where the mix last was, not from the seek's target (a duck 11 ms apart in a trial). One
     // cued during a dip's fade down, before its jump, went on a line the music never reached
@@ -320,19 +328,7 @@ struct LiveEqualsOfflineTests {
   func beatAfterARateChangeLive() throws {
     let directory = try TemporaryDirectory(prefix: "leitmotif-live-rate-beat")
     let assets = try Self.assets(in: directory)
-    let level = """
-      {
-        assets: "\(assets)",
-        start: "explore",
-        sources: { calm: { bundled: "explore.ogg" } },
-        states: { explore: { music: "calm", transition: { seconds: 0.3 } } },
-        rules: [
-          { on: "hit", do: { stinger: "stinger-spotted.ogg", at: "beat", volume: 0.5, duck: -9 } },
-          { on: "hurry", do: { rate: 1.25, ramp: 0.5 } },
-          { on: "slow", do: { rate: 0.8 } },
-        ],
-      }
-      """
+    let level = Self.seekingLevel(assets: assets)
     let script = """
       [ { at: 1.5, cue: "hurry" }, { at: 1.7, cue: "hit" }, { at: 3.6, cue: "slow" }, { at: 3.63, cue: "hit" } ]
       """
