@@ -32,6 +32,11 @@ package final class Voice: VoiceInput {
   package static let maximumVolume: Float = 16
   /// Pause, stop and seek ramp the gain over this long (click-free; the issue asks >= 5 ms).
   package static let transportFadeSeconds = 0.010
+  /// `transportFadeSeconds` in frames at `rate`: where a seek taken on frame F lands (F plus
+  /// this), for the players and the director that reckon with it.
+  package static func transportFadeFrames(rate: Int) -> Int64 {
+    Int64((transportFadeSeconds * Double(rate)).rounded())
+  }
   /// A volume change glides over this many frames (no zipper noise when the director steps it).
   static let volumeGlideFrames = 256
   /// Stems a voice mixes besides its music (a state's `layers`).
@@ -280,7 +285,7 @@ package final class Voice: VoiceInput {
     self.stream = stream
     let loaded = (stream: stream, startFrame: startFrame)
     self.mixRate = mixRate
-    transportFadeFrames = Int64((Voice.transportFadeSeconds * Double(mixRate)).rounded())
+    transportFadeFrames = Voice.transportFadeFrames(rate: mixRate)
     decodeWaitSeconds = waitForDecoding ? 10 : 0
     inputPosition = Double(loaded.startFrame)
     inputToken = loaded.stream.firstToken

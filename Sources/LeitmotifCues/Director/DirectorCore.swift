@@ -130,7 +130,7 @@ final class DirectorCore {
   ///
   /// From a mix frame before `now` (live, the mix is behind the director; offline it is not), the
   /// music moved at the speeds posted since, not at today's: through a tempo or rate ramp, or
-  /// right after a rate was set, the same beat came out up to 5 ms apart live and offline (a
+  /// right after a rate was set, the same beat came out 5 to 20 ms apart live and offline (a
   /// stinger's duck and report; the music itself starts where the mixer finds the line).
   private func position(_ seconds: Double, onFrame frame: Int64?, speed: Double) -> Double {
     guard let frame else {
@@ -630,9 +630,9 @@ final class DirectorCore {
   /// The mix frame a seek on its way lands on (its fade-out ends there, the target is heard from
   /// there): the director's scheduled one, else the player's (see `QueuePlayer.playingPosition`).
   private var seekLandingFrame: Int64? {
-    let fade = Int64((Voice.transportFadeSeconds * Double(engine.sampleRate)).rounded())
     if let seek = scheduledSeek {
-      return mixFrameOrigin + FrameMath.frames(seconds: seek.time, rate: Double(engine.sampleRate)) + fade
+      return mixFrameOrigin + FrameMath.frames(seconds: seek.time, rate: Double(engine.sampleRate))
+        + Voice.transportFadeFrames(rate: engine.sampleRate)
     }
     return player.seekLandingFrame
   }

@@ -322,7 +322,7 @@ public final class QueuePlayer: MediaPlayback {
       let done = status.seekGenerationDone.load(ordering: .acquiring) >= state.seekGeneration
       let exact = done ? status.playingPosition : nil
       if let seek = state.lastSeekFrame, seek.voice == voice.handle, state.playbackState == .playing {
-        let landed = seek.frame + Int64((Voice.transportFadeSeconds * Double(engine.sampleRate)).rounded())
+        let landed = seek.frame + Voice.transportFadeFrames(rate: engine.sampleRate)
         // Until the voice says where it is after the seek (a quarter second at most: a target
         // decoded late moves from there, and a voice that stops moving later is not the seek's).
         let waiting =
@@ -339,7 +339,7 @@ public final class QueuePlayer: MediaPlayback {
   /// that seek leads (a seek stamped for a frame the mix has not got through); else nil.
   package var seekLandingFrame: Int64? {
     guard let position = playingPosition, let seek = state.withLock({ $0.lastSeekFrame }) else { return nil }
-    let landed = seek.frame + Int64((Voice.transportFadeSeconds * Double(engine.sampleRate)).rounded())
+    let landed = seek.frame + Voice.transportFadeFrames(rate: engine.sampleRate)
     return position.mixFrame == landed ? landed : nil
   }
 
