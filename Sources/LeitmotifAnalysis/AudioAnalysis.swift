@@ -14,7 +14,7 @@ import LeitmotifDecoding
 public struct AudioAnalysis: Sendable, Equatable, Codable {
   /// Bump when a figure is computed differently: stored analyses of another version are redone
   /// at the next scan.
-  public static let version = 3
+  public static let version = 4
 
   /// The level below which a sample counts as silence for `soundStartSeconds` and
   /// `soundEndSeconds`: -60 dBFS, under anything heard in a game's mix but above dither and the

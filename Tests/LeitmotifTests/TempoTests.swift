@@ -62,34 +62,68 @@ struct TempoTests {
     }
   }
 
-  @Test(
-    "A kick on every beat and nothing else is heard at its own tempo, not half of it",
-    arguments: [80.0, 90, 100, 120])
-  func kickOnEveryBeat(bpm: Double) throws {
-    // 20 s of a low thump (60 Hz, 80 ms, decaying) on every beat from 0.5 s: a metronome.
+  /// 20 s of one stroke on every beat from 0.5 s, and nothing else: `hertz` a sine decaying
+  /// at `decay` per second for 80 ms, at 0.8, or 0.5 but on every `accentEvery`th beat. With
+  /// `kickEvery`, every that many strokes a kick (60 Hz, decaying at 40) sounds with the stroke.
+  static func pulses(bpm: Double, hertz: Double, decay: Double, accentEvery: Int = 1, kickEvery: Int = 0)
+    -> RhythmSynthesizer.Song
+  {
     let rate = 44_100
     var samples = [Float](repeating: 0, count: 2 * 20 * rate)
     var beats: [Double] = []
     var time = 0.5
     while time < 19.5 {
+      let amplitude = beats.count % accentEvery == 0 ? 0.8 : 0.5
       beats.append(time)
       let start = Int(time * Double(rate))
       for index in 0..<Int(0.08 * Double(rate)) {
         let t = Double(index) / Double(rate)
-        let value = Float(0.8 * exp(-t * 40) * sin(2 * .pi * 60 * t))
+        var value = Float(amplitude * exp(-t * decay) * sin(2 * .pi * hertz * t))
+        if kickEvery > 0, (beats.count - 1) % kickEvery == 0 {
+          value += Float(0.8 * exp(-t * 40) * sin(2 * .pi * 60 * t))
+        }
         samples[2 * (start + index)] = value
         samples[2 * (start + index) + 1] = value
       }
       time += 60 / bpm
     }
-    let song = RhythmSynthesizer.Song(
-      name: "\(Int(bpm)) BPM kicks", format: AudioFormat(sampleRate: rate, channelCount: 2), samples: samples,
-      beatsPerMinute: bpm, beats: beats)
+    return RhythmSynthesizer.Song(
+      name: "\(Int(bpm)) BPM \(hertz) Hz strokes, accent every \(accentEvery)"
+        + (kickEvery > 0 ? ", a kick every \(kickEvery)" : ""),
+      format: AudioFormat(sampleRate: rate, channelCount: 2), samples: samples, beatsPerMinute: bpm, beats: beats)
+  }
+
+  @Test(
+    "A kick on every beat and nothing else is heard at its own tempo, not half of it",
+    arguments: [80.0, 90, 100, 120])
+  func kickOnEveryBeat(bpm: Double) throws {
+    // A low thump (60 Hz, decaying): a metronome.
+    let song = Self.pulses(bpm: bpm, hertz: 60, decay: 40)
     let found = try #require(Self.rhythm(song), "\(song.name): no tempo")
     // 90, 100 and 120 came out as 45, 50 and 60: a pulse with nothing between its beats was taken
     // for eighths.
     #expect(abs(found.beatsPerMinute / bpm - 1) < 0.02, "\(song.name): \(found.beatsPerMinute) BPM")
-    #expect(RhythmSynthesizer.fMeasure(detected: found.beatTimes, truth: beats) >= 0.8)
+    #expect(RhythmSynthesizer.fMeasure(detected: found.beatTimes, truth: song.beats) >= 0.8)
+  }
+
+  @Test(
+    "A fast click track, plain or accented once a bar, is heard at its own tempo: even strokes are beats, not eighths",
+    arguments: [(140.0, 1), (150, 1), (170, 1), (150, 4), (180, 4)])
+  func fastClickTrack(bpm: Double, accentEvery: Int) throws {
+    // A 1 kHz click. Every even pulse faster than 130 BPM came out at half its tempo (150 as 75):
+    // taken for the eighths between beats, which alternate with the beats' stronger strokes.
+    let song = Self.pulses(bpm: bpm, hertz: 1000, decay: 150, accentEvery: accentEvery)
+    let found = try #require(Self.rhythm(song), "\(song.name): no tempo")
+    #expect(abs(found.beatsPerMinute / bpm - 1) < 0.02, "\(song.name): \(found.beatsPerMinute) BPM")
+    #expect(RhythmSynthesizer.fMeasure(detected: found.beatTimes, truth: song.beats) >= 0.8)
+  }
+
+  @Test("Clicks between kicks are still eighths: 150 clicks a minute with a kick on every other are 75 BPM")
+  func eighthsBetweenBeats() throws {
+    // The same clicks, a hi-hat's eighths, with a kick on every other: the beat is the kick's.
+    let song = Self.pulses(bpm: 150, hertz: 1000, decay: 150, kickEvery: 2)
+    let found = try #require(Self.rhythm(song), "\(song.name): no tempo")
+    #expect(abs(found.beatsPerMinute / 75 - 1) < 0.02, "\(song.name): \(found.beatsPerMinute) BPM")
   }
 
   @Test("Silence, noise, a drone and a 2 s clip have no tempo; a drone still has a loudness and an energy")
