@@ -76,7 +76,7 @@ enum QueryCommand {
           printTable(collections, group: options.group)
         }
       }
-      noteEmptyIndex(library)
+      noteEmptyIndex(library, options: options)
       return 0
     } catch {
       switch error {
@@ -89,11 +89,26 @@ enum QueryCommand {
 
   /// An empty answer from an index that holds no songs at all most likely means nobody scanned
   /// yet: say what to run (on standard error, so the output stays the table or the JSON lines).
-  static func noteEmptyIndex(_ library: MediaLibrary) {
+  /// The command given is the one that fills this index: with the same `--app` and `--library`
+  /// as the query (a bare `leitmotif scan` indexes the default folder for the tool's own id).
+  static func noteEmptyIndex(_ library: MediaLibrary, options: Options) {
     guard (try? library.items(matching: .songs()).isEmpty) == true else { return }
     let folders = library.folders.map { FileSystemPath.displayed($0.path) }.joined(separator: ", ")
+    var command = ["leitmotif", "scan"]
+    if options.applicationID != "leitmotif" { command += ["--app", options.applicationID] }
+    for folder in options.folders { command += ["--library", folder.path] }
     FileHandle.standardError.write(
-      Data("leitmotif: the library index holds no songs from \(folders): run `leitmotif scan` first\n".utf8))
+      Data(
+        "leitmotif: the library index holds no songs from \(folders): run `\(command.map(shellWord).joined(separator: " "))` first\n"
+          .utf8))
+  }
+
+  /// `word` as a POSIX shell reads it back: bare when it holds only characters no shell
+  /// treats specially, else in single quotes (a quote inside written as '\'').
+  static func shellWord(_ word: String) -> String {
+    let plain = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=+,:@%")
+    if !word.isEmpty && word.allSatisfy(plain.contains) { return word }
+    return "'" + word.replacingOccurrences(of: "'", with: "'\\''") + "'"
   }
 
   static func parse(_ arguments: [String]) -> Options {

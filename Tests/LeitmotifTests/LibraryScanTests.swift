@@ -682,7 +682,12 @@ struct LibraryScanCLITests {
     // Before any scan, an empty answer says what to run.
     let unscanned = try run(["query", "--app", "query-cli-test", "--library", folder.music], home: home)
     #expect(unscanned.status == 0, "\(unscanned.errors)")
-    #expect(unscanned.errors.contains("holds no songs from") && unscanned.errors.contains("run `leitmotif scan` first"))
+    // The command that fills this index: the query's own --app and --library (a bare
+    // `leitmotif scan` indexed ~/Music for another id).
+    let scanCommand = "leitmotif scan --app query-cli-test --library \(folder.music)"
+    #expect(
+      unscanned.errors.contains("holds no songs from") && unscanned.errors.contains("run `\(scanCommand)` first"),
+      "\(unscanned.errors)")
     #expect(try run(["scan", "--app", "query-cli-test", "--library", folder.music], home: home).status == 0)
     let query = try run(["query", "--app", "query-cli-test", "--library", folder.music], home: home)
     #expect(query.status == 0, "\(query.errors)")
