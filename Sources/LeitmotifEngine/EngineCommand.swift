@@ -111,12 +111,48 @@ package struct StartTrigger: Sendable, Equatable {
   /// music fades out for good (a skip, a crossfade away): when it ends before the line, the start
   /// comes there, on the same frame live as offline, not whenever the mixer notices the end.
   var fallbackFrame: Int64?
+  /// Seconds of the voice's file, played at its speed then, between its reaching `fileSeconds`
+  /// and the start: a line in the next pass of a loop (the music jumps back before it gets
+  /// there, so no position in the file names it) is the loop's end, then this far into the
+  /// pass after it. 0 for a line the music reaches.
+  var afterSeconds: Double
+  /// Once the voice has reached `fileSeconds` with `afterSeconds` still to go past that block:
+  /// the mix frame the start falls on, fixed then (the music's position starts over in the
+  /// next pass and no longer tells).
+  var atMixFrame: Int64?
 
-  package init(voice: VoiceHandle, token: Int, fileSeconds: Double, everySeconds: Double?) {
+  package init(voice: VoiceHandle, token: Int, fileSeconds: Double, everySeconds: Double?, afterSeconds: Double = 0) {
     self.voice = voice
     self.token = token
     self.fileSeconds = fileSeconds
     self.everySeconds = everySeconds
+    self.afterSeconds = max(0, afterSeconds)
+  }
+
+  /// In how many mix frames from `clock` the start falls (0: now or gone), as `music`, the
+  /// trigger's voice, plays; nil while it waits for its first audio. When `music` reaches
+  /// `fileSeconds` within the block of `frames` and `afterSeconds` reach past it, the start is
+  /// fixed to its mix frame from then on (`atMixFrame`).
+  mutating func framesUntilStart(music: Voice, clock: Int64, frames: Int) -> Int64? {
+    if let frame = atMixFrame { return max(0, frame - clock) }
+    guard let due = music.framesUntil(fileFrame: music.fileFrames(seconds: fileSeconds), token: token) else {
+      return nil
+    }
+    guard afterSeconds > 0 else { return due }
+    let start = due + music.mixFrames(fileSeconds: afterSeconds)
+    if due < Int64(frames) { atMixFrame = clock + start }
+    return start
+  }
+
+  /// The next line, `seconds` on: a start whose music was not ready for its line.
+  mutating func moveOn(by seconds: Double, music: Voice?) {
+    if let frame = atMixFrame, let music {
+      atMixFrame = frame + music.mixFrames(fileSeconds: seconds)
+    } else if afterSeconds > 0 {
+      afterSeconds += seconds
+    } else {
+      fileSeconds += seconds
+    }
   }
 }
 

@@ -520,16 +520,15 @@ package final class StreamingLoop: @unchecked Sendable {
       }
       if voice?.hasAudio == true { continue }
       if let crossfade = pendingCrossfades[slot] {
-        guard let trigger = crossfade.trigger, owns(trigger.voice), let outgoing = voices[trigger.voice.slot] else {
+        guard var trigger = crossfade.trigger, owns(trigger.voice), let outgoing = voices[trigger.voice.slot] else {
           return true
         }
-        let due = outgoing.framesUntil(
-          fileFrame: outgoing.fileFrames(seconds: trigger.fileSeconds), token: trigger.token)
+        let due = trigger.framesUntilStart(music: outgoing, clock: clock, frames: frames)
         if let due, due < span { return true }
-      } else if let trigger = triggeredPlays[slot] {
+      } else if var trigger = triggeredPlays[slot] {
         guard owns(trigger.voice), let music = voices[trigger.voice.slot] else { return true }
         if waitsToBegin(trigger.voice) { continue }
-        let due = music.framesUntil(fileFrame: music.fileFrames(seconds: trigger.fileSeconds), token: trigger.token)
+        let due = trigger.framesUntilStart(music: music, clock: clock, frames: frames)
         if let due, due < span { return true }
       } else if wantsPlaying[slot] && voice == nil {
         return true
@@ -567,8 +566,9 @@ package final class StreamingLoop: @unchecked Sendable {
       }
       guard !waitsToBegin(trigger.voice), let music = voices[trigger.voice.slot], music.hasAudio else { continue }
       let due =
-        music.mixFramesUntil(
-          fileFrame: Double(music.fileFrames(seconds: trigger.fileSeconds)), token: trigger.token, clock: clock) ?? 0
+        (music.mixFramesUntil(
+          fileFrame: Double(music.fileFrames(seconds: trigger.fileSeconds)), token: trigger.token, clock: clock) ?? 0)
+        + (trigger.afterSeconds > 0 ? music.mixFrames(fileSeconds: trigger.afterSeconds) : 0)
       dropPendingLayerFade(index)
       moveLayer(index, to: pending.level, seconds: pending.seconds, curve: pending.curve, start: clock + due)
     }
@@ -607,7 +607,7 @@ package final class StreamingLoop: @unchecked Sendable {
       guard var trigger = triggeredPlays[slot] else { continue }
       let music = owns(trigger.voice) ? voices[trigger.voice.slot] : nil
       if let music, music.isFinishing, music.isAudible,
-        let due = music.framesUntil(fileFrame: music.fileFrames(seconds: trigger.fileSeconds), token: trigger.token)
+        let due = trigger.framesUntilStart(music: music, clock: clock, frames: frames)
       {
         // Fading out for good: where the line would fall, in case the music ends first.
         trigger.fallbackFrame = clock + due
@@ -624,14 +624,14 @@ package final class StreamingLoop: @unchecked Sendable {
       }
       // Music that waits to begin has not reached any line yet: the start waits for it.
       if waitsToBegin(trigger.voice) { continue }
-      guard
-        let due = music.framesUntil(fileFrame: music.fileFrames(seconds: trigger.fileSeconds), token: trigger.token),
-        due < Int64(frames)
-      else { continue }
+      let due = trigger.framesUntilStart(music: music, clock: clock, frames: frames)
+      // (Kept: reaching a seam fixes a start in the loop's next pass to its frame.)
+      triggeredPlays[slot] = trigger
+      guard let due, due < Int64(frames) else { continue }
       guard let voice = voices[slot] else {
         if let every = trigger.everySeconds, every > 0 {
           // Not open yet when its line came: the next line.
-          trigger.fileSeconds += every
+          trigger.moveOn(by: every, music: music)
           triggeredPlays[slot] = trigger
         }
         continue
@@ -643,17 +643,17 @@ package final class StreamingLoop: @unchecked Sendable {
     for slot in 0..<Self.maximumVoices {
       guard var crossfade = pendingCrossfades[slot] else { continue }
       var start = clock
-      if let trigger = crossfade.trigger, owns(trigger.voice), let outgoing = voices[trigger.voice.slot] {
+      if var trigger = crossfade.trigger, owns(trigger.voice), let outgoing = voices[trigger.voice.slot] {
         // On the grid line of the outgoing music, found from its own position.
-        guard
-          let due = outgoing.framesUntil(
-            fileFrame: outgoing.fileFrames(seconds: trigger.fileSeconds), token: trigger.token)
-        else { continue }
-        guard due < Int64(frames) else { continue }
+        let due = trigger.framesUntilStart(music: outgoing, clock: clock, frames: frames)
+        // (Kept: reaching a seam fixes a start in the loop's next pass to its frame.)
+        crossfade.trigger = trigger
+        pendingCrossfades[slot] = crossfade
+        guard let due, due < Int64(frames) else { continue }
         if voices[slot]?.hasAudio != true {
           // The line came before the incoming music was ready: the next line, then.
           if let every = trigger.everySeconds, every > 0 {
-            crossfade.trigger?.fileSeconds += every
+            crossfade.trigger?.moveOn(by: every, music: outgoing)
             pendingCrossfades[slot] = crossfade
             pendingEvents.append(
               .diagnostic(

@@ -845,6 +845,11 @@ package final class Voice: VoiceInput {
   /// Frames of this voice's file in `seconds`.
   func fileFrames(seconds: Double) -> Int64 { FrameMath.frames(seconds: seconds, rate: Double(fileRate)) }
 
+  /// Mix frames this voice takes to play `fileSeconds` of its file at its speed now.
+  func mixFrames(fileSeconds: Double) -> Int64 {
+    FrameMath.clamp((fileSeconds * Double(fileRate) / speed).rounded())
+  }
+
   /// The armed crossfade's length in seconds, at most half the outgoing item (a 3 s crossfade out
   /// of a 1 s item would otherwise begin before it is heard).
   func handoffSeconds() -> Double {

@@ -115,6 +115,50 @@ struct PickupTests {
     #expect(abs(combatLong / combatCut - 1) < 0.02, "\(combatLong) and \(combatCut)")
   }
 
+  @Test(
+    "A pickup whose bar lies past the loop end of the music playing lands on the next pass's bar, read or resampled",
+    arguments: [1.0, 1.1])
+  func pickupAcrossTheLoopSeam(rate: Double) throws {
+    let game = try Self.game()
+    // 8 s of silence at 120 BPM (2 s bars), looping from 0.5 s to 3.2 s (not on a bar), so the
+    // first sound is the pickup's.
+    try DirectorFixture.tone(
+      game.assets + "/loop.ogg", pitch: DirectorFixture.explorePitch, seconds: 8, amplitude: 0,
+      tags: [("TITLE", "Loop"), ("BPM", "120"), ("LOOPSTART", "24000"), ("LOOPLENGTH", "129600")])
+    let sheet = try game.sheet(
+      """
+      {
+        start: "looping",
+        assets: "assets",
+        sources: { loop: { bundled: "loop.ogg" }, lead: { bundled: "lead.ogg", pickup: 0.5 } },
+        states: {
+          looping: { music: "loop", rate: \(rate) },
+          arrive: { music: "lead", transition: { seconds: 0, at: "bar", pickup: true } },
+        },
+        rules: [ { on: "go", do: { state: "arrive" } } ],
+      }
+      """)
+    // Cued at 2.7 s: the file is at 2.7 * rate s, and the pickup (0.5 s) reaches past the loop
+    // end (3.2 s). The bar is the next pass's first after the pickup: from the loop start (0.5 s)
+    // on, the one at 2 s, 1.5 s into the pass; heard as if the loop went on, at 3.2 + 1.5 = 4.7 s
+    // of the file. Before, the change waited on 3.5 s of the file (the bar at 4 s less the
+    // pickup), past the loop end: the music never got there, and the change never happened.
+    let cue = 2.7
+    let downbeat = cue + (4.7 - cue * rate) / rate
+    let run = try game.simulate(sheet, [.cue(cue, "go")], seconds: 7)
+    let band = try #require(run.timeline.states.last)
+    #expect(band.state == "arrive", "\(run.timeline.summary)")
+    #expect(abs(band.from - downbeat) < 1e-3, "heard from \(band.from) s, the bar at \(downbeat) s")
+    // The pickup starts its length before that, within 2.5 frames: the first sample that is not
+    // zero is the start's or the next, and resampled, the seam and the way past it are each
+    // rounded to a frame (measured: 1 frame off read, 2.1 resampled).
+    let expected = (downbeat - 0.5) * Double(DirectorFixture.rate)
+    let first = Listen.firstSound(run.left, after: 0) ?? -1
+    #expect(
+      abs(Double(first) - expected) <= 2.5, "the pickup starts on frame \(first) (-1: never), expected \(expected)")
+    #expect(Listen.level(of: Self.leadPitch, in: Listen.window(run.left, downbeat, downbeat + 1)) > 0.05)
+  }
+
   @Test("A bar line on the loop end of a resampled, looping piece is reached: the change happens on the seam")
   func barOnTheLoopSeam() throws {
     let game = try Self.game()

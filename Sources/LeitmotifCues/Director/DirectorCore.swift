@@ -85,11 +85,11 @@ final class DirectorCore {
   /// until then (what `audibleState` and `Director.nowPlaying` say meanwhile).
   /// `lead`: the incoming music starts that long before `heardAt` (its pickup), at `entry` in its
   /// file; `heardLine`: where the music heard is in its file at `heardAt` (the line the change
-  /// waits for).
+  /// waits for; in its loop's next pass when the change comes after the seam).
   private var pendingLanding:
     (
       heardAt: Double, state: String?, item: MediaItem?, spec: TransitionSpec, lead: Double, entry: Double,
-      heardLine: Double?
+      heardLine: QueuePlayer.Landing?
     )?
   /// `playingOrder` before the last state change (restored when that change is taken back).
   private var playingOrderBeforeChange: (state: String, paths: [String])?
@@ -591,18 +591,16 @@ final class DirectorCore {
     else { return nil }
     let rate = max(0.01, player.musicSpeed)
     var position = playingPosition
+    let loop = player.loopRepeat != .off ? loopRegion(of: playing) : nil
+    if let loop, position >= loop.end, loop.end > loop.start {
+      // Reckoned on from a frame before the seam (live, the mix runs behind): the music has
+      // jumped back by now.
+      position -= loop.end - loop.start
+    }
     // The lead in the playing file's seconds (it moves `rate` of them a second).
     let leadInFile = max(0, lead) * rate
     func lineAfter(_ position: Double) -> (line: Double, unit: Double) {
-      var (line, unit) = gridLine(of: playing, after: position + leadInFile, moment, bars: bars)
-      // A looping item never plays its loop end, nor what lies past it: a line there is the seam
-      // (the next pass starts on the loop start), or the change would wait for ever.
-      if player.loopRepeat != .off, let loopEnd = loopEnd(of: playing), position + leadInFile < loopEnd,
-        line > loopEnd - 1e-6
-      {
-        line = loopEnd
-      }
-      return (line, unit)
+      lineAcrossLoop(of: playing, after: position + leadInFile, moment, bars: bars, loop: loop)
     }
     var (line, unit) = lineAfter(position)
     if let seek = scheduledSeek, now + (line - position) / rate > seek.time {
@@ -614,8 +612,36 @@ final class DirectorCore {
       (line, unit) = lineAfter(max(position, seek.seconds))
     }
     return (
-      now + (line - position) / rate, QueuePlayer.Landing(fileSeconds: line - leadInFile, everySeconds: unit)
+      now + (line - position) / rate,
+      QueuePlayer.Landing(unwrappedSeconds: line - leadInFile, everySeconds: unit, loop: loop)
     )
+  }
+
+  /// The first beat or bar line (see `gridLine`) of `item` at or after `position` seconds of its
+  /// file, as if its loop (`loop`, nil: it plays on through its end) went on past its end. A
+  /// looping item never plays its loop end, nor what lies past it: before the seam, a line there
+  /// is the seam (the next pass starts on the loop start), or the change would wait for ever;
+  /// from the seam on (a pickup's lead reaching past it), the line is the next pass's, given as
+  /// the loop's end plus its distance from the loop's start (`QueuePlayer.Landing` turns that
+  /// into a start after the seam). A change into a piece with a pickup, cued in the last bars
+  /// before a loop's end, was put on a position past the loop's end, which the music never
+  /// reached: it never happened.
+  private func lineAcrossLoop(
+    of item: MediaItem, after position: Double, _ moment: TransitionSpec.Moment, bars: Int = 1,
+    loop: (start: Double, end: Double)?
+  ) -> (line: Double, unit: Double) {
+    let (line, unit) = gridLine(of: item, after: position, moment, bars: bars)
+    guard let loop, loop.end > loop.start else { return (line, unit) }
+    guard position >= loop.end else { return (line > loop.end - 1e-6 ? loop.end : line, unit) }
+    let next = gridLine(of: item, after: loop.start + (position - loop.end), moment, bars: bars)
+    return (loop.end + min(next.line, loop.end) - loop.start, next.unit)
+  }
+
+  /// Where the playing item's loop starts and ends, in seconds of its file, while it loops (see
+  /// `loopEnd(of:)`).
+  private func loopRegion(of item: MediaItem) -> (start: Double, end: Double)? {
+    guard let end = loopEnd(of: item), let rate = item.sampleRate, let start = item.loopStartFrame else { return nil }
+    return (Double(start) / Double(rate), end)
   }
 
   /// The next seek the director has scheduled (a dip's jump, after its fade down), if it is
@@ -665,20 +691,24 @@ final class DirectorCore {
     let tolerance = 0.5 / Double(engine.sampleRate)
     let speed = max(0.01, heard.speed)
     let position = self.position(heard.positionSeconds, onFrame: heard.positionMixFrame, speed: speed)
-    let before = gridLine(of: heard.item, after: position, moment)
+    // The change waits past the seam of the music heard: its lines there are the next pass's.
+    let loop = pending.heardLine.flatMap { line in
+      line.afterSeconds > 0 ? (start: line.heardFileSeconds - line.afterSeconds, end: line.fileSeconds) : nil
+    }
+    let before = lineAcrossLoop(of: heard.item, after: position, moment, loop: loop)
     let at = now + (before.line - position) / speed
     if at < pending.heardAt - tolerance {
       return (
-        at, heard.startTrigger(at: QueuePlayer.Landing(fileSeconds: before.line, everySeconds: before.unit))
+        at,
+        heard.startTrigger(
+          at: QueuePlayer.Landing(unwrappedSeconds: before.line, everySeconds: before.unit, loop: loop))
       )
     }
     // The incoming music's grid, from where it is when the change is heard (past its pickup).
     guard let after = incomingGridLine(moment) else { return nil }
     if after.at <= pending.heardAt + tolerance, let heardLine = pending.heardLine {
       // On the change's own line: where the music heard reaches it, the frame the change is heard.
-      return (
-        pending.heardAt, heard.startTrigger(at: QueuePlayer.Landing(fileSeconds: heardLine, everySeconds: nil))
-      )
+      return (pending.heardAt, heard.startTrigger(at: heardLine))
     }
     // Later: on the incoming voice, which the mixer waits for to begin.
     return (
@@ -913,7 +943,12 @@ final class DirectorCore {
     if landsAt > now + 0.5 / Double(engine.sampleRate) {
       report(.scheduled(what: description + " on the \(Self.momentText(spec))", at: landsAt), cause: cause)
     }
-    pendingLanding = waits ? (landsAt, lastReportedState, heard, spec, 0, 0, landing?.fileSeconds) : nil
+    let heardLine = landing.map {
+      var line = $0
+      line.everySeconds = nil
+      return line
+    }
+    pendingLanding = waits ? (landsAt, lastReportedState, heard, spec, 0, 0, heardLine) : nil
     layeredState = nil
     layerNames = []
     playingOrder = nil
@@ -1167,7 +1202,7 @@ final class DirectorCore {
     if let playing = playingOrder, playing.state != name, wasPlaying, let from {
       let path = from.assetURL.path
       if origins[path]?.isUserMusic == true {
-        resumePoints[playing.state] = (playing.paths, path, landing?.0.fileSeconds ?? playingPosition)
+        resumePoints[playing.state] = (playing.paths, path, landing?.0.heardFileSeconds ?? playingPosition)
       } else if let index = playing.paths.firstIndex(of: path),
         let next = (playing.paths[(index + 1)...] + playing.paths[..<index]).first(where: {
           origins[$0]?.isUserMusic == true
@@ -1189,7 +1224,7 @@ final class DirectorCore {
     let first = entries[0]
     var entrySeconds =
       resumeSeconds
-      ?? entryPosition(spec.entry, for: first.item, outgoing: wasPlaying ? from : nil, at: landing?.0.fileSeconds)
+      ?? entryPosition(spec.entry, for: first.item, outgoing: wasPlaying ? from : nil, at: landing?.0.heardFileSeconds)
     if resumeSeconds == nil, let cue = spec.entryCue {
       let duration = first.item.playbackDuration ?? .infinity
       if let point = cuePoints(named: cue, of: first.item).first(where: { $0 < duration }) {
@@ -1202,7 +1237,12 @@ final class DirectorCore {
     }
     let heardAt = landing?.at ?? now
     // (The player still plays the music heard: its speed turns the pickup into its file's seconds.)
-    let heardLine = landing.map { $0.0.fileSeconds + lead * max(0.01, player.musicSpeed) }
+    let heardLoop = from.flatMap { player.loopRepeat != .off ? loopRegion(of: $0) : nil }
+    let heardLine = landing.map {
+      QueuePlayer.Landing(
+        unwrappedSeconds: $0.0.unwrappedSeconds + lead * max(0.01, player.musicSpeed), everySeconds: nil,
+        loop: heardLoop)
+    }
     pendingLanding =
       wasPlaying && heardAt > now
       ? (heardAt, lastReportedState, from, spec, lead, entrySeconds ?? 0, heardLine) : nil

@@ -245,26 +245,51 @@ public final class QueuePlayer: MediaPlayback {
 
   /// Where a new queue takes over from the music that plays: on a grid line of the playing item.
   package struct Landing {
-    /// The position in the playing item's file where the new music starts, in seconds.
+    /// The position in the playing item's file where the new music starts, in seconds; for a
+    /// line in the next pass of its loop, the loop's end (see `afterSeconds`).
     package var fileSeconds: Double
     /// The grid's spacing (a beat or a bar) in seconds of that file, for when the new music is
     /// not ready in time: it then lands on the next line (nil: as soon as it is ready).
     package var everySeconds: Double?
+    /// For a line in the loop's next pass, heard after the music jumps back from the loop's end
+    /// (`fileSeconds`) to its start: how far into that pass (0 otherwise).
+    package var afterSeconds: Double = 0
+    /// Where the music is in its file on the line: `fileSeconds`, or for a line in the next
+    /// pass the loop's start plus `afterSeconds`.
+    package var heardFileSeconds: Double
 
     package init(fileSeconds: Double, everySeconds: Double?) {
       self.fileSeconds = fileSeconds
       self.everySeconds = everySeconds
+      heardFileSeconds = fileSeconds
+    }
+
+    /// The line `seconds` into the playing item's file as if its loop went on past its end
+    /// (`loop`: the loop the music plays, nil when it plays on through its end): past the
+    /// loop's end it is the next pass's line, that far after the seam.
+    package init(unwrappedSeconds seconds: Double, everySeconds: Double?, loop: (start: Double, end: Double)?) {
+      self.init(fileSeconds: seconds, everySeconds: everySeconds)
+      if let loop, loop.end > loop.start, seconds > loop.end + 1e-9 {
+        fileSeconds = loop.end
+        afterSeconds = seconds - loop.end
+        heardFileSeconds = loop.start + afterSeconds
+      }
+    }
+
+    /// `fileSeconds` as if the loop went on past its end (see `init(unwrappedSeconds:...)`).
+    package var unwrappedSeconds: Double { fileSeconds + afterSeconds }
+
+    /// A start on this line of the music of `voice`, segment `token`.
+    func trigger(voice: VoiceHandle, token: Int) -> StartTrigger {
+      StartTrigger(
+        voice: voice, token: token, fileSeconds: fileSeconds, everySeconds: everySeconds, afterSeconds: afterSeconds)
     }
   }
 
   /// A start on `landing` of the playing item (its voice, its segment): nil when nothing plays.
   package func startTrigger(at landing: Landing) -> StartTrigger? {
     state.withLock { state in
-      state.voices.current.map {
-        StartTrigger(
-          voice: $0.handle, token: state.voices.currentToken, fileSeconds: landing.fileSeconds,
-          everySeconds: landing.everySeconds)
-      }
+      state.voices.current.map { landing.trigger(voice: $0.handle, token: state.voices.currentToken) }
     }
   }
 
@@ -281,7 +306,7 @@ public final class QueuePlayer: MediaPlayback {
     package var token: Int
 
     package func startTrigger(at landing: Landing) -> StartTrigger {
-      StartTrigger(voice: voice, token: token, fileSeconds: landing.fileSeconds, everySeconds: landing.everySeconds)
+      landing.trigger(voice: voice, token: token)
     }
   }
 
@@ -385,11 +410,7 @@ public final class QueuePlayer: MediaPlayback {
       if state.playbackState == .playing, let now = state.queue.nowID {
         state.requestedSeekSeconds = startSeconds.map { max(0, $0) }
         let trigger = landing.flatMap { landing in
-          state.voices.current.map {
-            StartTrigger(
-              voice: $0.handle, token: state.voices.currentToken, fileSeconds: landing.fileSeconds,
-              everySeconds: landing.everySeconds)
-          }
+          state.voices.current.map { landing.trigger(voice: $0.handle, token: state.voices.currentToken) }
         }
         crossfade(to: now, fade: transition, trigger: trigger, hold: holdOutgoingSeconds, &state)
       } else {
@@ -897,11 +918,7 @@ public final class QueuePlayer: MediaPlayback {
       }
       state.layerLevels[index] = volume
       let trigger = landing.flatMap { landing in
-        state.voices.current.map {
-          StartTrigger(
-            voice: $0.handle, token: state.voices.currentToken, fileSeconds: landing.fileSeconds,
-            everySeconds: landing.everySeconds)
-        }
+        state.voices.current.map { landing.trigger(voice: $0.handle, token: state.voices.currentToken) }
       }
       for voice in queueVoices(state) {
         engine.commands.post(
