@@ -152,6 +152,12 @@ package struct StartTrigger: Sendable, Equatable {
       afterSeconds += seconds
     } else {
       fileSeconds += seconds
+      // A line past the loop's end is never reached there: it is the next pass's, that far
+      // past the seam.
+      if let end = music?.loopEndSeconds(token: token), fileSeconds > end + 1e-9 {
+        afterSeconds = fileSeconds - end
+        fileSeconds = end
+      }
     }
   }
 }

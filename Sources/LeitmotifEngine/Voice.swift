@@ -845,6 +845,13 @@ package final class Voice: VoiceInput {
   /// Frames of this voice's file in `seconds`.
   func fileFrames(seconds: Double) -> Int64 { FrameMath.frames(seconds: seconds, rate: Double(fileRate)) }
 
+  /// Where the loop of segment `token` ends, in seconds of its file, while this voice plays that
+  /// segment and will jump back from there (nil: no loop, or its last pass).
+  func loopEndSeconds(token: Int) -> Double? {
+    guard inputToken == token, let loop = inputLoop, !isFinalPass else { return nil }
+    return Double(loop.end) / Double(fileRate)
+  }
+
   /// Mix frames this voice takes to play `fileSeconds` of its file at its speed now.
   func mixFrames(fileSeconds: Double) -> Int64 {
     FrameMath.clamp((fileSeconds * Double(fileRate) / speed).rounded())
