@@ -120,6 +120,12 @@ package struct StartTrigger: Sendable, Equatable {
   /// the mix frame the start falls on, fixed then (the music's position starts over in the
   /// next pass and no longer tells).
   var atMixFrame: Int64?
+  /// The voice's `repositions` when the trigger was first looked at: when the music is moved
+  /// after that (the game sets `currentPlaybackTime`), a start on the grid (`everySeconds`) takes
+  /// the first line from where the music is then. A jump past the line started it at once, on
+  /// whichever block came next (live and offline apart); a jump back made it wait for the line
+  /// to come round again.
+  var repositionsSeen: Int?
 
   package init(voice: VoiceHandle, token: Int, fileSeconds: Double, everySeconds: Double?, afterSeconds: Double = 0) {
     self.voice = voice
@@ -135,6 +141,7 @@ package struct StartTrigger: Sendable, Equatable {
   /// fixed to its mix frame from then on (`atMixFrame`).
   mutating func framesUntilStart(music: Voice, clock: Int64, frames: Int) -> Int64? {
     if let frame = atMixFrame { return max(0, frame - clock) }
+    followMoves(of: music)
     guard let due = music.framesUntil(fileFrame: music.fileFrames(seconds: fileSeconds), token: token) else {
       return nil
     }
@@ -142,6 +149,23 @@ package struct StartTrigger: Sendable, Equatable {
     let start = due + music.mixFrames(fileSeconds: afterSeconds)
     if due < Int64(frames) { atMixFrame = clock + start }
     return start
+  }
+
+  /// After the music was moved (see `repositionsSeen`), a start on the grid takes the first
+  /// line at or after where it is, once it plays again.
+  private mutating func followMoves(of music: Voice) {
+    guard let seen = repositionsSeen else {
+      repositionsSeen = music.repositions
+      return
+    }
+    guard seen != music.repositions, let every = everySeconds, every > 0 else { return }
+    guard let position = music.playingSeconds(token: token) else { return }
+    repositionsSeen = music.repositions
+    // A line in a loop's next pass is given as the loop's end plus the way past it; after a
+    // move its grid is the file's own.
+    let line = fileSeconds + afterSeconds
+    fileSeconds = line + ((position - line) / every - 1e-9).rounded(.up) * every
+    afterSeconds = 0
   }
 
   /// The next line, `seconds` on: a start whose music was not ready for its line.

@@ -64,6 +64,9 @@ package final class Voice: VoiceInput {
   /// the target (a later seek during the same fade-out takes its place); `keptThrough` the
   /// stream index the blocks kept for the fade-out end at.
   private var preSeek: (target: Target, generation: Int, fadeEnd: Int64, asked: Int64, keptThrough: Int)?
+  /// How many times the stream was moved (a seek, a stop, a resume's step back): a start waiting
+  /// on a grid line of this voice takes the first line after a move (see `StartTrigger`).
+  private(set) var repositions = 0
   /// The voice has read every block kept for it before `preSeek`'s target: what follows in the
   /// ring is the target's (a fade-out that needed more is cut short there: see `mix`).
   private var readToPreSeek = false
@@ -845,6 +848,12 @@ package final class Voice: VoiceInput {
   /// Frames of this voice's file in `seconds`.
   func fileFrames(seconds: Double) -> Int64 { FrameMath.frames(seconds: seconds, rate: Double(fileRate)) }
 
+  /// Where segment `token` plays now, in seconds of its file (nil: another segment, waiting for
+  /// audio, or not moving).
+  func playingSeconds(token: Int) -> Double? {
+    playingPosition(token: token).map { $0 / Double(fileRate) }
+  }
+
   /// Where the loop of segment `token` ends, in seconds of its file, while this voice plays that
   /// segment and will jump back from there (nil: no loop, or its last pass).
   func loopEndSeconds(token: Int) -> Double? {
@@ -1354,6 +1363,7 @@ package final class Voice: VoiceInput {
   /// Drops what was read, moves the stream, and takes the first block of the new generation if
   /// it is there already (offline it waits for it): used by stop, seek, pause and resync.
   private func reposition(to target: Target) {
+    repositions &+= 1
     if block != nil {
       block = nil
       lentBlock = false

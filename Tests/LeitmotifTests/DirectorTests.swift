@@ -710,6 +710,53 @@ struct DirectorActionTests {
     #expect(worst < 1e-6, "renders in blocks of 256 and 1,000 frames differ by \(worst)")
   }
 
+  @Test(
+    "A stinger waiting for its beat when the music is moved at once (a seek without a fade): the first beat after the jump, forward and back"
+  )
+  func stingerOnTheBeatAcrossAMove() throws {
+    let game = try DirectorFixture()
+    let sheet = try game.sheet(
+      """
+      {
+        start: "explore",
+      \(DirectorFixture.sources)
+        states: { explore: { music: "calm", transition: { seconds: 0 } } },
+        rules: [
+          { on: "bang", do: { stinger: "hit", at: "beat" } },
+          { on: "jump", do: { seek: 5.25 } },
+          { on: "back", do: { seek: 0.4 } },
+        ],
+      }
+      """)
+    // Explore at 120 BPM: beats every 0.5 s of its file. The hit cued at 1.05 s waits for 1.5 s;
+    // at 1.2 s the music is moved to 5.25 s (heard from 1.21 s, after the seek's 10 ms fade), so
+    // the first beat after the jump is 5.5 s of the file, heard at 1.46 s. The hit started at
+    // once, on whichever block came after the jump: the music was past its line. The hit cued
+    // at 2.05 s (6.09 s of the file) waits for 6.5 s; at 2.2 s the music goes back to 0.4 s (from
+    // 2.21 s): the first beat after the jump is 0.5 s, at 2.31 s. The hit waited for 6.5 s to
+    // come round again, 6 s later.
+    let script: [CueScript.Step] = [.cue(1.05, "bang"), .cue(1.2, "jump"), .cue(2.05, "bang"), .cue(2.2, "back")]
+    var options = CueSimulation.Options()
+    let (left, timeline) = try game.simulate(sheet, script, seconds: 2.8, options: options)
+    options.renderFrames = 1000
+    let (other, _) = try game.simulate(sheet, script, seconds: 2.8, options: options)
+    // Reported (and ducked) where heard: they stayed on the lines before the jumps.
+    let times = timeline.stingers.map(\.at)
+    #expect(times.count == 2 && abs(times[0] - 1.46) < 0.001 && abs(times[1] - 2.31) < 0.001, "\(timeline.summary)")
+    let hit = DirectorFixture.stingerPitch
+    #expect(
+      Listen.level(of: hit, in: Listen.window(left, 1.0, 1.457)) < 0.01,
+      "no hit before the beat after the jump\n\(timeline.summary)")
+    #expect(Listen.level(of: hit, in: Listen.window(left, 1.463, 1.51)) > 0.15, "the hit from that beat on")
+    // (The first hit lasts 0.5 s, to 1.96 s.)
+    #expect(
+      Listen.level(of: hit, in: Listen.window(left, 1.97, 2.307)) < 0.01, "no hit before the beat after the jump back")
+    #expect(
+      Listen.level(of: hit, in: Listen.window(left, 2.313, 2.36)) > 0.15, "the hit on the beat after the jump back")
+    let worst = zip(left, other).map { abs($0 - $1) }.max() ?? 1
+    #expect(worst < 1e-6, "renders in blocks of 256 and 1,000 frames differ by \(worst)")
+  }
+
   @Test("duck: down by its decibels during the hold, back after the release")
   func duck() throws {
     let (left, timeline) = try run(

@@ -168,8 +168,11 @@ final class DirectorCore {
 
   private enum Work {
     case changeState(name: String, spec: TransitionSpec, landsAt: Double)
-    /// `prepared`: already playing, or about to start on its own frame (a stinger on the grid).
-    case stinger(name: String, item: MediaItem, volume: Float, duck: DuckAction?, prepared: Player?)
+    /// `prepared`: already playing, or about to start on its own frame (a stinger on the grid:
+    /// `moment` names the grid, beat or bar, whose line the mixer starts it on).
+    case stinger(
+      name: String, item: MediaItem, volume: Float, duck: DuckAction?, prepared: Player?,
+      moment: TransitionSpec.Moment? = nil)
     case pause, stop
     case seek(seconds: Double, fadeBackSeconds: Double)
     case playQueue(GameQueue)
@@ -1582,7 +1585,8 @@ final class DirectorCore {
         }
       }
       let work = Work.stinger(
-        name: stinger.sound, item: item, volume: stinger.volume, duck: stinger.duck, prepared: prepared)
+        name: stinger.sound, item: item, volume: stinger.volume, duck: stinger.duck, prepared: prepared,
+        moment: line?.start == nil ? nil : stinger.moment)
       schedule(work, at: at, cause: cause)
       let fallback = player.nowPlayingItem.flatMap { gridFallback(for: $0) }.map { "; \($0)" } ?? ""
       return "stinger \"\(stinger.sound)\" on the \(stinger.moment.rawValue) (\(Self.format(at)) s)\(fallback)"
@@ -1603,6 +1607,7 @@ final class DirectorCore {
     }
     if fadeSeconds <= Voice.transportFadeSeconds {
       player.currentPlaybackTime = seconds
+      retimeGridStingers(afterJumpTo: seconds)
     } else {
       // Down, jump, back up: the dip is the fade, split either side of the jump.
       fade.move(to: 0, over: fadeSeconds / 2, at: now)
@@ -1612,6 +1617,25 @@ final class DirectorCore {
   }
 
   // MARK: - Scheduled work
+
+  /// The music was just moved to `seconds` of its file: a stinger waiting for a line of it that
+  /// is now heard after the jump starts on the first line after the jump (the mixer moves its
+  /// start there, see `StartTrigger.repositionsSeen`), so its duck and its report move there
+  /// too. They stayed on the line before the jump, which never came (or came round again much
+  /// later).
+  private func retimeGridStingers(afterJumpTo seconds: Double) {
+    guard let playing = player.nowPlayingItem else { return }
+    let landsAt = now + Voice.transportFadeSeconds
+    let rate = max(0.01, player.musicSpeed)
+    var moved = false
+    for index in scheduled.indices where scheduled[index].time > landsAt {
+      guard case .stinger(_, _, _, _, _, let moment?) = scheduled[index].work else { continue }
+      let line = gridLine(of: playing, after: seconds, moment).line
+      scheduled[index].time = landsAt + (line - seconds) / rate
+      moved = true
+    }
+    if moved { scheduled.sort { ($0.time, $0.order) < ($1.time, $1.order) } }
+  }
 
   private func schedule(_ work: Work, at time: Double, cause: LevelEvent?) {
     scheduleCounter += 1
@@ -1627,7 +1651,7 @@ final class DirectorCore {
     switch item.work {
     case .changeState(let name, let spec, _):
       applyStateChange(name, spec: spec, cause: item.cause)
-    case .stinger(let name, let file, let volume, let duck, let prepared):
+    case .stinger(let name, let file, let volume, let duck, let prepared, _):
       do {
         let stinger = try prepared ?? Player(engine: engine, item: file)
         if prepared == nil {
@@ -1647,6 +1671,7 @@ final class DirectorCore {
       lastReportedState = nil
     case .seek(let seconds, let fadeBack):
       player.currentPlaybackTime = seconds
+      retimeGridStingers(afterJumpTo: seconds)
       fade.move(to: 1, over: fadeBack, at: now)
     case .playQueue(let queue):
       applyQueue(queue, cause: item.cause)
