@@ -93,6 +93,37 @@ struct CueNameTests {
     #expect(abs(Double(start) / 48_000 - 12) < 0.02, "the quiet piece ends at 12 s: \(start)")
   }
 
+  @Test("A looping piece's exit cue past its loop end is never reached: the next pass's exit cue is taken")
+  func exitCueOfALoop() throws {
+    let game = try Self.game()
+    // 8 s of silence looping from 1 s to 5 s, with exit cues at 2 s (in the loop) and 6.5 s (in
+    // its outro, heard only once the loop is released).
+    try DirectorFixture.tone(
+      game.assets + "/loop.ogg", pitch: 440, seconds: 8, amplitude: 0,
+      tags: [("TITLE", "Loop"), ("BPM", "120"), ("LOOPSTART", "48000"), ("LOOPLENGTH", "192000")])
+    let sheet = try game.sheet(
+      """
+      {
+        start: "first",
+        assets: "assets",
+        sources: { loop: { bundled: "loop.ogg", cues: { exit: [2, 6.5] } }, marked: { bundled: "marked.ogg" } },
+        states: {
+          first: { music: "loop" },
+          second: { music: "marked", transition: { seconds: 0, at: { cue: "exit" } } },
+        },
+        rules: [ { on: "go", do: { state: "second" } } ],
+      }
+      """)
+    // Cued at 3 s: this pass's exit at 2 s is gone, the one at 6.5 s lies past the loop's end.
+    // The next pass's exit at 2 s is heard at 5 + 1 = 6 s. The change waited for 6.5 s of the
+    // file, which the loop never reached: it never happened.
+    let run = try game.simulate(sheet, [.cue(3, "go")], seconds: 7)
+    let start = Listen.firstSound(run.left, after: 0) ?? -1
+    #expect(abs(Double(start) / 48_000 - 6) < 0.001, "the marked piece starts on frame \(start) (-1: never)")
+    #expect(run.timeline.states.last?.state == "second", "\(run.timeline.summary)")
+    #expect(run.timeline.lines.contains { $0.contains("at cue \"exit\" (6 s)") }, "\(run.timeline.summary)")
+  }
+
   @Test("at: \"exit\" is the outgoing piece's exit cue, from its file's tags")
   func exitFromTags() throws {
     let game = try Self.game()

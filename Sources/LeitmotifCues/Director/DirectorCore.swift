@@ -1009,9 +1009,11 @@ final class DirectorCore {
     let position = playingPosition
     if let cue = spec.exitCue {
       let leadInFile = max(0, lead) * rate
-      if let point = cuePoints(named: cue, of: item).first(where: { $0 - leadInFile > position + 1e-6 }) {
+      let loop = player.loopRepeat != .off ? loopRegion(of: item) : nil
+      if let point = cuePointAhead(cuePoints(named: cue, of: item), after: position, lead: leadInFile, loop: loop) {
         return (
-          now + (point - position) / rate, QueuePlayer.Landing(fileSeconds: point - leadInFile, everySeconds: nil)
+          now + (point.unwrapped - point.from) / rate,
+          QueuePlayer.Landing(unwrappedSeconds: point.unwrapped - leadInFile, everySeconds: nil, loop: loop)
         )
       }
       var atEnd = spec
@@ -1041,6 +1043,28 @@ final class DirectorCore {
       }
       return (landsAt, fileSeconds > position ? QueuePlayer.Landing(fileSeconds: fileSeconds, everySeconds: nil) : nil)
     }
+  }
+
+  /// The first of `points` (seconds of the playing item's file) at least `lead` ahead of
+  /// `position`, as if the item's loop (`loop`) went on past its end (see `lineAcrossLoop`): a
+  /// looping item never plays what lies past its loop end, so a point there is not ahead; after
+  /// this pass's last point, the next pass's first. A change on an exit cue cued after the loop's
+  /// last one waited for a point in the outro, which never came. `from`: `position`, reckoned on
+  /// from a frame before the seam and past it, brought back into the loop.
+  private func cuePointAhead(
+    _ points: [Double], after position: Double, lead: Double, loop: (start: Double, end: Double)?
+  )
+    -> (unwrapped: Double, from: Double)?
+  {
+    guard let loop, loop.end > loop.start else {
+      return points.first { $0 - lead > position + 1e-6 }.map { ($0, position) }
+    }
+    let from = position >= loop.end ? position - (loop.end - loop.start) : position
+    if let point = points.first(where: { $0 - lead > from + 1e-6 && $0 <= loop.end + 1e-9 }) { return (point, from) }
+    let next = points.first {
+      $0 >= loop.start - 1e-9 && $0 < loop.end && loop.end + $0 - loop.start - lead > from + 1e-6
+    }
+    return next.map { (loop.end + $0 - loop.start, from) }
   }
 
   /// Set by `landingTime` when an exit cue was not found ahead: what it did instead.
