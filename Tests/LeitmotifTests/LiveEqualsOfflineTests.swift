@@ -425,6 +425,43 @@ struct LiveEqualsOfflineTests {
   /// Plays `level` with `script` live on the wave backend for `seconds` (recording the events
   /// at the frames they took effect on), renders the recording offline, and expects the two the
   /// same to `tolerance` (1e-7 unless said) from the first sound to half a second before the end.
+  @Test(
+    "A change with a pickup past the loop end of the music playing, and a stinger on the beat while it waits: live as offline"
+  )
+  func pickupAcrossALoopSeamLiveEqualsOffline() throws {
+    let directory = try TemporaryDirectory(prefix: "leitmotif-live-seam")
+    let assets = try Self.assets(in: directory)
+    // The first 8 s of the exploration music (96 BPM: beats of 0.625 s, bars of 2.5 s), looping
+    // from 1.25 s to 5.5 s (not on a bar).
+    let decoder = try AudioFile.openDecoder(path: Self.assets + "/explore.ogg")
+    try VorbisEncoder.encode(
+      samples: Array(try AudioFile.decodeAll(decoder).prefix(2 * 8 * 48_000)), format: .stereo48000,
+      tags: [("TITLE", "Loop"), ("BPM", "96"), ("LOOPSTART", "60000"), ("LOOPEND", "264000")],
+      to: assets + "/loop.ogg")
+    let level = """
+      {
+        assets: "\(assets)",
+        start: "explore",
+        sources: { calm: { bundled: "loop.ogg" }, fight: { bundled: "combat.ogg", pickup: 0.4 } },
+        states: {
+          explore: { music: "calm" },
+          combat: { music: "fight", transition: { seconds: 0.5, at: "bar", pickup: true } },
+        },
+        rules: [
+          { on: "fight", do: { state: "combat" } },
+          { on: "hit", do: { stinger: "stinger-spotted.ogg", at: "beat", duck: -6 } },
+        ],
+      }
+      """
+    // Cued at 5.2 s: the pickup reaches past the loop end (5.5 s), so the bar is the next pass's
+    // (2.5 s, 1.25 s into it: heard at 6.75 s) and the pickup starts after the seam, at 6.35 s.
+    // The hit at 5.3 s goes on the seam (the next beat, 5.625 s, lies past the loop end).
+    let script = #"[ { at: 5.2, cue: "fight" }, { at: 5.3, cue: "hit" } ]"#
+    let (live, _) = try Self.compare(level: level, script: script, seconds: 8, in: directory)
+    #expect(live.output.contains("at bar (6.75 s), its pickup from 6.35 s"), "\(live.output)")
+    #expect(live.output.contains("on the beat (5.5 s)"), "\(live.output)")
+  }
+
   static func compare(
     level: String, script: String, seconds: Int, in directory: TemporaryDirectory, tolerance: Float = 1e-7
   ) throws -> (
