@@ -670,20 +670,6 @@ struct DirectorActionTests {
     "A stinger on the beat cued during a dip's fade down: on the first beat after the jump, forward and back, whatever the render size"
   )
   func stingerOnTheBeatDuringADip() throws {
-    let game = try DirectorFixture()
-    let sheet = try game.sheet(
-      """
-      {
-        start: "explore",
-      \(DirectorFixture.sources)
-        states: { explore: { music: "calm", transition: { seconds: 0 } } },
-        rules: [
-          { on: "bang", do: { stinger: "hit", at: "beat" } },
-          { on: "jump", do: { seek: 5.25, fade: 0.2 } },
-          { on: "back", do: { seek: 0.4, fade: 0.4 } },
-        ],
-      }
-      """)
     // Explore at 120 BPM: beats every 0.5 s of its file. The jump at 1 s goes down for 0.1 s and
     // lands on 5.25 s of the file at 1.11 s (after the seek's 10 ms fade), so the next beat
     // heard is 5.5 s of the file, at 1.36 s. The hit used to go on the beat before the jump
@@ -692,28 +678,36 @@ struct DirectorActionTests {
     // 2.21 s, the beat is at 2.31 s. It used to wait for 6.5 s of the file, which came 6 s
     // later; and the start, put on 0.5 s of the file when the cue came, found the music past it
     // (at 6.2 s, before the jump) and came at once.
-    let script: [CueScript.Step] = [.cue(1.0, "jump"), .cue(1.05, "bang"), .cue(2.0, "back"), .cue(2.05, "bang")]
-    var options = CueSimulation.Options()
-    let (left, timeline) = try game.simulate(sheet, script, seconds: 2.8, options: options)
-    options.renderFrames = 1000
-    let (other, _) = try game.simulate(sheet, script, seconds: 2.8, options: options)
-    let times = timeline.stingers.map(\.at)
-    #expect(times.count == 2 && abs(times[0] - 1.36) < 0.001 && abs(times[1] - 2.31) < 0.001, "\(timeline.summary)")
-    let hit = DirectorFixture.stingerPitch
-    #expect(Listen.level(of: hit, in: Listen.window(left, 1.11, 1.357)) < 0.01, "no hit before the beat after the jump")
-    #expect(Listen.level(of: hit, in: Listen.window(left, 1.363, 1.41)) > 0.15, "the hit from that beat on")
-    #expect(
-      Listen.level(of: hit, in: Listen.window(left, 1.9, 2.307)) < 0.01, "no hit before the beat after the jump back")
-    #expect(
-      Listen.level(of: hit, in: Listen.window(left, 2.313, 2.36)) > 0.15, "the hit on the beat after the jump back")
-    let worst = zip(left, other).map { abs($0 - $1) }.max() ?? 1
-    #expect(worst < 1e-6, "renders in blocks of 256 and 1,000 frames differ by \(worst)")
+    try stingerOnTheBeatAcrossJumps(
+      fades: ", fade: 0.2", ", fade: 0.4",
+      script: [.cue(1.0, "jump"), .cue(1.05, "bang"), .cue(2.0, "back"), .cue(2.05, "bang")],
+      beats: (1.36, 2.31), quietFrom: (1.11, 1.9))
   }
 
   @Test(
     "A stinger waiting for its beat when the music is moved at once (a seek without a fade): the first beat after the jump, forward and back"
   )
   func stingerOnTheBeatAcrossAMove() throws {
+    // The hit cued at 1.05 s waits for 1.5 s of the file; at 1.2 s the music is moved to 5.25 s
+    // (heard from 1.21 s, after the seek's 10 ms fade), so the first beat after the jump is
+    // 5.5 s, heard at 1.46 s. The hit started at once, on whichever block came after the jump:
+    // the music was past its line. The hit cued at 2.05 s (6.09 s of the file) waits for 6.5 s;
+    // at 2.2 s the music goes back to 0.4 s (from 2.21 s): the first beat after the jump is
+    // 0.5 s, at 2.31 s. The hit waited for 6.5 s to come round again, 6 s later. Both stayed
+    // reported (and ducked) on the lines before the jumps. (The first hit lasts 0.5 s, to 1.96 s.)
+    try stingerOnTheBeatAcrossJumps(
+      fades: "", "", script: [.cue(1.05, "bang"), .cue(1.2, "jump"), .cue(2.05, "bang"), .cue(2.2, "back")],
+      beats: (1.46, 2.31), quietFrom: (1.0, 1.97))
+  }
+
+  /// The music jumps forward to 5.25 s of its file on "jump" and back to 0.4 s on "back" (with
+  /// the seek's `fades`), stingers on the beat on "bang": the hits are reported at `beats` and
+  /// heard from there, not in the time before (from `quietFrom`), and renders in blocks of 256
+  /// and 1,000 frames are the same.
+  private func stingerOnTheBeatAcrossJumps(
+    fades forward: String, _ back: String, script: [CueScript.Step], beats: (Double, Double),
+    quietFrom: (Double, Double)
+  ) throws {
     let game = try DirectorFixture()
     let sheet = try game.sheet(
       """
@@ -723,36 +717,31 @@ struct DirectorActionTests {
         states: { explore: { music: "calm", transition: { seconds: 0 } } },
         rules: [
           { on: "bang", do: { stinger: "hit", at: "beat" } },
-          { on: "jump", do: { seek: 5.25 } },
-          { on: "back", do: { seek: 0.4 } },
+          { on: "jump", do: { seek: 5.25\(forward) } },
+          { on: "back", do: { seek: 0.4\(back) } },
         ],
       }
       """)
-    // Explore at 120 BPM: beats every 0.5 s of its file. The hit cued at 1.05 s waits for 1.5 s;
-    // at 1.2 s the music is moved to 5.25 s (heard from 1.21 s, after the seek's 10 ms fade), so
-    // the first beat after the jump is 5.5 s of the file, heard at 1.46 s. The hit started at
-    // once, on whichever block came after the jump: the music was past its line. The hit cued
-    // at 2.05 s (6.09 s of the file) waits for 6.5 s; at 2.2 s the music goes back to 0.4 s (from
-    // 2.21 s): the first beat after the jump is 0.5 s, at 2.31 s. The hit waited for 6.5 s to
-    // come round again, 6 s later.
-    let script: [CueScript.Step] = [.cue(1.05, "bang"), .cue(1.2, "jump"), .cue(2.05, "bang"), .cue(2.2, "back")]
     var options = CueSimulation.Options()
     let (left, timeline) = try game.simulate(sheet, script, seconds: 2.8, options: options)
     options.renderFrames = 1000
     let (other, _) = try game.simulate(sheet, script, seconds: 2.8, options: options)
-    // Reported (and ducked) where heard: they stayed on the lines before the jumps.
     let times = timeline.stingers.map(\.at)
-    #expect(times.count == 2 && abs(times[0] - 1.46) < 0.001 && abs(times[1] - 2.31) < 0.001, "\(timeline.summary)")
+    #expect(
+      times.count == 2 && abs(times[0] - beats.0) < 0.001 && abs(times[1] - beats.1) < 0.001, "\(timeline.summary)")
     let hit = DirectorFixture.stingerPitch
     #expect(
-      Listen.level(of: hit, in: Listen.window(left, 1.0, 1.457)) < 0.01,
-      "no hit before the beat after the jump\n\(timeline.summary)")
-    #expect(Listen.level(of: hit, in: Listen.window(left, 1.463, 1.51)) > 0.15, "the hit from that beat on")
-    // (The first hit lasts 0.5 s, to 1.96 s.)
+      Listen.level(of: hit, in: Listen.window(left, quietFrom.0, beats.0 - 0.003)) < 0.01,
+      "no hit before the beat after the jump")
     #expect(
-      Listen.level(of: hit, in: Listen.window(left, 1.97, 2.307)) < 0.01, "no hit before the beat after the jump back")
+      Listen.level(of: hit, in: Listen.window(left, beats.0 + 0.003, beats.0 + 0.05)) > 0.15,
+      "the hit from that beat on")
     #expect(
-      Listen.level(of: hit, in: Listen.window(left, 2.313, 2.36)) > 0.15, "the hit on the beat after the jump back")
+      Listen.level(of: hit, in: Listen.window(left, quietFrom.1, beats.1 - 0.003)) < 0.01,
+      "no hit before the beat after the jump back")
+    #expect(
+      Listen.level(of: hit, in: Listen.window(left, beats.1 + 0.003, beats.1 + 0.05)) > 0.15,
+      "the hit on the beat after the jump back")
     let worst = zip(left, other).map { abs($0 - $1) }.max() ?? 1
     #expect(worst < 1e-6, "renders in blocks of 256 and 1,000 frames differ by \(worst)")
   }
