@@ -169,8 +169,8 @@ package struct StartTrigger: Sendable, Equatable {
   }
 
   /// The next line, `seconds` on: a start whose music was not ready for its line.
-  mutating func moveOn(by seconds: Double, music: Voice?) {
-    if let frame = atMixFrame, let music {
+  mutating func moveOn(by seconds: Double, music: Voice) {
+    if let frame = atMixFrame {
       atMixFrame = frame + music.mixFrames(fileSeconds: seconds)
     } else if afterSeconds > 0 {
       afterSeconds += seconds
@@ -178,7 +178,7 @@ package struct StartTrigger: Sendable, Equatable {
       fileSeconds += seconds
       // A line past the loop's end is never reached there: it is the next pass's, that far
       // past the seam.
-      if let end = music?.loopEndSeconds(token: token), fileSeconds > end + 1e-9 {
+      if let end = music.loopEndSeconds(token: token), fileSeconds > end + 1e-9 {
         afterSeconds = fileSeconds - end
         fileSeconds = end
       }

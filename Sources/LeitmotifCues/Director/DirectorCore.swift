@@ -1648,6 +1648,9 @@ final class DirectorCore {
   /// too. They stayed on the line before the jump, which never came (or came round again much
   /// later).
   private func retimeGridStingers(afterJumpTo seconds: Double) {
+    // While a change waits for its line, a seek moves where the new music starts, not the music
+    // heard (see `QueuePlayer`): what waits on the music heard stays where it was.
+    if let pending = pendingLanding, pending.heardAt > now { return }
     guard let playing = player.nowPlayingItem else { return }
     let landsAt = now + Voice.transportFadeSeconds
     let rate = max(0.01, player.musicSpeed)
