@@ -142,6 +142,15 @@ package struct StartTrigger: Sendable, Equatable {
   mutating func framesUntilStart(music: Voice, clock: Int64, frames: Int) -> Int64? {
     if let frame = atMixFrame { return max(0, frame - clock) }
     followMoves(of: music)
+    if afterSeconds == 0, let end = music.loopEndSeconds(token: token), fileSeconds > end + 1e-9 {
+      // A position past the end of a loop the voice will still jump back from is not reached
+      // in this pass: it is the next pass's, as far past the seam. A release of the loop that
+      // came too near its seam (see `Voice.releaseLoop`) leaves one more pass to play, which
+      // the director, told the loop was released, did not count on: its line there waited a
+      // whole pass.
+      afterSeconds = fileSeconds - end
+      fileSeconds = end
+    }
     guard let due = music.framesUntil(fileFrame: music.fileFrames(seconds: fileSeconds), token: token) else {
       return nil
     }

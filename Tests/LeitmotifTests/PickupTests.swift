@@ -159,6 +159,37 @@ struct PickupTests {
     #expect(Listen.level(of: Self.leadPitch, in: Listen.window(run.left, downbeat, downbeat + 1)) > 0.05)
   }
 
+  @Test("A loop released just before its seam plays one more pass: a pickup timed past the seam still starts on time")
+  func pickupAfterALateRelease() throws {
+    let game = try Self.game()
+    // The same silent loop (0.5 s to 3.2 s, 120 BPM), released 50 ms before its seam: too near
+    // it to end there (`Voice.releaseLoop`), so it plays one more pass.
+    try DirectorFixture.tone(
+      game.assets + "/loop.ogg", pitch: DirectorFixture.explorePitch, seconds: 8, amplitude: 0,
+      tags: [("TITLE", "Loop"), ("BPM", "120"), ("LOOPSTART", "24000"), ("LOOPLENGTH", "129600")])
+    let sheet = try game.sheet(
+      """
+      {
+        start: "looping",
+        assets: "assets",
+        sources: { loop: { bundled: "loop.ogg" }, lead: { bundled: "lead.ogg", pickup: 0.5 } },
+        states: {
+          looping: { music: "loop" },
+          arrive: { music: "lead", transition: { seconds: 0, at: "beat", pickup: true } },
+        },
+        rules: [ { on: "free", do: { releaseLoop: true } }, { on: "go", do: { state: "arrive" } } ],
+      }
+      """)
+    // Cued at 3.17 s: the director, told the loop is released, puts the downbeat on the beat at
+    // 4 s of the file and the pickup's start on 3.5 s, past the seam. The music jumps back at
+    // 3.2 s once more, so that position came only at the end of the next pass (6.2 s); it is
+    // now the next pass's, as far past the seam: heard at 3.5 s, as reported.
+    let run = try game.simulate(sheet, [.cue(3.15, "free"), .cue(3.17, "go")], seconds: 7)
+    let first = Listen.firstSound(run.left, after: 0) ?? -1
+    #expect(abs(Double(first) - 3.5 * 48_000) <= 2.5, "the pickup starts on frame \(first) (-1: never)")
+    #expect(run.timeline.lines.contains { $0.contains("its pickup from 3.5 s") }, "\(run.timeline.summary)")
+  }
+
   @Test("A bar line on the loop end of a resampled, looping piece is reached: the change happens on the seam")
   func barOnTheLoopSeam() throws {
     let game = try Self.game()
