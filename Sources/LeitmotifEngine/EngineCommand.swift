@@ -184,13 +184,8 @@ package struct StartTrigger: Sendable, Equatable {
     } else if afterSeconds > 0 {
       afterSeconds += seconds
     } else {
+      // (Past a loop's end, `framesUntilStart` takes it as the next pass's.)
       fileSeconds += seconds
-      // A line past the loop's end is never reached there: it is the next pass's, that far
-      // past the seam.
-      if let end = music.loopEndSeconds(token: token), fileSeconds > end + 1e-9 {
-        afterSeconds = fileSeconds - end
-        fileSeconds = end
-      }
     }
   }
 }
