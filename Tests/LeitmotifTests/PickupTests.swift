@@ -115,13 +115,11 @@ struct PickupTests {
     #expect(abs(combatLong / combatCut - 1) < 0.02, "\(combatLong) and \(combatCut)")
   }
 
-  @Test(
-    "A pickup whose bar lies past the loop end of the music playing lands on the next pass's bar, read or resampled",
-    arguments: [1.0, 1.1])
-  func pickupAcrossTheLoopSeam(rate: Double) throws {
+  /// "loop.ogg": 8 s of silence at 120 BPM (2 s bars), looping from 0.5 s to 3.2 s (not on a
+  /// bar), so the first sound is the pickup's; played at `rate` in state "looping". "go" changes
+  /// to "lead.ogg" (a 0.5 s pickup) at `moment` with its pickup; "free" releases the loop.
+  static func silentLoop(rate: Double, at moment: String) throws -> (DirectorFixture, CueSheet) {
     let game = try Self.game()
-    // 8 s of silence at 120 BPM (2 s bars), looping from 0.5 s to 3.2 s (not on a bar), so the
-    // first sound is the pickup's.
     try DirectorFixture.tone(
       game.assets + "/loop.ogg", pitch: DirectorFixture.explorePitch, seconds: 8, amplitude: 0,
       tags: [("TITLE", "Loop"), ("BPM", "120"), ("LOOPSTART", "24000"), ("LOOPLENGTH", "129600")])
@@ -133,11 +131,19 @@ struct PickupTests {
         sources: { loop: { bundled: "loop.ogg" }, lead: { bundled: "lead.ogg", pickup: 0.5 } },
         states: {
           looping: { music: "loop", rate: \(rate) },
-          arrive: { music: "lead", transition: { seconds: 0, at: "bar", pickup: true } },
+          arrive: { music: "lead", transition: { seconds: 0, at: "\(moment)", pickup: true } },
         },
-        rules: [ { on: "go", do: { state: "arrive" } } ],
+        rules: [ { on: "free", do: { releaseLoop: true } }, { on: "go", do: { state: "arrive" } } ],
       }
       """)
+    return (game, sheet)
+  }
+
+  @Test(
+    "A pickup whose bar lies past the loop end of the music playing lands on the next pass's bar, read or resampled",
+    arguments: [1.0, 1.1])
+  func pickupAcrossTheLoopSeam(rate: Double) throws {
+    let (game, sheet) = try Self.silentLoop(rate: rate, at: "bar")
     // Cued at 2.7 s: the file is at 2.7 * rate s, and the pickup (0.5 s) reaches past the loop
     // end (3.2 s). The bar is the next pass's first after the pickup: from the loop start (0.5 s)
     // on, the one at 2 s, 1.5 s into the pass; heard as if the loop went on, at 3.2 + 1.5 = 4.7 s
@@ -161,25 +167,9 @@ struct PickupTests {
 
   @Test("A loop released just before its seam plays one more pass: a pickup timed past the seam still starts on time")
   func pickupAfterALateRelease() throws {
-    let game = try Self.game()
-    // The same silent loop (0.5 s to 3.2 s, 120 BPM), released 50 ms before its seam: too near
-    // it to end there (`Voice.releaseLoop`), so it plays one more pass.
-    try DirectorFixture.tone(
-      game.assets + "/loop.ogg", pitch: DirectorFixture.explorePitch, seconds: 8, amplitude: 0,
-      tags: [("TITLE", "Loop"), ("BPM", "120"), ("LOOPSTART", "24000"), ("LOOPLENGTH", "129600")])
-    let sheet = try game.sheet(
-      """
-      {
-        start: "looping",
-        assets: "assets",
-        sources: { loop: { bundled: "loop.ogg" }, lead: { bundled: "lead.ogg", pickup: 0.5 } },
-        states: {
-          looping: { music: "loop" },
-          arrive: { music: "lead", transition: { seconds: 0, at: "beat", pickup: true } },
-        },
-        rules: [ { on: "free", do: { releaseLoop: true } }, { on: "go", do: { state: "arrive" } } ],
-      }
-      """)
+    // The silent loop, released 50 ms before its seam: too near it to end there
+    // (`Voice.releaseLoop`), so it plays one more pass.
+    let (game, sheet) = try Self.silentLoop(rate: 1, at: "beat")
     // Cued at 3.17 s: the director, told the loop is released, puts the downbeat on the beat at
     // 4 s of the file and the pickup's start on 3.5 s, past the seam. The music jumps back at
     // 3.2 s once more, so that position came only at the end of the next pass (6.2 s); it is
