@@ -809,6 +809,58 @@ struct DirectorActionTests {
       Listen.loudest(left, 3.3, 3.9, among: [explore, DirectorFixture.combatPitch]) == DirectorFixture.combatPitch)
   }
 
+  /// A fight of priority 5 the player's death stops (fade 1 s, from 1 s to 2 s), and the rules of
+  /// priority 0 after it.
+  static let stoppedFight =
+    #"{ on: "fight", do: { state: "boss" } }, { on: "died", priority: 100, do: { stop: true, fade: 1 } }, "#
+    + #"{ on: "restart", do: { state: "explore" } }, { on: "won", when: { state: "boss" }, do: { state: "explore" } }, "#
+    + #"{ on: "back", priority: 100, do: { resume: true } }"#
+
+  @Test("stop: the rules see no state from it on; music asked for while it fades starts after it")
+  func stopEndsTheState() throws {
+    let states = #"boss: { music: "tense", priority: 5, transition: { seconds: 0 } },"#
+    // The level starts again after the stop: the stopped fight neither outranks it nor is matched.
+    // It used to: "state boss (priority 5) outranks the rule", and silence to the end.
+    let (after, afterTimeline) = try run(
+      rules: Self.stoppedFight, [.cue(0.5, "fight"), .cue(1, "died"), .cue(2.2, "won"), .cue(2.5, "restart")],
+      seconds: 3.5, states: states)
+    #expect(afterTimeline.events.map(\.outcome) == ["fired", "fired", "ignored", "fired"], "\(afterTimeline.summary)")
+    #expect(afterTimeline.events[2].reason?.contains("the state is none") == true, "\(afterTimeline.summary)")
+    #expect(Listen.rms(Listen.window(after, 2.05, 2.45)) == 0, "\(afterTimeline.summary)")
+    #expect(
+      Listen.loudest(after, 2.8, 3.4, among: [explore, DirectorFixture.combatPitch]) == explore,
+      "\(afterTimeline.summary)")
+
+    // Asked for while the stop fades: the stop ends as asked, and the new state starts from the
+    // silence after it. It used to cancel the stop but not its fade: silence to the end.
+    let (during, duringTimeline) = try run(
+      rules: Self.stoppedFight, [.cue(0.5, "fight"), .cue(1, "died"), .cue(1.5, "restart")], seconds: 3.5,
+      states: states)
+    #expect(duringTimeline.summary.contains("cut to \"explore\" after the stop (2 s)"), "\(duringTimeline.summary)")
+    #expect(
+      Listen.loudest(during, 1.1, 1.4, among: [explore, DirectorFixture.combatPitch]) == DirectorFixture.combatPitch)
+    #expect(Listen.rms(Listen.window(during, 1.1, 1.4)) < Listen.rms(Listen.window(during, 0.6, 0.9)))
+    #expect(Listen.rms(Listen.window(during, 1.97, 1.99)) < 0.01, "\(duringTimeline.summary)")
+    #expect(
+      Listen.loudest(during, 2.2, 3.4, among: [explore, DirectorFixture.combatPitch]) == explore,
+      "\(duringTimeline.summary)")
+    #expect(Listen.rms(Listen.window(during, 3.0, 3.4)) > 0.1, "\(duringTimeline.summary)")
+    #expect(duringTimeline.state(at: 2.5) == "explore")
+  }
+
+  @Test("resume while a stop fades: the state and its priority are the rules' again")
+  func resumeCallsOffTheStop() throws {
+    let (left, timeline) = try run(
+      rules: Self.stoppedFight, [.cue(0.5, "fight"), .cue(1, "died"), .cue(1.5, "back"), .cue(2.5, "restart")],
+      seconds: 3.5, states: #"boss: { music: "tense", priority: 5, transition: { seconds: 0 } },"#)
+    #expect(timeline.events.map(\.outcome) == ["fired", "fired", "fired", "ignored"], "\(timeline.summary)")
+    #expect(timeline.events[3].reason?.contains("outranks") == true, "\(timeline.summary)")
+    #expect(
+      Listen.loudest(left, 2.6, 3.4, among: [explore, DirectorFixture.combatPitch]) == DirectorFixture.combatPitch,
+      "\(timeline.summary)")
+    #expect(Listen.rms(Listen.window(left, 3.0, 3.4)) > 0.1, "\(timeline.summary)")
+  }
+
   @Test("seek: jumps within the item")
   func seek() throws {
     let game = try DirectorFixture()
@@ -1352,6 +1404,39 @@ struct DirectorLibraryTests {
       let level = Listen.rms(Listen.window(left, window.0, window.1))
       #expect(level > 0.05, "\(window.0) to \(window.1) s: level \(level): \(timeline.summary)")
     }
+  }
+
+  @Test("The game's queue set while a stop fades plays after the stop, at full volume")
+  func gameQueueAfterAStop() throws {
+    let game = try DirectorFixture()
+    let library = try library(game, status: .authorized)
+    let song = try #require(try library.items(matching: MediaQuery.songs()).first)
+    let text = """
+      { start: "explore", assets: "assets", sources: { calm: { bundled: "explore.ogg" } },
+        states: { explore: { music: "calm" } }, rules: [ { on: "died", do: { stop: true, fade: 1 } } ] }
+      """
+    let engine = try AudioEngine(output: .offline(sampleRate: 48_000, renderFrames: 256))
+    let director = Director(engine: engine, sheet: try game.sheet(text), library: library, clocking: .pumped)
+    var left = [Float]()
+    var buffer = [Float](repeating: 0, count: 2 * 256)
+    while left.count < 4 * 48_000 {
+      let time = Double(left.count) / 48_000
+      if (48_000..<48_256).contains(left.count) { director.post("died") }
+      if (72_000..<72_256).contains(left.count) {
+        director.setQueue([song], transition: TransitionSpec(seconds: 0.5), repeatMode: .none)
+      }
+      director.advance(toAudioTime: time)
+      buffer.withUnsafeMutableBufferPointer { engine.render(into: $0.baseAddress!, frameCount: 256) }
+      for frame in 0..<256 { left.append(buffer[2 * frame]) }
+    }
+    director.shutdown()
+    #expect(director.player.nowPlayingItem == song)
+    // The stop fades the state's music out until 2 s; the song fades in from there. It used to
+    // call the stop off but not its fade: the song played on at a gain of 0.
+    #expect(Listen.rms(Listen.window(left, 1.97, 1.99)) < 0.01)
+    let full = Listen.rms(Listen.window(left, 0.5, 0.9))
+    let after = Listen.rms(Listen.window(left, 3, 3.9))
+    #expect(after > 0.5 * full, "the song at \(after) rms, the music before at \(full)")
   }
 
   @Test("The game's queue replaces the state's music; an empty one, or the next state, brings the state's back")

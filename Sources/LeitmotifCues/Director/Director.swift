@@ -384,7 +384,8 @@ public final class Director: @unchecked Sendable {
   }
 
   /// The music state the rules see (set when a rule changes it, even while the music waits for
-  /// the beat grid).
+  /// the beat grid); nil before the music starts and from a `stop` on (`resume` brings the state
+  /// back).
   public var currentState: String? { core.withLock { $0.currentState } }
 
   /// The state whose music is heard now.

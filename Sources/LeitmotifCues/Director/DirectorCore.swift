@@ -28,6 +28,12 @@ final class DirectorCore {
   private(set) var now: Double = 0
   private(set) var currentState: String?
   private var statePriority = 0
+  /// The state a `stop` ends: what `resume` starts again. The rules see no state from the stop on
+  /// (nor its priority): a game that stops its boss music on the player's death and starts the
+  /// level again must not find its level rules outranked, nor matched against, a state whose
+  /// music it stopped. (They were: `level.start` after `player.died` in the default cue file was
+  /// ignored, "state combat outranks the rule", and the music stayed silent.)
+  private var stoppedState: String?
   private var generator: SeededGenerator
   private var lastFired: [String: Double] = [:]
   private var parameters: [String: Ramp] = [:]
@@ -490,6 +496,13 @@ final class DirectorCore {
       cancelScheduled {
         if case .pause = $0 { return true } else if case .stop = $0 { return true } else { return false }
       }
+      // A stop called off while its music still fades (or waits, paused): the state is the
+      // rules' again, with its priority.
+      if player.playbackState != .stopped, currentState == nil, let state = stoppedState {
+        currentState = state
+        statePriority = sheet.states[state]?.priority ?? 0
+        stoppedState = nil
+      }
       if player.playbackState == .paused {
         player.play()
         if fade.value(at: now) < 1 || fadeSeconds > 0 {
@@ -498,7 +511,7 @@ final class DirectorCore {
         }
         return "resume (fade \(Self.format(fadeSeconds)) s)"
       }
-      if player.playbackState == .stopped, let state = currentState, let spec = sheet.states[state] {
+      if player.playbackState == .stopped, let state = currentState ?? stoppedState, let spec = sheet.states[state] {
         var entry = spec.transition
         entry.seconds = fadeSeconds
         entry.moment = .now
@@ -516,6 +529,9 @@ final class DirectorCore {
       }
       fade.move(to: 0, over: fadeSeconds, at: now)
       schedule(.stop, at: now + fadeSeconds, cause: cause)
+      if let state = currentState { stoppedState = state }
+      currentState = nil
+      statePriority = 0
       return "stop (fade \(Self.format(fadeSeconds)) s)"
     case .skip(let direction, let spec):
       let transition = spec.map { Transition(validDuration: $0.seconds, curve: $0.curve) }
@@ -736,6 +752,11 @@ final class DirectorCore {
   /// resume of a stopped queue, brings the state's own music back.
   private func playQueue(_ queue: GameQueue, cause: LevelEvent?) -> String {
     let spec = queue.transition
+    if !queue.items.isEmpty, let stopAt = stopEndsAt {
+      return afterTheStop(.playQueue(queue), at: stopAt, cause: cause) {
+        "queue \(queue.items.count) song\(queue.items.count == 1 ? "" : "s")"
+      }
+    }
     // The latest word wins: a state change or stop waiting for the grid is dropped.
     cancelScheduled {
       switch $0 {
@@ -815,6 +836,15 @@ final class DirectorCore {
     let playing = player.playbackState == .playing && player.nowPlayingItem != nil
     if name == currentState && playing && !hasScheduledStateChange {
       return "stay in \"\(name)\" (already playing)"
+    }
+    if let stopAt = stopEndsAt, let state = sheet.states[name] {
+      currentState = name
+      statePriority = state.priority
+      var fromSilence = spec
+      fromSilence.moment = .now
+      return afterTheStop(.changeState(name: name, spec: fromSilence, landsAt: stopAt), at: stopAt, cause: cause) {
+        "\(spec.seconds > 0 ? "fade in" : "cut to") \"\(name)\""
+      }
     }
     cancelScheduled {
       switch $0 {
@@ -896,6 +926,30 @@ final class DirectorCore {
     applyStateChange(name, spec: spec, cause: cause, built: built, lead: lead)
     if paused { return description + " (paused: it plays when the music resumes)" }
     return description + note + (lead > 0 ? " (its pickup first: the downbeat at \(Self.format(now + lead)) s)" : "")
+  }
+
+  /// When the music's `stop` ends, while it fades out for it (nil when no stop waits).
+  private var stopEndsAt: Double? {
+    scheduled.first { if case .stop = $0.work { return true } else { return false } }?.time
+  }
+
+  /// New music asked for while the music fades out for a `stop`: the stop ends as it was asked
+  /// to, and `work` starts the new music from the silence after it (a beat or bar of music that
+  /// is ending means nothing). It used to cancel the stop but not its fade: the new music
+  /// played on under a fade that went on to silence, and stayed silent.
+  private func afterTheStop(_ work: Work, at stopAt: Double, cause: LevelEvent?, what: () -> String) -> String {
+    cancelScheduled {
+      switch $0 {
+      case .changeState, .playQueue: return true
+      default: return false
+      }
+    }
+    pendingBridge = nil
+    stoppedState = nil
+    schedule(work, at: stopAt, cause: cause)
+    let description = what() + " after the stop (\(Self.format(stopAt)) s)"
+    report(.scheduled(what: description, at: stopAt), cause: cause)
+    return description
   }
 
   /// A bridge playing (or about to): the state it leads into, the transition from its end, and
