@@ -356,6 +356,8 @@ struct DirectorTimingTests {
     #expect(mismatch == nil, "differs from explore alone at \(Double(mismatch ?? 0) / 48_000) s\n\(timeline.summary)")
     #expect(!timeline.summary.contains("-> \"combat\""), "\(timeline.summary)")
     #expect(timeline.summary.contains("is called off"), "\(timeline.summary)")
+    // The item heard all along is not announced again (it was, as "now playing", at the call-off).
+    #expect(timeline.items.count == 1, "\(timeline.summary)")
     let spotted = timeline.lines.firstIndex { $0.contains("[spotted] rule") }
     let lost = timeline.lines.firstIndex { $0.contains("[lost] rule") }
     #expect(spotted != nil && lost != nil && spotted! < lost!, "\(timeline.summary)")
@@ -411,6 +413,11 @@ struct DirectorTimingTests {
       try game.sheet(text), [.cue(2.3, "spotted"), .cue(2.35, "boss")], seconds: 5)
     #expect(!timeline.summary.contains("-> \"combat\""), "\(timeline.summary)")
     #expect(timeline.summary.contains("state \"explore\" -> \"boss\""), "\(timeline.summary)")
+    // The designer is told the change reported as waiting will not come.
+    #expect(
+      timeline.summary.contains(
+        "[boss] rule \"rule 2\": cut to \"boss\"; the change to \"combat\" waiting for 4 s is called off"),
+      "\(timeline.summary)")
     #expect(timeline.state(at: 4.5) == "boss", "\(timeline.summary)")
     let pitches = [DirectorFixture.bossPitch, DirectorFixture.explorePitch, 440]
     #expect(Listen.loudest(left, 4, 4.9, among: pitches) == DirectorFixture.bossPitch, "\(timeline.summary)")
@@ -566,6 +573,23 @@ struct DirectorActionTests {
     #expect(Listen.level(of: explore, in: Listen.window(left, 1.55, 1.95)) > 0.2)
     #expect(timeline.stingers.map(\.file) == ["hit.ogg"])
     #expect(abs((timeline.stingers.first?.at ?? 0) - 1.5) < 0.001)
+  }
+
+  @Test("The same stinger twice on one frame plays once: cued twice before its beat, or twice in one update")
+  func stingerOnceAFrame() throws {
+    let rules = #"{ on: "tick", do: { stinger: "hit", at: "beat" } }, { on: "now", do: { stinger: "hit" } }"#
+    let (once, _) = try run(rules: rules, [.cue(1.2, "tick"), .cue(2.6, "now")], seconds: 3.2)
+    let (twice, timeline) = try run(
+      rules: rules, [.cue(1.2, "tick"), .cue(1.3, "tick"), .cue(2.6, "now"), .cue(2.6, "now")], seconds: 3.2)
+    #expect(timeline.stingers.map(\.at).count == 2, "\(timeline.summary)")
+    #expect(timeline.lines.filter { $0.contains("plays once") }.count == 2, "\(timeline.summary)")
+    // Heard as loud as one: a copy on the same frame used to double it.
+    let hit = DirectorFixture.stingerPitch
+    for at in [1.5, 2.6] {
+      let single = Listen.level(of: hit, in: Listen.window(once, at + 0.05, at + 0.4))
+      let heard = Listen.level(of: hit, in: Listen.window(twice, at + 0.05, at + 0.4))
+      #expect(single > 0.15 && abs(heard / single - 1) < 0.01, "at \(at) s: \(heard) against one stinger's \(single)")
+    }
   }
 
   @Test(

@@ -71,6 +71,8 @@ final class DirectorCore {
   private var waiting: [LevelEvent] = []
   private var stingers: [Player] = []
   private var stingerTurns: [String: Int] = [:]
+  /// The stingers started at once at the director's time `now` (see `playStinger`).
+  private var stingerStartedNow: [String: Double] = [:]
   /// Each source's playlist memory (see `PlaylistMemory`), by source name.
   private var playlists: [String: PlaylistMemory] = [:]
   private var origins: [String: (source: String, isUserMusic: Bool)] = [:]
@@ -464,7 +466,10 @@ final class DirectorCore {
     switch action {
     case .changeState(let name, let override):
       guard let state = sheet.states[name] else { return "no state \"\(name)\"" }
-      return changeState(to: name, spec: override ?? state.transition, cause: cause)
+      calledOff = nil
+      let done = changeState(to: name, spec: override ?? state.transition, cause: cause)
+      defer { calledOff = nil }
+      return calledOff.map { done + "; " + $0 } ?? done
     case .stinger(let stinger):
       return playStinger(stinger, cause: cause)
     case .holdDuck(let decibels, let seconds):
@@ -846,6 +851,11 @@ final class DirectorCore {
         "\(spec.seconds > 0 ? "fade in" : "cut to") \"\(name)\""
       }
     }
+    calledOff =
+      scheduled.lazy.compactMap { waiting -> String? in
+        guard case .changeState(let waitingName, _, _) = waiting.work, waitingName != name else { return nil }
+        return "the change to \"\(waitingName)\" waiting for \(Self.format(waiting.time)) s is called off"
+      }.first
     cancelScheduled {
       switch $0 {
       case .changeState, .stop, .playQueue: return true
@@ -869,6 +879,7 @@ final class DirectorCore {
     // waiting music, not begun: a change on the beat 0.5 s after one on the bar cut in at once,
     // off the grid, and was reported on a line of the music that never played (trial 7).
     if playing, let pending = pendingLanding, now < pending.heardAt, let asked = currentState, asked != name {
+      calledOff = "the change to \"\(asked)\" waiting for \(Self.format(pending.heardAt)) s is called off"
       // (Not a bridge's hand-over to its state's music: the state heard is already the one
       // asked for, and what waits is the rest of its music, after the bridge piece.)
       if pending.state != asked, player.takeBackQueue() {
@@ -927,6 +938,10 @@ final class DirectorCore {
     if paused { return description + " (paused: it plays when the music resumes)" }
     return description + note + (lead > 0 ? " (its pickup first: the downbeat at \(Self.format(now + lead)) s)" : "")
   }
+
+  /// What the last `changeState` called off that the designer was told would come (a change
+  /// waiting for its line, its report held until then), for its action's report.
+  private var calledOff: String?
 
   /// When the music's `stop` ends, while it fades out for it (nil when no stop waits).
   private var stopEndsAt: Double? {
@@ -1573,6 +1588,12 @@ final class DirectorCore {
     currentState = heard
     statePriority = music.priority
     lastReportedState = heard
+    // The item heard all along is the one playing again: no "now playing" for it (one was
+    // reported, the item unchanged, each time a change was called off).
+    if let item = player.nowPlayingItem {
+      lastNowPlaying = item
+      lastNowPlayingEntry = player.nowPlayingEntryID
+    }
     playingOrder = playingOrderBeforeChange
     bakedVolume = bakedVolumeBeforeChange
     stateVolume.set(Double(music.volume) / bakedVolume)
@@ -1624,6 +1645,20 @@ final class DirectorCore {
   }
 
   private func playStinger(_ stinger: StingerAction, cause: LevelEvent?) -> String {
+    let line = gridLineHeard(stinger.moment)
+    let at = line?.at ?? now
+    // The same stinger twice on one frame (two cues in one update, or a second cue while the
+    // first one's stinger waits for the same beat) plays once: the copy would only double its
+    // level, 6 dB over what the designer set, into the limiter.
+    let halfFrame = 0.5 / Double(engine.sampleRate)
+    let waiting = scheduled.contains {
+      guard case .stinger(let name, _, _, _, _, _) = $0.work else { return false }
+      return name == stinger.sound && abs($0.time - at) < halfFrame
+    }
+    if waiting || (at <= now + halfFrame && stingerStartedNow[stinger.sound] == now) {
+      return
+        "stinger \"\(stinger.sound)\" (\(Self.format(at)) s): the same stinger starts on that frame already, and plays once"
+    }
     let item: MediaItem
     if stinger.isSource {
       guard let items = resolved[stinger.sound]?.items, !items.isEmpty else {
@@ -1639,9 +1674,7 @@ final class DirectorCore {
       }
       item = file
     }
-    let line = gridLineHeard(stinger.moment)
-    let at = line?.at ?? now
-    if at > now + 0.5 / Double(engine.sampleRate) {
+    if at > now + halfFrame {
       // Opened now, and started by the mixer on the frame where the music reaches the line (its
       // duck and its report wait for that time here).
       var prepared: Player?
@@ -1670,6 +1703,8 @@ final class DirectorCore {
       return "stinger \"\(stinger.sound)\" on the \(stinger.moment.rawValue) (\(Self.format(at)) s)\(fallback)"
     }
     let work = Work.stinger(name: stinger.sound, item: item, volume: stinger.volume, duck: stinger.duck, prepared: nil)
+    if stingerStartedNow.values.contains(where: { $0 != now }) { stingerStartedNow.removeAll() }
+    stingerStartedNow[stinger.sound] = now
     run(Scheduled(time: now, order: 0, work: work, cause: cause))
     return "stinger \"\(stinger.sound)\""
   }
