@@ -503,8 +503,9 @@ typedef enum lm_moment {
   LM_AT_END = 3
 } lm_moment;
 
-/* Stops the music, fading out over fade_seconds (0 or more); lm_resume starts the current
-   state's music again, fading in over fade_seconds. */
+/* Stops the music, fading out over fade_seconds (0 or more): from then on no state holds
+   (lm_get_state gives "", and the rules see none); lm_resume starts the stopped state's music
+   again, fading in over fade_seconds. */
 lm_error lm_stop(lm_engine *engine, double fade_seconds);
 lm_error lm_resume(lm_engine *engine, double fade_seconds);
 

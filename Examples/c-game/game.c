@@ -626,7 +626,12 @@ static int self_test(const char *cues) {
     for (int i = 0; i < 512 * 2; i++) loudest = fabsf(buffer[i]) > loudest ? fabsf(buffer[i]) : loudest;
     expect_true(loudest < 1e-4f, "after lm_stop's fade the music is silent");
   }
+  expect(lm_get_state(engine, state, sizeof state, NULL, 0), LM_OK, "get the state after the stop");
+  expect_true(state[0] == 0, "after lm_stop no state holds (the rules see none)");
   expect(lm_resume(engine, 0), LM_OK, "resume");
+  expect(lm_render(engine, buffer, 512), LM_OK, "render: the resume is taken");
+  expect(lm_get_state(engine, state, sizeof state, NULL, 0), LM_OK, "get the state after the resume");
+  expect_true(strcmp(state, "combat") == 0, "lm_resume starts the stopped state again");
   expect(lm_play_stinger(engine, "spotted", LM_AT_BEAT, 0.8f), LM_OK, "a stinger on the beat");
   info.struct_size = sizeof info;
   expect(lm_now_playing(engine, &info), LM_OK, "now playing");

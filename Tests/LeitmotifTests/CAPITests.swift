@@ -136,6 +136,8 @@ struct CAPITests {
       "ok   a state name is cut to fit, NUL-terminated",
       "ok   lm_set_state moved to combat",
       "ok   after lm_stop's fade the music is silent",
+      "ok   after lm_stop no state holds (the rules see none)",
+      "ok   lm_resume starts the stopped state again",
       "ok   set an unknown state: LM_ERROR_INVALID_ARGUMENT",
       "ok   now playing: a title and a path, copied into the caller's struct",
       "ok   a parameter set without a ramp reads back at once",
