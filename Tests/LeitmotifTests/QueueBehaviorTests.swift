@@ -173,6 +173,30 @@ struct QueueBehaviorTests {
     #expect(streamed == ["item0", "item1", "item2", "item0"], "the stream sees the same changes in the same order")
   }
 
+  @Test("An empty queue stops the player, playing or paused; a new queue then waits for play()")
+  func emptyQueueStops() throws {
+    let directory = try TemporaryDirectory()
+    let path = try EngineHarness.vorbisTone(in: directory, name: "a.ogg", seconds: 2, frequency: 300, amplitude: 0.5)
+    let engine = try EngineHarness.offlineEngine()
+    defer { engine.shutdown() }
+    let player = QueuePlayer(engine: engine)
+    for paused in [false, true] {
+      try player.setQueue(with: [MediaItem(path: path)])
+      player.play()
+      _ = EngineHarness.render(engine, seconds: 0.2)
+      if paused { player.pause() }
+      try player.setQueue(with: [MediaItem]())
+      // It used to stay .playing (or .paused) with nothing in it.
+      #expect(player.playbackState == .stopped && player.nowPlayingItem == nil, "paused: \(paused)")
+      #expect(player.currentPlaybackRate == 0)
+      let after = EngineHarness.render(engine, seconds: 0.2)
+      #expect(after.suffix(4_800).allSatisfy { $0 == 0 }, "silent after the fade (paused: \(paused))")
+      try player.setQueue(with: [MediaItem(path: path)])
+      _ = EngineHarness.render(engine, seconds: 0.1)
+      #expect(player.playbackState == .stopped, "the next queue waits for play()")
+    }
+  }
+
   @Test("After the engine's shutdown nothing says it plays: players stay stopped, a director's post is refused")
   func afterShutdown() throws {
     let directory = try TemporaryDirectory()

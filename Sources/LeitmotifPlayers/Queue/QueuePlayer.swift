@@ -416,6 +416,9 @@ public final class QueuePlayer: MediaPlayback {
       } else {
         releaseAllVoices(&state)
         state.requestedSeekSeconds = startSeconds.map { max(0, $0) }
+        // An empty queue has nothing to play: the player stops (as MediaPlayer's does). It used
+        // to say it was playing, or paused, with nothing in it.
+        if state.queue.nowID == nil { setState(.stopped, &state) }
       }
     }
   }
