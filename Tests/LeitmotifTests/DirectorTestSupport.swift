@@ -98,6 +98,25 @@ struct DirectorFixture {
 }
 
 /// Signal measurements on the left channel.
+extension DirectorFixture {
+  /// Renders `seconds` of a pumped director's offline engine in the game's own 256-frame
+  /// callbacks, as a game's audio callback would (`advance` before each mix), calling `each`
+  /// with the frame each callback starts on first; the left channel.
+  static func renderPumped(
+    _ director: Director, _ engine: AudioEngine, seconds: Double, each: (Int) throws -> Void = { _ in }
+  ) rethrows -> [Float] {
+    var left = [Float]()
+    var buffer = [Float](repeating: 0, count: 2 * 256)
+    while Double(left.count) < seconds * Double(rate) {
+      try each(left.count)
+      director.advance(toAudioTime: Double(left.count) / Double(rate))
+      buffer.withUnsafeMutableBufferPointer { engine.render(into: $0.baseAddress!, frameCount: 256) }
+      for frame in 0..<256 { left.append(buffer[2 * frame]) }
+    }
+    return left
+  }
+}
+
 enum Listen {
   /// The strength of `frequency` in `samples` (a Goertzel filter), as an amplitude.
   static func level(of frequency: Double, in samples: ArraySlice<Float>, rate: Int = DirectorFixture.rate) -> Double {

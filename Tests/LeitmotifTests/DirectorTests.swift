@@ -460,18 +460,12 @@ struct DirectorTimingTests {
       """
     let engine = try AudioEngine(output: .offline(sampleRate: 48_000, renderFrames: 256))
     let director = Director(engine: engine, sheet: try game.sheet(text), library: nil, clocking: .pumped)
-    var left = [Float]()
-    var buffer = [Float](repeating: 0, count: 2 * 256)
-    while left.count < 5 * 48_000 {
-      let time = Double(left.count) / 48_000
-      if (48_000..<48_256).contains(left.count) {
+    let left = try DirectorFixture.renderPumped(director, engine, seconds: 5) { frame in
+      if (48_000..<48_256).contains(frame) {
         // The game's files changed under it (a patch half-applied): not Ogg any more.
         try Data(repeating: 0x41, count: 4096).write(to: URL(fileURLWithPath: game.assets + "/fight.ogg"))
       }
-      if (110_400..<110_656).contains(left.count) { director.post("spotted") }
-      director.advance(toAudioTime: time)
-      buffer.withUnsafeMutableBufferPointer { engine.render(into: $0.baseAddress!, frameCount: 256) }
-      for frame in 0..<256 { left.append(buffer[2 * frame]) }
+      if (110_400..<110_656).contains(frame) { director.post("spotted") }
     }
     director.shutdown()
     // The change was reported for the bar at 4 s; the spare music cut in at once (2.3 s) when the
@@ -1432,26 +1426,18 @@ struct DirectorLibraryTests {
 
   @Test("The game's queue set while a stop fades plays after the stop, at full volume")
   func gameQueueAfterAStop() throws {
-    let game = try DirectorFixture()
-    let library = try library(game, status: .authorized)
-    let song = try #require(try library.items(matching: MediaQuery.songs()).first)
+    let (game, library, song) = try librarySong()
     let text = """
       { start: "explore", assets: "assets", sources: { calm: { bundled: "explore.ogg" } },
         states: { explore: { music: "calm" } }, rules: [ { on: "died", do: { stop: true, fade: 1 } } ] }
       """
     let engine = try AudioEngine(output: .offline(sampleRate: 48_000, renderFrames: 256))
     let director = Director(engine: engine, sheet: try game.sheet(text), library: library, clocking: .pumped)
-    var left = [Float]()
-    var buffer = [Float](repeating: 0, count: 2 * 256)
-    while left.count < 4 * 48_000 {
-      let time = Double(left.count) / 48_000
-      if (48_000..<48_256).contains(left.count) { director.post("died") }
-      if (72_000..<72_256).contains(left.count) {
+    let left = DirectorFixture.renderPumped(director, engine, seconds: 4) { frame in
+      if (48_000..<48_256).contains(frame) { director.post("died") }
+      if (72_000..<72_256).contains(frame) {
         director.setQueue([song], transition: TransitionSpec(seconds: 0.5), repeatMode: .none)
       }
-      director.advance(toAudioTime: time)
-      buffer.withUnsafeMutableBufferPointer { engine.render(into: $0.baseAddress!, frameCount: 256) }
-      for frame in 0..<256 { left.append(buffer[2 * frame]) }
     }
     director.shutdown()
     #expect(director.player.nowPlayingItem == song)
@@ -1463,11 +1449,16 @@ struct DirectorLibraryTests {
     #expect(after > 0.5 * full, "the song at \(after) rms, the music before at \(full)")
   }
 
-  @Test("The game's queue replaces the state's music; an empty one, or the next state, brings the state's back")
-  func gameQueue() throws {
+  /// A game whose player has said yes, and the first song of their library.
+  func librarySong() throws -> (DirectorFixture, MediaLibrary, MediaItem) {
     let game = try DirectorFixture()
     let library = try library(game, status: .authorized)
-    let song = try #require(try library.items(matching: MediaQuery.songs()).first)
+    return (game, library, try #require(try library.items(matching: MediaQuery.songs()).first))
+  }
+
+  @Test("The game's queue replaces the state's music; an empty one, or the next state, brings the state's back")
+  func gameQueue() throws {
+    let (game, library, song) = try librarySong()
     let text = """
       { start: "explore", assets: "assets",
         sources: { calm: { bundled: "explore.ogg" }, bossMusic: { bundled: "boss.ogg" } },
