@@ -17,7 +17,8 @@ enum CuesSimulateCommand {
                                    [--timeline FILE] [--duration SECONDS] [--state NAME]
       --events SCRIPT     a JSON5 list of timed events: [{ at: 12.5, cue: "enemy.spotted", payload: { threat: 2 } }]
       --out OUT.wav       where the render goes (32-bit float, 48 kHz stereo)
-      --live              play in real time on the sound device instead (headless without one)
+      --live              play in real time on the sound device instead (headless without one);
+                          edits to the cue file are in force within a second, as in a game
       --lead SECONDS      with --live: how far ahead of the mix the director schedules (default:
                           a device period and 256 frames, at least 0.021; longer keeps every
                           change on its frame on a busy machine)
@@ -188,7 +189,13 @@ enum CuesSimulateCommand {
       FileHandle.standardError.write(Data("cues simulate: \(error)\n".utf8))
       return 1
     }
-    let director = Director(engine: engine, sheet: sheet, library: options.library)
+    // Watched, as a game's director is: a designer who edits the cue file while the level plays
+    // hears the change within a second (a broken save is reported, and the last good file
+    // stays). It used to play the file as it was at the start, and said nothing of the edits.
+    let director =
+      sheet.path.flatMap { try? Director(engine: engine, cueFile: $0, library: options.library) }
+      ?? Director(engine: engine, sheet: sheet, library: options.library)
+    let reloads = Atomic<Int>(0)
     if let lead { director.schedulingLead = lead }
     if beats {
       // Said as the game hears of it, with where OpenAL's playback was at that moment.
@@ -203,6 +210,7 @@ enum CuesSimulateCommand {
     let applied = Mutex<[UInt64: (time: Double, event: LevelEvent)]>([:])
     director.addObserver { report in
       say(report.description)
+      if case .reloaded = report.kind { reloads.add(1, ordering: .relaxed) }
       if let event = report.event {
         applied.withLock { if $0[event.sequence] == nil { $0[event.sequence] = (report.time, event) } }
       }
@@ -292,6 +300,13 @@ enum CuesSimulateCommand {
           "recorded \(events.count) event\(events.count == 1 ? "" : "s")"
             + (sets.isEmpty ? "" : " and \(sets.count) parameter change\(sets.count == 1 ? "" : "s")")
             + " to \(recordPath)")
+        let reloaded = reloads.load(ordering: .relaxed)
+        if reloaded > 0 {
+          // Rendered against one file, the recording replays what was heard only up to the edit.
+          say(
+            "note: the cue file was reloaded \(reloaded) time\(reloaded == 1 ? "" : "s") while it played: rendering "
+              + "the recording gives what was heard with the file as it is now, not as it was before each edit")
+        }
       } catch {
         FileHandle.standardError.write(Data("cues simulate: \(recordPath): cannot write: \(error)\n".utf8))
         return 1

@@ -1746,6 +1746,36 @@ struct CuesSimulateCommandTests {
     #expect(abs((timeline.states.last?.from ?? 0) - 2.5) < 0.001, "\(timeline.states)")
   }
 
+  @Test("--live watches the cue file: an edit saved while it plays answers the next cue, and --record says so")
+  func liveReloads() throws {
+    let game = try DirectorFixture()
+    let before =
+      "{ start: \"explore\", \(DirectorFixture.sources) states: { explore: { music: \"calm\" }, combat: { music: \"tense\" } } }"
+    _ = try game.sheet(before)
+    let script = game.directory.file("level.json5")
+    try #"[ { at: 3.5, cue: "fight" } ]"#.write(toFile: script, atomically: true, encoding: .utf8)
+    // The designer adds the rule a second into the run (an atomic save, as editors make).
+    let edit = Thread {
+      Thread.sleep(forTimeInterval: 1)
+      let after = before.dropLast() + #", rules: [ { name: "added", on: "fight", do: { state: "combat" } } ] }"#
+      try? String(after).write(toFile: game.cuePath, atomically: true, encoding: .utf8)
+    }
+    edit.start()
+    var environment = ProcessInfo.processInfo.environment
+    environment["ALSOFT_DRIVERS"] = "null"
+    let run = try LeitmotifCommand.run(
+      [
+        "cues", "simulate", game.cuePath, "--events", script, "--live", "--duration", "5", "--record",
+        game.directory.file("recorded.json5"),
+      ],
+      environment: environment)
+    #expect(run.status == 0, "\(run.errors)")
+    // It used to play the file as it was at the start: "no rule answers cue fight".
+    #expect(run.output.contains("reloaded"), "\(run.output)")
+    #expect(run.output.contains("[fight] rule \"added\""), "\(run.output)")
+    #expect(run.output.contains("note: the cue file was reloaded 1 time while it played"), "\(run.output)")
+  }
+
   @Test("A broken script: every problem with its line and column, exit status 2")
   func brokenScript() throws {
     let game = try DirectorFixture()
