@@ -852,7 +852,12 @@ package final class StreamingLoop: @unchecked Sendable {
     switch command {
     case .timed(let frame, let timed):
       switch timed {
-      case .claim, .release, .callOff, .attach, .loadFailed, .timed, .simulateDeviceDisconnect, .stallForTesting:
+      // Claims and call-offs at once: ownership moves in the order the pool made it. A release
+      // waits for its frame like any other command (its voice plays on until then: a stop on
+      // the director's step used to cut the music the lead early live, and by another amount
+      // offline); if the slot is claimed again before it, that claim lets the voice go, and the
+      // release then finds it owned by another generation and does nothing.
+      case .claim, .callOff, .attach, .loadFailed, .timed, .simulateDeviceDisconnect, .stallForTesting:
         apply(timed, clock: clock)
       default:
         guard frame > clock, timedCommands.insert(timed, at: frame) else {

@@ -88,7 +88,7 @@ package final class VoicePool: Sendable {
     table = Mutex(
       Table(
         owners: [Owner?](repeating: nil, count: limit), generations: [UInt32](repeating: 0, count: limit),
-        free: Array((0..<limit).reversed())))
+        free: Array(0..<limit)))
   }
 
   /// Takes a voice for a new owner, or steals one when all `limit` are in use; `listener` gets
@@ -106,7 +106,9 @@ package final class VoicePool: Sendable {
     priority: Int, stealsHeld: Bool = true, listener: @escaping @Sendable (EngineEvent) -> Void
   ) -> VoiceLease? {
     let outcome = table.withLock { table -> (VoiceHandle, stolen: (VoiceHandle, @Sendable (EngineEvent) -> Void)?)? in
-      var slot = table.free.popLast()
+      // The slot given back longest ago: a release stamped for a later frame (the director's
+      // lead) lets its voice play on until then, and a claim of that slot before it would cut it.
+      var slot = table.free.isEmpty ? nil : table.free.removeFirst()
       var stolen: (VoiceHandle, @Sendable (EngineEvent) -> Void)?
       if slot == nil {
         var best: (slot: Int, rank: Int, gain: Float)?

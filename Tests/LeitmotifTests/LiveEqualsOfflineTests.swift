@@ -171,6 +171,37 @@ struct LiveEqualsOfflineTests {
   }
 
   @Test(
+    "A stop live: the music fades to the stop's end and its voices go on the director's frame, and a state asked for during the fade starts after it, live as offline"
+  )
+  func stopLiveEqualsOffline() throws {
+    let directory = try TemporaryDirectory(prefix: "leitmotif-live-stop")
+    let assets = try Self.assets(in: directory)
+    // The player dies twice: the level starts again once after the stop, once during its fade.
+    // The stop's voices were let go when the director's step (the lead ahead) posted it: live
+    // the music was cut 45 ms before the fade's end, offline by another amount (1,960 frames
+    // differed, up to 0.025 on a 440 Hz tone).
+    let level = """
+      {
+        assets: "\(assets)",
+        start: "explore",
+        sources: { calm: { bundled: "explore.ogg" }, fight: { bundled: "combat.ogg" } },
+        states: { explore: { music: "calm", transition: { seconds: 0.5 } }, combat: { music: "fight", priority: 1 } },
+        rules: [
+          { on: "fight", do: { state: "combat" } },
+          { on: "died", priority: 5, do: { stop: true, fade: 1 } },
+          { on: "start", do: { state: "explore" } },
+        ],
+      }
+      """
+    let script = #"""
+      [ { at: 1.0, cue: "fight" }, { at: 2.0, cue: "died" }, { at: 3.5, cue: "start" }, { at: 5.0, cue: "died" },
+        { at: 5.5, cue: "start" } ]
+      """#
+    let (live, _) = try Self.compare(level: level, script: script, seconds: 8, in: directory)
+    #expect(live.output.contains("after the stop (6."), "\(live.output)")
+  }
+
+  @Test(
     "A change with a pickup taken while the playing music still fades in: live as offline, the fade goes on through the pickup"
   )
   func pickupDuringAFadeInLiveEqualsOffline() throws {
