@@ -37,11 +37,16 @@ package final class DecodeAheadStream: @unchecked Sendable {
   static let blockCount = 8
   static let framesPerBlock = Voice.framesPerBuffer
   /// The producer refills in bursts: once the ring is full it sleeps until only this many blocks
-  /// are left (0.17 s still ahead of the mixer), then decodes until it
-  /// is full again. Decoding six blocks at a time instead of one keeps libvorbis's tables in
-  /// cache and wakes the thread a sixth as often: on a virtual machine that halves what decoding
-  /// costs (measured with `leitmotif-bench crossfade`).
-  static let lowWaterBlocks = 2
+  /// are left (0.26 s still ahead of the mixer), then decodes until it is full again. Decoding
+  /// blocks in bursts instead of one at a time keeps libvorbis's tables in cache and wakes the
+  /// thread less often: on a virtual machine that halves what decoding costs (measured with
+  /// `leitmotif-bench crossfade`). Three, not two: a voice whose time-stretcher starts reads
+  /// about two blocks at once (SoundTouch's first sequences), and with two left a stream of three
+  /// planes (a piece with two stems) ran dry live for 14 mixes, 17 ms, before its decode thread
+  /// caught up (offline the voice waits, so live and offline differed by up to 1.15 from there).
+  /// `leitmotif-bench voices` at 16 voices: 0.0444 CPU s per audio s on OpenAL's null device
+  /// and 0.0337 headless, against 0.0472 and 0.0353 with two, in back-to-back runs.
+  static let lowWaterBlocks = 3
   /// An offline consumer that had to wait is woken when this many blocks are ready (see `peek`).
   static let offlineWakeBlocks = 4
   /// Finished segments kept (with their open decoders) so a seek can still go back into them
@@ -52,8 +57,8 @@ package final class DecodeAheadStream: @unchecked Sendable {
   /// and still end the loop at that seam (see `releaseLoop`). A jump decoded earlier would put
   /// the next pass in the ring before the mixer could decide against it: a release then played
   /// one more pass, or not, depending on how far ahead the decode thread happened to be. Two
-  /// blocks: what the ring holds when the producer is woken to refill anyway, so a loop is
-  /// decoded as far ahead at its seams as anywhere else.
+  /// blocks: about what the ring holds when the producer is woken to refill anyway (three,
+  /// `lowWaterBlocks`), so a loop is decoded nearly as far ahead at its seams as anywhere else.
   static let releaseCommitFrames = 2 * framesPerBlock
 
   /// Frames of the ring's blocks from file frame `position`, in pass `pass` of `loop`'s segment,
