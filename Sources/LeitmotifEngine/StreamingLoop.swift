@@ -523,6 +523,7 @@ package final class StreamingLoop: @unchecked Sendable {
         guard var trigger = crossfade.trigger, owns(trigger.voice), let outgoing = voices[trigger.voice.slot] else {
           return true
         }
+        if waitsToBegin(trigger.voice) { continue }
         let due = trigger.framesUntilStart(music: outgoing, clock: clock, frames: frames)
         if let due, due < span { return true }
       } else if var trigger = triggeredPlays[slot] {
@@ -644,6 +645,11 @@ package final class StreamingLoop: @unchecked Sendable {
       guard var crossfade = pendingCrossfades[slot] else { continue }
       var start = clock
       if var trigger = crossfade.trigger, owns(trigger.voice), let outgoing = voices[trigger.voice.slot] {
+        // Music that waits to begin (a bridge waiting for its own grid line) has reached no
+        // line yet, where `framesUntil` would say the moment is gone: the crossfade waits for
+        // it. It used to start at once, and the state's music behind a bridge, cued while a
+        // tempo change kept the bridge waiting past the director's estimate, replaced it.
+        if waitsToBegin(trigger.voice) { continue }
         // On the grid line of the outgoing music, found from its own position.
         let due = trigger.framesUntilStart(music: outgoing, clock: clock, frames: frames)
         // (Kept: reaching a seam fixes a start in the loop's next pass to its frame.)
