@@ -126,7 +126,12 @@ struct BridgeTests {
       DirectorFixture.explorePitch, Self.bridgePitch, DirectorFixture.combatPitch, DirectorFixture.bossPitch,
     ]
     #expect(run.timeline.states.map(\.state) == ["explore", "combat", "boss"], "\(run.timeline.summary)")
-    // Out of the bridge on its next bar (its end, at 6 s), into the boss.
+    // Out of the bridge on its next bar (its end, at 6 s), into the boss: reckoned on the
+    // bridge, not on the combat music waiting behind it (not begun: the boss cut in at once,
+    // at 4.5 s, reported at 6.48 s).
+    let bossAt = try #require(run.timeline.states.last?.from)
+    #expect(abs(bossAt - 6) < 0.02, "the boss reported at \(bossAt) s\n\(run.timeline.summary)")
+    #expect(Listen.loudest(run.left, 4.6, 5.9, among: pitches) == Self.bridgePitch, "the bridge plays to its end")
     #expect(Listen.loudest(run.left, 6, 9, among: pitches) == DirectorFixture.bossPitch, "\(run.timeline.summary)")
     #expect(
       Listen.level(of: DirectorFixture.combatPitch, in: Listen.window(run.left, 4, 10)) < 0.01, "combat never came")
@@ -151,6 +156,51 @@ struct BridgeTests {
     #expect(Listen.loudest(run.left, 2.6, 3.9, among: pitches) == DirectorFixture.explorePitch, "explore plays on")
     #expect(Listen.loudest(run.left, 4.2, 6.5, among: pitches) == DirectorFixture.bossPitch, "then the boss")
     #expect(Listen.level(of: Self.bridgePitch, in: Listen.window(run.left, 0, 7)) < 0.01, "the bridge never came")
+  }
+
+  @Test(
+    "A tempo set by the rule that changes state counts for the bar: the bridge plays whole on it, then the state's music"
+  )
+  func tempoInTheSameRule() throws {
+    let game = try Self.game()
+    _ = try Self.sheet(game, bridges: "[]")
+    let sheet = try game.sheet(
+      try String(contentsOfFile: game.cuePath, encoding: .utf8)
+        .replacingOccurrences(
+          of: #"{ on: "fight", do: { state: "combat" } },"#,
+          with: #"{ on: "rage", do: { tempo: 1.25 } }, { on: "fight", do: [{ state: "combat" }, { tempo: 1 }] },"#
+        ).replacingOccurrences(
+          of: "bridges: [],", with: #"bridges: [{ from: "explore", to: "combat", music: "bridging", seconds: 0.5 }],"#))
+    // Explore (a bar every 2 s of its file) hurries from 0.5 s: at 2.1 s it is 2.5 s into its
+    // file, and the rule puts it back to tempo 1 as it cues the fight, so its bar at 4 s of the
+    // file comes at 3.6 s. Reckoned at the speed before the rule, it was announced at 3.3 s; the
+    // combat music, handed on behind the bridge from then, cut in at once over the bridge that
+    // was still waiting for its bar, and the bridge was never heard.
+    let run = try game.simulate(sheet, [.cue(0.5, "rage"), .cue(2.1, "fight")], seconds: 9)
+    let pitches = [DirectorFixture.explorePitch, Self.bridgePitch, DirectorFixture.combatPitch]
+    #expect(run.timeline.states.map(\.state) == ["explore", "combat"], "\(run.timeline.summary)")
+    let bar = try #require(run.timeline.states.last?.from)
+    #expect(abs(bar - 3.6) < 0.02, "the bridge on the bar at the new tempo: \(bar)\n\(run.timeline.summary)")
+    #expect(
+      Listen.level(of: DirectorFixture.combatPitch, in: Listen.window(run.left, 2.1, 5.0)) < 0.01,
+      "no combat music before the bridge's last half second\n\(run.timeline.summary)")
+    #expect(Listen.loudest(run.left, 3.7, 5.0, among: pitches) == Self.bridgePitch, "the bridge")
+    #expect(Listen.loudest(run.left, 5.7, 8.5, among: pitches) == DirectorFixture.combatPitch, "then combat")
+    let items = run.timeline.items.map { ($0.title, $0.at) }
+    let combatItem = try #require(items.first { $0.0 == "Combat" }, "\(items)")
+    #expect(abs(combatItem.1 - 5.1) < 0.02, "combat fades in over the bridge's last half second: \(items)")
+
+    // Eased back over half a second instead: 0.5625 s of the file during the ramp, the other
+    // 0.9375 s at tempo 1, so the bar comes at 3.5375 s.
+    let eased = try game.sheet(
+      try String(contentsOfFile: game.cuePath, encoding: .utf8).replacingOccurrences(
+        of: "{ tempo: 1 }", with: "{ tempo: 1, ramp: 0.5 }"))
+    let easedRun = try game.simulate(eased, [.cue(0.5, "rage"), .cue(2.1, "fight")], seconds: 9)
+    let easedBar = try #require(easedRun.timeline.states.last?.from)
+    #expect(abs(easedBar - 3.5375) < 0.02, "on the bar through the ramp: \(easedBar)\n\(easedRun.timeline.summary)")
+    #expect(
+      Listen.level(of: DirectorFixture.combatPitch, in: Listen.window(easedRun.left, 2.1, 4.95)) < 0.01,
+      "no combat music before the bridge's last half second\n\(easedRun.timeline.summary)")
   }
 
   @Test("Bridge mistakes are errors naming the key")

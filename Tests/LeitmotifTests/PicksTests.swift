@@ -11,7 +11,9 @@ import Testing
 struct PicksTests {
   static let pitches = [330.0, 440.0, 550.0]
 
-  func run(_ state: String, music: String = #""picked""#, script: [CueScript.Step], seconds: Double) throws -> [Float] {
+  func run(
+    _ state: String, music: String = #""picked""#, bridges: String = "[]", script: [CueScript.Step], seconds: Double
+  ) throws -> [Float] {
     let game = try DirectorFixture()
     var items: [MediaItem] = []
     for (index, pitch) in Self.pitches.enumerated() {
@@ -22,10 +24,11 @@ struct PicksTests {
     let sheet = try game.sheet(
       """
       { start: "mine", assets: "assets",
-        sources: { picked: { picks: true }, calm: { bundled: "explore.ogg" } },
+        sources: { picked: { picks: true }, calm: { bundled: "explore.ogg" }, fanfare: { bundled: "hit.ogg" } },
         states: { mine: { music: \(music), transition: { seconds: 0 }, between: "gapless" \(state) },
                   other: { music: "calm", transition: { seconds: 0 } } },
-        rules: [ { on: "away", do: { crossfade: "other", seconds: 0 } }, { on: "back", do: { crossfade: "mine", seconds: 0 } } ] }
+        rules: [ { on: "away", do: { crossfade: "other", seconds: 0 } }, { on: "back", do: { crossfade: "mine", seconds: 0 } } ],
+        bridges: \(bridges) }
       """)
     var options = CueSimulation.Options()
     options.picks = MediaItemCollection(items: items, name: "Picks")
@@ -50,6 +53,19 @@ struct PicksTests {
     #expect(heard(left, 3.2) == DirectorFixture.explorePitch)
     #expect(heard(left, 4.2) == 440, "the second song again, where it was")
     #expect(heard(left, 5.4) == 550, "then the third")
+  }
+
+  @Test("Back in the state through a bridge, the picks go on from where they were left after it")
+  func resumeAfterABridge() throws {
+    // Away at 2.9 s (the second song, 0.9 s in), back at 4 s through the half-second fanfare:
+    // the second song goes on from 0.9 s at 4.5 s, so the third starts at 5.6 s. It used to
+    // start the picks over from the first song.
+    let left = try run(
+      "", bridges: #"[{ from: "other", to: "mine", music: "fanfare" }]"#,
+      script: [.cue(2.9, "away"), .cue(4, "back")], seconds: 7.5)
+    #expect(Listen.loudest(left, 4.05, 4.45, among: Self.pitches + [DirectorFixture.stingerPitch]) == 1_760)
+    #expect(heard(left, 4.6) == 440, "the second song again, where it was")
+    #expect(heard(left, 5.75) == 550, "then the third")
   }
 
   @Test("Interleaved with bundled music and left during a bundled track: back, the player's next song plays")
@@ -79,6 +95,15 @@ struct PicksTests {
     let once = DirectorCore.resumed(
       fresh, at: (order: ["/m/a", "/m/b", "/m/c"], path: "/m/b", seconds: 12), repeating: false)
     #expect(once.0.map { $0.item.assetURL.lastPathComponent } == ["b", "c", "new"])
+    // Interleaved (two songs, then the game's piece): each copy of the piece keeps its place,
+    // so after the song resumed the rotation goes on as it was.
+    let rotation = ["p3", "p0", "calm", "p2", "p1", "calm"].map(entry)
+    let remembered = ["/m/p0", "/m/p1", "/m/calm", "/m/p2", "/m/p3", "/m/calm"]
+    let interleaved = DirectorCore.resumed(
+      rotation, at: (order: remembered, path: "/m/p2", seconds: 5), repeating: true)
+    #expect(
+      interleaved.0.map { $0.item.assetURL.lastPathComponent } == ["p2", "p3", "calm", "p0", "p1", "calm"],
+      "\(interleaved.0.map { $0.item.assetURL.lastPathComponent })")
     let gone = DirectorCore.resumed(fresh, at: (order: ["/m/x"], path: "/m/x", seconds: 3), repeating: true)
     #expect(gone.1 == nil && gone.0.count == 4, "the song is gone: from the start")
   }

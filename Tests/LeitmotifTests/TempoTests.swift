@@ -230,4 +230,21 @@ struct TempoTests {
     #expect(abs(fallback - 4.8) < 0.001, "\(told)")
     #expect(told.contains("has no BPM tag and no detected tempo: its grid is the cue file's tempo (100 BPM"), "\(told)")
   }
+
+  @Test("A rule with a stinger on the beat and a change on the bar of an untimed song says the grid once")
+  func gridNoteOnce() throws {
+    let game = try DirectorFixture()
+    try DirectorFixture.tone(game.assets + "/untimed.ogg", pitch: 330, seconds: 16, tags: [])
+    let sheet = try game.sheet(
+      """
+      { start: "a", assets: "assets", tempo: { bpm: 100 },
+        sources: { one: { bundled: "untimed.ogg" }, two: { bundled: "combat.ogg" }, hitSound: { bundled: "hit.ogg" } },
+        states: { a: { music: "one", transition: { seconds: 0 } }, b: { music: "two" } },
+        rules: [ { on: "go", do: [ { stinger: "hitSound", at: "beat" }, { crossfade: "b", seconds: 0, at: "bar" } ] } ] }
+      """)
+    let timeline = try game.simulate(sheet, [.cue(2.5, "go")], seconds: 6).timeline
+    let line = try #require(timeline.events.first { $0.cue == "go" }?.actions.joined(separator: "; "))
+    #expect(line.contains("stinger") && line.contains("cut to"), "\(line)")
+    #expect(line.components(separatedBy: "no detected tempo").count == 2, "said once: \(line)")
+  }
 }

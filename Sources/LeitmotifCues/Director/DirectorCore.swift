@@ -426,11 +426,34 @@ final class DirectorCore {
   /// insert past the end killed the game when two cues came in one frame).
   private func fire(_ rule: String, _ actions: [CueAction], cause: LevelEvent?) {
     fireMark = outbox.count
-    var done: [String] = []
-    for action in actions { done.append(perform(action, cause: cause)) }
+    gridNotesSaid = []
+    // The rule's changes of speed first: its other actions all happen now too, and a change on
+    // the bar or at the item's end is reckoned with the speed the music will move at. Listed
+    // after a crossfade, "tempo 1" announced the bar (and handed a bridge's music on) at the
+    // speed before it. The report keeps the rule's order.
+    var results = [String?](repeating: nil, count: actions.count)
+    for (index, action) in actions.enumerated() where changesSpeed(action) {
+      results[index] = perform(action, cause: cause)
+    }
+    for (index, action) in actions.enumerated() where results[index] == nil {
+      results[index] = perform(action, cause: cause)
+    }
+    let done = results.map { $0 ?? "" }
     let mark = min(fireMark ?? outbox.count, outbox.count)
     fireMark = nil
     outbox.insert(DirectorReport(time: now, event: cause, kind: .fired(rule: rule, actions: done)), at: mark)
+  }
+
+  /// Whether `action` moves the music's speed: a rate or tempo, or a parameter that drives one.
+  private func changesSpeed(_ action: CueAction) -> Bool {
+    switch action {
+    case .rate, .tempo: return true
+    case .setParameter(let name, _, _):
+      return sheet.parameters.first { $0.name == name }?.drives.contains {
+        $0.layer == nil && ($0.target == .rate || $0.target == .tempo)
+      } ?? false
+    default: return false
+    }
   }
 
   /// Why `rule` cannot fire for `event` now (nil: it can).
@@ -627,7 +650,7 @@ final class DirectorCore {
       lineAcrossLoop(of: playing, after: position + leadInFile, moment, bars: bars, loop: loop)
     }
     var (line, unit) = lineAfter(position)
-    if let seek = scheduledSeek, now + (line - position) / rate > seek.time {
+    if let seek = scheduledSeek, now + timeToPlay(line - position) > seek.time {
       // The music jumps before it gets there (a dip's seek, after its fade down): the line is
       // the first one heard after the jump, on the target's side of it. A stinger on the beat
       // cued during a dip used to be put on a line the music never reached; the jump took it
@@ -636,7 +659,7 @@ final class DirectorCore {
       (line, unit) = lineAfter(max(position, seek.seconds))
     }
     return (
-      now + (line - position) / rate,
+      now + timeToPlay(line - position),
       QueuePlayer.Landing(unwrappedSeconds: line - leadInFile, everySeconds: unit, loop: loop)
     )
   }
@@ -884,6 +907,8 @@ final class DirectorCore {
       // asked for, and what waits is the rest of its music, after the bridge piece.)
       if pending.state != asked, player.takeBackQueue() {
         takeBackChange(to: asked, reason: nil)
+      } else if pending.state == asked, bridgeHandOverAt == pending.heardAt, player.takeBackQueue() {
+        takeBackHandOver(in: asked)
       } else {
         lastReportedState = forgetChange(to: asked)
       }
@@ -919,7 +944,7 @@ final class DirectorCore {
       // Said of the playing item's grid, before the incoming item is queued behind it.
       let gridNote =
         spec.moment == .beat || spec.moment == .bar
-        ? player.nowPlayingItem.flatMap { gridFallback(for: $0) }.map { "; \($0)" } ?? "" : ""
+        ? player.nowPlayingItem.flatMap { gridNoteOnce(for: $0) }.map { "; \($0)" } ?? "" : ""
       report(.scheduled(what: description + " on the \(Self.momentText(spec))", at: landsAt), cause: cause)
       if let landing {
         // The new music is opened now and starts when the playing item reaches the line: the
@@ -1054,9 +1079,18 @@ final class DirectorCore {
       let rate = max(0.01, player.musicSpeed)
       endsAt = max(now, bridge.heardAt + duration / rate - bridge.spec.seconds)
     }
+    // The state's music as it is entered: the player's songs where they were left (a bridge
+    // into a state used to start them over from a new first song, and the one they left off
+    // came again only by chance).
     applyStateChange(
-      bridge.state, spec: bridge.spec, cause: bridge.cause, landing: landing.map { ($0, endsAt) }, isRebuild: true)
+      bridge.state, spec: bridge.spec, cause: bridge.cause, landing: landing.map { ($0, endsAt) }, isRebuild: true,
+      resumes: true)
+    bridgeHandOverAt = pendingLanding?.heardAt
   }
+
+  /// When the hand-over from the bridge heard to its state's music is heard, while it waits
+  /// (see `takeBackHandOver`).
+  private var bridgeHandOverAt: Double?
 
   private var hasScheduledStateChange: Bool {
     scheduled.contains { if case .changeState = $0.work { return true } else { return false } }
@@ -1081,7 +1115,7 @@ final class DirectorCore {
       let loop = player.loopRepeat != .off ? loopRegion(of: item) : nil
       if let point = cuePointAhead(cuePoints(named: cue, of: item), after: position, lead: leadInFile, loop: loop) {
         return (
-          now + (point.unwrapped - point.from) / rate,
+          now + timeToPlay(point.unwrapped - point.from),
           QueuePlayer.Landing(unwrappedSeconds: point.unwrapped - leadInFile, everySeconds: nil, loop: loop)
         )
       }
@@ -1102,8 +1136,10 @@ final class DirectorCore {
       var end = item.playbackDuration ?? position
       if let loopEnd = loopEnd(of: item), position < loopEnd, player.loopRepeat != .off { end = loopEnd }
       let crossfade = spec.seconds
-      let landsAt = max(earliest, now + (end - position) / rate - crossfade)
-      let fileSeconds = end - crossfade * rate
+      let endsAt = now + timeToPlay(end - position)
+      let landsAt = max(earliest, endsAt - crossfade)
+      // The crossfade's length in the file, at the speed the music has then.
+      let fileSeconds = end - crossfade * musicSpeed(at: max(now, landsAt))
       if fileSeconds <= position && crossfade > 0 && spec.exitCue == nil {
         // Said, not done silently: the change was asked for at the end and happens now.
         landingNote =
@@ -1247,6 +1283,17 @@ final class DirectorCore {
     }
   }
 
+  /// `gridFallback(for:)`, said once in a rule's report: a stinger on the beat and a change on
+  /// the bar of the same song said it twice in one line.
+  private func gridNoteOnce(for item: MediaItem) -> String? {
+    guard let note = gridFallback(for: item) else { return nil }
+    guard fireMark != nil else { return note }
+    return gridNotesSaid.insert(note).inserted ? note : nil
+  }
+
+  /// The grid notes said in the rule firing now (see `gridNoteOnce(for:)`).
+  private var gridNotesSaid: Set<String> = []
+
   /// Why `item`'s beats and bars follow the cue file's `tempo` rather than its own, or nil when
   /// they follow its own (a BPM tag or a detected tempo).
   func gridFallback(for item: MediaItem) -> String? {
@@ -1263,7 +1310,7 @@ final class DirectorCore {
   private func applyStateChange(
     _ name: String, spec: TransitionSpec, cause: LevelEvent?,
     landing: (QueuePlayer.Landing, at: Double)? = nil, isRebuild: Bool = false, built: StateMusic? = nil,
-    lead: Double = 0
+    lead: Double = 0, resumes: Bool = false
   ) {
     guard let state = sheet.states[name] else { return }
     let music =
@@ -1309,7 +1356,7 @@ final class DirectorCore {
     }
     var entries = music.entries
     var resumeSeconds: Double?
-    if state.resumesPlayerMusic, spec.entry == .start, !isRebuild, let point = resumePoints[name],
+    if state.resumesPlayerMusic, spec.entry == .start, !isRebuild || resumes, let point = resumePoints[name],
       music.origins[point.path]?.isUserMusic == true
     {
       (entries, resumeSeconds) = Self.resumed(entries, at: point, repeating: state.repeatMode == .all)
@@ -1445,11 +1492,19 @@ final class DirectorCore {
   static func resumed(
     _ entries: [QueueDescriptor.Entry], at point: (order: [String], path: String, seconds: Double), repeating: Bool
   ) -> ([QueueDescriptor.Entry], Double?) {
-    let rank = Dictionary(point.order.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
-    let ordered = entries.enumerated().sorted {
-      (rank[$0.element.item.assetURL.path] ?? point.order.count + $0.offset)
-        < (rank[$1.element.item.assetURL.path] ?? point.order.count + $1.offset)
-    }.map(\.element)
+    // A path's places in the remembered order, taken by its entries in turn: a bundled piece
+    // that comes round in an interleaved rotation (two of the player's songs, then the game's)
+    // is in the queue several times. Ranked by its first place alone, every copy went before
+    // the song resumed and was cut off with the songs played already: the songs after it came
+    // one after another, without the game's music between them.
+    var places: [String: ArraySlice<Int>] = [:]
+    for (index, path) in point.order.enumerated() { places[path, default: []].append(index) }
+    var ranks: [Int] = []
+    for (offset, entry) in entries.enumerated() {
+      let path = entry.item.assetURL.path
+      ranks.append(places[path]?.popFirst() ?? point.order.count + offset)
+    }
+    let ordered = zip(ranks, entries).sorted { $0.0 < $1.0 }.map(\.1)
     guard let start = ordered.firstIndex(where: { $0.item.assetURL.path == point.path }) else { return (entries, nil) }
     let rotated = Array(ordered[start...]) + (repeating ? Array(ordered[..<start]) : [])
     return (rotated, point.seconds)
@@ -1610,6 +1665,30 @@ final class DirectorCore {
           + "state is \"\(heard)\" again"))
   }
 
+  /// Undoes a bridge's hand-over to the music of `state`, its state, still waiting for the
+  /// bridge's end (the player took its queue back): the bridge is the music heard, on the
+  /// player again, so a change to another state goes from it, on its grid, and what the bridge
+  /// led to never comes. That change used to be reckoned on the state's music, not begun: it cut
+  /// in at once, off the grid (or, once the mixer waited for that music, it came after it).
+  private func takeBackHandOver(in state: String) {
+    lastReportedState = forgetChange(to: state)
+    if let item = player.nowPlayingItem {
+      lastNowPlaying = item
+      lastNowPlayingEntry = player.nowPlayingEntryID
+    }
+    playingOrder = playingOrderBeforeChange
+    bakedVolume = bakedVolumeBeforeChange
+    bakedRate = bakedRateBeforeChange
+    if let music = sheet.states[state] {
+      stateVolume.set(Double(music.volume) / bakedVolume)
+      stateRate.set(Double(music.rate) / bakedRate)
+    }
+    // A bridge has no layers.
+    layeredState = nil
+    layerNames = []
+    lastLayerMix = nil
+  }
+
   /// The state whose music the last `stateChanged` report announced.
   private var lastReportedState: String?
 
@@ -1699,7 +1778,7 @@ final class DirectorCore {
         name: stinger.sound, item: item, volume: stinger.volume, duck: stinger.duck, prepared: prepared,
         moment: line?.start == nil ? nil : stinger.moment)
       schedule(work, at: at, cause: cause)
-      let fallback = player.nowPlayingItem.flatMap { gridFallback(for: $0) }.map { "; \($0)" } ?? ""
+      let fallback = player.nowPlayingItem.flatMap { gridNoteOnce(for: $0) }.map { "; \($0)" } ?? ""
       return "stinger \"\(stinger.sound)\" on the \(stinger.moment.rawValue) (\(Self.format(at)) s)\(fallback)"
     }
     let work = Work.stinger(name: stinger.sound, item: item, volume: stinger.volume, duck: stinger.duck, prepared: nil)
@@ -1795,6 +1874,69 @@ final class DirectorCore {
   }
 
   // MARK: - The mix
+
+  /// The mix's speed (its rate times its tempo, as `applyMix` posts them) at director time
+  /// `time`, as the ramps and parameter curves set now will make it.
+  private func mixSpeed(at time: Double) -> Double {
+    var rate = stateRate.value(at: time) * rateLevel.value(at: time)
+    var tempo = tempoLevel.value(at: time)
+    for spec in sheet.parameters {
+      guard let value = parameters[spec.name]?.value(at: time) else { continue }
+      for drive in spec.drives where drive.layer == nil {
+        switch drive.target {
+        case .rate: rate *= drive.curve.value(at: value)
+        case .tempo: tempo *= drive.curve.value(at: value)
+        case .volume, .lowpass: break
+        }
+      }
+    }
+    let lowest = Double(Voice.rateRange.lowerBound)
+    let highest = Double(Voice.rateRange.upperBound)
+    return max(lowest, min(highest, rate)) * max(0.5, min(2, tempo))
+  }
+
+  /// When the last ramp that moves the music's speed ends (at or before `now`: none moves).
+  private var speedSettlesAt: Double {
+    var ends = [stateRate, rateLevel, tempoLevel].map { $0.start + $0.duration }
+    for spec in sheet.parameters
+    where spec.drives.contains(where: { $0.layer == nil && ($0.target == .rate || $0.target == .tempo) }) {
+      if let ramp = parameters[spec.name] { ends.append(ramp.start + ramp.duration) }
+    }
+    return ends.max() ?? now
+  }
+
+  /// Director seconds from now until the playing music has moved `distance` seconds through its
+  /// file, at the speeds its ramps will give it: a tempo or rate ramp under way, or one the rule
+  /// firing now has just set (see `fire`). Grid lines and item ends were reckoned at the speed
+  /// last posted, so a bar cued with "tempo 1" after an enraged 1.15 was announced 0.12 s early,
+  /// and a bridge's music, handed on at that estimate, cut in before the bridge was heard.
+  private func timeToPlay(_ distance: Double) -> Double {
+    let baked = bakedSpeed
+    func speed(_ time: Double) -> Double { max(0.01, baked * mixSpeed(at: time)) }
+    guard distance > 0 else { return distance / speed(now) }
+    let settles = speedSettlesAt
+    let step = 0.005
+    var time = now
+    var left = distance
+    // At most a minute of ramps is stepped through; the rest goes at the speed reached.
+    while time < settles && time < now + 60 {
+      let moved = speed(time + step / 2) * step
+      if moved >= left { return time - now + left / speed(time + step / 2) }
+      left -= moved
+      time += step
+    }
+    return time - now + left / speed(time)
+  }
+
+  /// The music's speed at director time `time`, as `timeToPlay` reckons it.
+  private func musicSpeed(at time: Double) -> Double { max(0.01, bakedSpeed * mixSpeed(at: time)) }
+
+  /// The part of the playing music's speed the mix does not set (a state's rate baked into its
+  /// entries): the player's speed over the mix's, as last posted.
+  private var bakedSpeed: Double {
+    let posted = lastMix.map { Double($0.rate) * Double($0.tempo) } ?? 1
+    return max(0.01, player.musicSpeed) / max(1e-6, posted)
+  }
 
   /// Steps the music's gain, rate and low-pass filter to where the ramps, ducks and parameter
   /// curves put them now. Posted only when they change.
