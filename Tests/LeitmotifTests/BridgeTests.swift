@@ -132,6 +132,8 @@ struct BridgeTests {
     let bossAt = try #require(run.timeline.states.last?.from)
     #expect(abs(bossAt - 6) < 0.02, "the boss reported at \(bossAt) s\n\(run.timeline.summary)")
     #expect(Listen.loudest(run.left, 4.6, 5.9, among: pitches) == Self.bridgePitch, "the bridge plays to its end")
+    // The bridge has no bar after its end, and nothing follows it: the boss comes at its end.
+    #expect(run.timeline.summary.contains("\"Bridge\" ends before its next bar: at its end"), "\(run.timeline.summary)")
     #expect(Listen.loudest(run.left, 6, 9, among: pitches) == DirectorFixture.bossPitch, "\(run.timeline.summary)")
     #expect(
       Listen.level(of: DirectorFixture.combatPitch, in: Listen.window(run.left, 4, 10)) < 0.01, "combat never came")

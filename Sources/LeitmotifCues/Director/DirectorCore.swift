@@ -1131,6 +1131,17 @@ final class DirectorCore {
       return (earliest, nil)
     case .beat, .bar:
       guard let line = nextGridLine(spec.moment, bars: spec.bars, lead: lead) else { return (earliest, nil) }
+      if endsBefore(line.landing, item: item) {
+        // Nothing plays after this item (a bridge, the last of a queue that does not repeat)
+        // and it ends before the line: the change comes at its end instead, as `at: "end"`.
+        // It waited on a line the music never reached, in silence, and started wherever the
+        // mixer noticed the music was gone (live and offline apart).
+        var atEnd = spec
+        atEnd.moment = .end
+        let landing = landingTime(atEnd, playing: playing)
+        landingNote = "\"\(item.displayName)\" ends before its next \(spec.moment.rawValue): at its end"
+        return landing
+      }
       return (line.at, line.landing)
     case .end:
       var end = item.playbackDuration ?? position
@@ -1148,6 +1159,16 @@ final class DirectorCore {
       }
       return (landsAt, fileSeconds > position ? QueuePlayer.Landing(fileSeconds: fileSeconds, everySeconds: nil) : nil)
     }
+  }
+
+  /// Whether the playing `item` ends before `landing` with nothing after it: it is the last of a
+  /// queue that does not repeat, and neither loops nor goes on past its end.
+  private func endsBefore(_ landing: QueuePlayer.Landing, item: MediaItem) -> Bool {
+    guard let duration = item.playbackDuration, duration > 0, landing.afterSeconds == 0,
+      player.repeatMode == .none, loopRegion(of: item) == nil
+    else { return false }
+    guard let index = player.indexOfNowPlayingItem, index == player.queue.count - 1 else { return false }
+    return landing.fileSeconds >= duration - 1e-6
   }
 
   /// The first of `points` (seconds of the playing item's file) at least `lead` ahead of
@@ -1671,6 +1692,14 @@ final class DirectorCore {
   /// led to never comes. That change used to be reckoned on the state's music, not begun: it cut
   /// in at once, off the grid (or, once the mixer waited for that music, it came after it).
   private func takeBackHandOver(in state: String) {
+    // Its "now playing" waits for its time with the other held reports: it will not be heard.
+    func isHandOver(_ report: DirectorReport) -> Bool {
+      if case .nowPlaying = report.kind, report.time > now { return true }
+      return false
+    }
+    heldReports.removeAll(where: isHandOver)
+    if let mark = fireMark { fireMark = mark - outbox.prefix(mark).filter(isHandOver).count }
+    outbox.removeAll(where: isHandOver)
     lastReportedState = forgetChange(to: state)
     if let item = player.nowPlayingItem {
       lastNowPlaying = item
