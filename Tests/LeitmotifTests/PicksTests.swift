@@ -86,7 +86,7 @@ struct PicksTests {
   }
 
   @Test("The remembered order is kept (shuffled songs stay in their order), and new songs go last")
-  func order() {
+  func order() throws {
     func entry(_ name: String) -> QueueDescriptor.Entry { QueueDescriptor.Entry(item: MediaItem(path: "/m/" + name)) }
     let fresh = ["c", "a", "new", "b"].map(entry)
     let (resumed, seconds) = DirectorCore.resumed(
@@ -104,6 +104,18 @@ struct PicksTests {
     #expect(
       interleaved.0.map { $0.item.assetURL.lastPathComponent } == ["p2", "p3", "calm", "p0", "p1", "calm"],
       "\(interleaved.0.map { $0.item.assetURL.lastPathComponent })")
+    // Left as it was about to fade into the next song (a 12 s song, a 4 s crossfade between
+    // songs): the next song, from its start.
+    var long = entry("long")
+    long.endTime = 12
+    let queue = [long, entry("next"), entry("after")]
+    let between = try Transition(duration: 4, curve: .equalPower)
+    let finished = DirectorCore.pastFinishedSong(queue, at: 7.5, between: between)
+    #expect(finished.0.map { $0.item.assetURL.lastPathComponent } == ["next", "after"] && finished.1 == nil)
+    let playing = DirectorCore.pastFinishedSong(queue, at: 6.5, between: between)
+    #expect(playing.0.count == 3 && playing.1 == 6.5, "more than a second before its crossfade: resumed")
+    let alone = DirectorCore.pastFinishedSong([long], at: 11, between: between)
+    #expect(alone.0.count == 1 && alone.1 == 11, "nothing after it: resumed as it was")
     let gone = DirectorCore.resumed(fresh, at: (order: ["/m/x"], path: "/m/x", seconds: 3), repeating: true)
     #expect(gone.1 == nil && gone.0.count == 4, "the song is gone: from the start")
   }

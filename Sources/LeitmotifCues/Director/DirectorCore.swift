@@ -1381,6 +1381,7 @@ final class DirectorCore {
       music.origins[point.path]?.isUserMusic == true
     {
       (entries, resumeSeconds) = Self.resumed(entries, at: point, repeating: state.repeatMode == .all)
+      (entries, resumeSeconds) = Self.pastFinishedSong(entries, at: resumeSeconds, between: state.itemTransition)
     }
     resumePoints[name] = nil
     playingOrderBeforeChange = playingOrder
@@ -1529,6 +1530,27 @@ final class DirectorCore {
     guard let start = ordered.firstIndex(where: { $0.item.assetURL.path == point.path }) else { return (entries, nil) }
     let rotated = Array(ordered[start...]) + (repeating ? Array(ordered[..<start]) : [])
     return (rotated, point.seconds)
+  }
+
+  /// Less than this much of a resumed song before its crossfade into the next one: the next
+  /// one plays instead, from its start.
+  static let leastResumed = 1.0
+
+  /// `entries` resumed `seconds` into the first: when that song was left as it was about to
+  /// fade into the next one (or during that fade), the next one from its start instead. It came
+  /// back only to fade out at once, and its hand-over, due on its first frame, came wherever the
+  /// next song was ready (live a few milliseconds after offline).
+  static func pastFinishedSong(
+    _ entries: [QueueDescriptor.Entry], at seconds: Double?, between transition: Transition
+  ) -> ([QueueDescriptor.Entry], Double?) {
+    guard let seconds, entries.count > 1, let first = entries.first,
+      let end = first.endTime ?? first.item.playbackDuration
+    else { return (entries, seconds) }
+    let start = first.startTime ?? 0
+    // (A crossfade between items is at most half the outgoing one.)
+    let fade = min(transition.duration, max(0, end - start) / 2)
+    guard seconds > end - fade - leastResumed else { return (entries, seconds) }
+    return (Array(entries.dropFirst()), nil)
   }
 
   /// `state`'s music as it plays now: its sources as resolved, without the files that failed,
