@@ -55,6 +55,32 @@ struct PicksTests {
     #expect(heard(left, 5.4) == 550, "then the third")
   }
 
+  @Test("Shuffled picks on a repeating queue: each pass plays every song once, in a new order, none twice in a row")
+  func shufflePasses() throws {
+    // Three 2 s picks, gapless: 12 songs in 24 s, four passes.
+    let game = try DirectorFixture()
+    var items: [MediaItem] = []
+    for (index, pitch) in Self.pitches.enumerated() {
+      let path = game.directory.file("pick\(index).ogg")
+      try DirectorFixture.tone(path, pitch: pitch, seconds: 2, tags: [("TITLE", "Pick \(index)")])
+      items.append(try MediaItem.load(path: path))
+    }
+    let sheet = try game.sheet(
+      """
+      { start: "mine", assets: "assets", seed: 5,
+        sources: { picked: { picks: true, order: "shuffle" } },
+        states: { mine: { music: "picked", transition: { seconds: 0 }, between: "gapless" } } }
+      """)
+    var options = CueSimulation.Options()
+    options.picks = MediaItemCollection(items: items, name: "Picks")
+    let left = try game.simulate(sheet, [], seconds: 24.5, options: options).left
+    let heard = (0..<12).map { Listen.loudest(left, Double($0) * 2 + 0.5, Double($0) * 2 + 1.5, among: Self.pitches) }
+    let passes = (0..<4).map { Array(heard[($0 * 3)..<($0 * 3 + 3)]) }
+    for pass in passes { #expect(Set(pass.compactMap { $0 }) == Set(Self.pitches), "every song once a pass: \(heard)") }
+    #expect(zip(heard, heard.dropFirst()).allSatisfy { $0 != $1 }, "no song twice in a row: \(heard)")
+    #expect(Set(passes.map { $0.map { $0 ?? 0 } }).count > 1, "a new order in later passes: \(heard)")
+  }
+
   @Test("Back in the state through a bridge, the picks go on from where they were left after it")
   func resumeAfterABridge() throws {
     // Away at 2.9 s (the second song, 0.9 s in), back at 4 s through the half-second fanfare:
@@ -116,6 +142,12 @@ struct PicksTests {
     #expect(playing.0.count == 3 && playing.1 == 6.5, "more than a second before its crossfade: resumed")
     let alone = DirectorCore.pastFinishedSong([long], at: 11, between: between)
     #expect(alone.0.count == 1 && alone.1 == 11, "nothing after it: resumed as it was")
+    // A shuffle's second pass: resumed at that pass's copy of the song, not the first pass's.
+    let twoPasses = ["a", "b", "c", "b", "a", "c"].map(entry)
+    let second = DirectorCore.resumed(
+      twoPasses, at: (order: twoPasses.map { $0.item.assetURL.path }, path: "/m/a", seconds: 2), place: 4,
+      repeating: false)
+    #expect(second.0.map { $0.item.assetURL.lastPathComponent } == ["a", "c"], "\(second.0.map(\.item.title))")
     let gone = DirectorCore.resumed(fresh, at: (order: ["/m/x"], path: "/m/x", seconds: 3), repeating: true)
     #expect(gone.1 == nil && gone.0.count == 4, "the song is gone: from the start")
   }

@@ -77,8 +77,9 @@ final class DirectorCore {
   private var playlists: [String: PlaylistMemory] = [:]
   private var origins: [String: (source: String, isUserMusic: Bool)] = [:]
   /// Where the player's songs of each state were when the state was left: their order (by file),
-  /// the song that played and its position (seconds of the file), for `MusicState.resumesPlayerMusic`.
-  private var resumePoints: [String: (order: [String], path: String, seconds: Double)] = [:]
+  /// the song that played, its place in that order (a shuffle's passes name a song once each)
+  /// and its position (seconds of the file), for `MusicState.resumesPlayerMusic`.
+  private var resumePoints: [String: (order: [String], path: String, seconds: Double, place: Int?)] = [:]
   private var lastNowPlaying: MediaItem?
   private var lastNowPlayingEntry: Int?
   /// Files that failed to play (replaced by text, cut off, unreadable) since the cue file was
@@ -1365,14 +1366,20 @@ final class DirectorCore {
     // started over from their first song.
     if let playing = playingOrder, playing.state != name, wasPlaying, let from {
       let path = from.assetURL.path
+      // Its place in the queue (the director's queues play in their own order): a song is in a
+      // shuffle's queue once each pass.
+      let place = player.indexOfNowPlayingItem.flatMap {
+        playing.paths.indices.contains($0) && playing.paths[$0] == path ? $0 : nil
+      }
       if origins[path]?.isUserMusic == true {
-        resumePoints[playing.state] = (playing.paths, path, landing?.0.heardFileSeconds ?? playingPosition)
-      } else if let index = playing.paths.firstIndex(of: path),
-        let next = (playing.paths[(index + 1)...] + playing.paths[..<index]).first(where: {
-          origins[$0]?.isUserMusic == true
-        })
+        resumePoints[playing.state] = (
+          playing.paths, path, landing?.0.heardFileSeconds ?? playingPosition, place
+        )
+      } else if let index = place ?? playing.paths.firstIndex(of: path),
+        let next = (Array(playing.paths.indices[(index + 1)...]) + Array(playing.paths.indices[..<index])).first(
+          where: { origins[playing.paths[$0]]?.isUserMusic == true })
       {
-        resumePoints[playing.state] = (playing.paths, next, 0)
+        resumePoints[playing.state] = (playing.paths, playing.paths[next], 0, next)
       }
     }
     var entries = music.entries
@@ -1380,7 +1387,8 @@ final class DirectorCore {
     if state.resumesPlayerMusic, spec.entry == .start, !isRebuild || resumes, let point = resumePoints[name],
       music.origins[point.path]?.isUserMusic == true
     {
-      (entries, resumeSeconds) = Self.resumed(entries, at: point, repeating: state.repeatMode == .all)
+      (entries, resumeSeconds) = Self.resumed(
+        entries, at: (point.order, point.path, point.seconds), place: point.place, repeating: state.repeatMode == .all)
       (entries, resumeSeconds) = Self.pastFinishedSong(entries, at: resumeSeconds, between: state.itemTransition)
     }
     resumePoints[name] = nil
@@ -1511,8 +1519,11 @@ final class DirectorCore {
   /// `entries` put back in the remembered order (files new since go at the end, gone ones are
   /// left out), starting at the remembered song (the ones before it follow when the queue
   /// repeats), and the position to start that song at.
+  /// `place`: the song's place in the remembered order, when it is known (a song is there
+  /// more than once: once each pass of a shuffle); else its first.
   static func resumed(
-    _ entries: [QueueDescriptor.Entry], at point: (order: [String], path: String, seconds: Double), repeating: Bool
+    _ entries: [QueueDescriptor.Entry], at point: (order: [String], path: String, seconds: Double), place: Int? = nil,
+    repeating: Bool
   ) -> ([QueueDescriptor.Entry], Double?) {
     // A path's places in the remembered order, taken by its entries in turn: a bundled piece
     // that comes round in an interleaved rotation (two of the player's songs, then the game's)
@@ -1526,8 +1537,12 @@ final class DirectorCore {
       let path = entry.item.assetURL.path
       ranks.append(places[path]?.popFirst() ?? point.order.count + offset)
     }
-    let ordered = zip(ranks, entries).sorted { $0.0 < $1.0 }.map(\.1)
-    guard let start = ordered.firstIndex(where: { $0.item.assetURL.path == point.path }) else { return (entries, nil) }
+    let ranked = zip(ranks, entries).sorted { $0.0 < $1.0 }
+    let ordered = ranked.map(\.1)
+    guard
+      let start = ranked.firstIndex(where: { $0.0 == place && $0.1.item.assetURL.path == point.path })
+        ?? ordered.firstIndex(where: { $0.item.assetURL.path == point.path })
+    else { return (entries, nil) }
     let rotated = Array(ordered[start...]) + (repeating ? Array(ordered[..<start]) : [])
     return (rotated, point.seconds)
   }

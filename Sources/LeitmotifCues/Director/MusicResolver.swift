@@ -132,7 +132,8 @@ struct StateMusic {
         if !playable.isEmpty {
           let list = ordered(
             playable, source: source, step: state.playlist == .step, assets: sheet.assetsDirectory,
-            memory: &playlists[current, default: PlaylistMemory()], generator: &generator)
+            memory: &playlists[current, default: PlaylistMemory()], generator: &generator,
+            repeating: state.repeatMode == .all)
           return (current, list)
         }
         reports.append(
@@ -196,17 +197,17 @@ struct StateMusic {
   /// A source's items in the order they play this time: as listed, shuffled, or drawn at random
   /// by weight (a run of draws long enough that the queue's repeat is not heard as one); with
   /// `step`, one item only: the next of the sequence or of the shuffle's deck, or one draw.
+  /// `repeating`: the queue starts again after its last item; a shuffle then holds several
+  /// passes, each shuffled anew.
   static func ordered(
     _ items: [MediaItem], source: MusicSource, step: Bool, assets: URL, memory: inout PlaylistMemory,
-    generator: inout SeededGenerator
+    generator: inout SeededGenerator, repeating: Bool = false
   ) -> [MediaItem] {
     switch (source.order, step) {
     case (.sequence, false):
       return items
     case (.shuffle, false):
-      var list = items
-      list.shuffle(using: &generator)
-      return list
+      return shuffledPasses(items, passes: repeating ? passes(for: items.count) : 1, generator: &generator)
     case (.sequence, true):
       defer { memory.cursor += 1 }
       return [items[memory.cursor % items.count]]
@@ -228,6 +229,39 @@ struct StateMusic {
         draw(items, weights: weights, avoiding: avoid, memory: &memory, generator: &generator)
       }
     }
+  }
+
+  /// How many passes a repeating shuffle holds: a run of at least 64 songs (at most 16 passes),
+  /// so that the queue's own repeat, the same order again, comes after hours of music. A queue
+  /// of one shuffle played the songs in the same order every time round, where a shuffle is
+  /// "each once, then a new shuffle".
+  static func passes(for count: Int) -> Int {
+    guard count > 1 else { return 1 }
+    return max(1, min(16, (64 + count - 1) / count))
+  }
+
+  /// `passes` shuffles of `items` one after the other; no song plays twice in a row, across a
+  /// pass's end nor where the queue starts again.
+  static func shuffledPasses(_ items: [MediaItem], passes: Int, generator: inout SeededGenerator) -> [MediaItem] {
+    var list: [MediaItem] = []
+    list.reserveCapacity(items.count * passes)
+    for pass in 0..<passes {
+      var order = items
+      order.shuffle(using: &generator)
+      if order.count > 1 {
+        if let last = list.last, order[0].assetURL.path == last.assetURL.path {
+          order.swapAt(0, Int.random(in: 1..<order.count, using: &generator))
+        }
+        // The last pass's end meets the first pass's start when the queue repeats.
+        if pass == passes - 1, passes > 1, let first = list.first,
+          order[order.count - 1].assetURL.path == first.assetURL.path
+        {
+          order.swapAt(order.count - 1, order.count / 2)
+        }
+      }
+      list += order
+    }
+    return list
   }
 
   /// One weighted draw that is none of the last `avoiding` drawn.
