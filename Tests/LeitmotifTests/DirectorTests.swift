@@ -873,6 +873,8 @@ struct DirectorActionTests {
       seconds: 3.5, states: #"boss: { music: "tense", priority: 5, transition: { seconds: 0 } },"#)
     #expect(timeline.events.map(\.outcome) == ["fired", "fired", "fired", "ignored"], "\(timeline.summary)")
     #expect(timeline.events[3].reason?.contains("outranks") == true, "\(timeline.summary)")
+    // Said as what it did: not "already playing" (the music was fading out).
+    #expect(timeline.summary.contains("resume: the stop is called off"), "\(timeline.summary)")
     #expect(
       Listen.loudest(left, 2.6, 3.4, among: [explore, DirectorFixture.combatPitch]) == DirectorFixture.combatPitch,
       "\(timeline.summary)")
@@ -901,6 +903,12 @@ struct DirectorActionTests {
       Listen.loudest(left, 1.0, 1.9, among: [explore, DirectorFixture.combatPitch]) == explore, "\(timeline.summary)")
     #expect(
       Listen.loudest(left, 2.3, 2.9, among: [explore, DirectorFixture.combatPitch]) == DirectorFixture.combatPitch)
+    #expect(!timeline.summary.contains("the only item"), "\(timeline.summary)")
+    // A queue of one item: the skip starts it again, and says so.
+    let (_, single) = try run(rules: #"{ on: "next", do: { skip: "next" } }"#, [.cue(1, "next")], seconds: 2)
+    #expect(
+      single.summary.contains("skip next; \"Explore\" is the only item of the queue: it starts again"),
+      "\(single.summary)")
   }
 
   @Test("set: a parameter drives the volume through its curve, and the low-pass filter")

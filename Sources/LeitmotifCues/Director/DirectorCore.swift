@@ -522,6 +522,7 @@ final class DirectorCore {
       schedule(.pause, at: now + fadeSeconds, cause: cause)
       return "pause (fade \(Self.format(fadeSeconds)) s)"
     case .resume(let fadeSeconds):
+      let stopping = scheduled.contains { if case .stop = $0.work { return true } else { return false } }
       cancelScheduled {
         if case .pause = $0 { return true } else if case .stop = $0 { return true } else { return false }
       }
@@ -548,7 +549,9 @@ final class DirectorCore {
         return "resume: " + changeState(to: state, spec: entry, cause: cause)
       }
       fade.move(to: 1, over: fadeSeconds, at: now)
-      return "resume: already playing"
+      // A stop that still faded the music out is called off: the music comes back up.
+      return stopping
+        ? "resume: the stop is called off (fade \(Self.format(fadeSeconds)) s)" : "resume: already playing"
     case .stop(let fadeSeconds):
       cancelScheduled {
         switch $0 {
@@ -565,8 +568,12 @@ final class DirectorCore {
     case .skip(let direction, let spec):
       let transition = spec.map { Transition(validDuration: $0.seconds, curve: $0.curve) }
       do {
+        let only = player.queue.count == 1 && direction != .beginning ? player.nowPlayingItem : nil
         try player.skip(direction, transition: transition)
+        // Said, so a designer hears why the same music starts again (a `playlist: "step"`
+        // state plays one item each entry).
         return "skip \(direction.rawValue)"
+          + (only.map { "; \"\($0.displayName)\" is the only item of the queue: it starts again" } ?? "")
       } catch {
         return "skip \(direction.rawValue): \(error)"
       }
