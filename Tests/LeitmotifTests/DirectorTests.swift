@@ -881,6 +881,15 @@ struct DirectorActionTests {
     #expect(Listen.rms(Listen.window(left, 3.0, 3.4)) > 0.1, "\(timeline.summary)")
   }
 
+  @Test("A state asked for again while its change waits for its bar: the report says it waits, not that it plays")
+  func askedAgainWhileItWaits() throws {
+    let (_, timeline) = try run(
+      rules: #"{ on: "fight", do: { crossfade: "combat", seconds: 0, at: "bar" } }"#,
+      [.cue(2.1, "fight"), .cue(2.5, "fight"), .cue(5, "fight")], seconds: 6)
+    #expect(timeline.summary.contains("stay in \"combat\": the change to it waits for 4 s"), "\(timeline.summary)")
+    #expect(timeline.summary.contains("stay in \"combat\" (already playing)"), "\(timeline.summary)")
+  }
+
   @Test("seek: jumps within the item")
   func seek() throws {
     let game = try DirectorFixture()

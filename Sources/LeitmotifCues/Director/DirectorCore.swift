@@ -871,6 +871,10 @@ final class DirectorCore {
   private func changeState(to name: String, spec: TransitionSpec, cause: LevelEvent?) -> String {
     let playing = player.playbackState == .playing && player.nowPlayingItem != nil
     if name == currentState && playing && !hasScheduledStateChange {
+      // Asked for again while its change waits for its line: it is not heard yet.
+      if let pending = pendingLanding, now < pending.heardAt, pending.state != name {
+        return "stay in \"\(name)\": the change to it waits for \(Self.format(pending.heardAt)) s"
+      }
       return "stay in \"\(name)\" (already playing)"
     }
     if let stopAt = stopEndsAt, let state = sheet.states[name] {
