@@ -12,7 +12,8 @@ struct PicksTests {
   static let pitches = [330.0, 440.0, 550.0]
 
   func run(
-    _ state: String, music: String = #""picked""#, bridges: String = "[]", script: [CueScript.Step], seconds: Double
+    _ state: String, music: String = #""picked""#, picked: String = "{ picks: true }", bridges: String = "[]",
+    script: [CueScript.Step], seconds: Double
   ) throws -> [Float] {
     let game = try DirectorFixture()
     var items: [MediaItem] = []
@@ -23,8 +24,8 @@ struct PicksTests {
     }
     let sheet = try game.sheet(
       """
-      { start: "mine", assets: "assets",
-        sources: { picked: { picks: true }, calm: { bundled: "explore.ogg" }, fanfare: { bundled: "hit.ogg" } },
+      { start: "mine", assets: "assets", seed: 5,
+        sources: { picked: \(picked), calm: { bundled: "explore.ogg" }, fanfare: { bundled: "hit.ogg" } },
         states: { mine: { music: \(music), transition: { seconds: 0 }, between: "gapless" \(state) },
                   other: { music: "calm", transition: { seconds: 0 } } },
         rules: [ { on: "away", do: { crossfade: "other", seconds: 0 } }, { on: "back", do: { crossfade: "mine", seconds: 0 } } ],
@@ -58,22 +59,7 @@ struct PicksTests {
   @Test("Shuffled picks on a repeating queue: each pass plays every song once, in a new order, none twice in a row")
   func shufflePasses() throws {
     // Three 2 s picks, gapless: 12 songs in 24 s, four passes.
-    let game = try DirectorFixture()
-    var items: [MediaItem] = []
-    for (index, pitch) in Self.pitches.enumerated() {
-      let path = game.directory.file("pick\(index).ogg")
-      try DirectorFixture.tone(path, pitch: pitch, seconds: 2, tags: [("TITLE", "Pick \(index)")])
-      items.append(try MediaItem.load(path: path))
-    }
-    let sheet = try game.sheet(
-      """
-      { start: "mine", assets: "assets", seed: 5,
-        sources: { picked: { picks: true, order: "shuffle" } },
-        states: { mine: { music: "picked", transition: { seconds: 0 }, between: "gapless" } } }
-      """)
-    var options = CueSimulation.Options()
-    options.picks = MediaItemCollection(items: items, name: "Picks")
-    let left = try game.simulate(sheet, [], seconds: 24.5, options: options).left
+    let left = try run("", picked: #"{ picks: true, order: "shuffle" }"#, script: [], seconds: 24.5)
     let heard = (0..<12).map { Listen.loudest(left, Double($0) * 2 + 0.5, Double($0) * 2 + 1.5, among: Self.pitches) }
     let passes = (0..<4).map { Array(heard[($0 * 3)..<($0 * 3 + 3)]) }
     for pass in passes { #expect(Set(pass.compactMap { $0 }) == Set(Self.pitches), "every song once a pass: \(heard)") }
