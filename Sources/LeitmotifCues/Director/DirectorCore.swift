@@ -1991,12 +1991,14 @@ final class DirectorCore {
     let baked = bakedSpeed
     func speed(_ time: Double) -> Double { max(0.01, baked * mixSpeed(at: time)) }
     guard distance > 0 else { return distance / speed(now) }
-    let settles = speedSettlesAt
-    let step = 0.005
+    // At most a minute of ramps is stepped through, in at most 256 steps (the director may run
+    // on the game's thread); the rest goes at the speed reached. A speed moves in straight lines
+    // (or products of two), which the midpoint of each step follows closely.
+    let settles = min(speedSettlesAt, now + 60)
+    let step = max(0.005, (settles - now) / 256)
     var time = now
     var left = distance
-    // At most a minute of ramps is stepped through; the rest goes at the speed reached.
-    while time < settles && time < now + 60 {
+    while time < settles {
       let moved = speed(time + step / 2) * step
       if moved >= left { return time - now + left / speed(time + step / 2) }
       left -= moved
