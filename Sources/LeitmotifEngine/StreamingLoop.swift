@@ -523,12 +523,12 @@ package final class StreamingLoop: @unchecked Sendable {
         guard var trigger = crossfade.trigger, owns(trigger.voice), let outgoing = voices[trigger.voice.slot] else {
           return true
         }
-        if waitsToBegin(trigger.voice) { continue }
+        if waitsToBegin(trigger.voice) || outgoing.isPausedAtPosition { continue }
         let due = trigger.framesUntilStart(music: outgoing, clock: clock, frames: frames)
         if let due, due < span { return true }
       } else if var trigger = triggeredPlays[slot] {
         guard owns(trigger.voice), let music = voices[trigger.voice.slot] else { return true }
-        if waitsToBegin(trigger.voice) { continue }
+        if waitsToBegin(trigger.voice) || music.isPausedAtPosition { continue }
         let due = trigger.framesUntilStart(music: music, clock: clock, frames: frames)
         if let due, due < span { return true }
       } else if wantsPlaying[slot] && voice == nil {
@@ -623,8 +623,9 @@ package final class StreamingLoop: @unchecked Sendable {
         voices[slot]?.play(clock: start)
         continue
       }
-      // Music that waits to begin has not reached any line yet: the start waits for it.
-      if waitsToBegin(trigger.voice) { continue }
+      // Music that waits to begin has not reached any line yet, and music paused does not get
+      // there until it goes on: the start waits for it.
+      if waitsToBegin(trigger.voice) || music.isPausedAtPosition { continue }
       let due = trigger.framesUntilStart(music: music, clock: clock, frames: frames)
       // (Kept: reaching a seam fixes a start in the loop's next pass to its frame.)
       triggeredPlays[slot] = trigger
@@ -650,6 +651,8 @@ package final class StreamingLoop: @unchecked Sendable {
         // it. It used to start at once, and the state's music behind a bridge, cued while a
         // tempo change kept the bridge waiting past the director's estimate, replaced it.
         if waitsToBegin(trigger.voice) { continue }
+        // Music paused while the change waits for its line in it (a pause menu): it waits on.
+        if outgoing.isPausedAtPosition { continue }
         // On the grid line of the outgoing music, found from its own position.
         let due = trigger.framesUntilStart(music: outgoing, clock: clock, frames: frames)
         // (Kept: reaching a seam fixes a start in the loop's next pass to its frame.)

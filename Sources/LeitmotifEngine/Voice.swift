@@ -895,6 +895,13 @@ package final class Voice: VoiceInput {
   /// Playing or fading: stopping it now would be heard.
   var isAudible: Bool { mode == .playing || mode == .fadingOut }
 
+  /// Paused at a position (not stopped, not ended, not yet begun): a start on a line of this
+  /// music waits for it to go on.
+  var isPausedAtPosition: Bool {
+    if case .ready(resumeFades: true) = mode { return true }
+    return false
+  }
+
   /// Asked to play and waiting for its first audio.
   var isStarting: Bool { awaitingData }
 

@@ -205,6 +205,35 @@ struct BridgeTests {
       "no combat music before the bridge's last half second\n\(easedRun.timeline.summary)")
   }
 
+  @Test(
+    "Paused while the bridge waits for its bar: the music heard pauses, and the bridge comes on its bar after the resume"
+  )
+  func pauseWhileTheBridgeWaits() throws {
+    let game = try Self.game()
+    _ = try Self.sheet(game, bridges: "[]")
+    let sheet = try game.sheet(
+      try String(contentsOfFile: game.cuePath, encoding: .utf8)
+        .replacingOccurrences(
+          of: #"{ on: "fight", do: { state: "combat" } },"#,
+          with:
+            #"{ on: "fight", do: { state: "combat" } }, { on: "menu", do: { pause: true, fade: 0.1 } }, { on: "back", do: { resume: true, fade: 0.1 } },"#
+        ).replacingOccurrences(
+          of: "bridges: [],", with: #"bridges: [{ from: "explore", to: "combat", music: "bridging" }],"#))
+    // The bridge waits for explore's bar at 4 s; the game pauses at 2.5 s (explore stops at 2.6 s
+    // of its file) and resumes at 5 s: the bar comes 1.4 s later, at 6.4 s. The music heard
+    // was let go at the pause and the bridge began at the resume, cut short by the combat music
+    // handed on behind it at the time reckoned before the pause (the reports said so, too).
+    let run = try game.simulate(sheet, [.cue(2.1, "fight"), .cue(2.5, "menu"), .cue(5, "back")], seconds: 11)
+    let pitches = [DirectorFixture.explorePitch, Self.bridgePitch, DirectorFixture.combatPitch]
+    let bar = try #require(run.timeline.states.last?.from)
+    #expect(abs(bar - 6.4) < 0.03, "the bridge heard from \(bar) s\n\(run.timeline.summary)")
+    #expect(Listen.loudest(run.left, 5.2, 6.3, among: pitches) == DirectorFixture.explorePitch, "explore goes on")
+    #expect(Listen.loudest(run.left, 6.5, 8.3, among: pitches) == Self.bridgePitch, "\(run.timeline.summary)")
+    #expect(Listen.loudest(run.left, 8.6, 10.5, among: pitches) == DirectorFixture.combatPitch, "then combat")
+    let combat = try #require(run.timeline.items.first { $0.title == "Combat" }?.at, "\(run.timeline.summary)")
+    #expect(abs(combat - 8.4) < 0.03, "combat reported at \(combat) s\n\(run.timeline.summary)")
+  }
+
   @Test("Bridge mistakes are errors naming the key")
   func mistakes() throws {
     let game = try Self.game()

@@ -535,6 +535,7 @@ final class DirectorCore {
       }
       if player.playbackState == .paused {
         player.play()
+        deferWaitingMusic()
         if fade.value(at: now) < 1 || fadeSeconds > 0 {
           fade.set(0)
           fade.move(to: 1, over: fadeSeconds, at: now)
@@ -1098,6 +1099,37 @@ final class DirectorCore {
       bridge.state, spec: bridge.spec, cause: bridge.cause, landing: landing.map { ($0, endsAt) }, isRebuild: true,
       resumes: true)
     bridgeHandOverAt = pendingLanding?.heardAt
+  }
+
+  /// When the music was paused (a `pause` action), while it is.
+  private var pausedAt: Double?
+
+  /// The music goes on after a pause: what waited for a line of it (a change on its bar, a
+  /// bridge and its hand-over, their reports) comes that much later, as the music does. The
+  /// player keeps the music heard and the change waiting on its line through the pause; its
+  /// reports came at the times reckoned before it (a bridge said heard while nothing played).
+  private func deferWaitingMusic() {
+    guard let since = pausedAt else { return }
+    pausedAt = nil
+    let paused = now - since
+    guard paused > 0 else { return }
+    if var pending = pendingLanding, pending.heardAt > since {
+      if bridgeHandOverAt == pending.heardAt { bridgeHandOverAt = pending.heardAt + paused }
+      pending.heardAt += paused
+      pendingLanding = pending
+    }
+    if var bridge = pendingBridge, bridge.heardAt > since {
+      bridge.heardAt += paused
+      pendingBridge = bridge
+    }
+    for index in heldReports.indices where heldReports[index].time > since {
+      heldReports[index].time += paused
+    }
+    // A stinger on a line of the music: the mixer holds its start until the music gets there.
+    for index in scheduled.indices where scheduled[index].time > since {
+      if case .stinger = scheduled[index].work { scheduled[index].time += paused }
+    }
+    scheduled.sort { ($0.time, $0.order) < ($1.time, $1.order) }
   }
 
   /// When the hand-over from the bridge heard to its state's music is heard, while it waits
@@ -1938,8 +1970,10 @@ final class DirectorCore {
       }
     case .pause:
       player.pause()
+      pausedAt = now
     case .stop:
       player.stop()
+      pausedAt = nil
       lastReportedState = nil
     case .seek(let seconds, let fadeBack):
       player.currentPlaybackTime = seconds
@@ -2133,7 +2167,9 @@ final class DirectorCore {
     var due: [(order: Int, report: DirectorReport)] = []
     var held: [DirectorReport] = []
     for (order, report) in (heldReports + outbox).enumerated() {
-      if report.time <= horizon { due.append((order, report)) } else { held.append(report) }
+      // Paused: what waits for a line of the music waits on with it (see `deferWaitingMusic`).
+      let waitsOnMusic = pausedAt.map { report.time > $0 && report.decidedAt < report.time } ?? false
+      if report.time <= horizon && !waitsOnMusic { due.append((order, report)) } else { held.append(report) }
     }
     heldReports = held
     outbox.removeAll(keepingCapacity: true)

@@ -157,6 +157,9 @@ public final class QueuePlayer: MediaPlayback {
     /// opening), it can come back, as if the new queue had never come: when every item of the new
     /// queue fails first, or the director calls the change off (`takeBackQueue`).
     var takeBack: TakeBack?
+    /// Paused while a new queue waited for its grid line: the music heard then, paused with it
+    /// (`play()` resumes it, and the new queue waits on for its line in it).
+    var pausedBeforeLine: VoiceHandle?
     /// The entry the queue last moved on to by itself, and the mix frame it was heard from.
     var advancedAt: (entry: Int, frame: Int64)?
     /// Failures in a row, to stop when every item in the queue fails.
@@ -668,7 +671,11 @@ public final class QueuePlayer: MediaPlayback {
       if state.stateBeforeSeeking != nil { state.stateBeforeSeeking = nil }
       if state.queue.nowID == nil { state.queue.nowID = state.queue.playOrder.first }
       guard let now = state.queue.nowID else { return }
-      if let voice = state.voices.current {
+      if let heard = state.pausedBeforeLine {
+        // The music heard goes on; the new queue still waits for its line in it.
+        state.pausedBeforeLine = nil
+        engine.commands.post(.play(voice: heard))
+      } else if let voice = state.voices.current {
         engine.commands.post(.play(voice: voice.handle))
       } else {
         start(now, playing: true, fadeFrom: [], &state)
@@ -678,14 +685,37 @@ public final class QueuePlayer: MediaPlayback {
   }
 
   /// Pauses with a short fade; a crossfade in progress completes at once (the outgoing item is let
-  /// go with a 10 ms fade). `play()` resumes from the same frame.
+  /// go with a 10 ms fade). `play()` resumes from the same frame. A new queue still waiting for
+  /// its grid line (the director's changes on the beat or bar) waits on: the music heard pauses,
+  /// `play()` resumes it, and the new queue starts on its line.
   public func pause() {
     state.withLock { state in
       state.stateBeforeSeeking = nil
-      if let voice = state.voices.current { engine.commands.post(.pause(voice: voice.handle)) }
-      releaseOutgoing(&state)
+      if state.playbackState == .playing, let heard = waitingFor(&state) {
+        // A new queue waits for its grid line in the music heard: that music pauses, and the
+        // new queue waits on. The music heard was let go and the new queue started at once, on
+        // the resume, off its line (a bridge cued before a pause menu played from the resume,
+        // cut short by the music behind it).
+        engine.commands.post(.pause(voice: heard))
+        state.pausedBeforeLine = heard
+        for voice in state.voices.outgoing where voice.handle != heard { voice.release() }
+        state.voices.outgoing.removeAll { $0.handle != heard }
+      } else {
+        if let voice = state.voices.current { engine.commands.post(.pause(voice: voice.handle)) }
+        releaseOutgoing(&state)
+      }
       setState(.paused, &state)
     }
+  }
+
+  /// The music still heard while the new queue waits for its grid line (see `takeBack`): nil
+  /// when none waits, or the new music has begun.
+  private func waitingFor(_ state: inout State) -> VoiceHandle? {
+    guard let back = state.takeBack, back.voice != state.voices.current?.handle,
+      state.voices.outgoing.contains(where: { $0.handle == back.voice }), state.voices.current != nil,
+      let status = engine.status(of: back.voice), !status.isLetGo.load(ordering: .acquiring)
+    else { return nil }
+    return back.voice
   }
 
   /// Stops with a short fade and lets every voice go; the next `play()` starts the now-playing
@@ -1527,6 +1557,7 @@ public final class QueuePlayer: MediaPlayback {
   private func releaseOutgoing(_ state: inout State) {
     for voice in state.voices.outgoing { voice.release() }
     state.voices.outgoing = []
+    state.pausedBeforeLine = nil
   }
 
   private func releaseAllVoices(_ state: inout State) {
@@ -1764,6 +1795,7 @@ public final class QueuePlayer: MediaPlayback {
       let status = engine.status(of: back.voice), !status.isLetGo.load(ordering: .acquiring)
     else { return false }
     state.takeBack = nil
+    state.pausedBeforeLine = nil
     let voice = state.voices.outgoing.remove(at: index)
     // Not faded yet when looked at; a crossfade that begins before this reaches the mixer (a
     // late director thread) is undone there.
