@@ -20,7 +20,10 @@ struct BridgeTests {
     return game
   }
 
-  static func sheet(_ game: DirectorFixture, bridges: String) throws -> CueSheet {
+  /// `fight`: what the "fight" cue does; `rules`: more rules.
+  static func sheet(
+    _ game: DirectorFixture, bridges: String, fight: String = #"{ state: "combat" }"#, rules: String = ""
+  ) throws -> CueSheet {
     try game.sheet(
       """
       {
@@ -40,9 +43,10 @@ struct BridgeTests {
           boss: { music: "bossMusic", transition: { seconds: 0, at: "bar" } },
         },
         rules: [
-          { on: "fight", do: { state: "combat" } },
+          { on: "fight", do: \(fight) },
           { on: "calm", do: { state: "explore" } },
           { on: "boss", do: { state: "boss" } },
+          \(rules)
         ],
         bridges: \(bridges),
       }
@@ -165,14 +169,9 @@ struct BridgeTests {
   )
   func tempoInTheSameRule() throws {
     let game = try Self.game()
-    _ = try Self.sheet(game, bridges: "[]")
-    let sheet = try game.sheet(
-      try String(contentsOfFile: game.cuePath, encoding: .utf8)
-        .replacingOccurrences(
-          of: #"{ on: "fight", do: { state: "combat" } },"#,
-          with: #"{ on: "rage", do: { tempo: 1.25 } }, { on: "fight", do: [{ state: "combat" }, { tempo: 1 }] },"#
-        ).replacingOccurrences(
-          of: "bridges: [],", with: #"bridges: [{ from: "explore", to: "combat", music: "bridging", seconds: 0.5 }],"#))
+    let sheet = try Self.sheet(
+      game, bridges: #"[{ from: "explore", to: "combat", music: "bridging", seconds: 0.5 }]"#,
+      fight: #"[{ state: "combat" }, { tempo: 1 }]"#, rules: #"{ on: "rage", do: { tempo: 1.25 } },"#)
     // Explore (a bar every 2 s of its file) hurries from 0.5 s: at 2.1 s it is 2.5 s into its
     // file, and the rule puts it back to tempo 1 as it cues the fight, so its bar at 4 s of the
     // file comes at 3.6 s. Reckoned at the speed before the rule, it was announced at 3.3 s; the
@@ -210,15 +209,9 @@ struct BridgeTests {
   )
   func pauseWhileTheBridgeWaits() throws {
     let game = try Self.game()
-    _ = try Self.sheet(game, bridges: "[]")
-    let sheet = try game.sheet(
-      try String(contentsOfFile: game.cuePath, encoding: .utf8)
-        .replacingOccurrences(
-          of: #"{ on: "fight", do: { state: "combat" } },"#,
-          with:
-            #"{ on: "fight", do: { state: "combat" } }, { on: "menu", do: { pause: true, fade: 0.1 } }, { on: "back", do: { resume: true, fade: 0.1 } },"#
-        ).replacingOccurrences(
-          of: "bridges: [],", with: #"bridges: [{ from: "explore", to: "combat", music: "bridging" }],"#))
+    let sheet = try Self.sheet(
+      game, bridges: #"[{ from: "explore", to: "combat", music: "bridging" }]"#,
+      rules: #"{ on: "menu", do: { pause: true, fade: 0.1 } }, { on: "back", do: { resume: true, fade: 0.1 } },"#)
     // The bridge waits for explore's bar at 4 s; the game pauses at 2.5 s (explore stops at 2.6 s
     // of its file) and resumes at 5 s: the bar comes 1.4 s later, at 6.4 s. The music heard
     // was let go at the pause and the bridge began at the resume, cut short by the combat music
