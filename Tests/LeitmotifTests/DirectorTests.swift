@@ -834,6 +834,23 @@ struct DirectorActionTests {
     + #"{ on: "restart", do: { state: "explore" } }, { on: "won", when: { state: "boss" }, do: { state: "explore" } }, "#
     + #"{ on: "back", priority: 100, do: { resume: true } }"#
 
+  @Test("stop while a change waits for its bar past the stop's end: the change never comes, nor its report")
+  func stopCallsOffAWaitingChange() throws {
+    let states = #"boss: { music: "tense", priority: 5, transition: { seconds: 0, at: "bar" } },"#
+    // The boss waits for explore's bar at 4 s; the death at 2.5 s stops the music by 3.5 s; the
+    // level starts again at 5 s. "explore -> boss" used to be reported at 4 s, after the stop,
+    // and the timeline had the boss playing over the restarted level.
+    let (left, timeline) = try run(
+      rules: Self.stoppedFight, [.cue(2.1, "fight"), .cue(2.5, "died"), .cue(5, "restart")], seconds: 7,
+      states: states)
+    #expect(timeline.summary.contains("the change to \"boss\" waiting for 4 s is called off"), "\(timeline.summary)")
+    #expect(!timeline.states.contains { $0.state == "boss" }, "\(timeline.summary)")
+    #expect(timeline.state(at: 6) == "explore", "\(timeline.summary)")
+    #expect(Listen.rms(Listen.window(left, 3.6, 4.9)) < 0.001, "silence after the stop")
+    #expect(
+      Listen.loudest(left, 5.3, 6.8, among: [explore, DirectorFixture.combatPitch]) == explore, "\(timeline.summary)")
+  }
+
   @Test("stop: the rules see no state from it on; music asked for while it fades starts after it")
   func stopEndsTheState() throws {
     let states = #"boss: { music: "tense", priority: 5, transition: { seconds: 0 } },"#

@@ -562,10 +562,15 @@ final class DirectorCore {
       }
       fade.move(to: 0, over: fadeSeconds, at: now)
       schedule(.stop, at: now + fadeSeconds, cause: cause)
+      // A change waiting for a line past the stop's end is never heard (see `dropWaitingChange`).
+      let unheard = pendingLanding.flatMap { pending -> String? in
+        guard pending.heardAt >= now + fadeSeconds, let state = currentState, state != pending.state else { return nil }
+        return "; the change to \"\(state)\" waiting for \(Self.format(pending.heardAt)) s is called off"
+      }
       if let state = currentState { stoppedState = state }
       currentState = nil
       statePriority = 0
-      return "stop (fade \(Self.format(fadeSeconds)) s)"
+      return "stop (fade \(Self.format(fadeSeconds)) s)" + (unheard ?? "")
     case .skip(let direction, let spec):
       let transition = spec.map { Transition(validDuration: $0.seconds, curve: $0.curve) }
       do {
@@ -1099,6 +1104,25 @@ final class DirectorCore {
       bridge.state, spec: bridge.spec, cause: bridge.cause, landing: landing.map { ($0, endsAt) }, isRebuild: true,
       resumes: true)
     bridgeHandOverAt = pendingLanding?.heardAt
+  }
+
+  /// The music stopped: a change that still waited for its line in it never comes, and its held
+  /// reports go with it. They came out after the stop, naming a state the game had left (a fight
+  /// cued on the bar, then a death that stopped the music: "town -> battle" reported after the
+  /// level had started again in town).
+  private func dropWaitingChange() {
+    func waits(_ report: DirectorReport) -> Bool {
+      switch report.kind {
+      case .stateChanged, .nowPlaying: return report.time > now
+      default: return false
+      }
+    }
+    heldReports.removeAll(where: waits)
+    if let mark = fireMark { fireMark = mark - outbox.prefix(mark).filter(waits).count }
+    outbox.removeAll(where: waits)
+    pendingLanding = nil
+    pendingBridge = nil
+    bridgeHandOverAt = nil
   }
 
   /// When the music was paused (a `pause` action), while it is.
@@ -1974,6 +1998,7 @@ final class DirectorCore {
     case .stop:
       player.stop()
       pausedAt = nil
+      dropWaitingChange()
       lastReportedState = nil
     case .seek(let seconds, let fadeBack):
       player.currentPlaybackTime = seconds
