@@ -907,6 +907,23 @@ struct DirectorActionTests {
     #expect(timeline.summary.contains("stay in \"combat\" (already playing)"), "\(timeline.summary)")
   }
 
+  @Test("skip while a change waits for its bar: nothing is skipped, and the change comes on its bar")
+  func skipWhileAChangeWaits() throws {
+    // A queue that does not repeat (as a bridge's): a skip in it ended it before it began.
+    let (left, timeline) = try run(
+      rules:
+        #"{ on: "fight", do: { crossfade: "once", seconds: 0, at: "bar" } }, { on: "next", do: { skip: "next" } }"#,
+      [.cue(2.1, "fight"), .cue(2.5, "next")], seconds: 6, states: #"once: { music: "tense", repeat: "none" },"#)
+    #expect(
+      timeline.summary.contains("skip next: the change to \"once\" waits for 4 s; nothing is skipped"),
+      "\(timeline.summary)")
+    #expect(
+      Listen.loudest(left, 2.6, 3.9, among: [explore, DirectorFixture.combatPitch]) == explore, "\(timeline.summary)")
+    #expect(
+      Listen.loudest(left, 4.2, 5.8, among: [explore, DirectorFixture.combatPitch]) == DirectorFixture.combatPitch,
+      "\(timeline.summary)")
+  }
+
   @Test("seek: jumps within the item")
   func seek() throws {
     let game = try DirectorFixture()

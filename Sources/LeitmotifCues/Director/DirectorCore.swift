@@ -572,6 +572,13 @@ final class DirectorCore {
       statePriority = 0
       return "stop (fade \(Self.format(fadeSeconds)) s)" + (unheard ?? "")
     case .skip(let direction, let spec):
+      // While a change waits for its line, the player's queue is the music not heard yet: a
+      // skip moved in it, let the waiting music go and left the director reckoning with music
+      // that no longer came (the fight cued next restarted the fight music from its start).
+      if let pending = pendingLanding, now < pending.heardAt {
+        let waiting = currentState.map { "the change to \"\($0)\"" } ?? "a change"
+        return "skip \(direction.rawValue): \(waiting) waits for \(Self.format(pending.heardAt)) s; nothing is skipped"
+      }
       let transition = spec.map { Transition(validDuration: $0.seconds, curve: $0.curve) }
       do {
         let only = player.queue.count == 1 && direction != .beginning ? player.nowPlayingItem : nil
