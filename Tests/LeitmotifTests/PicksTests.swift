@@ -67,6 +67,48 @@ struct PicksTests {
     #expect(Set(passes.map { $0.map { $0 ?? 0 } }).count > 1, "a new order in later passes: \(heard)")
   }
 
+  @Test("The media keys skip none of the player's songs while a change waits for its bar, and say they cannot")
+  func mediaKeyWhileAChangeWaits() throws {
+    let game = try DirectorFixture()
+    var items: [MediaItem] = []
+    for (index, pitch) in Self.pitches.enumerated() {
+      let path = game.directory.file("pick\(index).ogg")
+      try DirectorFixture.tone(path, pitch: pitch, seconds: 2, tags: [("TITLE", "Pick \(index)")])
+      items.append(try MediaItem.load(path: path))
+    }
+    // The picks have no tempo: the cue file's 120 BPM, a bar every 2 s. The fight at 2.1 s waits
+    // for the bar at 4 s; "next" is pressed at 2.5 s, while the second song plays.
+    let sheet = try game.sheet(
+      """
+      { start: "mine", assets: "assets",
+        sources: { picked: { picks: true }, tense: { bundled: "combat.ogg" } },
+        states: { mine: { music: "picked", transition: { seconds: 0 }, between: "gapless" },
+                  fight: { music: "tense", transition: { seconds: 0, at: "bar" } } },
+        rules: [ { on: "fight", do: { state: "fight" } } ] }
+      """)
+    let engine = try AudioEngine(output: .offline(sampleRate: 48_000, renderFrames: 256))
+    let director = Director(engine: engine, sheet: sheet, library: nil, clocking: .pumped)
+    director.setPicks(MediaItemCollection(items: items, name: "Picks"))
+    let keys = RemoteCommandHandler.director(director)
+    var pressed: (waits: Bool, enabled: Bool, done: Bool)?
+    let left = DirectorFixture.renderPumped(director, engine, seconds: 5.5) { frame in
+      if (100_800..<101_056).contains(frame) { _ = director.post("fight") }
+      if (120_000..<120_256).contains(frame) {
+        pressed = (director.changeWaits, keys.isEnabled(.nextTrack), keys.perform(.nextTrack))
+      }
+    }
+    director.shutdown()
+    let press = try #require(pressed)
+    #expect(press.waits && !press.enabled && !press.done, "\(press)")
+    #expect(!director.changeWaits)
+    // The second song plays on to the bar, and the fight music comes on it. (The key skipped in
+    // the fight's queue, not heard yet: a queue that does not repeat, as a bridge's, ended there.)
+    #expect(heard(left, 2.6) == 440 && heard(left, 3.4) == 440)
+    #expect(
+      Listen.loudest(left, 4.2, 5.3, among: Self.pitches + [DirectorFixture.combatPitch]) == DirectorFixture.combatPitch
+    )
+  }
+
   @Test("Back in the state through a bridge, the picks go on from where they were left after it")
   func resumeAfterABridge() throws {
     // Away at 2.9 s (the second song, 0.9 s in), back at 4 s through the half-second fanfare:

@@ -401,6 +401,10 @@ public final class Director: @unchecked Sendable {
     return (item, origin?.source, origin?.isUserMusic ?? false)
   }
 
+  /// Whether a state change waits for its beat, bar or moment: the player's queue is then the
+  /// music not heard yet, and a skip in it would let that music go (see the `skip` action).
+  public var changeWaits: Bool { core.withLock { $0.itemHeardBeforeLanding != nil } }
+
   /// Where `nowPlaying` is, in seconds of its file: while a state change waits for its beat or
   /// bar, the position of the music heard until then.
   public var nowPlayingPosition: TimeInterval {

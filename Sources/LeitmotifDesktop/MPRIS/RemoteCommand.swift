@@ -111,7 +111,9 @@ public struct RemoteCommandHandler: Sendable {
           switch action(command) {
           case .cue(let name): return director.post(name)
           case .skip:
-            guard playsUserMusic() else { return false }
+            // Not while a change waits for its line: the player's queue is then the music not
+            // heard yet (the `skip` action says the same).
+            guard playsUserMusic(), !director.changeWaits else { return false }
             if command == .nextTrack { return (try? player.skipToNextItem()) != nil }
             return (try? player.skipToPreviousItem()) != nil
           case .pause:
@@ -127,7 +129,7 @@ public struct RemoteCommandHandler: Sendable {
         default:
           switch action(command) {
           case .cue, .pause: return true
-          case .skip: return playsUserMusic()
+          case .skip: return playsUserMusic() && !director.changeWaits
           case .ignore, nil: return false
           }
         }
