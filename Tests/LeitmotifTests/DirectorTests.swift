@@ -851,6 +851,21 @@ struct DirectorActionTests {
       Listen.loudest(left, 5.3, 6.8, among: [explore, DirectorFixture.combatPitch]) == explore, "\(timeline.summary)")
   }
 
+  @Test(
+    "Two changes asked for during a stop's fade: the later one starts after the stop, and says it replaced the first")
+  func secondChangeAfterTheStop() throws {
+    let (left, timeline) = try run(
+      rules: Self.stoppedFight, [.cue(1, "died"), .cue(1.3, "restart"), .cue(1.6, "fight")], seconds: 4,
+      states: #"boss: { music: "tense", priority: 5, transition: { seconds: 0 } },"#)
+    #expect(
+      timeline.summary.contains("after the stop (2 s); the change to \"explore\" after the stop is called off"),
+      "\(timeline.summary)")
+    #expect(timeline.state(at: 3) == "boss", "\(timeline.summary)")
+    #expect(
+      Listen.loudest(left, 2.3, 3.8, among: [explore, DirectorFixture.combatPitch]) == DirectorFixture.combatPitch,
+      "\(timeline.summary)")
+  }
+
   @Test("stop: the rules see no state from it on; music asked for while it fades starts after it")
   func stopEndsTheState() throws {
     let states = #"boss: { music: "tense", priority: 5, transition: { seconds: 0 } },"#

@@ -1003,6 +1003,17 @@ final class DirectorCore {
   /// is ending means nothing). It used to cancel the stop but not its fade: the new music
   /// played on under a fade that went on to silence, and stayed silent.
   private func afterTheStop(_ work: Work, at stopAt: Double, cause: LevelEvent?, what: () -> String) -> String {
+    // What this one replaces is said, as a change called off before its bar is.
+    var asked: String?
+    if case .changeState(let name, _, _) = work { asked = name }
+    let replaced = scheduled.lazy.compactMap { waiting -> String? in
+      switch waiting.work {
+      case .changeState(let name, _, _) where name != asked:
+        return "the change to \"\(name)\" after the stop is called off"
+      case .playQueue: return "the game's queue after the stop is called off"
+      default: return nil
+      }
+    }.first
     cancelScheduled {
       switch $0 {
       case .changeState, .playQueue: return true
@@ -1014,7 +1025,7 @@ final class DirectorCore {
     schedule(work, at: stopAt, cause: cause)
     let description = what() + " after the stop (\(Self.format(stopAt)) s)"
     report(.scheduled(what: description, at: stopAt), cause: cause)
-    return description
+    return description + (replaced.map { "; \($0)" } ?? "")
   }
 
   /// A bridge playing (or about to): the state it leads into, the transition from its end, and
