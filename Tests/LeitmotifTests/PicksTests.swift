@@ -16,12 +16,7 @@ struct PicksTests {
     script: [CueScript.Step], seconds: Double
   ) throws -> [Float] {
     let game = try DirectorFixture()
-    var items: [MediaItem] = []
-    for (index, pitch) in Self.pitches.enumerated() {
-      let path = game.directory.file("pick\(index).ogg")
-      try DirectorFixture.tone(path, pitch: pitch, seconds: 2, tags: [("TITLE", "Pick \(index)")])
-      items.append(try MediaItem.load(path: path))
-    }
+    let items = try Self.picks(in: game)
     let sheet = try game.sheet(
       """
       { start: "mine", assets: "assets", seed: 5,
@@ -34,6 +29,15 @@ struct PicksTests {
     var options = CueSimulation.Options()
     options.picks = MediaItemCollection(items: items, name: "Picks")
     return try game.simulate(sheet, script, seconds: seconds, options: options).left
+  }
+
+  /// Three 2 s songs, one at each of `pitches`, as the player's picks.
+  static func picks(in game: DirectorFixture) throws -> [MediaItem] {
+    try pitches.enumerated().map { index, pitch in
+      let path = game.directory.file("pick\(index).ogg")
+      try DirectorFixture.tone(path, pitch: pitch, seconds: 2, tags: [("TITLE", "Pick \(index)")])
+      return try MediaItem.load(path: path)
+    }
   }
 
   func heard(_ left: [Float], _ from: Double) -> Double? {
@@ -70,12 +74,7 @@ struct PicksTests {
   @Test("The media keys skip none of the player's songs while a change waits for its bar, and say they cannot")
   func mediaKeyWhileAChangeWaits() throws {
     let game = try DirectorFixture()
-    var items: [MediaItem] = []
-    for (index, pitch) in Self.pitches.enumerated() {
-      let path = game.directory.file("pick\(index).ogg")
-      try DirectorFixture.tone(path, pitch: pitch, seconds: 2, tags: [("TITLE", "Pick \(index)")])
-      items.append(try MediaItem.load(path: path))
-    }
+    let items = try Self.picks(in: game)
     // The picks have no tempo: the cue file's 120 BPM, a bar every 2 s. The fight at 2.1 s waits
     // for the bar at 4 s; "next" is pressed at 2.5 s, while the second song plays.
     let sheet = try game.sheet(
