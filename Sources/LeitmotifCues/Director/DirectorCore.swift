@@ -1129,15 +1129,12 @@ final class DirectorCore {
   /// cued on the bar, then a death that stopped the music: "town -> battle" reported after the
   /// level had started again in town).
   private func dropWaitingChange() {
-    func waits(_ report: DirectorReport) -> Bool {
-      switch report.kind {
-      case .stateChanged, .nowPlaying: return report.time > now
+    dropReports {
+      switch $0.kind {
+      case .stateChanged, .nowPlaying: return $0.time > now
       default: return false
       }
     }
-    heldReports.removeAll(where: waits)
-    if let mark = fireMark { fireMark = mark - outbox.prefix(mark).filter(waits).count }
-    outbox.removeAll(where: waits)
     pendingLanding = nil
     pendingBridge = nil
     bridgeHandOverAt = nil
@@ -1765,13 +1762,18 @@ final class DirectorCore {
   /// Drops the `stateChanged` report of a change to `state` that waits for its time: it will
   /// not be heard.
   private func dropHeldChange(to state: String) {
-    func isChange(_ report: DirectorReport) -> Bool {
-      if case .stateChanged(_, let to, _, _, _) = report.kind, to == state, report.time > now { return true }
+    dropReports {
+      if case .stateChanged(_, let to, _, _, _) = $0.kind, to == state, $0.time > now { return true }
       return false
     }
-    heldReports.removeAll(where: isChange)
-    if let mark = fireMark { fireMark = mark - outbox.prefix(mark).filter(isChange).count }
-    outbox.removeAll(where: isChange)
+  }
+
+  /// Drops the reports held or waiting in the outbox that `matches`: they will not be heard. The
+  /// place a rule's report goes to (`fireMark`) moves with the reports removed before it.
+  private func dropReports(where matches: (DirectorReport) -> Bool) {
+    heldReports.removeAll(where: matches)
+    if let mark = fireMark { fireMark = mark - outbox.prefix(mark).filter(matches).count }
+    outbox.removeAll(where: matches)
   }
 
   /// Undoes the change to `state`, whose music did not start while the music before it played
@@ -1815,13 +1817,10 @@ final class DirectorCore {
   /// in at once, off the grid (or, once the mixer waited for that music, it came after it).
   private func takeBackHandOver(in state: String) {
     // Its "now playing" waits for its time with the other held reports: it will not be heard.
-    func isHandOver(_ report: DirectorReport) -> Bool {
-      if case .nowPlaying = report.kind, report.time > now { return true }
+    dropReports {
+      if case .nowPlaying = $0.kind, $0.time > now { return true }
       return false
     }
-    heldReports.removeAll(where: isHandOver)
-    if let mark = fireMark { fireMark = mark - outbox.prefix(mark).filter(isHandOver).count }
-    outbox.removeAll(where: isHandOver)
     lastReportedState = forgetChange(to: state)
     if let item = player.nowPlayingItem {
       lastNowPlaying = item
@@ -2032,21 +2031,31 @@ final class DirectorCore {
   /// The mix's speed (its rate times its tempo, as `applyMix` posts them) at director time
   /// `time`, as the ramps and parameter curves set now will make it.
   private func mixSpeed(at time: Double) -> Double {
-    var rate = stateRate.value(at: time) * rateLevel.value(at: time)
-    var tempo = tempoLevel.value(at: time)
-    for spec in sheet.parameters {
-      guard let value = parameters[spec.name]?.value(at: time) else { continue }
-      for drive in spec.drives where drive.layer == nil {
-        switch drive.target {
-        case .rate: rate *= drive.curve.value(at: value)
-        case .tempo: tempo *= drive.curve.value(at: value)
-        case .volume, .lowpass: break
-        }
-      }
-    }
+    let drives = parameterDrives(at: time)
+    let rate = stateRate.value(at: time) * rateLevel.value(at: time) * drives.rate
+    let tempo = tempoLevel.value(at: time) * drives.tempo
     let lowest = Double(Voice.rateRange.lowerBound)
     let highest = Double(Voice.rateRange.upperBound)
     return max(lowest, min(highest, rate)) * max(0.5, min(2, tempo))
+  }
+
+  /// What the game parameters' curves multiply the whole music's volume, rate, tempo and
+  /// low-pass by at director time `time` (drives of a layer are `applyLayerMix`'s).
+  private func parameterDrives(at time: Double) -> (volume: Double, rate: Double, tempo: Double, lowPass: Double) {
+    var levels = (volume: 1.0, rate: 1.0, tempo: 1.0, lowPass: 1.0)
+    for spec in sheet.parameters {
+      guard let value = parameters[spec.name]?.value(at: time) else { continue }
+      for drive in spec.drives where drive.layer == nil {
+        let level = drive.curve.value(at: value)
+        switch drive.target {
+        case .volume: levels.volume *= max(0, min(1, level))
+        case .rate: levels.rate *= level
+        case .tempo: levels.tempo *= level
+        case .lowpass: levels.lowPass *= max(0, min(1, level))
+        }
+      }
+    }
+    return levels
   }
 
   /// When the last ramp that moves the music's speed ends (at or before `now`: none moves).
@@ -2097,23 +2106,12 @@ final class DirectorCore {
   /// Steps the music's gain, rate and low-pass filter to where the ramps, ducks and parameter
   /// curves put them now. Posted only when they change.
   private func applyMix() {
+    let drives = parameterDrives(at: now)
     var gain = stateVolume.value(at: now) * volumeLevel.value(at: now) * fade.value(at: now)
-    gain *= ducks.reduce(1) { min($0, $1.gain(at: now)) } * heldDuck.value(at: now)
-    var rate = stateRate.value(at: now) * rateLevel.value(at: now)
-    var tempo = tempoLevel.value(at: now)
-    var lowPass = 1.0
-    for spec in sheet.parameters {
-      guard let value = parameters[spec.name]?.value(at: now) else { continue }
-      for drive in spec.drives where drive.layer == nil {
-        let level = drive.curve.value(at: value)
-        switch drive.target {
-        case .volume: gain *= max(0, min(1, level))
-        case .rate: rate *= level
-        case .tempo: tempo *= level
-        case .lowpass: lowPass *= max(0, min(1, level))
-        }
-      }
-    }
+    gain *= ducks.reduce(1) { min($0, $1.gain(at: now)) } * heldDuck.value(at: now) * drives.volume
+    let rate = stateRate.value(at: now) * rateLevel.value(at: now) * drives.rate
+    let tempo = tempoLevel.value(at: now) * drives.tempo
+    let lowPass = drives.lowPass
     applyLayerMix()
     let mix = (
       // Above 1 only when a reload raised the volume of the state that plays over what its

@@ -691,7 +691,7 @@ public final class QueuePlayer: MediaPlayback {
   public func pause() {
     state.withLock { state in
       state.stateBeforeSeeking = nil
-      if state.playbackState == .playing, let heard = waitingFor(&state) {
+      if state.playbackState == .playing, state.voices.current != nil, let heard = waitingBack(state)?.voice {
         // A new queue waits for its grid line in the music heard: that music pauses, and the
         // new queue waits on. The music heard was let go and the new queue started at once, on
         // the resume, off its line (a bridge cued before a pause menu played from the resume,
@@ -708,14 +708,15 @@ public final class QueuePlayer: MediaPlayback {
     }
   }
 
-  /// The music still heard while the new queue waits for its grid line (see `takeBack`): nil
-  /// when none waits, or the new music has begun.
-  private func waitingFor(_ state: inout State) -> VoiceHandle? {
+  /// The queue before the last `setQueue`, while its music is still heard unfaded (the new queue
+  /// waits for its grid line, or is opening): its voice one of ours, not let go. Nil when none
+  /// waits, or the new music has begun. What `takeBack` restores and `pause` keeps.
+  private func waitingBack(_ state: State) -> TakeBack? {
     guard let back = state.takeBack, back.voice != state.voices.current?.handle,
-      state.voices.outgoing.contains(where: { $0.handle == back.voice }), state.voices.current != nil,
+      state.voices.outgoing.contains(where: { $0.handle == back.voice }),
       let status = engine.status(of: back.voice), !status.isLetGo.load(ordering: .acquiring)
     else { return nil }
-    return back.voice
+    return back
   }
 
   /// Stops with a short fade and lets every voice go; the next `play()` starts the now-playing
@@ -1791,8 +1792,8 @@ public final class QueuePlayer: MediaPlayback {
   /// waits for music that will never come): that queue comes back, its voice current again, its
   /// next item lined up again. True when it did.
   private func takeBack(_ state: inout State, reason: NowPlayingChangeReason) -> Bool {
-    guard let back = state.takeBack, let index = state.voices.outgoing.firstIndex(where: { $0.handle == back.voice }),
-      let status = engine.status(of: back.voice), !status.isLetGo.load(ordering: .acquiring)
+    guard let back = waitingBack(state),
+      let index = state.voices.outgoing.firstIndex(where: { $0.handle == back.voice })
     else { return false }
     state.takeBack = nil
     state.pausedBeforeLine = nil
