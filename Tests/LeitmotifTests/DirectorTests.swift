@@ -939,6 +939,30 @@ struct DirectorActionTests {
       "\(timeline.summary)")
   }
 
+  @Test("skip previous: the item before within an item's first 3 s, else the item again; the report says which")
+  func skipPrevious() throws {
+    // A queue that does not repeat: explore, then combat. Back 4 s into combat starts combat
+    // again; back 0.5 s into that goes to explore; back right away on explore, the first item,
+    // starts it again.
+    let (left, timeline) = try run(
+      rules:
+        #"{ on: "next", do: { skip: "next", seconds: 0.1 } }, { on: "back", do: { skip: "previous", seconds: 0.1 } }, { on: "go", do: { state: "both" } }"#,
+      [.cue(0.5, "go"), .cue(1.5, "next"), .cue(5.5, "back"), .cue(6, "back"), .cue(7, "back")], seconds: 8,
+      states: #"both: { music: "pair", repeat: "none" },"#)
+    let pitches = [explore, DirectorFixture.combatPitch]
+    #expect(Listen.loudest(left, 1.8, 5.4, among: pitches) == DirectorFixture.combatPitch, "\(timeline.summary)")
+    #expect(Listen.loudest(left, 5.7, 5.9, among: pitches) == DirectorFixture.combatPitch, "\(timeline.summary)")
+    #expect(Listen.loudest(left, 6.3, 7.9, among: pitches) == explore, "\(timeline.summary)")
+    #expect(
+      timeline.summary.contains(
+        "skip previous; \"Combat\" starts again: it had played 4 s, and previous goes to the item before only within an item's first 3 s"
+      ), "\(timeline.summary)")
+    #expect(
+      timeline.summary.contains("skip previous; \"Explore\" starts again: no item comes before it"),
+      "\(timeline.summary)")
+    #expect(timeline.summary.components(separatedBy: "starts again").count == 3, "\(timeline.summary)")
+  }
+
   @Test("seek: jumps within the item")
   func seek() throws {
     let game = try DirectorFixture()

@@ -582,11 +582,25 @@ final class DirectorCore {
       let transition = spec.map { Transition(validDuration: $0.seconds, curve: $0.curve) }
       do {
         let only = player.queue.count == 1 && direction != .beginning ? player.nowPlayingItem : nil
-        try player.skip(direction, transition: transition)
+        let playing = player.nowPlayingItem
+        let outcome = try player.skip(direction, transition: transition)
         // Said, so a designer hears why the same music starts again (a `playlist: "step"`
-        // state plays one item each entry).
-        return "skip \(direction.rawValue)"
-          + (only.map { "; \"\($0.displayName)\" is the only item of the queue: it starts again" } ?? "")
+        // state plays one item each entry; a media player's back button goes to the item
+        // before only near an item's start).
+        if let only {
+          return "skip \(direction.rawValue); \"\(only.displayName)\" is the only item of the queue: it starts again"
+        }
+        let name = playing.map { "\"\($0.displayName)\"" } ?? "the item"
+        switch outcome {
+        case .restarted(let secondsIn)?:
+          return "skip previous; \(name) starts again: it had played \(Self.format((secondsIn * 10).rounded() / 10)) s,"
+            + " and previous goes to the item before only within an item's first"
+            + " \(Self.format(QueuePlayer.previousItemThreshold)) s"
+        case .restartedFirst?:
+          return "skip previous; \(name) starts again: no item comes before it"
+        case .wentBack?, nil:
+          return "skip \(direction.rawValue)"
+        }
       } catch {
         return "skip \(direction.rawValue): \(error)"
       }

@@ -560,15 +560,30 @@ public final class QueuePlayer: MediaPlayback {
 
   /// See the rules in the type's documentation. - Throws: `QueueError.emptyQueue`.
   public func skipToPreviousItem() throws(QueueError) {
+    _ = try skipBack()
+  }
+
+  /// What `skipToPreviousItem` did when it did not go to the item before: started the item
+  /// again, because it had played past `previousItemThreshold`, or because no item comes
+  /// before it (the first of a queue that does not repeat).
+  package enum PreviousOutcome: Equatable {
+    case wentBack
+    case restarted(secondsIn: Double)
+    case restartedFirst
+  }
+
+  private func skipBack() throws(QueueError) -> PreviousOutcome {
     let position = currentPlaybackTime
-    try state.withLock { (state) throws(QueueError) -> Void in
+    return try state.withLock { (state) throws(QueueError) -> PreviousOutcome in
       guard let now = state.queue.nowID else { throw QueueError.emptyQueue(operation: "skipToPreviousItem") }
       let start = state.queue.entries[now]?.startTime ?? 0
-      if position - start < Self.previousItemThreshold, let previous = predecessor(of: now, state) {
+      let early = position - start < Self.previousItemThreshold
+      if early, let previous = predecessor(of: now, state) {
         jump(to: previous, reason: .skipBack, &state)
-      } else {
-        restartCurrent(&state)
+        return .wentBack
       }
+      restartCurrent(&state)
+      return early ? .restartedFirst : .restarted(secondsIn: position - start)
     }
   }
 
@@ -1061,14 +1076,17 @@ public final class QueuePlayer: MediaPlayback {
   }
 
   /// A skip with its own crossfade (nil: the usual one), for the director's `skip` action.
-  package func skip(_ direction: SkipDirection, transition: Transition?) throws(QueueError) {
+  /// Skips as the director's `skip` action says; for `.previous`, what it did (nil otherwise).
+  @discardableResult
+  package func skip(_ direction: SkipDirection, transition: Transition?) throws(QueueError) -> PreviousOutcome? {
     state.withLock { $0.pendingFade = transition }
     defer { state.withLock { $0.pendingFade = nil } }
     switch direction {
     case .next: try skipToNextItem()
-    case .previous: try skipToPreviousItem()
+    case .previous: return try skipBack()
     case .beginning: try skipToBeginning()
     }
+    return nil
   }
 
   /// Sends every voice its gain: the player's volume times the director's mix gain.
