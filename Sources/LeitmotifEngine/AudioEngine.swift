@@ -284,7 +284,8 @@ public final class AudioEngine: @unchecked Sendable {
   private let masterLowPassValue = Mutex<Float>(1)
 
   /// Scheduled changes (the director's, on exact mix frames) that reached the streaming thread
-  /// after their frame was mixed, and so took effect late: 0 on a machine that keeps up.
+  /// after their frame was mixed, and so took effect late, and a queue's hand-overs to a next
+  /// item that was not ready on its frame: 0 on a machine that keeps up.
   public var lateCommandCount: Int { mixClock.lateCommands.load(ordering: .relaxed) }
 
   /// Runs `body` with every command it makes the engine's players send (play, crossfade, gain,

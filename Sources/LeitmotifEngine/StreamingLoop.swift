@@ -594,7 +594,22 @@ package final class StreamingLoop: @unchecked Sendable {
         armed[slot] = nil
         continue
       }
-      guard let follower = voices[handoff.follower.slot], follower.hasAudio else { continue }
+      guard let follower = voices[handoff.follower.slot], follower.hasAudio else {
+        // Its frame came before the next item was ready (a slow disk, a starved decode thread):
+        // the hand-over starts on the first block it is, late, unlike an offline render. Counted
+        // with the late commands and said once, so a capture that differs says why.
+        if !handoff.late {
+          voice.handoff?.late = true
+          published.lateCommands.add(1, ordering: .relaxed)
+          pendingEvents.append(
+            .diagnostic(
+              Diagnostic(
+                .notice,
+                "the next item (\(voices[handoff.follower.slot].map { "\"\(FileSystemPath.displayed(FileSystemPath.lastComponent($0.stream.path)))\"" } ?? "not open yet")) was not ready for its hand-over \(due) frames into a block: it starts late"
+              )))
+        }
+        continue
+      }
       let seconds = voice.handoffSeconds()
       voice.handoff = nil
       armed[slot] = nil

@@ -214,6 +214,8 @@ package final class Voice: VoiceInput {
     var token: Int
     var seconds: Double
     var curve: FadeCurve
+    /// Its frame came before the follower had audio (the streaming loop has said so).
+    var late = false
 
     package init(follower: VoiceHandle, token: Int, seconds: Double, curve: FadeCurve) {
       self.follower = follower
