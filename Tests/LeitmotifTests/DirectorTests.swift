@@ -834,7 +834,9 @@ struct DirectorActionTests {
     + #"{ on: "restart", do: { state: "explore" } }, { on: "won", when: { state: "boss" }, do: { state: "explore" } }, "#
     + #"{ on: "back", priority: 100, do: { resume: true } }"#
 
-  @Test("stop while a change waits for its bar past the stop's end: the change never comes, nor its report")
+  @Test(
+    "stop while a change waits for its bar, past the stop's end or within its fade: the change never comes, nor its report"
+  )
   func stopCallsOffAWaitingChange() throws {
     let states = #"boss: { music: "tense", priority: 5, transition: { seconds: 0, at: "bar" } },"#
     // The boss waits for explore's bar at 4 s; the death at 2.5 s stops the music by 3.5 s; the
@@ -849,6 +851,26 @@ struct DirectorActionTests {
     #expect(Listen.rms(Listen.window(left, 3.6, 4.9)) < 0.001, "silence after the stop")
     #expect(
       Listen.loudest(left, 5.3, 6.8, among: [explore, DirectorFixture.combatPitch]) == explore, "\(timeline.summary)")
+
+    // The bar at 4 s within the stop's fade (3.5 to 4.5 s): the boss's music began under the
+    // fade and "explore -> boss" was reported at 4 s, after the stop had left every state. Now
+    // explore fades out alone, and `resume` starts it again, the state heard.
+    let (inFade, inFadeTimeline) = try run(
+      rules: Self.stoppedFight, [.cue(2.1, "fight"), .cue(3.5, "died"), .cue(5.5, "back")], seconds: 7.5,
+      states: states)
+    #expect(
+      inFadeTimeline.summary.contains("the change to \"boss\" waiting for 4 s is called off"),
+      "\(inFadeTimeline.summary)")
+    #expect(!inFadeTimeline.states.contains { $0.state == "boss" }, "\(inFadeTimeline.summary)")
+    let fading = Listen.window(inFade, 4.02, 4.4)
+    #expect(
+      Listen.level(of: DirectorFixture.combatPitch, in: fading) < 0.1 * Listen.level(of: explore, in: fading),
+      "\(inFadeTimeline.summary)")
+    #expect(Listen.rms(Listen.window(inFade, 4.6, 5.4)) < 0.001, "silence after the stop")
+    #expect(inFadeTimeline.state(at: 7) == "explore", "\(inFadeTimeline.summary)")
+    #expect(
+      Listen.loudest(inFade, 6, 7.4, among: [explore, DirectorFixture.combatPitch]) == explore,
+      "\(inFadeTimeline.summary)")
   }
 
   @Test(

@@ -562,10 +562,20 @@ final class DirectorCore {
       }
       fade.move(to: 0, over: fadeSeconds, at: now)
       schedule(.stop, at: now + fadeSeconds, cause: cause)
-      // A change waiting for a line past the stop's end is never heard (see `dropWaitingChange`).
-      let unheard = pendingLanding.flatMap { pending -> String? in
-        guard pending.heardAt >= now + fadeSeconds, let state = currentState, state != pending.state else { return nil }
-        return "; the change to \"\(state)\" waiting for \(Self.format(pending.heardAt)) s is called off"
+      // A change waiting for its line is called off: the music heard is the player's again, and
+      // the stop fades it out. A line past the stop's end was never heard; one within the fade
+      // began the new state's music under it, for a moment, and reported the state changed
+      // after the stop had left every state (a level stopped while it waited for the bar).
+      var unheard: String?
+      if let pending = pendingLanding, now < pending.heardAt, let asked = currentState {
+        if pending.state != asked {
+          unheard = "; the change to \"\(asked)\" waiting for \(Self.format(pending.heardAt)) s is called off"
+          if player.takeBackQueue() { takeBackChange(to: asked, reason: nil) }
+        } else if bridgeHandOverAt == pending.heardAt, player.takeBackQueue() {
+          // The bridge is heard; the state's music after it does not come.
+          takeBackHandOver(in: asked)
+        }
+        dropWaitingChange()
       }
       if let state = currentState { stoppedState = state }
       currentState = nil
