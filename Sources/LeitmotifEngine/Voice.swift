@@ -728,7 +728,8 @@ package final class Voice: VoiceInput {
       stream.endsWith(token: inputToken)
     else { return nil }
     let now = Double(inputSegmentEnd) - (resampling ? exactPosition : inputPosition)
-    let left = FrameMath.clamp((now / speed).rounded(.down)) - max(0, frame - lastClock)
+    // (A hair over: see `framesUntilHandoff`.)
+    let left = FrameMath.clamp((now / speed + 1e-6).rounded(.down)) - max(0, frame - lastClock)
     return max(0, left)
   }
 
@@ -745,9 +746,13 @@ package final class Voice: VoiceInput {
     guard isFinalPass else { return nil }
     // From the fractional position: the whole frame it falls in is one a block earlier or later
     // depending on where the mix blocks are cut, and so, live and offline, the hand-over was.
+    // Rounded down from a hair over: a 44.1 kHz file on a 48 kHz mix is a whole number of mix
+    // frames from its end on every block, but its position, summed over blocks cut where the
+    // mix clock happens to cut them, comes out a last place either side (96223.99999999999 for
+    // 96224), and live and offline handed over a frame apart.
     let remainingOutput = (Double(inputSegmentEnd) - filePosition) / speed
     let fade = Double(handoffFrames())
-    return max(0, FrameMath.clamp((remainingOutput - fade).rounded(.down)))
+    return max(0, FrameMath.clamp((remainingOutput - fade + 1e-6).rounded(.down)))
   }
 
   /// In how many mix frames from now this voice plays frame `fileFrame` of segment `token` (0:

@@ -110,6 +110,43 @@ struct MixerTimingTests {
       Double(click) / 48_000 < 1.9, "the click came early: the rate ramp was in force (\(Double(click) / 48_000) s)")
   }
 
+  @Test(
+    "A 44.1 kHz item hands over to the next on the same frame wherever the mix blocks cut it (live and offline were a frame apart)"
+  )
+  func handOverFromAnotherRate() throws {
+    // A silent 48 kHz piece of 1 s and k × 37 frames, then a silent 44.1 kHz piece of 2 s (96,000
+    // mix frames, a whole number), then a tone; 0.5 s crossfades. The 44.1 kHz piece starts
+    // 37 frames later in the mix's 256-frame blocks each time, so its position is summed over
+    // blocks cut differently, and came out a last place either side of the whole frame: its
+    // hand-over fell on one frame or the one before. It must start 72,000 frames after the
+    // piece does, every time.
+    let game = try DirectorFixture()
+    try silence(game.assets + "/between44.ogg", rate: 44_100, seconds: 2, bpm: 120)
+    try leftTone(game.assets + "/after.ogg", rate: 48_000, seconds: 1)
+    var offsets: [Int: [Int]] = [:]
+    for k in 0..<12 {
+      let frames = 48_000 + 37 * k
+      try VorbisEncoder.encode(
+        samples: [Float](repeating: 0, count: 2 * frames), format: .stereo48000, tags: [("TITLE", "Lead \(k)")],
+        to: game.assets + "/lead\(k).ogg")
+      let sheet = try game.sheet(
+        """
+        {
+          assets: "assets", start: "queue",
+          sources: { pieces: { bundled: ["lead\(k).ogg", "between44.ogg", "after.ogg"] } },
+          states: { queue: { music: "pieces", repeat: "none", transition: { seconds: 0 }, between: { seconds: 0.5, curve: "linear" } } },
+        }
+        """)
+      let (left, _) = try simulate(sheet, [], seconds: 3.6)
+      let first = try #require(Listen.firstSound(left, after: 0))
+      // The 44.1 kHz piece starts where the lead's 0.5 s hand-over begins: 24,000 frames before
+      // the lead's end.
+      offsets[first - (frames - 24_000), default: []].append(k)
+    }
+    #expect(offsets.count == 1, "the tone began this many frames after the 44.1 kHz piece (for these k): \(offsets)")
+    #expect(offsets.keys.allSatisfy { (72_000...72_001).contains($0) }, "\(offsets)")
+  }
+
   @Test("Pause and resume lose nothing: the resume starts on the first frame the pause faded out")
   func pauseLosesNothing() throws {
     let directory = try TemporaryDirectory()
