@@ -874,6 +874,33 @@ struct DirectorActionTests {
   }
 
   @Test(
+    "A stinger on the beat of music started from silence: with the music's first beat, its report and duck on that frame"
+  )
+  func stingerOnTheBeatFromSilence() throws {
+    // The music stopped, then a fight starts its music at once with a hit on the beat: the
+    // music's first frame is on its beat. The director reckoned where the music was as if it
+    // had played since the last frame mixed (a director's lead, 21 ms offline, more live): the
+    // beat after that, 0.5 s later, for the hit, and its duck and report 21 ms before the mixer
+    // played it, and live and offline apart.
+    func level(hitVolume: Double) throws -> (left: [Float], timeline: CueTimeline) {
+      try run(
+        rules: #"{ on: "died", do: { stop: true, fade: 0.2 } }, "#
+          + #"{ on: "fight", do: [ { state: "battle" }, { stinger: "hit", at: "beat", volume: \#(hitVolume), duck: -12 } ] }"#,
+        [.cue(0.5, "died"), .cue(1.37, "fight")], seconds: 2.5,
+        states: #"battle: { music: "tense", transition: { seconds: 0, at: "beat" } },"#)
+    }
+    let (left, timeline) = try level(hitVolume: 1)
+    let (quiet, _) = try level(hitVolume: 0.0001)
+    let onset = try #require(left.indices.first { $0 > 48_000 && abs(left[$0] - quiet[$0]) > 1e-6 }, "the hit is heard")
+    let reported = try #require(timeline.stingers.first?.at, "\(timeline.summary)")
+    #expect(
+      abs(reported * 48_000 - Double(onset)) <= 1,
+      "the hit heard from frame \(onset) (\(Double(onset) / 48_000) s), reported at \(reported) s: \(timeline.summary)")
+    let musicStart = try #require(Listen.firstSound(quiet, after: 1.0))
+    #expect(abs(onset - musicStart) <= 1, "the hit at \(onset), the music's first beat at \(musicStart)")
+  }
+
+  @Test(
     "Two changes asked for during a stop's fade: the later one starts after the stop, and says it replaced the first")
   func secondChangeAfterTheStop() throws {
     let (left, timeline) = try run(

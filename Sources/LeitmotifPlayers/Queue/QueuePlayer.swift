@@ -148,6 +148,9 @@ public final class QueuePlayer: MediaPlayback {
     /// The mix frame the last seek was stamped for (a seek posted on a timed thread, the
     /// director's), with the voice it moved; nil for a seek at once.
     var lastSeekFrame: (frame: Int64, voice: VoiceHandle)?
+    /// A voice started on a stamped mix frame (the director's), at once, not on a grid line:
+    /// the frame and where in its file it starts, until it says where it is (`playingPosition`).
+    var stampedStart: (frame: Int64, voice: VoiceHandle, seconds: Double)?
     /// A position asked for before any voice exists: the next start opens the item there.
     var requestedSeekSeconds: Double?
     /// The next change of item follows a failure (for the notification's reason).
@@ -343,12 +346,23 @@ public final class QueuePlayer: MediaPlayback {
   /// offline: a stinger's duck and report 11 ms apart between the two (a random level's trial).
   package var playingPosition: (seconds: Double, mixFrame: Int64)? {
     state.withLock { state in
-      guard state.requestedSeekSeconds == nil, let voice = state.voices.current,
-        let status = engine.status(of: voice.handle)
-      else { return nil }
-      let rate = status.sampleRate.load(ordering: .acquiring)
-      let done = status.seekGenerationDone.load(ordering: .acquiring) >= state.seekGeneration
-      let exact = done ? status.playingPosition : nil
+      guard state.requestedSeekSeconds == nil, let voice = state.voices.current else { return nil }
+      let status = engine.status(of: voice.handle)
+      let rate = status?.sampleRate.load(ordering: .acquiring) ?? 0
+      let done = (status?.seekGenerationDone.load(ordering: .acquiring) ?? 0) >= state.seekGeneration
+      let exact = done ? status?.playingPosition : nil
+      if let start = state.stampedStart, start.voice == voice.handle, state.playbackState == .playing,
+        state.seekGeneration == 0
+      {
+        // Music that starts on a frame the mix has not reached: it is there then, at its start
+        // (a stinger on its beat, cued with music started from silence, was reckoned as if the
+        // music had played since the mix clock, up to a director's lead early, and live and
+        // offline apart).
+        let waiting =
+          exact.map { $0.mixFrame < start.frame } ?? (engine.mixClock.now < start.frame + Int64(engine.sampleRate / 4))
+        if waiting { return (start.seconds, start.frame) }
+        state.stampedStart = nil
+      }
       if let seek = state.lastSeekFrame, seek.voice == voice.handle, state.playbackState == .playing {
         let landed = seek.frame + Voice.transportFadeFrames(rate: engine.sampleRate)
         // Until the voice says where it is after the seek (a quarter second at most: a target
@@ -358,7 +372,7 @@ public final class QueuePlayer: MediaPlayback {
         if waiting { return (state.lastSeekSeconds, landed) }
         state.lastSeekFrame = nil
       }
-      guard rate > 0, let exact else { return nil }
+      guard status != nil, rate > 0, let exact else { return nil }
       return (exact.fileFrame / Double(rate), exact.mixFrame)
     }
   }
@@ -1400,6 +1414,9 @@ public final class QueuePlayer: MediaPlayback {
     engine.load(
       request(for: id, token: token, state), startSeconds: seek, voice: voice, timeStretching: state.stretches)
     postBeats(of: id, token: token, voice: voice, &state)
+    state.stampedStart =
+      playing && trigger == nil
+      ? CommandTime.current.map { ($0, voice, seek ?? state.queue.entries[id]?.startTime ?? 0) } : nil
     if playing {
       if let fade, !fadeFrom.isEmpty {
         let seconds = fade.isGapless ? Voice.transportFadeSeconds : fade.duration
