@@ -53,6 +53,33 @@ struct BridgeTests {
       """)
   }
 
+  @Test(
+    "A seek while the bridge waits for its bar moves where the state's music starts after it: the bridge plays whole")
+  func seekWhileTheBridgeWaits() throws {
+    let game = try Self.game()
+    // Combat's file: 880 Hz for 4 s, then 660 Hz: a start at 5 s is heard as 660 Hz.
+    let first = ToneGenerator.sine(
+      frequency: DirectorFixture.combatPitch, amplitude: 0.4, seconds: 4, format: .stereo48000)
+    let second = ToneGenerator.sine(frequency: 660, amplitude: 0.4, seconds: 8, format: .stereo48000)
+    try VorbisEncoder.encode(
+      samples: first + second, format: .stereo48000, tags: [("TITLE", "Combat"), ("MOOD", "tense"), ("BPM", "120")],
+      to: game.assets + "/combat.ogg")
+    let sheet = try Self.sheet(
+      game, bridges: #"[{ from: "explore", to: "combat", music: "bridging" }]"#,
+      rules: #"{ on: "jump", do: { seek: 5 } },"#)
+    // The fight at 2.1 s waits for the bar at 4 s; the seek comes at 3 s. It used to move the
+    // bridge's 2 s piece, not begun, to 5 s: nothing of it was heard, and combat cut in on
+    // the bar from its start.
+    let run = try game.simulate(sheet, [.cue(2.1, "fight"), .cue(3, "jump")], seconds: 8.5)
+    let pitches = [DirectorFixture.explorePitch, Self.bridgePitch, DirectorFixture.combatPitch, 660]
+    #expect(
+      Listen.loudest(run.left, 4.2, 5.8, among: pitches) == Self.bridgePitch, "the bridge: \(run.timeline.summary)")
+    #expect(Listen.loudest(run.left, 6.2, 8.3, among: pitches) == 660, "combat from 5 s: \(run.timeline.summary)")
+    #expect(
+      run.timeline.summary.contains("seek to 5 s: where \"combat\"'s music starts, after the bridge"),
+      "\(run.timeline.summary)")
+  }
+
   @Test("The bridge plays on the bar, then the state's music joins it on its last frame")
   func bridgeThenState() throws {
     let game = try Self.game()

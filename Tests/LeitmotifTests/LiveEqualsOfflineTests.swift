@@ -204,6 +204,46 @@ struct LiveEqualsOfflineTests {
   }
 
   @Test(
+    "A pause, then a stop, while a change waits for its bar, live: the paused change comes on its bar after the resume, the stopped one never, as offline"
+  )
+  func waitingChangePausedAndStoppedLive() throws {
+    let directory = try TemporaryDirectory(prefix: "leitmotif-live-waiting")
+    let assets = try Self.assets(in: directory)
+    // Explore's bars are 2.5 s (96 BPM): the fight cued at 1 s waits for 2.5 s, the pause menu
+    // opens at 1.5 s and closes at 3 s, so the fight comes on that bar a pause later, about
+    // 4 s. Combat's bars are 1.67 s (144 BPM): the way back to explore at 6 s waits for one,
+    // and the death at 6.2 s stops the music over 3 s, so that bar falls inside the fade and
+    // the change is called off. The level starts again at 10 s.
+    let level = """
+      {
+        assets: "\(assets)",
+        start: "explore",
+        sources: { calm: { bundled: "explore.ogg" }, fight: { bundled: "combat.ogg" } },
+        states: {
+          explore: { music: "calm", transition: { seconds: 1, at: "bar" } },
+          combat: { music: "fight", transition: { seconds: 0.5, at: "bar" } },
+        },
+        rules: [
+          { on: "fight", do: { state: "combat" } },
+          { on: "calm", do: { state: "explore" } },
+          { on: "menu", priority: 9, do: { pause: true, fade: 0.2 } },
+          { on: "back", priority: 9, do: { resume: true, fade: 0.2 } },
+          { on: "died", priority: 9, do: { stop: true, fade: 3 } },
+          { on: "start", do: { state: "explore" } },
+        ],
+      }
+      """
+    let script = #"""
+      [ { at: 1.0, cue: "fight" }, { at: 1.5, cue: "menu" }, { at: 3.0, cue: "back" }, { at: 6.0, cue: "calm" },
+        { at: 6.2, cue: "died" }, { at: 10.0, cue: "start" } ]
+      """#
+    let (live, _) = try Self.compare(level: level, script: script, seconds: 12, in: directory)
+    #expect(live.output.contains("state \"explore\" -> \"combat\""), "\(live.output)")
+    #expect(live.output.contains("the change to \"explore\" waiting for"), "\(live.output)")
+    #expect(!live.output.contains("\"combat\" -> \"explore\""), "\(live.output)")
+  }
+
+  @Test(
     "A change with a pickup taken while the playing music still fades in: live as offline, the fade goes on through the pickup"
   )
   func pickupDuringAFadeInLiveEqualsOffline() throws {

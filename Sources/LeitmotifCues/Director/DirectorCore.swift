@@ -1054,7 +1054,8 @@ final class DirectorCore {
 
   /// A bridge playing (or about to): the state it leads into, the transition from its end, and
   /// when the bridge is heard (the state's music is put behind it from then on).
-  private var pendingBridge: (state: String, spec: TransitionSpec, heardAt: Double, cause: LevelEvent?)?
+  private var pendingBridge:
+    (state: String, spec: TransitionSpec, heardAt: Double, cause: LevelEvent?, seek: SeekTarget?)?
 
   /// Plays `bridge` (its `item`) into state `name`: on the moment `spec` gives, as a queue of
   /// its own that neither repeats nor loops; the state's music is queued behind it once it is
@@ -1119,7 +1120,7 @@ final class DirectorCore {
     var exit = TransitionSpec(seconds: bridge.seconds, curve: bridge.curve, moment: .end)
     exit.entry = spec.entry == .samePosition ? .start : spec.entry
     exit.entryCue = spec.entryCue
-    pendingBridge = (name, exit, landsAt, cause)
+    pendingBridge = (name, exit, landsAt, cause, nil)
     isQuiet = false
     return description
       + (landsAt > now + 0.5 / Double(engine.sampleRate)
@@ -1146,6 +1147,11 @@ final class DirectorCore {
       bridge.state, spec: bridge.spec, cause: bridge.cause, landing: landing.map { ($0, endsAt) }, isRebuild: true,
       resumes: true)
     bridgeHandOverAt = pendingLanding?.heardAt
+    // A seek asked for while the bridge waited: where the state's music starts (it now waits
+    // for the bridge's end, so the player moves its start).
+    if let target = bridge.seek, let item = player.nowPlayingItem {
+      player.currentPlaybackTime = Self.seconds(of: target, in: item)
+    }
   }
 
   /// The music stopped: a change that still waited for its line in it never comes, and its held
@@ -1964,13 +1970,16 @@ final class DirectorCore {
 
   private func seek(_ target: SeekTarget, fadeSeconds: Double, cause: LevelEvent?) -> String {
     guard let item = player.nowPlayingItem else { return "seek: nothing is playing" }
-    let seconds: Double
-    switch target {
-    case .seconds(let value): seconds = value
-    case .start: seconds = 0
-    case .loopStart:
-      seconds = item.loopStartFrame.flatMap { frame in item.sampleRate.map { Double(frame) / Double($0) } } ?? 0
+    if var bridge = pendingBridge, let state = currentState, bridge.state == state {
+      // While a change waits for its line, a seek moves where the new music starts (see
+      // `retimeGridStingers`), and with a bridge that music is the state's, after the bridge:
+      // the bridge plays whole. It moved the bridge's piece, not begun: a seek to 5 s in a
+      // 3.5 s fanfare left nothing of it, and the state's music cut in on the bar instead.
+      bridge.seek = target
+      pendingBridge = bridge
+      return "seek to \(Self.describe(target)): where \"\(state)\"'s music starts, after the bridge"
     }
+    let seconds = Self.seconds(of: target, in: item)
     if fadeSeconds <= Voice.transportFadeSeconds {
       player.currentPlaybackTime = seconds
       retimeGridStingers(afterJumpTo: seconds)
@@ -1980,6 +1989,24 @@ final class DirectorCore {
       schedule(.seek(seconds: seconds, fadeBackSeconds: fadeSeconds / 2), at: now + fadeSeconds / 2, cause: cause)
     }
     return "seek to \(Self.format(seconds)) s"
+  }
+
+  /// Where `target` is in `item`, in seconds of its file.
+  private static func seconds(of target: SeekTarget, in item: MediaItem) -> Double {
+    switch target {
+    case .seconds(let value): return value
+    case .start: return 0
+    case .loopStart:
+      return item.loopStartFrame.flatMap { frame in item.sampleRate.map { Double(frame) / Double($0) } } ?? 0
+    }
+  }
+
+  private static func describe(_ target: SeekTarget) -> String {
+    switch target {
+    case .seconds(let value): return "\(format(value)) s"
+    case .start: return "its start"
+    case .loopStart: return "its loop start"
+    }
   }
 
   // MARK: - Scheduled work
