@@ -1012,6 +1012,19 @@ struct DirectorActionTests {
     #expect(timeline.summary.components(separatedBy: "starts again").count == 3, "\(timeline.summary)")
   }
 
+  @Test("releaseLoop while a change waits for its bar: the report names whose loop it ended")
+  func releaseWhileAChangeWaits() throws {
+    let (_, timeline) = try run(
+      rules: #"{ on: "fight", do: { state: "boss" } }, { on: "release", do: { releaseLoop: true } }"#,
+      [.cue(2.1, "fight"), .cue(2.5, "release")], seconds: 5,
+      states: #"boss: { music: "bossMusic", transition: { seconds: 0, at: "bar" } },"#)
+    #expect(
+      timeline.summary.contains(
+        "release the loop of \"Boss\", the music the change to \"boss\" brings at 4 s (the music heard until then loops on)"
+      ),
+      "\(timeline.summary)")
+  }
+
   @Test("seek: jumps within the item")
   func seek() throws {
     let game = try DirectorFixture()

@@ -620,6 +620,15 @@ final class DirectorCore {
     case .releaseLoop:
       player.releaseLoop()
       loopReleasedEntry = player.nowPlayingEntryID
+      // While a change waits for its line, the player's item is the music that change brings:
+      // said, so a designer who meant the music heard (which loops on to the line) sees whose
+      // loop it was (a state's `loop: 2` then plays straight through).
+      if let pending = pendingLanding, now < pending.heardAt, let state = currentState,
+        let item = player.nowPlayingItem
+      {
+        return "release the loop of \"\(item.displayName)\", the music the change to \"\(state)\" brings at "
+          + "\(Self.format(pending.heardAt)) s (the music heard until then loops on)"
+      }
       return "release the loop"
     case .playQueue(let queue):
       return playQueue(queue, cause: cause)
