@@ -706,6 +706,7 @@ package final class Voice: VoiceInput {
     }
     envelope = .following(envelope, to: 0, startFrame: start, durationFrames: duration, curve: curve, now: lastClock)
     finishWhenSilent = true
+    status.fadeStartFrame.store(start, ordering: .releasing)
     status.isLetGo.store(true, ordering: .releasing)
   }
 

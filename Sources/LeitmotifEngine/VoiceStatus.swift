@@ -46,6 +46,10 @@ package final class VoiceStatus: Sendable {
   let gainBits = Atomic<UInt32>(0)
   /// The voice is fading out for good (the outgoing side of a crossfade): first to be stolen.
   package let isLetGo = Atomic<Bool>(false)
+  /// While `isLetGo`: the mix frame its fade-out starts on. Later than now when the outgoing
+  /// music holds its level first (through an incoming pickup, or a tail): until then it is
+  /// heard unfaded, and a called-off change can still keep it (see `EngineCommand.callOff`).
+  package let fadeStartFrame = Atomic<Int64>(0)
 
   /// The level heard of each layer (stem) of the voice, 0 to 1 (its fade times its parameter
   /// drive, not the voice's gain), 16 bits each, four to a word: layers 0-3, then 4-7.

@@ -88,6 +88,32 @@ struct PickupTests {
     #expect(after < before * 0.01, "gone after its fade: \(after)")
   }
 
+  @Test("A change to another state during a pickup calls it off: the pickup stops, the music held goes on, unfaded")
+  func changeDuringThePickup() throws {
+    let game = try Self.game()
+    let sheet = try Self.sheet(game, from: "explore", transition: #"{ seconds: 0.25, at: "bar", pickup: true }"#)
+    // "go" at 2.1 s: the lead's pickup from 3.5 s, its downbeat on the bar at 4 s. "fight" at
+    // 3.7 s, mid-pickup. The explore music had been let go when the pickup began (it fades from
+    // the downbeat), so the change could not be taken back: the reports said it was called off
+    // while the lead played on and took the bar, and the fight was reckoned on the lead's grid.
+    let run = try game.simulate(sheet, [.cue(2.1, "go"), .cue(3.7, "fight")], seconds: 6)
+    let explore = DirectorFixture.explorePitch
+    let before = Listen.level(of: explore, in: Listen.window(run.left, 2.5, 3.4))
+    let held = Listen.level(of: explore, in: Listen.window(run.left, 3.75, 3.98))
+    #expect(Listen.level(of: Self.leadPitch, in: Listen.window(run.left, 3.55, 3.68)) > 0.05, "the pickup began")
+    #expect(
+      Listen.level(of: Self.leadPitch, in: Listen.window(run.left, 3.75, 3.98)) < 0.005,
+      "the pickup stops: \(run.timeline.summary)")
+    #expect(abs(held / before - 1) < 0.02, "explore held, unfaded: \(held) against \(before)")
+    #expect(
+      Listen.loudest(run.left, 4.4, 5.8, among: [explore, Self.leadPitch, DirectorFixture.combatPitch])
+        == DirectorFixture.combatPitch, "\(run.timeline.summary)")
+    #expect(
+      run.timeline.summary.contains("the change to \"arrive\" waiting for 4 s is called off"), "\(run.timeline.summary)"
+    )
+    #expect(!run.timeline.states.contains { $0.state == "arrive" }, "\(run.timeline.summary)")
+  }
+
   @Test("A tail plays the outgoing music on past the bar at its level, then fades it")
   func tailPlaysPastTheBar() throws {
     let game = try Self.game()
