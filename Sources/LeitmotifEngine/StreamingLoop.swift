@@ -122,6 +122,9 @@ package final class StreamingLoop: @unchecked Sendable {
   private var lastConnectionCheckNanoseconds: Int64 = 0
   private var deviceLost = false
   private var simulatedDisconnect = false
+  /// While a claim or a call-off stamped for a later frame is applied: that frame, where what it
+  /// does to music still heard takes effect.
+  private var stampedFrame: Int64?
   private let reopenDevice: () -> OutputDevice?
   private let isOffline: Bool
   /// `OutputLatency.low`: less slack on the bus, and a pump twice a device period.
@@ -738,7 +741,7 @@ package final class StreamingLoop: @unchecked Sendable {
   private func letGo(_ voice: Voice, clock: Int64) {
     voice.status = detachedStatus
     if voice.isAudible && dying.count < dying.capacity {
-      voice.fadeOutAndFinish(seconds: Voice.transportFadeSeconds, curve: .linear, start: clock)
+      voice.fadeOutAndFinish(seconds: Voice.transportFadeSeconds, curve: .linear, start: stampedFrame ?? clock)
       dying.append(voice)
     } else {
       pendingEvents.append(.reclaim(voice))
@@ -881,7 +884,14 @@ package final class StreamingLoop: @unchecked Sendable {
       // the director's step used to cut the music the lead early live, and by another amount
       // offline); if the slot is claimed again before it, that claim lets the voice go, and the
       // release then finds it owned by another generation and does nothing.
-      case .claim, .callOff, .attach, .loadFailed, .timed, .simulateDeviceDisconnect, .stallForTesting:
+      case .claim, .callOff:
+        // Taken at once, but what they do to music still heard (the slot's voice let go, a
+        // pickup cut, the music held kept) waits for their frame: live the director posts them a
+        // lead ahead, and a pickup called off was cut 40 ms before the offline render cut it.
+        stampedFrame = frame > clock ? frame : nil
+        apply(timed, clock: clock)
+        stampedFrame = nil
+      case .attach, .loadFailed, .timed, .simulateDeviceDisconnect, .stallForTesting:
         apply(timed, clock: clock)
       default:
         guard frame > clock, timedCommands.insert(timed, at: frame) else {
@@ -906,7 +916,7 @@ package final class StreamingLoop: @unchecked Sendable {
       // Begun: no longer waiting for its line, and playing.
       let begun = pendingCrossfades[incoming.slot] == nil && voices[incoming.slot]?.isAudible == true
       resetSlot(incoming.slot, generation: 0, clock: clock)
-      if begun && owns(keep) { voices[keep.slot]?.keepPlaying(clock: clock) }
+      if begun && owns(keep) { voices[keep.slot]?.keepPlaying(clock: stampedFrame ?? clock) }
     case .attach(let voice, let stream):
       guard owns(voice) else {
         // Opened for an owner who has moved on (a new item, a steal, a release): never heard.

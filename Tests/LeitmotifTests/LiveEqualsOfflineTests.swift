@@ -243,6 +243,32 @@ struct LiveEqualsOfflineTests {
     #expect(!live.output.contains("\"combat\" -> \"explore\""), "\(live.output)")
   }
 
+  @Test("A change called off during its pickup, live: the pickup is cut on the director's frame, as offline")
+  func pickupCalledOffLive() throws {
+    let directory = try TemporaryDirectory(prefix: "leitmotif-live-pickup-off")
+    let assets = try Self.assets(in: directory)
+    // Explore's bars are 2.5 s: the fight cued at 1 s starts its 0.4 s pickup at 2.1 s for the
+    // bar at 2.5 s; "calm" at 2.25 s calls it off. The call-off took effect when the streaming
+    // thread got it, a director's lead before its frame: live the pickup was cut 40 ms before
+    // the offline render cut it.
+    let level = """
+      {
+        assets: "\(assets)",
+        start: "explore",
+        sources: { calm: { bundled: "explore.ogg" }, fight: { bundled: "combat.ogg", pickup: 0.4 } },
+        states: {
+          explore: { music: "calm", transition: { seconds: 1, at: "bar" } },
+          combat: { music: "fight", transition: { seconds: 0.5, at: "bar", pickup: true } },
+          quiet: { music: "calm", volume: 0.5, transition: { seconds: 1, at: "bar" } },
+        },
+        rules: [ { on: "fight", do: { state: "combat" } }, { on: "calm", do: { state: "quiet" } } ],
+      }
+      """
+    let script = #"[ { at: 1.0, cue: "fight" }, { at: 2.25, cue: "calm" } ]"#
+    let (live, _) = try Self.compare(level: level, script: script, seconds: 6, in: directory)
+    #expect(live.output.contains("the change to \"combat\" waiting for"), "\(live.output)")
+  }
+
   @Test(
     "A change with a pickup taken while the playing music still fades in: live as offline, the fade goes on through the pickup"
   )
