@@ -738,8 +738,10 @@ public final class QueuePlayer: MediaPlayback {
   }
 
   /// The queue before the last `setQueue`, while its music is still heard unfaded (the new queue
-  /// waits for its grid line, or is opening): its voice one of ours, not let go. Nil when none
-  /// waits, or the new music has begun. What `takeBack` restores and `pause` keeps.
+  /// waits for its grid line, or is opening): its voice one of ours, not let go (for a take-back,
+  /// `holdingThroughPickup`: or let go with its fade not begun, held through the new music's
+  /// pickup). Nil when none waits, or the new music has begun. What `takeBack` restores and
+  /// `pause` keeps.
   private func waitingBack(_ state: State, holdingThroughPickup: Bool = false) -> TakeBack? {
     guard let back = state.takeBack, back.voice != state.voices.current?.handle,
       state.voices.outgoing.contains(where: { $0.handle == back.voice }),
