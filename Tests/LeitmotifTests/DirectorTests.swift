@@ -1012,6 +1012,32 @@ struct DirectorActionTests {
     #expect(timeline.summary.components(separatedBy: "starts again").count == 3, "\(timeline.summary)")
   }
 
+  @Test(
+    "While paused: the state heard asked for again stays, where it was; another state replaces a waiting change, and its report never comes"
+  )
+  func stateChangesWhilePaused() throws {
+    let rules =
+      #"{ on: "fight", do: { state: "boss" } }, { on: "calm", do: { state: "explore" } }, "#
+      + #"{ on: "menu", do: { pause: true, fade: 0.1 } }, { on: "back", do: { resume: true, fade: 0.1 } }"#
+    let states = #"boss: { music: "bossMusic", transition: { seconds: 0, at: "bar" } },"#
+    // Explore asked for while it is paused: it used to be put on the player again, and the
+    // resume started it from its start ("explore -> explore").
+    let (_, same) = try run(
+      rules: rules, [.cue(1, "menu"), .cue(1.5, "calm"), .cue(2, "back")], seconds: 3, states: states)
+    #expect(same.summary.contains("stay in \"explore\" (paused: it goes on when the music resumes)"), "\(same.summary)")
+    #expect(!same.summary.contains("\"explore\" -> \"explore\""), "\(same.summary)")
+    // The boss waits for the bar at 4 s; the menu opens at 2.5 s; explore is asked for while
+    // paused. The boss's held report came out after the resume: "explore -> boss" for music
+    // never heard.
+    let (_, replaced) = try run(
+      rules: rules, [.cue(2.1, "fight"), .cue(2.5, "menu"), .cue(3, "calm"), .cue(3.5, "back")], seconds: 7,
+      states: states)
+    #expect(
+      replaced.summary.contains("the change to \"boss\" waiting for its line is called off"), "\(replaced.summary)")
+    #expect(!replaced.states.contains { $0.state == "boss" }, "\(replaced.summary)")
+    #expect(replaced.state(at: 6.5) == "explore", "\(replaced.summary)")
+  }
+
   @Test("releaseLoop while a change waits for its bar: the report names whose loop it ended")
   func releaseWhileAChangeWaits() throws {
     let (_, timeline) = try run(

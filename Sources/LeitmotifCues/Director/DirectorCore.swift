@@ -916,6 +916,12 @@ final class DirectorCore {
   @discardableResult
   private func changeState(to name: String, spec: TransitionSpec, cause: LevelEvent?) -> String {
     let playing = player.playbackState == .playing && player.nowPlayingItem != nil
+    let asked = currentState
+    // Paused with the state asked for heard: nothing changes (its music used to be put on the
+    // player again, and the resume started it from its start, not where it was paused).
+    if name == currentState, player.playbackState == .paused, pendingLanding == nil, !hasScheduledStateChange {
+      return "stay in \"\(name)\" (paused: it goes on when the music resumes)"
+    }
     if name == currentState && playing && !hasScheduledStateChange {
       // Asked for again while its change waits for its line: it is not heard yet.
       if let pending = pendingLanding, now < pending.heardAt, pending.state != name {
@@ -1017,6 +1023,13 @@ final class DirectorCore {
         + (lead > 0 ? ", its pickup from \(Self.format(landsAt - lead)) s" : "") + note + gridNote
     }
     let paused = player.playbackState == .paused
+    if paused, let pending = pendingLanding, let asked, asked != pending.state {
+      // The change that waited for its line when the music was paused is replaced: its held
+      // reports go (they came out after the resume, "calm -> fight" for music never heard).
+      calledOff = "the change to \"\(asked)\" waiting for its line is called off"
+      lastReportedState = pending.state
+      dropWaitingChange()
+    }
     applyStateChange(name, spec: spec, cause: cause, built: built, lead: lead)
     if paused { return description + " (paused: it plays when the music resumes)" }
     return description + note + (lead > 0 ? " (its pickup first: the downbeat at \(Self.format(now + lead)) s)" : "")
