@@ -916,7 +916,8 @@ final class DirectorCore {
   @discardableResult
   private func changeState(to name: String, spec: TransitionSpec, cause: LevelEvent?) -> String {
     let playing = player.playbackState == .playing && player.nowPlayingItem != nil
-    let asked = currentState
+    // The state asked for before this change (`currentState` is this one's from below).
+    let askedBefore = currentState
     // Paused with the state asked for heard: nothing changes (its music used to be put on the
     // player again, and the resume started it from its start, not where it was paused).
     if name == currentState, player.playbackState == .paused, pendingLanding == nil, !hasScheduledStateChange {
@@ -1023,7 +1024,7 @@ final class DirectorCore {
         + (lead > 0 ? ", its pickup from \(Self.format(landsAt - lead)) s" : "") + note + gridNote
     }
     let paused = player.playbackState == .paused
-    if paused, let pending = pendingLanding, let asked, asked != pending.state {
+    if paused, let pending = pendingLanding, let asked = askedBefore, asked != pending.state {
       // The change that waited for its line when the music was paused is replaced: its held
       // reports go (they came out after the resume, "calm -> fight" for music never heard).
       calledOff = "the change to \"\(asked)\" waiting for its line is called off"
