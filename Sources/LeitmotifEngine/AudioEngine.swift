@@ -402,6 +402,13 @@ public final class AudioEngine: @unchecked Sendable {
     pool.claim(priority: priority, stealsHeld: stealsHeld, listener: listener)
   }
 
+  /// A new group of voices to duck together (a queue player's: see `EngineCommand.duck`).
+  package func makeDuckGroup() -> UInt32 {
+    let group = duckGroups.wrappingAdd(1, ordering: .relaxed).newValue
+    return group == 0 ? duckGroups.wrappingAdd(1, ordering: .relaxed).newValue : group
+  }
+  private let duckGroups = Atomic<UInt32>(0)
+
   /// The status of `voice` once the streaming thread has taken up its claim, else nil.
   package func status(of voice: VoiceHandle) -> VoiceStatus? { pool.status(of: voice) }
 

@@ -37,6 +37,13 @@ package enum EngineCommand: Sendable {
   /// Starts the voice on the frame where the trigger's voice reaches the trigger's position (a
   /// stinger on the beat), or on the next line if it is not ready by then.
   case playOnTrigger(voice: VoiceHandle, StartTrigger)
+  /// With the start on a trigger posted just before it: when that start comes, a duck of the
+  /// group `group` starts on the same frame (a stinger on the beat that ducks the music).
+  case duckOnStart(voice: VoiceHandle, group: UInt32, DuckShape)
+  /// A duck of the voices of group `group` (see `Voice.duckGroup`), from the frame it is taken on.
+  case duck(group: UInt32, DuckShape)
+  /// The voice follows the ducks of group `group` (its owner's; 0: none).
+  case setDuckGroup(voice: VoiceHandle, UInt32)
   case pause(voice: VoiceHandle)
   case stop(voice: VoiceHandle, generation: Int)
   case seek(voice: VoiceHandle, seconds: Double, generation: Int)

@@ -89,6 +89,13 @@ package final class StreamingLoop: @unchecked Sendable {
   private var loopReleases = [Int?](repeating: nil, count: maximumVoices)
   /// Starts waiting for another voice's position (`EngineCommand.playOnTrigger`), per slot.
   private var triggeredPlays = [StartTrigger?](repeating: nil, count: maximumVoices)
+  /// The duck that starts with a start on a trigger (`EngineCommand.duckOnStart`), per slot.
+  private var triggeredDucks = [(group: UInt32, shape: DuckShape)?](repeating: nil, count: maximumVoices)
+  /// The ducks under way, and the group each slot's voice follows (kept for a voice that
+  /// attaches later); the gains of one voice's block are made in `duckScratch`.
+  private var ducks = DuckSet()
+  private var duckGroups = [UInt32](repeating: 0, count: maximumVoices)
+  private let duckScratch = UnsafeMutablePointer<Float>.allocate(capacity: maximumMixFrames)
   /// Layer moves on a grid line of music that cannot be reckoned from yet (a layer in on the bar
   /// while a change to the layered music waits for its own line), per slot and layer, and how
   /// many there are (0: the mix skips looking). Each starts from the music's line once it plays:
@@ -180,6 +187,8 @@ package final class StreamingLoop: @unchecked Sendable {
 
   deinit {
     timedCommands.deallocate()
+    duckScratch.deallocate()
+    ducks.deallocate()
   }
 
   /// One pass: take commands, keep the bus topped up with freshly mixed blocks (a device that
@@ -395,7 +404,7 @@ package final class StreamingLoop: @unchecked Sendable {
     for slot in 0..<Self.maximumVoices {
       guard let voice = voices[slot] else { continue }
       let first = pendingEvents.count
-      voice.mix(into: output, frames: frames, clock: clock, events: &pendingEvents)
+      mixVoice(voice, into: output, frames: frames, clock: clock, events: &pendingEvents)
       for index in first..<pendingEvents.count {
         switch pendingEvents[index] {
         case .ended, .failed: wantsPlaying[slot] = false
@@ -417,6 +426,7 @@ package final class StreamingLoop: @unchecked Sendable {
     }
     limiter.process(output, frames: frames)
     mixClock += Int64(frames)
+    ducks.dropFinished(by: mixClock)
   }
 
   /// Reports every beat line and marker the voices with lines play in the block `clock ..< clock
@@ -639,6 +649,7 @@ package final class StreamingLoop: @unchecked Sendable {
         triggeredPlays[slot] = nil
         wantsPlaying[slot] = true
         voices[slot]?.play(clock: start)
+        startTriggeredDuck(slot, at: start)
         continue
       }
       // Music that waits to begin has not reached any line yet, and music paused does not get
@@ -659,6 +670,7 @@ package final class StreamingLoop: @unchecked Sendable {
       triggeredPlays[slot] = nil
       wantsPlaying[slot] = true
       voice.play(clock: clock + due)
+      startTriggeredDuck(slot, at: clock + due)
     }
     for slot in 0..<Self.maximumVoices {
       guard var crossfade = pendingCrossfades[slot] else { continue }
@@ -714,12 +726,33 @@ package final class StreamingLoop: @unchecked Sendable {
     }
   }
 
+  /// The duck that goes with slot `slot`'s start on a trigger, if any, from `frame`.
+  private func startTriggeredDuck(_ slot: Int, at frame: Int64) {
+    guard let duck = triggeredDucks[slot] else { return }
+    triggeredDucks[slot] = nil
+    ducks.start(group: duck.group, at: frame, shape: duck.shape)
+  }
+
+  /// Mixes `voice`'s frames `clock ..< clock + frames` into `output`, with the gains of its
+  /// group's ducks when one moves in the block.
+  private func mixVoice(
+    _ voice: Voice, into output: UnsafeMutablePointer<Float>, frames: Int, clock: Int64, events: inout [EngineEvent]
+  ) {
+    if !ducks.isEmpty && ducks.touches(group: voice.duckGroup, from: clock, count: frames) {
+      ducks.fill(duckScratch, group: voice.duckGroup, from: clock, count: frames)
+      voice.duckGains = UnsafePointer(duckScratch)
+      voice.duckGainsStart = clock
+    }
+    voice.mix(into: output, frames: frames, clock: clock, events: &events)
+    voice.duckGains = nil
+  }
+
   /// Released voices fading out; reclaimed (off this thread) once silent.
   private func mixDying(into output: UnsafeMutablePointer<Float>, frames: Int, clock: Int64) {
     var index = 0
     while index < dying.count {
       let voice = dying[index]
-      voice.mix(into: output, frames: frames, clock: clock, events: &dyingEvents)
+      mixVoice(voice, into: output, frames: frames, clock: clock, events: &dyingEvents)
       var silent = false
       var event = 0
       while event < dyingEvents.count {
@@ -842,6 +875,8 @@ package final class StreamingLoop: @unchecked Sendable {
     pendingSeek[slot] = nil
     pendingCrossfades[slot] = nil
     triggeredPlays[slot] = nil
+    triggeredDucks[slot] = nil
+    duckGroups[slot] = 0
     armed[slot] = nil
     loopReleases[slot] = nil
     for layer in 0..<Voice.maximumLayers { dropPendingLayerFade(slot * Voice.maximumLayers + layer) }
@@ -931,6 +966,7 @@ package final class StreamingLoop: @unchecked Sendable {
       made.setRate(rates[slot])
       if tempos[slot] != 1 { made.setTempo(tempos[slot]) }
       made.setVolume(volumes[slot])
+      made.duckGroup = duckGroups[slot]
       if lowPassGains[slot] != 1 { made.setLowPass(lowPassGains[slot]) }
       for layer in 0..<made.layerCount {
         let index = slot * Voice.maximumLayers + layer
@@ -959,6 +995,16 @@ package final class StreamingLoop: @unchecked Sendable {
     case .playOnTrigger(let voice, let trigger):
       guard owns(voice) else { return }
       triggeredPlays[voice.slot] = trigger
+      triggeredDucks[voice.slot] = nil
+    case .duckOnStart(let voice, let group, let shape):
+      guard owns(voice), triggeredPlays[voice.slot] != nil else { return }
+      triggeredDucks[voice.slot] = (group, shape)
+    case .duck(let group, let shape):
+      ducks.start(group: group, at: clock, shape: shape)
+    case .setDuckGroup(let voice, let group):
+      guard owns(voice) else { return }
+      duckGroups[voice.slot] = group
+      voices[voice.slot]?.duckGroup = group
     case .pause(let voice):
       guard owns(voice) else { return }
       triggeredPlays[voice.slot] = nil

@@ -142,6 +142,15 @@ package final class Voice: VoiceInput {
   /// The glide's step per frame, fixed when the volume is set: the glide is the same whatever
   /// blocks the mix comes in (live and offline cut their blocks differently).
   private var volumeStep: Float = 0
+  /// The group of voices whose ducks this one follows (its owner's: a queue player's music; 0:
+  /// none). Kept by the voice, so a voice let go goes on ducked while it fades out.
+  var duckGroup: UInt32 = 0
+  /// The ducks' gain for each mix frame of the block being mixed, from `duckGainsStart` (set by
+  /// the streaming loop around `mix`; nil when no duck of its group moves in the block).
+  var duckGains: UnsafePointer<Float>?
+  var duckGainsStart: Int64 = 0
+  /// The ducks' gain on the last frame mixed (for the gain the voice publishes).
+  private var duckNow: Float = 1
   /// Resampled output is made in chunks of this many frames (see `produce`).
   static let resamplerChunkFrames = 64
 
@@ -917,7 +926,9 @@ package final class Voice: VoiceInput {
   var awaitsFadedOutReport: Bool { finishWhenSilent && !reportedFadedOut }
 
   /// The gain at mix frame `frame`: volume, transport ramp and crossfade envelope together.
-  func currentGain(at frame: Int64) -> Float { volumeNow * ramp.gain(at: frame) * envelope.gain(at: frame) }
+  func currentGain(at frame: Int64) -> Float {
+    volumeNow * ramp.gain(at: frame) * envelope.gain(at: frame) * duckNow
+  }
 
   // MARK: - Mixing
 
@@ -991,6 +1002,7 @@ package final class Voice: VoiceInput {
       reportFadedOut(events: &events)
     }
     lastClock = clock + Int64(frames)
+    duckNow = duckGains.map { $0[frames - 1] } ?? 1
     publishPosition()
   }
 
@@ -1018,6 +1030,20 @@ package final class Voice: VoiceInput {
   private func addScaled(
     into bus: UnsafeMutablePointer<Float>, frames: Int, from frame: Int64, source scratch: UnsafePointer<Float>
   ) {
+    if let duckGains {
+      // A duck moves the gain: frame by frame, the duck's level times the voice's own.
+      let ducks = duckGains + Int(frame - duckGainsStart)
+      for offset in 0..<frames {
+        if volumeNow != volumeTarget {
+          volumeNow = abs(volumeTarget - volumeNow) <= abs(volumeStep) ? volumeTarget : volumeNow + volumeStep
+        }
+        let at = frame + Int64(offset)
+        let gain = volumeNow * ramp.gain(at: at) * envelope.gain(at: at) * ducks[offset]
+        bus[2 * offset] += scratch[2 * offset] * gain
+        bus[2 * offset + 1] += scratch[2 * offset + 1] * gain
+      }
+      return
+    }
     if volumeNow == volumeTarget && ramp.isConstant(from: frame, count: frames)
       && envelope.isConstant(from: frame, count: frames)
     {

@@ -776,6 +776,19 @@ struct DirectorActionTests {
     #expect(abs(after / before - 1) < 0.05)
   }
 
+  @Test("duck: music that starts during the duck (a crossfade to another state) is ducked as deep, until the release")
+  func duckTakesMusicStartedDuringIt() throws {
+    let (left, timeline) = try run(
+      rules: #"{ on: "talk", do: { duck: -12, attack: 0.05, hold: 2, release: 0.05 } }, "#
+        + #"{ on: "fight", do: { crossfade: "combat", seconds: 0.3 } }"#,
+      [.cue(1, "talk"), .cue(1.5, "fight")], seconds: 4)
+    let combat = DirectorFixture.combatPitch
+    let ducked = Listen.level(of: combat, in: Listen.window(left, 2.2, 2.95))
+    let after = Listen.level(of: combat, in: Listen.window(left, 3.3, 3.9))
+    let decibels = 20 * log10(ducked / after)
+    #expect(abs(decibels + 12) < 1, "the new music ducked by \(decibels) dB\n\(timeline.summary)")
+  }
+
   @Test("rate: speed and pitch change together, after the ramp")
   func rate() throws {
     let (left, timeline) = try run(rules: #"{ on: "fast", do: { rate: 2, ramp: 0.5 } }"#, [.cue(1, "fast")], seconds: 3)
@@ -898,6 +911,40 @@ struct DirectorActionTests {
       "the hit heard from frame \(onset) (\(Double(onset) / 48_000) s), reported at \(reported) s: \(timeline.summary)")
     let musicStart = try #require(Listen.firstSound(quiet, after: 1.0))
     #expect(abs(onset - musicStart) <= 1, "the hit at \(onset), the music's first beat at \(musicStart)")
+  }
+
+  @Test(
+    "A stinger on the beat during a tempo ramp ducks the music from the hit's first frame, each frame on the duck's line"
+  )
+  func stingerDuckStartsWithTheHit() throws {
+    // The duck was the director's envelope, started on the director's step after the beat it
+    // reckoned (during a ramp up to a millisecond from where the mixer found it, and live and
+    // offline apart), and stepped every 5 ms. The mixer now starts it with the hit.
+    func level(hit: String) throws -> [Float] {
+      try run(
+        rules: #"{ on: "hurry", do: { tempo: 1.4, ramp: 2 } }, { on: "hit", do: \#(hit) }"#,
+        [.cue(0.5, "hurry"), .cue(1.23, "hit")], seconds: 2.5
+      ).left
+    }
+    let heard = try level(
+      hit: #"{ stinger: "hit", at: "beat", duck: { db: -12, attack: 0.1, hold: 0.3, release: 0.2 } }"#)
+    let silentHit = try level(
+      hit: #"{ stinger: "hit", at: "beat", volume: 0, duck: { db: -12, attack: 0.1, hold: 0.3, release: 0.2 } }"#)
+    let undisturbed = try level(hit: #"{ stinger: "hit", at: "beat", volume: 0 }"#)
+    let onset = try #require(heard.indices.first { $0 > 59_000 && abs(heard[$0] - silentHit[$0]) > 1e-6 }, "the hit")
+    let ducked = try #require(
+      silentHit.indices.first { $0 > 59_000 && abs(silentHit[$0] - undisturbed[$0]) > 1e-6 }, "the duck")
+    // The duck's first frame is at gain 1: the music moves from the frame after it.
+    #expect((1...3).contains(ducked - onset), "the hit from frame \(onset), the duck from frame \(ducked)")
+    // Held: every frame exactly 12 dB down (the director's steps glided there).
+    let depth = Float(pow(10, -12.0 / 20))
+    let held = (onset + 4_800 + 10)..<(onset + 4_800 + 14_000)
+    let worst = held.filter { abs(undisturbed[$0]) > 0.05 }.map { abs(silentHit[$0] / undisturbed[$0] - depth) }.max()
+    #expect((worst ?? 1) < 1e-4, "held at \(String(describing: worst)) from the depth")
+    // Mid-attack: half-way down, on its line.
+    let midAttack = (onset + 2_390)..<(onset + 2_410)
+    let mid = midAttack.filter { abs(undisturbed[$0]) > 0.05 }.map { silentHit[$0] / undisturbed[$0] }
+    #expect(mid.allSatisfy { abs($0 - (1 + depth) / 2) < 2e-3 }, "mid-attack gains \(mid)")
   }
 
   @Test(

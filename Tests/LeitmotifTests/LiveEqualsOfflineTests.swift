@@ -337,6 +337,42 @@ struct LiveEqualsOfflineTests {
   }
 
   @Test(
+    "Stingers on the beat with a duck during tempo and rate ramps, live: each duck starts with its hit, on the frame the offline render starts it"
+  )
+  func stingerDuckDuringRampsLiveEqualsOffline() throws {
+    let directory = try TemporaryDirectory(prefix: "leitmotif-live-duck-ramp")
+    let assets = try Self.assets(in: directory)
+    // The duck was the director's envelope, started where the director reckoned the beat: from
+    // the last frame mixed, forward through the speeds it posted. Live that frame is a lead or
+    // more behind, and the stretcher and resampler take a new speed on blocks of their own, so
+    // during a ramp the two reckonings came out apart (a duck 3e-4 apart). The mixer now starts
+    // the duck with the hit it starts.
+    let level = """
+      {
+        assets: "\(assets)",
+        start: "explore",
+        sources: { calm: { bundled: "explore.ogg" }, sneak: { bundled: "stealth44.ogg" } },
+        states: { explore: { music: "calm", transition: { seconds: 0.5 } }, stealth: { music: "sneak", transition: { seconds: 0.3 } } },
+        rules: [
+          { on: "hit", do: { stinger: "stinger-spotted.ogg", at: "beat", volume: 0.5, duck: { db: -9, attack: 0.15, hold: 0.2, release: 0.3 } } },
+          { on: "hurry", do: { tempo: 1.3, ramp: 2 } },
+          { on: "slow", do: { rate: 0.8, ramp: 1.5 } },
+          { on: "hide", do: { state: "stealth" } },
+        ],
+      }
+      """
+    // Hits during a tempo ramp, then during a rate ramp of the resampled 44.1 kHz music.
+    let script = """
+      [
+        { at: 1.0, cue: "hurry" }, { at: 1.4, cue: "hit" }, { at: 2.1, cue: "hit" }, { at: 2.6, cue: "hit" },
+        { at: 3.6, cue: "hide" }, { at: 4.4, cue: "slow" }, { at: 4.7, cue: "hit" }, { at: 5.3, cue: "hit" },
+      ]
+      """
+    let (live, _) = try Self.compare(level: level, script: script, seconds: 8, in: directory)
+    #expect(live.output.contains("recorded 8 events"), "\(live.output)")
+  }
+
+  @Test(
     "Seeks live: the sought audio starts on the frame it starts on offline, the decode thread sent there before the fade-out (48 kHz and resampled 44.1 kHz music, stretched too, with a dip and without)"
   )
   func seekLiveEqualsOffline() throws {

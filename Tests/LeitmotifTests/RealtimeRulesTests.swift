@@ -56,7 +56,7 @@ struct RealtimeRulesTests {
     #expect(EngineHarness.wait(seconds: 3) { player.currentPlaybackTime > 0.3 })
     lm_audit_arm(1)
     // Four seconds: about five crossfades (each a voice opened, attached, faded in, handed over,
-    // faded out and let go), volume, filter and tempo changes, a seek and a skip.
+    // faded out and let go), volume, filter and tempo changes, ducks, a seek and a skip.
     for step in 0..<40 {
       usleep(100_000)
       if step % 7 == 0 { player.volume = step % 14 == 0 ? 0.6 : 1 }
@@ -66,6 +66,12 @@ struct RealtimeRulesTests {
       if step == 30 { try player.skipToNextItem() }
       if step % 5 == 2 { try player.setVolume(step % 10 == 2 ? 0.1 : 1, ofLayer: 0, over: 0.15, curve: .sCurve) }
       if step == 12 { player.setLayerMix(gains: [0.7], lowPasses: [0.2]) }
+      // Ducks (the mixer's, per frame over every voice of the player), overlapping.
+      if step % 6 == 3 {
+        player.duck(
+          DuckShape(
+            decibels: -9, attackSeconds: 0.05, holdSeconds: 0.5, releaseSeconds: 0.2, sampleRate: engine.sampleRate))
+      }
       if step == 22 { player.setLayerMix(gains: [1], lowPasses: [1]) }
       // Tempo (SoundTouch in each voice): on, changed across its range, and back to 1.
       if step == 4 { try player.setTempo(1.3) }

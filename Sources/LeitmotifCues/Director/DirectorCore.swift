@@ -62,7 +62,6 @@ final class DirectorCore {
   /// The speed the mix was given (its rate times its tempo, as posted) from each director time
   /// on, oldest first, kept for a second or so: see `position(_:onFrame:speed:)`.
   private var postedSpeeds: [(time: Double, speed: Double)] = []
-  private var ducks: [DuckEnvelope] = []
   /// The game's held duck (`CueAction.holdDuck`): a gain, 1 when none is held.
   private var heldDuck = Ramp(1)
   private var scheduled: [Scheduled] = []
@@ -334,7 +333,6 @@ final class DirectorCore {
       }
       return true
     }
-    ducks.removeAll { $0.isOver(at: now) }
     if pendingBridge != nil { continueBridge() }
     noticeNowPlaying()
     if player.failuresSoFar != failuresSeen { noticeFailures() }
@@ -353,11 +351,12 @@ final class DirectorCore {
     return times.min()
   }
 
-  /// Whether ramps or ducks are moving (the real-time thread then updates every few ms).
+  /// Whether ramps are moving (the real-time thread then updates every few ms). Ducks are the
+  /// mixer's (see `duckShape`): they need no steps.
   var isMoving: Bool {
     fade.isMoving(at: now) || volumeLevel.isMoving(at: now) || rateLevel.isMoving(at: now)
       || tempoLevel.isMoving(at: now)
-      || stateVolume.isMoving(at: now) || stateRate.isMoving(at: now) || !ducks.isEmpty || heldDuck.isMoving(at: now)
+      || stateVolume.isMoving(at: now) || stateRate.isMoving(at: now) || heldDuck.isMoving(at: now)
       || parameters.values.contains { $0.isMoving(at: now) }
   }
 
@@ -497,12 +496,12 @@ final class DirectorCore {
     case .stinger(let stinger):
       return playStinger(stinger, cause: cause)
     case .holdDuck(let decibels, let seconds):
-      heldDuck.move(to: DuckEnvelope.gain(decibels: decibels), over: seconds, at: now)
+      heldDuck.move(to: DuckShape.gain(decibels: decibels), over: seconds, at: now)
       return decibels < 0
         ? "hold the music down \(Self.format(-decibels)) dB over \(Self.format(seconds)) s"
         : "let the held duck go over \(Self.format(seconds)) s"
     case .duck(let duck):
-      ducks.append(DuckEnvelope(duck, at: now))
+      player.duck(duckShape(duck))
       return
         "duck \(Self.format(duck.decibels)) dB (attack \(Self.format(duck.attackSeconds)) s, hold \(Self.format(duck.holdSeconds)) s, release \(Self.format(duck.releaseSeconds)) s)"
     case .rate(let value, let ramp):
@@ -1964,13 +1963,15 @@ final class DirectorCore {
         do {
           let early = try Player(engine: engine, item: item)
           early.volume = stinger.volume
+          // Its duck starts where the mixer starts it, on the same frame live and offline.
+          let ducking = stinger.duck.map { (group: player.duckGroup, shape: duckShape($0)) }
           if let landing = seekLandingFrame {
             // A seek lands before the line: the mixer looks for the line from the frame after it,
             // where the music moves on from the target. Before it, music sought back to before
             // the line was past it already, and the stinger started at once.
-            engine.performing(atMixFrame: landing + 1) { early.play(when: start) }
+            engine.performing(atMixFrame: landing + 1) { early.play(when: start, ducking: ducking) }
           } else {
-            early.play(when: start)
+            early.play(when: start, ducking: ducking)
           }
           prepared = early
         } catch {
@@ -2078,7 +2079,8 @@ final class DirectorCore {
           stinger.play()
         }
         stingers.append(stinger)
-        if let duck { ducks.append(DuckEnvelope(duck, at: now)) }
+        // A stinger the mixer started on its line took its duck with it (`play(when:ducking:)`).
+        if let duck, prepared == nil { player.duck(duckShape(duck)) }
         report(.stinger(name: name, item: file), cause: item.cause)
       } catch {
         report(.problem("stinger \"\(name)\": \(error)"), cause: item.cause)
@@ -2177,12 +2179,23 @@ final class DirectorCore {
     return max(0.01, player.musicSpeed) / max(1e-6, posted)
   }
 
-  /// Steps the music's gain, rate and low-pass filter to where the ramps, ducks and parameter
+  /// A duck as the mixer plays it: on the music (the player's voices), frame by frame, from the
+  /// frame it starts on. The director once stepped its own envelope every few milliseconds; a
+  /// duck with a stinger on the beat then started where the director reckoned the beat, which
+  /// during a tempo or rate ramp was up to a millisecond from where the mixer started the hit,
+  /// and came out differently live and offline.
+  private func duckShape(_ duck: DuckAction) -> DuckShape {
+    DuckShape(
+      decibels: duck.decibels, attackSeconds: duck.attackSeconds, holdSeconds: duck.holdSeconds,
+      releaseSeconds: duck.releaseSeconds, sampleRate: engine.sampleRate)
+  }
+
+  /// Steps the music's gain, rate and low-pass filter to where the ramps, the held duck and parameter
   /// curves put them now. Posted only when they change.
   private func applyMix() {
     let drives = parameterDrives(at: now)
     var gain = stateVolume.value(at: now) * volumeLevel.value(at: now) * fade.value(at: now)
-    gain *= ducks.reduce(1) { min($0, $1.gain(at: now)) } * heldDuck.value(at: now) * drives.volume
+    gain *= heldDuck.value(at: now) * drives.volume
     let rate = stateRate.value(at: now) * rateLevel.value(at: now) * drives.rate
     let tempo = tempoLevel.value(at: now) * drives.tempo
     let lowPass = drives.lowPass

@@ -51,34 +51,3 @@ struct Ramp: Sendable {
     duration = 0
   }
 }
-
-/// One duck: down to `depth` (a gain) over `attack`, held, and back up over `release`.
-struct DuckEnvelope: Sendable {
-  var start: Double
-  var depth: Double
-  var attack: Double
-  var hold: Double
-  var release: Double
-
-  init(_ duck: DuckAction, at start: Double) {
-    self.start = start
-    depth = Self.gain(decibels: duck.decibels)
-    attack = duck.attackSeconds
-    hold = duck.holdSeconds
-    release = duck.releaseSeconds
-  }
-
-  func gain(at time: Double) -> Double {
-    let elapsed = time - start
-    if elapsed <= 0 { return 1 }
-    if elapsed < attack { return 1 + (depth - 1) * elapsed / attack }
-    if elapsed < attack + hold { return depth }
-    if elapsed < attack + hold + release { return depth + (1 - depth) * (elapsed - attack - hold) / release }
-    return 1
-  }
-
-  func isOver(at time: Double) -> Bool { time >= start + attack + hold + release }
-
-  /// The gain of a duck `decibels` down (0 dB and above: 1).
-  static func gain(decibels: Double) -> Double { pow(10, min(0, decibels) / 20) }
-}

@@ -156,14 +156,17 @@ public final class Player: MediaPlayback {
 
   /// Starts playing on the frame where `trigger`'s voice reaches its position (the director's
   /// stingers on the beat): opened now, started by the mixer on that frame.
-  package func play(when trigger: StartTrigger) {
+  package func play(when trigger: StartTrigger, ducking duck: (group: UInt32, shape: DuckShape)? = nil) {
     prepareToPlay()
     let voice = state.withLock { state -> VoiceHandle? in
       guard let voice = state.lease?.handle, state.lease?.isCurrent == true else { return nil }
       _ = setState(.playing, in: &state)
       return voice
     }
-    if let voice { engine.commands.post(.playOnTrigger(voice: voice, trigger)) }
+    guard let voice else { return }
+    engine.commands.post(.playOnTrigger(voice: voice, trigger))
+    // The duck starts where the mixer starts the voice, on the same frame.
+    if let duck { engine.commands.post(.duckOnStart(voice: voice, group: duck.group, duck.shape)) }
   }
 
   /// Pauses with a short fade; `play()` resumes from the same frame.

@@ -180,8 +180,18 @@ public final class QueuePlayer: MediaPlayback {
   public init(engine: AudioEngine, library: MediaLibrary? = nil) {
     self.engine = engine
     self.library = library
+    duckGroup = engine.makeDuckGroup()
     state = Mutex(State())
   }
+
+  /// The engine's group for this player's voices: a duck (`duck(_:)`, or one that starts with a
+  /// stinger, `Player.play(when:ducking:)`) lowers every voice the player plays while it lasts,
+  /// fading ones and those it takes meanwhile too, frame by frame in the mixer.
+  package let duckGroup: UInt32
+
+  /// Ducks the player's music from now (the command's frame: the director's step, inside
+  /// `AudioEngine.performing(atMixFrame:)`).
+  package func duck(_ shape: DuckShape) { engine.commands.post(.duck(group: duckGroup, shape)) }
 
   /// Where play and skip counts go (see `init`).
   public let library: MediaLibrary?
@@ -1387,6 +1397,7 @@ public final class QueuePlayer: MediaPlayback {
     engine.commands.post(.setRate(voice: voice, voiceRate(voice, state)))
     if state.tempo != 1 { engine.commands.post(.setTempo(voice: voice, state.tempo)) }
     engine.commands.post(.setVolume(voice: voice, state.volume * state.mixGain))
+    engine.commands.post(.setDuckGroup(voice: voice, duckGroup))
     engine.commands.post(.setLowPass(voice: voice, state.lowPassGain))
     for layer in state.layerLevels.indices {
       engine.commands.post(
