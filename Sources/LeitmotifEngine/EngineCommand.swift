@@ -44,7 +44,9 @@ package enum EngineCommand: Sendable {
   case duck(group: UInt32, DuckShape)
   /// The voice follows the ducks of group `group` (its owner's; 0: none).
   case setDuckGroup(voice: VoiceHandle, UInt32)
-  case pause(voice: VoiceHandle)
+  /// Pauses the voice (a short fade; `play` resumes from the first frame it touched).
+  /// `holdingFades`: its own fade stands still while paused (see `Voice.pause(clock:holdingFades:)`).
+  case pause(voice: VoiceHandle, holdingFades: Bool = false)
   case stop(voice: VoiceHandle, generation: Int)
   case seek(voice: VoiceHandle, seconds: Double, generation: Int)
   case setRate(voice: VoiceHandle, Float)

@@ -949,7 +949,10 @@ package final class StreamingLoop: @unchecked Sendable {
     case .callOff(let incoming, let keep):
       guard owns(incoming) else { return }
       // Begun: no longer waiting for its line, and playing.
-      let begun = pendingCrossfades[incoming.slot] == nil && voices[incoming.slot]?.isAudible == true
+      // (Or paused mid-pickup, its fades held: it goes on from there on the resume.)
+      let begun =
+        pendingCrossfades[incoming.slot] == nil
+        && (voices[incoming.slot]?.isAudible == true || voices[incoming.slot]?.holdsFades == true)
       resetSlot(incoming.slot, generation: 0, clock: clock)
       if begun && owns(keep) { voices[keep.slot]?.keepPlaying(clock: stampedFrame ?? clock) }
     case .attach(let voice, let stream):
@@ -1005,11 +1008,11 @@ package final class StreamingLoop: @unchecked Sendable {
       guard owns(voice) else { return }
       duckGroups[voice.slot] = group
       voices[voice.slot]?.duckGroup = group
-    case .pause(let voice):
+    case .pause(let voice, let holdingFades):
       guard owns(voice) else { return }
       triggeredPlays[voice.slot] = nil
       wantsPlaying[voice.slot] = false
-      voices[voice.slot]?.pause(clock: clock)
+      voices[voice.slot]?.pause(clock: clock, holdingFades: holdingFades)
     case .stop(let voice, let generation):
       guard owns(voice) else { return }
       wantsPlaying[voice.slot] = false

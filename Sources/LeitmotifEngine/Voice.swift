@@ -142,6 +142,11 @@ package final class Voice: VoiceInput {
   /// The glide's step per frame, fixed when the volume is set: the glide is the same whatever
   /// blocks the mix comes in (live and offline cut their blocks differently).
   private var volumeStep: Float = 0
+  /// Paused with its fades held (`pause(clock:holdingFades:)`): the mix frame the pause began
+  /// on, by which the fades move on when the voice resumes.
+  private var fadesHeldFrom: Int64?
+  /// Paused (or pausing) with its fades held.
+  var holdsFades: Bool { fadesHeldFrom != nil }
   /// The group of voices whose ducks this one follows (its owner's: a queue player's music; 0:
   /// none). Kept by the voice, so a voice let go goes on ducked while it fades out.
   var duckGroup: UInt32 = 0
@@ -353,6 +358,12 @@ package final class Voice: VoiceInput {
     lastClock = clock
     switch mode {
     case .ready(let resumeFades):
+      if let held = fadesHeldFrom {
+        // Resumed from the frame where the pause began: its fades go on from there too.
+        fadesHeldFrom = nil
+        envelope = envelope.shifted(by: clock - held)
+        if finishWhenSilent { status.fadeStartFrame.store(envelope.startFrame, ordering: .releasing) }
+      }
       startFrame = clock
       ramp = resumeFades ? FadeEnvelope(from: 0, to: 1, startFrame: clock, durationFrames: transportFadeFrames) : .unity
       mode = .playing
@@ -378,10 +389,23 @@ package final class Voice: VoiceInput {
     }
   }
 
-  func pause(clock: Int64) {
+  /// Pauses with the transport fade; `play` resumes from the first frame that fade touched.
+  /// `holdingFades`: the voice's own fade (a crossfade's, a fade-out for good not yet begun)
+  /// stands still while paused and goes on from where it was on the resume, moved on by the
+  /// pause's length; a voice let go waits, paused, instead of ending. What a pickup's two voices
+  /// do when the game pauses in the middle of it (`QueuePlayer.pause`): otherwise a pause
+  /// completes a fade-in in progress, and a voice let go ends.
+  func pause(clock: Int64, holdingFades: Bool = false) {
     lastClock = clock
     switch mode {
-    case .playing: fadeOut(then: .pause(resumeFrame: positionFrames), clock: clock)
+    case .playing:
+      if holdingFades {
+        fadesHeldFrom = clock
+        // Let go, its fade not begun: it holds until the resume, however long the pause (an
+        // owner may still take it back, see `QueuePlayer.waitingBack`).
+        if finishWhenSilent && envelope.startFrame > clock { status.fadeStartFrame.store(.max, ordering: .releasing) }
+      }
+      fadeOut(then: .pause(resumeFrame: positionFrames), clock: clock)
     case .fadingOut:
       if case .seek(let target, _)? = pendingAction { pendingAction = .seek(target, thenPlay: false) }
     case .ready, .ended: break
@@ -722,6 +746,16 @@ package final class Voice: VoiceInput {
   /// Called off while fading out for good (see `EngineCommand.callOff`): fades back up from the
   /// level at `clock` over the transport fade, and plays on. Nothing once the fade has ended.
   func keepPlaying(clock: Int64) {
+    if let held = fadesHeldFrom, finishWhenSilent, !reportedFadedOut {
+      // Paused with its fade held (a pickup paused): back up from the level it paused at, on the
+      // resume (the envelope moves on with it).
+      envelope = FadeEnvelope(
+        from: envelope.gain(at: held), to: 1, startFrame: held,
+        durationFrames: frames(seconds: Voice.transportFadeSeconds))
+      finishWhenSilent = false
+      status.isLetGo.store(false, ordering: .releasing)
+      return
+    }
     guard finishWhenSilent, !reportedFadedOut, isAudible else { return }
     envelope = .following(
       envelope, to: 1, startFrame: clock, durationFrames: frames(seconds: Voice.transportFadeSeconds), curve: .linear,
@@ -997,7 +1031,7 @@ package final class Voice: VoiceInput {
       }
       if mode == .fadingOut && ramp.isFinished(at: end) { runPendingAction(clock: end) }
     }
-    if finishWhenSilent && !reportedFadedOut && mode != .playing && mode != .fadingOut {
+    if finishWhenSilent && !reportedFadedOut && mode != .playing && mode != .fadingOut && fadesHeldFrom == nil {
       // Let go and silent (paused, stopped or never started): done.
       reportFadedOut(events: &events)
     }
@@ -1377,8 +1411,9 @@ package final class Voice: VoiceInput {
       // Resume from the first frame the fade-out touched: what was faded out is heard again.
       reposition(to: Target(token: audibleToken, frame: resumeFrame))
       mode = .ready(resumeFades: true)
-      // A pause completes a fade-in in progress: the voice resumes at full level.
-      if !finishWhenSilent { envelope = .unity }
+      // A pause completes a fade-in in progress: the voice resumes at full level (unless its
+      // fades are held: they go on from the pause on the resume).
+      if !finishWhenSilent && fadesHeldFrom == nil { envelope = .unity }
     case nil:
       mode = .ready(resumeFades: true)
       if !finishWhenSilent { envelope = .unity }
@@ -1397,6 +1432,7 @@ package final class Voice: VoiceInput {
 
   private func performStop() {
     scanDirection = 0
+    fadesHeldFrom = nil
     reposition(to: Target(token: stream.firstToken, frame: 0))
     mode = .ready(resumeFades: false)
   }

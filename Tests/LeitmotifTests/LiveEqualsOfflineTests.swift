@@ -270,6 +270,34 @@ struct LiveEqualsOfflineTests {
   }
 
   @Test(
+    "A pause menu during a pickup, live: the lead-in and the music held under it pause and go on together, as offline")
+  func pauseDuringThePickupLive() throws {
+    let directory = try TemporaryDirectory(prefix: "leitmotif-live-pickup-pause")
+    let assets = try Self.assets(in: directory)
+    // Explore's bars are 2.5 s: the fight cued at 1 s starts its 0.4 s pickup at 2.1 s for the
+    // bar at 2.5 s; the menu at 2.2 s pauses both mid-pickup (after a 0.05 s fade), "back" at
+    // 3 s resumes both, with the held music's fade at the downbeat 0.75 s later.
+    let level = """
+      {
+        assets: "\(assets)",
+        start: "explore",
+        sources: { calm: { bundled: "explore.ogg" }, fight: { bundled: "combat.ogg", pickup: 0.4 } },
+        states: {
+          explore: { music: "calm", transition: { seconds: 1, at: "bar" } },
+          combat: { music: "fight", transition: { seconds: 0.5, at: "bar", pickup: true, tail: 0.3 } },
+        },
+        rules: [
+          { on: "fight", do: { state: "combat" } },
+          { on: "menu", do: { pause: true, fade: 0.05 } }, { on: "back", do: { resume: true, fade: 0.05 } },
+        ],
+      }
+      """
+    let script = #"[ { at: 1.0, cue: "fight" }, { at: 2.2, cue: "menu" }, { at: 3.0, cue: "back" } ]"#
+    let (live, _) = try Self.compare(level: level, script: script, seconds: 6, in: directory)
+    #expect(live.output.contains("recorded 3 events"), "\(live.output)")
+  }
+
+  @Test(
     "A change with a pickup taken while the playing music still fades in: live as offline, the fade goes on through the pickup"
   )
   func pickupDuringAFadeInLiveEqualsOffline() throws {

@@ -40,9 +40,87 @@ struct PickupTests {
         rules: [
           { on: "go", do: { state: "arrive" } },
           { on: "fight", do: { state: "combat" } },
+          { on: "menu", do: { pause: true, fade: 0.2 } },
+          { on: "back", do: { resume: true, fade: 0.2 } },
+          { on: "home", do: { state: "explore" } },
+          { on: "died", do: { stop: true, fade: 0.5 } },
         ],
       }
       """)
+  }
+
+  @Test(
+    "A pause menu during a pickup: the lead-in and the music held under it both go on after the resume, as if the game had not paused, the downbeat that much later"
+  )
+  func pauseDuringThePickup() throws {
+    let game = try Self.game()
+    let sheet = try Self.sheet(game, from: "explore", transition: #"{ seconds: 0.25, at: "bar", pickup: true }"#)
+    // "go" at 2.1 s: the lead's pickup from 3.5 s, its downbeat on the bar at 4 s. The menu at
+    // 3.7 s pauses the music at 3.9 s (after its 0.2 s fade), mid-pickup; "back" at 4.6 s. The
+    // explore music held under the pickup was let go at the pause: after the resume the lead-in
+    // played alone.
+    let straight = try game.simulate(sheet, [.cue(2.1, "go")], seconds: 7)
+    let paused = try game.simulate(sheet, [.cue(2.1, "go"), .cue(3.7, "menu"), .cue(4.6, "back")], seconds: 7.7)
+    let shift = Int((0.7 * 48_000).rounded())
+    // From the end of the resume's fade on (on the director's step after 4.8 s), the paused
+    // level is the straight one 0.7 s later, sample for sample.
+    let from = Int(4.85 * 48_000)
+    var largest: Float = 0
+    for frame in from..<min(paused.left.count, straight.left.count + shift) {
+      largest = max(largest, abs(paused.left[frame] - straight.left[frame - shift]))
+    }
+    #expect(
+      largest < 1e-6, "after the resume, \(largest) from the level that did not pause\n\(paused.timeline.summary)")
+    let explore = DirectorFixture.explorePitch
+    #expect(
+      Listen.level(of: explore, in: Listen.window(paused.left, 4.8, 4.88)) > 0.5
+        * Listen.level(of: explore, in: Listen.window(paused.left, 2.5, 3.4)),
+      "the music held goes on under the lead-in")
+    let arrived = try #require(paused.timeline.states.last { $0.state == "arrive" }?.from, "\(paused.timeline.summary)")
+    #expect(abs(arrived - 4.7) < 0.002, "the downbeat at \(arrived) s\n\(paused.timeline.summary)")
+  }
+
+  @Test(
+    "Paused during a pickup: the state heard asked for again calls the change off and goes on where it paused; the state waiting asked for again waits on; a stop calls the change off, and the resume starts the state heard"
+  )
+  func stateChangesWhilePausedDuringThePickup() throws {
+    let game = try Self.game()
+    let sheet = try Self.sheet(game, from: "explore", transition: #"{ seconds: 0.25, at: "bar", pickup: true }"#)
+    // "go" at 2.1 s: the pickup from 3.5 s for the bar at 4 s; the menu at 3.7 s pauses at 3.9 s,
+    // mid-pickup; every cue below comes at 4.4 s, while paused, past the downbeat's time.
+    let alone = try game.simulate(sheet, [], seconds: 8)
+    let home = try game.simulate(
+      sheet, [.cue(2.1, "go"), .cue(3.7, "menu"), .cue(4.4, "home"), .cue(4.6, "back")], seconds: 7.5)
+    // The explore music goes on from 3.9 s after the resume, alone: it was started again from
+    // its start, its change made again at once (with the state's fade-in), while paused.
+    let shift = Int((0.7 * 48_000).rounded())
+    var largest: Float = 0
+    for frame in Int(4.85 * 48_000)..<Int(7.4 * 48_000) {
+      largest = max(largest, abs(home.left[frame] - alone.left[frame - shift]))
+    }
+    #expect(largest < 1e-6, "\(largest) from the explore music moved on by the pause\n\(home.timeline.summary)")
+    #expect(!home.timeline.states.contains { $0.state == "arrive" }, "\(home.timeline.summary)")
+    #expect(
+      home.timeline.summary.contains(
+        #"stay in "explore" (paused: it goes on when the music resumes); the change to "arrive" waiting for its line is called off"#
+      ), "\(home.timeline.summary)")
+
+    // The state that waits asked for again: it waits on, as if it had not been asked (it was made
+    // again at once, reported twice, its music from its start).
+    let again = try game.simulate(
+      sheet, [.cue(2.1, "go"), .cue(3.7, "menu"), .cue(4.4, "go"), .cue(4.6, "back")], seconds: 7.5)
+    let paused = try game.simulate(sheet, [.cue(2.1, "go"), .cue(3.7, "menu"), .cue(4.6, "back")], seconds: 7.5)
+    #expect(again.left == paused.left, "the same as without the second cue")
+    #expect(again.timeline.states.filter { $0.state == "arrive" }.count == 1, "\(again.timeline.summary)")
+
+    // A stop while paused calls the change off: the resume starts the state heard (it started
+    // the lead, a state never heard).
+    let stopped = try game.simulate(
+      sheet, [.cue(2.1, "go"), .cue(3.7, "menu"), .cue(4.4, "died"), .cue(5.5, "back")], seconds: 7)
+    #expect(stopped.timeline.state(at: 6.5) == "explore", "\(stopped.timeline.summary)")
+    #expect(
+      Listen.loudest(stopped.left, 6.0, 6.9, among: [DirectorFixture.explorePitch, Self.leadPitch])
+        == DirectorFixture.explorePitch, "\(stopped.timeline.summary)")
   }
 
   @Test("A pickup starts its piece exactly its length before the bar, and the downbeat lands on the bar")

@@ -566,7 +566,7 @@ final class DirectorCore {
       // began the new state's music under it, for a moment, and reported the state changed
       // after the stop had left every state (a level stopped while it waited for the bar).
       var unheard: String?
-      if let pending = pendingLanding, now < pending.heardAt, let asked = currentState {
+      if let pending = pendingLanding, isWaiting(pending.heardAt), let asked = currentState {
         if pending.state != asked {
           unheard = "; the change to \"\(asked)\" waiting for \(Self.format(pending.heardAt)) s is called off"
           if player.takeBackQueue() { takeBackChange(to: asked, reason: nil) }
@@ -584,7 +584,7 @@ final class DirectorCore {
       // While a change waits for its line, the player's queue is the music not heard yet: a
       // skip moved in it, let the waiting music go and left the director reckoning with music
       // that no longer came (the fight cued next restarted the fight music from its start).
-      if let pending = pendingLanding, now < pending.heardAt {
+      if let pending = pendingLanding, isWaiting(pending.heardAt) {
         let waiting = currentState.map { "the change to \"\($0)\"" } ?? "a change"
         return "skip \(direction.rawValue): \(waiting) waits for \(Self.format(pending.heardAt)) s; nothing is skipped"
       }
@@ -622,7 +622,7 @@ final class DirectorCore {
       // While a change waits for its line, the player's item is the music that change brings:
       // said, so a designer who meant the music heard (which loops on to the line) sees whose
       // loop it was (a state's `loop: 2` then plays straight through).
-      if let pending = pendingLanding, now < pending.heardAt, let state = currentState,
+      if let pending = pendingLanding, isWaiting(pending.heardAt), let state = currentState,
         let item = player.nowPlayingItem
       {
         return "release the loop of \"\(item.displayName)\", the music the change to \"\(state)\" brings at "
@@ -668,7 +668,7 @@ final class DirectorCore {
   /// incoming music at or after the position it is heard from (past its pickup), the director
   /// time that line is heard at, and the grid's spacing. Nil: no change waits, or another moment.
   private func incomingGridLine(_ moment: TransitionSpec.Moment) -> (at: Double, line: Double, unit: Double)? {
-    guard moment == .beat || moment == .bar, let pending = pendingLanding, now < pending.heardAt,
+    guard moment == .beat || moment == .bar, let pending = pendingLanding, isWaiting(pending.heardAt),
       let incoming = player.nowPlayingItem
     else { return nil }
     let speed = max(0.01, player.musicSpeed)
@@ -783,7 +783,7 @@ final class DirectorCore {
   /// fell there, and the mixer, asked to start it on music that was not playing, started it at
   /// once (a designer's trial: a hit on the bar heard 2.5 s early, off the beat).
   private func gridLineHeard(_ moment: TransitionSpec.Moment) -> (at: Double, start: StartTrigger?)? {
-    guard moment == .beat || moment == .bar, let pending = pendingLanding, now < pending.heardAt,
+    guard moment == .beat || moment == .bar, let pending = pendingLanding, isWaiting(pending.heardAt),
       let heard = player.heardBeforeQueue
     else {
       return nextGridLine(moment).map { ($0.at, player.startTrigger(at: $0.landing)) }
@@ -922,9 +922,15 @@ final class DirectorCore {
     if name == currentState, player.playbackState == .paused, pendingLanding == nil, !hasScheduledStateChange {
       return "stay in \"\(name)\" (paused: it goes on when the music resumes)"
     }
+    // Paused while the change to it waits for its line (its pickup begun or not): it waits on,
+    // and comes on its line after the resume. It was made again, at once: reported twice, and
+    // its music started from its start on the resume.
+    if name == currentState, player.playbackState == .paused, let pending = pendingLanding, pending.state != name {
+      return "stay in \"\(name)\" (paused: the change to it waits for its line, after the resume)"
+    }
     if name == currentState && playing && !hasScheduledStateChange {
       // Asked for again while its change waits for its line: it is not heard yet.
-      if let pending = pendingLanding, now < pending.heardAt, pending.state != name {
+      if let pending = pendingLanding, isWaiting(pending.heardAt), pending.state != name {
         return "stay in \"\(name)\": the change to it waits for \(Self.format(pending.heardAt)) s"
       }
       return "stay in \"\(name)\" (already playing)"
@@ -950,10 +956,20 @@ final class DirectorCore {
       }
     }
     pendingBridge = nil
+    // The same while paused: the music heard goes on where it was paused when the music resumes.
+    // It was put on the player again, and the resume started it from its start.
+    if player.playbackState == .paused, let pending = pendingLanding, pending.state == name, let asked = currentState,
+      asked != name, player.takeBackQueue()
+    {
+      takeBackChange(to: asked, reason: nil)
+      return
+        "stay in \"\(name)\" (paused: it goes on when the music resumes); the change to \"\(asked)\" waiting for its line is called off"
+    }
     // Back to the state heard while a change to another waits for its beat or bar (spotted, then
     // lost at once): the change is called off and the music plays on, on its beat. It used to
     // start the state heard again from its start, off the grid, under the old copy.
-    if playing, let pending = pendingLanding, now < pending.heardAt, pending.state == name, let asked = currentState,
+    if playing, let pending = pendingLanding, isWaiting(pending.heardAt), pending.state == name,
+      let asked = currentState,
       asked != name, player.takeBackQueue()
     {
       takeBackChange(to: asked, reason: nil)
@@ -965,7 +981,7 @@ final class DirectorCore {
     // change's beat or bar is on the grid of the music heard. The grid used to come from the
     // waiting music, not begun: a change on the beat 0.5 s after one on the bar cut in at once,
     // off the grid, and was reported on a line of the music that never played (trial 7).
-    if playing, let pending = pendingLanding, now < pending.heardAt, let asked = currentState, asked != name {
+    if playing, let pending = pendingLanding, isWaiting(pending.heardAt), let asked = currentState, asked != name {
       calledOff = "the change to \"\(asked)\" waiting for \(Self.format(pending.heardAt)) s is called off"
       // (Not a bridge's hand-over to its state's music: the state heard is already the one
       // asked for, and what waits is the rest of its music, after the bridge piece.)
@@ -1183,7 +1199,7 @@ final class DirectorCore {
   private func dropWaitingChange() {
     dropReports {
       switch $0.kind {
-      case .stateChanged, .nowPlaying: return $0.time > now
+      case .stateChanged, .nowPlaying: return isAhead($0)
       default: return false
       }
     }
@@ -1194,6 +1210,14 @@ final class DirectorCore {
 
   /// When the music was paused (a `pause` action), while it is.
   private var pausedAt: Double?
+
+  /// Whether a change heard at `heardAt` is still to come: later than now, or, while the music is
+  /// paused, later than the pause (its time, reckoned before the pause, moves on with the music
+  /// on the resume, see `deferWaitingMusic`). A stop while paused past that time took the
+  /// change for heard: the resume started the state that never played.
+  private func isWaiting(_ heardAt: Double) -> Bool {
+    now < heardAt || (pausedAt.map { heardAt > $0 } ?? false)
+  }
 
   /// The music goes on after a pause: what waited for a line of it (a change on its bar, a
   /// bridge and its hand-over, their reports) comes that much later, as the music does. The
@@ -1815,9 +1839,16 @@ final class DirectorCore {
   /// not be heard.
   private func dropHeldChange(to state: String) {
     dropReports {
-      if case .stateChanged(_, let to, _, _, _) = $0.kind, to == state, $0.time > now { return true }
+      if case .stateChanged(_, let to, _, _, _) = $0.kind, to == state, isAhead($0) { return true }
       return false
     }
+  }
+
+  /// A report still to come: stamped later than now, or, while paused, waiting for a line of the
+  /// music (see `takeDueReports`; its time, reckoned before the pause, can be past: a change
+  /// called off while paused past it came out after the resume).
+  private func isAhead(_ report: DirectorReport) -> Bool {
+    report.time > now || (pausedAt.map { report.time > $0 && report.decidedAt < report.time } ?? false)
   }
 
   /// Drops the reports held or waiting in the outbox that `matches`: they will not be heard. The
@@ -2043,7 +2074,7 @@ final class DirectorCore {
   private func retimeGridStingers(afterJumpTo seconds: Double) {
     // While a change waits for its line, a seek moves where the new music starts, not the music
     // heard (see `QueuePlayer`): what waits on the music heard stays where it was.
-    if let pending = pendingLanding, pending.heardAt > now { return }
+    if let pending = pendingLanding, isWaiting(pending.heardAt) { return }
     guard let playing = player.nowPlayingItem else { return }
     let landsAt = now + Voice.transportFadeSeconds
     let rate = max(0.01, player.musicSpeed)
@@ -2310,7 +2341,7 @@ final class DirectorCore {
   /// The music state whose music plays (it can lag `currentState` while a transition waits for
   /// the grid).
   var audibleState: String? {
-    if let pending = pendingLanding, now < pending.heardAt { return pending.state }
+    if let pending = pendingLanding, isWaiting(pending.heardAt) { return pending.state }
     return lastReportedState
   }
 
@@ -2318,7 +2349,7 @@ final class DirectorCore {
   /// player's queue is the new one already). Nil when none waits: the player's now-playing item
   /// is the one heard.
   var itemHeardBeforeLanding: MediaItem? {
-    guard let pending = pendingLanding, now < pending.heardAt else { return nil }
+    guard let pending = pendingLanding, isWaiting(pending.heardAt) else { return nil }
     return pending.item
   }
 

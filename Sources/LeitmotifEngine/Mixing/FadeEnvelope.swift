@@ -72,6 +72,15 @@ package struct FadeEnvelope {
     return envelope
   }
 
+  /// The same fade (and what leads it) `frames` later: a voice paused with its fades held goes
+  /// on along them from where it paused (see `Voice.pause(clock:holdingFades:)`).
+  func shifted(by frames: Int64) -> FadeEnvelope {
+    var envelope = self
+    envelope.startFrame += frames
+    envelope.lead?.startFrame += frames
+    return envelope
+  }
+
   private var segment: Lead {
     Lead(from: from, to: to, startFrame: startFrame, durationFrames: durationFrames, curve: curve)
   }
