@@ -815,6 +815,29 @@ struct DirectorActionTests {
     #expect(midFade > 0.2 && midFade < 0.8, "mid-fade level \(midFade)")
   }
 
+  @Test(
+    "A pause menu during a crossfade: both sides pause and go on together on the resume, as if the game had not paused")
+  func pauseDuringACrossfade() throws {
+    let rules =
+      #"{ on: "fight", do: { crossfade: "combat", seconds: 2 } }, "#
+      + #"{ on: "menu", do: { pause: true, fade: 0.1 } }, { on: "back", do: { resume: true, fade: 0.1 } }"#
+    // The crossfade from 1 s to 3 s; the menu at 1.8 s pauses the music at 1.9 s, mid-fade,
+    // "back" at 2.6 s. The outgoing explore music was let go at the pause, and the combat music
+    // came back at full level, alone.
+    let (straight, _) = try run(rules: rules, [.cue(1, "fight")], seconds: 4)
+    let (paused, timeline) = try run(
+      rules: rules, [.cue(1, "fight"), .cue(1.8, "menu"), .cue(2.6, "back")], seconds: 4.7)
+    let shift = Int((0.7 * 48_000).rounded())
+    var largest: Float = 0
+    for frame in Int(2.75 * 48_000)..<Int(4.6 * 48_000) {
+      largest = max(largest, abs(paused[frame] - straight[frame - shift]))
+    }
+    #expect(largest < 1e-6, "after the resume, \(largest) from the level that did not pause\n\(timeline.summary)")
+    #expect(
+      Listen.level(of: explore, in: Listen.window(paused, 2.8, 3.1)) > 0.05, "explore still fading out after the resume"
+    )
+  }
+
   @Test("A state change while paused: the new state's music waits for the resume, which starts it")
   func changeWhilePaused() throws {
     let (left, timeline) = try run(

@@ -163,10 +163,10 @@ public final class QueuePlayer: MediaPlayback {
     /// Paused while a new queue waited for its grid line: the music heard then, paused with it
     /// (`play()` resumes it, and the new queue waits on for its line in it).
     var pausedBeforeLine: VoiceHandle?
-    /// Paused during a new queue's pickup (its lead-in heard, the music before it held to the
-    /// downbeat): the music held, paused with its fade held like the pickup's (`play()` resumes
-    /// both, and the downbeat comes that much later).
-    var pausedThroughPickup: VoiceHandle?
+    /// Paused during a crossfade (or a new queue's pickup, the music before it held to the
+    /// downbeat): the outgoing voices, paused with their fades held like the current one's
+    /// (`play()` resumes them all, and the crossfade goes on where it was).
+    var pausedFading: [VoiceHandle] = []
     /// The entry the queue last moved on to by itself, and the mix frame it was heard from.
     var advancedAt: (entry: Int, frame: Int64)?
     /// Failures in a row, to stop when every item in the queue fails.
@@ -720,10 +720,10 @@ public final class QueuePlayer: MediaPlayback {
         engine.commands.post(.play(voice: heard))
       } else if let voice = state.voices.current {
         engine.commands.post(.play(voice: voice.handle))
-        if let held = state.pausedThroughPickup {
-          state.pausedThroughPickup = nil
-          engine.commands.post(.play(voice: held))
+        for fading in state.pausedFading where state.voices.outgoing.contains(where: { $0.handle == fading }) {
+          engine.commands.post(.play(voice: fading))
         }
+        state.pausedFading = []
       } else {
         start(now, playing: true, fadeFrom: [], &state)
       }
@@ -731,12 +731,11 @@ public final class QueuePlayer: MediaPlayback {
     }
   }
 
-  /// Pauses with a short fade; a crossfade in progress completes at once (the outgoing item is let
-  /// go with a 10 ms fade). `play()` resumes from the same frame. A new queue still waiting for
-  /// its grid line (the director's changes on the beat or bar) waits on: the music heard pauses,
-  /// `play()` resumes it, and the new queue starts on its line. During a new queue's pickup (its
-  /// lead-in heard over the music held to the downbeat), both pause, their fades held, and
-  /// `play()` resumes both where they were.
+  /// Pauses with a short fade; `play()` resumes from the same frame. A crossfade in progress (or
+  /// a new queue's pickup, its lead-in heard over the music held to the downbeat) pauses on both
+  /// sides, their fades held, and `play()` resumes them together where they were. A new queue
+  /// still waiting for its grid line (the director's changes on the beat or bar) waits on: the
+  /// music heard pauses, `play()` resumes it, and the new queue starts on its line.
   public func pause() {
     state.withLock { state in
       state.stateBeforeSeeking = nil
@@ -749,19 +748,15 @@ public final class QueuePlayer: MediaPlayback {
         state.pausedBeforeLine = heard
         for voice in state.voices.outgoing where voice.handle != heard { voice.release() }
         state.voices.outgoing.removeAll { $0.handle != heard }
-      } else if state.playbackState == .playing, let current = state.voices.current,
-        let held = waitingBack(state, holdingThroughPickup: true)?.voice
-      {
-        // The new queue's pickup has begun (its lead-in plays over the music held to the
-        // downbeat): both pause with their fades held, and go on together on the resume. The
-        // music held was let go with the rest, and the lead-in went on alone after the resume
-        // (a pause menu in the bar before a fight left the fight's pickup without the music
-        // under it).
+      } else if state.playbackState == .playing, let current = state.voices.current, !state.voices.outgoing.isEmpty {
+        // A crossfade under way, or a new queue's pickup (its lead-in over the music held to the
+        // downbeat): every side pauses with its fades held, and they go on together on the
+        // resume. The outgoing music was let go, and the new music went on alone, at full
+        // level, after the resume (a pause menu in the bar before a fight left the fight's
+        // pickup without the music under it).
         engine.commands.post(.pause(voice: current.handle, holdingFades: true))
-        engine.commands.post(.pause(voice: held, holdingFades: true))
-        state.pausedThroughPickup = held
-        for voice in state.voices.outgoing where voice.handle != held { voice.release() }
-        state.voices.outgoing.removeAll { $0.handle != held }
+        for voice in state.voices.outgoing { engine.commands.post(.pause(voice: voice.handle, holdingFades: true)) }
+        state.pausedFading = state.voices.outgoing.map(\.handle)
       } else {
         if let voice = state.voices.current { engine.commands.post(.pause(voice: voice.handle)) }
         releaseOutgoing(&state)
@@ -1637,7 +1632,7 @@ public final class QueuePlayer: MediaPlayback {
     for voice in state.voices.outgoing { voice.release() }
     state.voices.outgoing = []
     state.pausedBeforeLine = nil
-    state.pausedThroughPickup = nil
+    state.pausedFading = []
   }
 
   private func releaseAllVoices(_ state: inout State) {
@@ -1876,7 +1871,7 @@ public final class QueuePlayer: MediaPlayback {
     else { return false }
     state.takeBack = nil
     state.pausedBeforeLine = nil
-    state.pausedThroughPickup = nil
+    state.pausedFading = []
     let voice = state.voices.outgoing.remove(at: index)
     // Not faded yet when looked at; a crossfade that begins before this reaches the mixer (a
     // late director thread) is undone there.
