@@ -26,7 +26,14 @@ final class DirectIndex: LibraryIndexAccess, @unchecked Sendable {
     defer { lock.unlock() }
     return try body(index)
   }
-  func items() throws -> [MediaItem] { try index.allItems() }
+  /// Under the lock, as every use of the index: its SQLite connection is one thread's at a time
+  /// (`SQLITE_OPEN_NOMUTEX`), and a watcher's rescan may be writing through it. Read without
+  /// the lock, a CI run once got "database disk image is malformed" after hanging for 150 s.
+  func items() throws -> [MediaItem] {
+    lock.lock()
+    defer { lock.unlock() }
+    return try index.allItems()
+  }
   func item(at path: String) throws -> MediaItem? { try items().first { $0.assetURL.path == path } }
 }
 

@@ -296,6 +296,48 @@ struct TransitionTests {
   }
 
   @Test(
+    "Paused during a crossfade, then given a new queue, skipped or stopped: no voice is held for ever, and the resume plays the new music alone"
+  )
+  func pausedCrossfadeLeavesNoVoice() throws {
+    let directory = try TemporaryDirectory()
+    let paths = try (0..<3).map { index in
+      try EngineHarness.vorbisTone(
+        in: directory, name: "tone\(index).ogg", seconds: 5, frequency: 200 + 50 * Double(index), amplitude: 0.5)
+    }
+    // A pause during a crossfade holds both sides, their fades held until the resume: a side that
+    // the owner lets go while paused must still end (it waited, paused, for ever).
+    for change in ["queue", "skip", "stop"] {
+      let engine = try EngineHarness.offlineEngine()
+      let player = QueuePlayer(engine: engine)
+      player.transition = try Transition(duration: 2, curve: .equalPower)
+      try player.setQueue(with: paths.prefix(2).map { MediaItem(path: $0) })
+      player.play()
+      _ = EngineHarness.render(engine, seconds: 3.5)  // 0.5 s into the crossfade of item 0 into 1
+      player.pause()
+      _ = EngineHarness.render(engine, seconds: 0.2)
+      switch change {
+      case "queue": try player.setQueue(with: [MediaItem(path: paths[2])])
+      case "skip": try player.skipToPreviousItem()
+      default: player.stop()
+      }
+      _ = EngineHarness.render(engine, seconds: 0.2)
+      player.play()
+      let after = EngineHarness.render(engine, seconds: 2)
+      // To the end of the queue (at most two 5 s items): every voice is given back there.
+      for _ in 0..<100 where player.playbackState != .stopped {
+        _ = EngineHarness.render(engine, seconds: 0.1)
+        player.waitForNotifications()
+      }
+      _ = EngineHarness.render(engine, seconds: 0.1)
+      player.waitForNotifications()
+      #expect(player.playbackState == .stopped, "\(change): the queue ends")
+      #expect(engine.pool.ownedCount == 0, "\(change): \(engine.pool.ownedCount) voices held after the queue ended")
+      #expect(EngineHarness.largestStep(after) < 0.2, "\(change): no cut")
+      engine.shutdown()
+    }
+  }
+
+  @Test(
     "A crossfade loses nothing: the incoming item's first frames fade in, the outgoing one is silent before it ends")
   func crossfadeEdges() throws {
     let directory = try TemporaryDirectory()
