@@ -392,9 +392,9 @@ package final class Voice: VoiceInput {
   /// Pauses with the transport fade; `play` resumes from the first frame that fade touched.
   /// `holdingFades`: the voice's own fade (a crossfade's, a fade-out for good not yet begun)
   /// stands still while paused and goes on from where it was on the resume, moved on by the
-  /// pause's length; a voice let go waits, paused, instead of ending. What a pickup's two voices
-  /// do when the game pauses in the middle of it (`QueuePlayer.pause`): otherwise a pause
-  /// completes a fade-in in progress, and a voice let go ends.
+  /// pause's length; a voice let go waits, paused, instead of ending. What every voice of a
+  /// crossfade or a pickup does when the game pauses in the middle of it (`QueuePlayer.pause`):
+  /// otherwise a pause completes a fade-in in progress, and a voice let go ends.
   func pause(clock: Int64, holdingFades: Bool = false) {
     lastClock = clock
     switch mode {
@@ -747,8 +747,8 @@ package final class Voice: VoiceInput {
   /// level at `clock` over the transport fade, and plays on. Nothing once the fade has ended.
   func keepPlaying(clock: Int64) {
     if let held = fadesHeldFrom, finishWhenSilent, !reportedFadedOut {
-      // Paused with its fade held (a pickup paused): back up from the level it paused at, on the
-      // resume (the envelope moves on with it).
+      // Paused with its fade held (a pickup paused, then called off): back up from the level it
+      // paused at, on the resume (the envelope moves on with it).
       envelope = FadeEnvelope(
         from: envelope.gain(at: held), to: 1, startFrame: held,
         durationFrames: frames(seconds: Voice.transportFadeSeconds))
