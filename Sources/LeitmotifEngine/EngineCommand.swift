@@ -33,7 +33,9 @@ package enum EngineCommand: Sendable {
   case callOff(incoming: VoiceHandle, keep: VoiceHandle)
   case attach(voice: VoiceHandle, LoadedStream)
   case loadFailed(voice: VoiceHandle, DecodeError)
-  case play(voice: VoiceHandle)
+  /// Starts or resumes the voice. `unlessWaiting`: not if it waits to begin on a line (a
+  /// crossfade's or a start's trigger), which it then goes on waiting for.
+  case play(voice: VoiceHandle, unlessWaiting: Bool = false)
   /// Starts the voice on the frame where the trigger's voice reaches the trigger's position (a
   /// stinger on the beat), or on the next line if it is not ready by then.
   case playOnTrigger(voice: VoiceHandle, StartTrigger)
@@ -46,7 +48,11 @@ package enum EngineCommand: Sendable {
   case setDuckGroup(voice: VoiceHandle, UInt32)
   /// Pauses the voice (a short fade; `play` resumes from the first frame it touched).
   /// `holdingFades`: its own fade stands still while paused (see `Voice.pause(clock:holdingFades:)`).
-  case pause(voice: VoiceHandle, holdingFades: Bool = false)
+  /// `unlessWaiting`: not if it still waits to begin on a line, which it goes on waiting for
+  /// (its music heard, paused with it, holds the line back). Decided on the command's frame: a
+  /// pickup that began a lead before it was seen as not begun by a live player, and the two
+  /// runs paused differently.
+  case pause(voice: VoiceHandle, holdingFades: Bool = false, unlessWaiting: Bool = false)
   case stop(voice: VoiceHandle, generation: Int)
   case seek(voice: VoiceHandle, seconds: Double, generation: Int)
   case setRate(voice: VoiceHandle, Float)

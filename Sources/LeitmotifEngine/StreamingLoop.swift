@@ -991,8 +991,9 @@ package final class StreamingLoop: @unchecked Sendable {
       guard owns(voice) else { return }
       wantsPlaying[voice.slot] = false
       pendingEvents.append(.failed(voice: voice, error))
-    case .play(let voice):
+    case .play(let voice, let unlessWaiting):
       guard owns(voice) else { return }
+      if unlessWaiting && waitsToBegin(voice) { return }
       wantsPlaying[voice.slot] = true
       voices[voice.slot]?.play(clock: clock)
     case .playOnTrigger(let voice, let trigger):
@@ -1008,8 +1009,9 @@ package final class StreamingLoop: @unchecked Sendable {
       guard owns(voice) else { return }
       duckGroups[voice.slot] = group
       voices[voice.slot]?.duckGroup = group
-    case .pause(let voice, let holdingFades):
+    case .pause(let voice, let holdingFades, let unlessWaiting):
       guard owns(voice) else { return }
+      if unlessWaiting && waitsToBegin(voice) { return }
       triggeredPlays[voice.slot] = nil
       wantsPlaying[voice.slot] = false
       voices[voice.slot]?.pause(clock: clock, holdingFades: holdingFades)

@@ -295,6 +295,16 @@ struct LiveEqualsOfflineTests {
     let script = #"[ { at: 1.0, cue: "fight" }, { at: 2.2, cue: "menu" }, { at: 3.0, cue: "back" } ]"#
     let (live, _) = try Self.compare(level: level, script: script, seconds: 6, in: directory)
     #expect(live.output.contains("recorded 3 events"), "\(live.output)")
+    // The pause 30 ms into the pickup (at 2.13 s, after its fade), within the director's lead:
+    // live, the player saw the pickup as not begun (the mix had not reached it), paused the
+    // music held and let the lead-in play on; offline it paused both. The mixer now decides on
+    // the pause's frame.
+    let close = try TemporaryDirectory(prefix: "leitmotif-live-pickup-pause-close")
+    let closeScript = #"[ { at: 1.0, cue: "fight" }, { at: 2.08, cue: "menu" }, { at: 2.9, cue: "back" } ]"#
+    let (closeLive, _) = try Self.compare(
+      level: level.replacingOccurrences(of: assets, with: try Self.assets(in: close)), script: closeScript, seconds: 6,
+      in: close)
+    #expect(closeLive.output.contains("recorded 3 events"), "\(closeLive.output)")
   }
 
   @Test(

@@ -160,12 +160,10 @@ public final class QueuePlayer: MediaPlayback {
     /// opening), it can come back, as if the new queue had never come: when every item of the new
     /// queue fails first, or the director calls the change off (`takeBackQueue`).
     var takeBack: TakeBack?
-    /// Paused while a new queue waited for its grid line: the music heard then, paused with it
-    /// (`play()` resumes it, and the new queue waits on for its line in it).
-    var pausedBeforeLine: VoiceHandle?
-    /// Paused during a crossfade (or a new queue's pickup, the music before it held to the
-    /// downbeat): the outgoing voices, paused with their fades held like the current one's
-    /// (`play()` resumes them all, and the crossfade goes on where it was).
+    /// Paused with music let go or held behind the current voice (a crossfade, a new queue's
+    /// pickup over the music held to the downbeat, or a new queue still waiting for its grid
+    /// line): those voices, paused with their fades held like the current one's (`play()`
+    /// resumes them all, and what was under way goes on where it was).
     var pausedFading: [VoiceHandle] = []
     /// The entry the queue last moved on to by itself, and the mix frame it was heard from.
     var advancedAt: (entry: Int, frame: Int64)?
@@ -714,12 +712,10 @@ public final class QueuePlayer: MediaPlayback {
       if state.stateBeforeSeeking != nil { state.stateBeforeSeeking = nil }
       if state.queue.nowID == nil { state.queue.nowID = state.queue.playOrder.first }
       guard let now = state.queue.nowID else { return }
-      if let heard = state.pausedBeforeLine {
-        // The music heard goes on; the new queue still waits for its line in it.
-        state.pausedBeforeLine = nil
-        engine.commands.post(.play(voice: heard))
-      } else if let voice = state.voices.current {
-        engine.commands.post(.play(voice: voice.handle))
+      if let voice = state.voices.current {
+        // A new queue still waiting for its line waits on (the mixer tells, on this frame), and
+        // the music heard, paused with it, goes on.
+        engine.commands.post(.play(voice: voice.handle, unlessWaiting: !state.pausedFading.isEmpty))
         for fading in state.pausedFading where state.voices.outgoing.contains(where: { $0.handle == fading }) {
           engine.commands.post(.play(voice: fading))
         }
@@ -739,22 +735,17 @@ public final class QueuePlayer: MediaPlayback {
   public func pause() {
     state.withLock { state in
       state.stateBeforeSeeking = nil
-      if state.playbackState == .playing, state.voices.current != nil, let heard = waitingBack(state)?.voice {
-        // A new queue waits for its grid line in the music heard: that music pauses, and the
-        // new queue waits on. The music heard was let go and the new queue started at once, on
-        // the resume, off its line (a bridge cued before a pause menu played from the resume,
-        // cut short by the music behind it).
-        engine.commands.post(.pause(voice: heard))
-        state.pausedBeforeLine = heard
-        for voice in state.voices.outgoing where voice.handle != heard { voice.release() }
-        state.voices.outgoing.removeAll { $0.handle != heard }
-      } else if state.playbackState == .playing, let current = state.voices.current, !state.voices.outgoing.isEmpty {
-        // A crossfade under way, or a new queue's pickup (its lead-in over the music held to the
-        // downbeat): every side pauses with its fades held, and they go on together on the
-        // resume. The outgoing music was let go, and the new music went on alone, at full
-        // level, after the resume (a pause menu in the bar before a fight left the fight's
-        // pickup without the music under it).
-        engine.commands.post(.pause(voice: current.handle, holdingFades: true))
+      if state.playbackState == .playing, let current = state.voices.current, !state.voices.outgoing.isEmpty {
+        // A crossfade under way, a new queue's pickup (its lead-in over the music held to the
+        // downbeat), or a new queue still waiting for its grid line in the music heard: every
+        // voice heard pauses with its fades held, and they go on together on the resume; a new
+        // queue that waits goes on waiting (the music heard, paused, holds its line back). The
+        // mixer tells which on the pause's own frame: a live director, a lead ahead of the mix,
+        // saw a pickup begun on a frame before its pause as not begun yet, and the live run
+        // paused the music held while its lead-in played on (offline paused both). Before: the
+        // outgoing music was let go, and the new music went on alone after the resume (a pause
+        // menu in the bar before a fight left the fight's pickup without the music under it).
+        engine.commands.post(.pause(voice: current.handle, holdingFades: true, unlessWaiting: true))
         for voice in state.voices.outgoing { engine.commands.post(.pause(voice: voice.handle, holdingFades: true)) }
         state.pausedFading = state.voices.outgoing.map(\.handle)
       } else {
@@ -1631,7 +1622,6 @@ public final class QueuePlayer: MediaPlayback {
   private func releaseOutgoing(_ state: inout State) {
     for voice in state.voices.outgoing { voice.release() }
     state.voices.outgoing = []
-    state.pausedBeforeLine = nil
     state.pausedFading = []
   }
 
@@ -1870,7 +1860,6 @@ public final class QueuePlayer: MediaPlayback {
       let index = state.voices.outgoing.firstIndex(where: { $0.handle == back.voice })
     else { return false }
     state.takeBack = nil
-    state.pausedBeforeLine = nil
     state.pausedFading = []
     let voice = state.voices.outgoing.remove(at: index)
     // Not faded yet when looked at; a crossfade that begins before this reaches the mixer (a
