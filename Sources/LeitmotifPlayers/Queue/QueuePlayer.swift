@@ -757,11 +757,10 @@ public final class QueuePlayer: MediaPlayback {
   }
 
   /// The queue before the last `setQueue`, while its music is still heard unfaded (the new queue
-  /// waits for its grid line, or is opening): its voice one of ours, not let go (for a take-back,
-  /// `holdingThroughPickup`: or let go with its fade not begun, held through the new music's
-  /// pickup). Nil when none waits, or the new music has begun. What `takeBack` restores and
-  /// `pause` keeps.
-  private func waitingBack(_ state: State, holdingThroughPickup: Bool = false) -> TakeBack? {
+  /// waits for its grid line, or is opening): its voice one of ours, not let go, or let go with
+  /// its fade not begun (held through the new music's pickup, or paused with its fade held). Nil
+  /// when none waits, or the new music has begun. What `takeBack` restores.
+  private func waitingBack(_ state: State) -> TakeBack? {
     guard let back = state.takeBack, back.voice != state.voices.current?.handle,
       state.voices.outgoing.contains(where: { $0.handle == back.voice }),
       let status = engine.status(of: back.voice)
@@ -769,8 +768,7 @@ public final class QueuePlayer: MediaPlayback {
     if status.isLetGo.load(ordering: .acquiring) {
       // Let go, but holding its level until the new music's downbeat (a pickup has begun): it
       // is still heard unfaded there, and a take-back keeps it (the mixer cuts the pickup).
-      guard holdingThroughPickup,
-        status.fadeStartFrame.load(ordering: .acquiring) > CommandTime.current ?? engine.mixClock.now
+      guard status.fadeStartFrame.load(ordering: .acquiring) > CommandTime.current ?? engine.mixClock.now
       else { return nil }
     }
     return back
@@ -1856,7 +1854,7 @@ public final class QueuePlayer: MediaPlayback {
   /// waits for music that will never come): that queue comes back, its voice current again, its
   /// next item lined up again. True when it did.
   private func takeBack(_ state: inout State, reason: NowPlayingChangeReason) -> Bool {
-    guard let back = waitingBack(state, holdingThroughPickup: true),
+    guard let back = waitingBack(state),
       let index = state.voices.outgoing.firstIndex(where: { $0.handle == back.voice })
     else { return false }
     state.takeBack = nil
