@@ -123,6 +123,39 @@ struct PickupTests {
         == DirectorFixture.explorePitch, "\(stopped.timeline.summary)")
   }
 
+  @Test(
+    "Paused after a change was heard: nothing waits for a line; the state heard asked for again stays, another state changes from it, the state before it is a change too"
+  )
+  func stateChangesWhilePausedAfterTheChange() throws {
+    let game = try Self.game()
+    let sheet = try Self.sheet(game, from: "explore", transition: #"{ seconds: 0.25, at: "bar", pickup: true }"#)
+    // "go" at 2.1 s: the lead's downbeat on the bar at 4 s, heard from then on. The menu at 5 s
+    // pauses at 5.2 s; each cue below comes at 5.6 s, while paused. The change heard before the
+    // pause was taken for one still waiting for its line: the state asked for again was said to
+    // wait for it, another state was said to call it off and to change from the state before it.
+    let script: (String) -> [CueScript.Step] = { [.cue(2.1, "go"), .cue(5, "menu"), .cue(5.6, $0), .cue(6.2, "back")] }
+    let again = try game.simulate(sheet, script("go"), seconds: 8)
+    #expect(
+      again.timeline.summary.contains(#"stay in "arrive" (paused: it goes on when the music resumes)"#),
+      "\(again.timeline.summary)")
+    #expect(!again.timeline.summary.contains("waits for its line"), "\(again.timeline.summary)")
+    let paused = try game.simulate(sheet, [.cue(2.1, "go"), .cue(5, "menu"), .cue(6.2, "back")], seconds: 8)
+    #expect(again.left == paused.left, "the same as without the cue")
+
+    for (cue, state) in [("fight", "combat"), ("home", "explore")] {
+      let run = try game.simulate(sheet, script(cue), seconds: 9)
+      #expect(!run.timeline.summary.contains("called off"), "\(cue): \(run.timeline.summary)")
+      #expect(
+        run.timeline.summary.contains(#"state "arrive" -> "\#(state)""#), "\(cue): \(run.timeline.summary)")
+      #expect(run.timeline.state(at: 8.5) == state, "\(cue): \(run.timeline.summary)")
+      // The lead heard before the pause fades out after the resume (into the new state's music).
+      #expect(
+        Listen.loudest(
+          run.left, 8.2, 8.9, among: [DirectorFixture.explorePitch, DirectorFixture.combatPitch, Self.leadPitch])
+          != Self.leadPitch, "\(cue): \(run.timeline.summary)")
+    }
+  }
+
   @Test("A pickup starts its piece exactly its length before the bar, and the downbeat lands on the bar")
   func pickupLandsTheDownbeat() throws {
     let game = try Self.game()

@@ -919,13 +919,15 @@ final class DirectorCore {
     let askedBefore = currentState
     // Paused with the state asked for heard: nothing changes (its music used to be put on the
     // player again, and the resume started it from its start, not where it was paused).
-    if name == currentState, player.playbackState == .paused, pendingLanding == nil, !hasScheduledStateChange {
+    // (`pendingLanding` outlives its line: a change heard before the pause waits for nothing.)
+    let waiting = pendingLanding.flatMap { isWaiting($0.heardAt) ? $0 : nil }
+    if name == currentState, player.playbackState == .paused, waiting == nil, !hasScheduledStateChange {
       return "stay in \"\(name)\" (paused: it goes on when the music resumes)"
     }
     // Paused while the change to it waits for its line (its pickup begun or not): it waits on,
     // and comes on its line after the resume. It was made again, at once: reported twice, and
     // its music started from its start on the resume.
-    if name == currentState, player.playbackState == .paused, let pending = pendingLanding, pending.state != name {
+    if name == currentState, player.playbackState == .paused, let pending = waiting, pending.state != name {
       return "stay in \"\(name)\" (paused: the change to it waits for its line, after the resume)"
     }
     if name == currentState && playing && !hasScheduledStateChange {
@@ -958,7 +960,7 @@ final class DirectorCore {
     pendingBridge = nil
     // The same while paused: the music heard goes on where it was paused when the music resumes.
     // It was put on the player again, and the resume started it from its start.
-    if player.playbackState == .paused, let pending = pendingLanding, pending.state == name, let asked = currentState,
+    if player.playbackState == .paused, let pending = waiting, pending.state == name, let asked = currentState,
       asked != name, player.takeBackQueue()
     {
       takeBackChange(to: asked, reason: nil)
@@ -1039,7 +1041,8 @@ final class DirectorCore {
         + (lead > 0 ? ", its pickup from \(Self.format(landsAt - lead)) s" : "") + note + gridNote
     }
     let paused = player.playbackState == .paused
-    if paused, let pending = pendingLanding, let asked = askedBefore, asked != pending.state {
+    if paused, let pending = pendingLanding, isWaiting(pending.heardAt), let asked = askedBefore, asked != pending.state
+    {
       // The change that waited for its line when the music was paused is replaced: its held
       // reports go (they came out after the resume, "calm -> fight" for music never heard).
       calledOff = "the change to \"\(asked)\" waiting for its line is called off"
