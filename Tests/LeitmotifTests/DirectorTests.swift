@@ -1670,6 +1670,26 @@ struct DirectorLibraryTests {
       let level = Listen.rms(Listen.window(left, window.0, window.1))
       #expect(level > 0.05, "\(window.0) to \(window.1) s: level \(level): \(timeline.summary)")
     }
+
+    // "Restart the level" (`seek: "start"`) goes back to where the song starts, its sound: it
+    // went back to 0 s of the file, 2 s of silence, and a change on its beat cued there waited
+    // in them for the music's first beat, 2 s after the time it was reported for.
+    let restart = """
+      { start: "explore", assets: "assets", tempo: { bpm: 120 },
+        sources: { mine: { library: { genre: "quiet" } }, calm: { bundled: "explore.ogg" } },
+        states: { explore: { music: "mine", transition: { seconds: 0 } }, town: { music: "calm", transition: { seconds: 0, at: "beat" } } },
+        rules: [ { on: "back", do: { seek: "start" } }, { on: "town", do: { state: "town" } } ] }
+      """
+    let (again, restarted) = try game.simulate(
+      try game.sheet(restart), [.cue(1, "back"), .cue(1.6, "town")], seconds: 3, options: options)
+    #expect(
+      restarted.summary.contains("seek to 1.97") || restarted.summary.contains("seek to 1.98"), "\(restarted.summary)")
+    #expect(Listen.rms(Listen.window(again, 1.05, 1.5)) > 0.05, "heard again after the seek: \(restarted.summary)")
+    let town = try #require(restarted.states.last { $0.state == "town" }?.from, "\(restarted.summary)")
+    #expect(town < 2.2, "the town on the beat at \(town) s: \(restarted.summary)")
+    #expect(
+      Listen.loudest(again, town + 0.1, town + 0.5, among: [DirectorFixture.explorePitch, DirectorFixture.userPitch])
+        == DirectorFixture.explorePitch, "\(restarted.summary)")
   }
 
   @Test("The game's queue set while a stop fades plays after the stop, at full volume")

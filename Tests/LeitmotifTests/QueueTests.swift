@@ -421,6 +421,32 @@ struct DescriptorTests {
     #expect(EngineHarness.peak(rendered[expected.count...]) == 0)
   }
 
+  @Test("A seek before an entry's trim start lands on the start: the part trimmed away is not played")
+  func seekBeforeTheTrim() throws {
+    let directory = try TemporaryDirectory()
+    let a = try EngineHarness.vorbis(
+      EngineHarness.noise(seed: 5, seconds: 2, amplitude: 0.3), in: directory, name: "a.ogg")
+    let decoded = try EngineHarness.decodeAll(a).samples
+    let engine = try EngineHarness.offlineEngine()
+    let player = QueuePlayer(engine: engine)
+    try player.setQueue(with: QueueDescriptor(entries: [.init(item: MediaItem(path: a), startTime: 0.5)]))
+    player.play()
+    _ = EngineHarness.render(engine, seconds: 0.2)
+    // Back to 0.1 s (a "restart" that asks for 0): the trim's start, 0.5 s, frame 24,000.
+    player.currentPlaybackTime = 0.1
+    #expect(player.currentPlaybackTime == 0.5)
+    let output = EngineHarness.render(engine, frames: 8 * EngineHarness.renderFrames)
+    // The seek fades the music out over 10 ms (480 frames), jumps, and fades in over 480 more;
+    // from then on the output is the decode from the trim's start on, sample for sample.
+    let fade = 480
+    let mismatch = (2 * fade..<(8 * EngineHarness.renderFrames)).first {
+      output[2 * $0] != decoded[2 * (24_000 + $0 - fade)]
+    }
+    #expect(mismatch == nil, "first differing frame \(mismatch ?? -1)")
+    let heard = Double(8 * EngineHarness.renderFrames - fade) / 48_000
+    #expect(abs(player.currentPlaybackTime - (0.5 + heard)) < 1e-9, "\(player.currentPlaybackTime)")
+  }
+
   @Test("Each entry's transition overrides the player's: here a gapless join, then a 1 s linear crossfade")
   func perEntryTransitions() throws {
     let directory = try TemporaryDirectory()

@@ -2037,7 +2037,9 @@ final class DirectorCore {
       pendingBridge = bridge
       return "seek to \(Self.describe(target)): where \"\(state)\"'s music starts, after the bridge"
     }
-    let seconds = Self.seconds(of: target, in: item)
+    // Not before the entry's start: a player's song starts where its sound begins (the player
+    // would take a seek before that there anyway).
+    let seconds = max(Self.seconds(of: target, in: item), player.nowPlayingStartSeconds)
     if fadeSeconds <= Voice.transportFadeSeconds {
       player.currentPlaybackTime = seconds
       retimeGridStingers(afterJumpTo: seconds)

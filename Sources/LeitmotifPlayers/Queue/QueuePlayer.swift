@@ -434,17 +434,19 @@ public final class QueuePlayer: MediaPlayback {
       state.earlierQueueVoices = Set(allVoices(state))
       state.requestedSeekSeconds = nil
       state.consecutiveFailures = 0
+      // A start before the entry's trim starts at the trim, as a seek does (see `currentPlaybackTime`).
+      let startFloor = state.queue.nowID.flatMap { state.queue.entries[$0]?.startTime } ?? 0
       emitLocked(.queueChanged(count: state.queue.playOrder.count), &state)
       emitNowPlaying(reason: .queueChange, &state)
       if state.playbackState == .playing, let now = state.queue.nowID {
-        state.requestedSeekSeconds = startSeconds.map { max(0, $0) }
+        state.requestedSeekSeconds = startSeconds.map { max(startFloor, $0) }
         let trigger = landing.flatMap { landing in
           state.voices.current.map { landing.trigger(voice: $0.handle, token: state.voices.currentToken) }
         }
         crossfade(to: now, fade: transition, trigger: trigger, hold: holdOutgoingSeconds, &state)
       } else {
         releaseAllVoices(&state)
-        state.requestedSeekSeconds = startSeconds.map { max(0, $0) }
+        state.requestedSeekSeconds = startSeconds.map { max(startFloor, $0) }
         // An empty queue has nothing to play: the player stops (as MediaPlayer's does). It used
         // to say it was playing, or paused, with nothing in it.
         if state.queue.nowID == nil { setState(.stopped, &state) }
@@ -796,6 +798,10 @@ public final class QueuePlayer: MediaPlayback {
   /// A time at or past the item's end ends the item:
   /// the queue goes on as when it plays to its end (the next item, reported with `naturalEnd`, a
   /// 10 ms crossfade away; the same item again under repeat one; after the last item, the end).
+  /// A time before the entry's `startTime` (its trim) seeks to that start: the part trimmed
+  /// away is not played, as the item never plays it otherwise (a library song the director
+  /// plays from where its sound begins, sent back to 0, played its seconds of silence again, and
+  /// a change on its beat waited in them for the music's first beat).
   public var currentPlaybackTime: TimeInterval {
     get {
       state.withLock { state in
@@ -817,8 +823,9 @@ public final class QueuePlayer: MediaPlayback {
       }
     }
     set {
-      let seconds = newValue.isFinite ? max(0, newValue) : 0
+      let asked = newValue.isFinite ? max(0, newValue) : 0
       state.withLock { state in
+        let seconds = max(asked, state.queue.nowID.flatMap { state.queue.entries[$0]?.startTime } ?? 0)
         guard let voice = state.voices.current else {
           state.requestedSeekSeconds = seconds
           return
@@ -1065,6 +1072,12 @@ public final class QueuePlayer: MediaPlayback {
   /// does, even to another copy of the same file): a cheap way to notice a change without
   /// comparing items (their equality compares standardized file URLs).
   package var nowPlayingEntryID: Int? { state.withLock { $0.queue.nowID } }
+
+  /// Where the now-playing entry starts in its file (its trim), in seconds: the earliest a seek
+  /// goes (see `currentPlaybackTime`).
+  package var nowPlayingStartSeconds: Double {
+    state.withLock { state in state.queue.nowID.flatMap { state.queue.entries[$0]?.startTime } ?? 0 }
+  }
 
   /// The mix frame the now-playing item was first heard on, when the queue moved on to it by
   /// itself (a gapless join, a crossfade's start); nil when it came otherwise (a skip, a new
