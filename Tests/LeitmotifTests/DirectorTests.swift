@@ -569,6 +569,25 @@ struct DirectorActionTests {
     #expect(abs((timeline.stingers.first?.at ?? 0) - 1.5) < 0.001)
   }
 
+  @Test("A stinger on the bar fired while the music is paused plays at once; the music resumes as it was")
+  func stingerWhilePaused() throws {
+    let rules = #"""
+      { on: "hit", do: { stinger: "hit", at: "bar", duck: { db: -12, hold: 0.2, release: 0.1 } } },
+      { on: "menu", do: { pause: true, fade: 0.1 } }, { on: "back", do: { resume: true, fade: 0.1 } }
+      """#
+    let (left, timeline) = try run(
+      rules: rules, [.cue(1.2, "menu"), .cue(1.6, "hit"), .cue(2.6, "back")], seconds: 3.5)
+    let hit = DirectorFixture.stingerPitch
+    // Paused from 1.3 s: the hit from 1.6 s, over silence (the bar of paused music never comes).
+    #expect(Listen.level(of: hit, in: Listen.window(left, 1.62, 2.05)) > 0.2, "\(timeline.summary)")
+    #expect(Listen.level(of: explore, in: Listen.window(left, 1.4, 2.5)) < 0.001, "\(timeline.summary)")
+    #expect(abs((timeline.stingers.first?.at ?? 0) - 1.6) < 0.01, "\(timeline.summary)")
+    // Its duck is over by the resume: the music comes back at its level.
+    let before = Listen.level(of: explore, in: Listen.window(left, 0.5, 1.1))
+    let after = Listen.level(of: explore, in: Listen.window(left, 2.8, 3.4))
+    #expect(abs(after / before - 1) < 0.02, "\(after) after the resume, \(before) before")
+  }
+
   @Test("The same stinger twice on one frame plays once: cued twice before its beat, or twice in one update")
   func stingerOnceAFrame() throws {
     let rules = #"{ on: "tick", do: { stinger: "hit", at: "beat" } }, { on: "now", do: { stinger: "hit" } }"#
