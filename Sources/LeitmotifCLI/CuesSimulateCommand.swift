@@ -20,7 +20,7 @@ enum CuesSimulateCommand {
       --live              play in real time on the sound device instead (headless without one);
                           edits to the cue file are in force within a second, as in a game
       --lead SECONDS      with --live: how far ahead of the mix the director schedules (default:
-                          a device period and 256 frames, at least 0.021; longer keeps every
+                          two device periods and 256 frames, at least 0.021; longer keeps every
                           change on its frame on a busy machine)
       --latency standard|low
                           with --live: how far ahead of OpenAL the music runs (AudioEngine's

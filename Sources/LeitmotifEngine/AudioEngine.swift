@@ -102,9 +102,12 @@ public final class AudioEngine: @unchecked Sendable {
   /// renders on demand (offline, headless). What an immediate action waits behind, besides
   /// the device period it is mixed in.
   public var queuedAheadFrames: Int { mixClock.queuedAheadFrames.load(ordering: .relaxed) }
-  /// The most one pump of the streaming thread mixes at once (a device period and a block of the
-  /// bus): a change stamped for a frame nearer than this may find it mixed already.
-  package var framesMixedPerPump: Int { initialDevice.mixPeriodFrames + MusicBus.blockFrames }
+  /// The most one pump of the streaming thread mixes at once: two device periods and a block of
+  /// the bus. A pump that finds two of OpenAL's mixes done since the last (the backend mixed
+  /// twice in a row, or the pump woke late) tops up both at once; on the wave backend that
+  /// happened every 20 to 30 s of a level, and after each pause menu. A change stamped for a
+  /// frame nearer than this may find it mixed already.
+  package var framesMixedPerPump: Int { 2 * initialDevice.mixPeriodFrames + MusicBus.blockFrames }
 
   /// Opens the output and starts the engine's threads.
   /// - Parameters:

@@ -472,9 +472,12 @@ public final class Director: @unchecked Sendable {
   package var clockTime: Double { clockSeconds }
   private var clockFrame: Int64 { engine.mixClock.now + leadFrames - originFrame }
 
-  /// How far ahead of the mix a step lands, in seconds (by default a device period and a block of
-  /// 256 frames, at least 21 ms: 26.7 ms for OpenAL's 1024-frame period at 48 kHz; offline,
-  /// 1024 frames at 48 kHz).
+  /// How far ahead of the mix a step lands, in seconds (by default the most one pump of the
+  /// streaming thread mixes, two device periods and a block of 256 frames, at least 21 ms:
+  /// 48 ms for OpenAL's 1024-frame period at 48 kHz; offline, 1024 frames at 48 kHz). With one
+  /// period and a block (26.7 ms), a pump that topped up two of OpenAL's mixes at once left the
+  /// steps stamped in its second one late: on the wave backend, 6 in a 24 s level and 18 in a
+  /// 60 s one with pause menus, each step of a fade a block late against the offline render.
   /// What a step does is stamped with its frame and waits in the engine for it, so it lands on
   /// that exact frame, the one an offline render of the same events uses, as long as the
   /// director's thread wakes within this lead (`AudioEngine.lateCommandCount` counts the
@@ -492,7 +495,7 @@ public final class Director: @unchecked Sendable {
   static let defaultLeadSeconds = 1024.0 / 48_000
 
   /// The default lead. Real time: at least what one pump of the streaming thread mixes at once
-  /// (`AudioEngine.framesMixedPerPump`: a device period and a block). A step stamped less far ahead than
+  /// (`AudioEngine.framesMixedPerPump`: two device periods and a block). A step stamped less far ahead than
   /// that, which read the clock just before a pump and posted just after it, was already behind
   /// the mix: on OpenAL's null device here (1,116-frame periods) a 1024-frame lead left the start
   /// state's ramp steps and a crossfade's setup 72 frames late, every one of them. Offline the
