@@ -447,6 +447,38 @@ struct DescriptorTests {
     #expect(abs(player.currentPlaybackTime - (0.5 + heard)) < 1e-9, "\(player.currentPlaybackTime)")
   }
 
+  @Test("A new queue set while paused is opened at once, so play() starts it on its frame without waiting for the file")
+  func newQueueWhilePausedIsPrepared() throws {
+    let directory = try TemporaryDirectory()
+    let a = try EngineHarness.vorbis(
+      EngineHarness.noise(seed: 6, seconds: 2, amplitude: 0.3), in: directory, name: "a.ogg")
+    let b = try EngineHarness.vorbis(
+      EngineHarness.noise(seed: 7, seconds: 2, amplitude: 0.3), in: directory, name: "b.ogg")
+    let decodedB = try EngineHarness.decodeAll(b).samples
+    let engine = try EngineHarness.offlineEngine()
+    let player = QueuePlayer(engine: engine)
+    try player.setQueue(with: [MediaItem(path: a)])
+    player.play()
+    _ = EngineHarness.render(engine, seconds: 0.3)
+    player.pause()
+    _ = EngineHarness.render(engine, seconds: 0.1)
+    // The game changes its music behind the pause menu: it was opened only by the resume (a
+    // live resume then waited for the file, where an offline render waits for nothing).
+    try player.setQueue(with: [MediaItem(path: b)])
+    #expect(player.playbackState == .paused)
+    // (An offline engine takes what its loader opened when it renders: blocks, paused.)
+    let prepared = EngineHarness.wait(seconds: 4) {
+      _ = EngineHarness.render(engine, frames: EngineHarness.renderFrames)
+      return player.isPreparedToPlay
+    }
+    #expect(prepared, "b.ogg is open and buffered before the resume")
+    player.play()
+    let output = EngineHarness.render(engine, frames: 4 * EngineHarness.renderFrames)
+    // From its start, on the first frame mixed after play().
+    let mismatch = (0..<(4 * EngineHarness.renderFrames)).first { output[2 * $0] != decodedB[2 * $0] }
+    #expect(mismatch == nil, "first differing frame \(mismatch ?? -1)")
+  }
+
   @Test("Each entry's transition overrides the player's: here a gapless join, then a 1 s linear crossfade")
   func perEntryTransitions() throws {
     let directory = try TemporaryDirectory()

@@ -450,6 +450,13 @@ public final class QueuePlayer: MediaPlayback {
         // An empty queue has nothing to play: the player stops (as MediaPlayer's does). It used
         // to say it was playing, or paused, with nothing in it.
         if state.queue.nowID == nil { setState(.stopped, &state) }
+        // Paused (a pause menu while the game changes its music): the new music is opened now,
+        // as `prepareToPlay` does, so that `play()` starts it on its frame. It was opened by the
+        // resume, and a live resume found it still loading for a lead's time (a 96 kHz FLAC,
+        // stretched: 134 frames late in one run of four), where the offline render waits.
+        if state.playbackState == .paused, let now = state.queue.nowID {
+          start(now, playing: false, fadeFrom: [], &state)
+        }
       }
     }
   }
