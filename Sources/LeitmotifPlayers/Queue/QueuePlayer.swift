@@ -453,7 +453,7 @@ public final class QueuePlayer: MediaPlayback {
         // Paused (a pause menu while the game changes its music): the new music is opened now,
         // as `prepareToPlay` does, so that `play()` starts it on its frame. It was opened by the
         // resume, and a live resume found it still loading for a lead's time (a 96 kHz FLAC,
-        // stretched: 134 frames late in one run of four), where the offline render waits.
+        // stretched: 134 frames late, in 2 of 7 runs of a 60 s level), where the offline render waits.
         if state.playbackState == .paused, let now = state.queue.nowID {
           start(now, playing: false, fadeFrom: [], &state)
         }
