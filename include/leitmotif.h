@@ -682,7 +682,8 @@ typedef enum lm_comparison {
 } lm_comparison;
 
 /* One condition on a song (MediaPlayer's MPMediaPropertyPredicate). Text properties and the
-   path read `text` (UTF-8); the persistent id reads `id`; the others read `number`. */
+   path read `text` (UTF-8); the persistent id reads `id`; the others read `number`. A `text` given
+   to a number or the id is LM_ERROR_INVALID_ARGUMENT quoting it (never read as 0). */
 typedef struct lm_predicate {
   lm_media_property property;
   lm_comparison comparison;

@@ -582,6 +582,7 @@ static int self_test(const char *cues) {
     expect(lm_library_query(engine, &query, items, 2, &count, &total), LM_ERROR_INVALID_ARGUMENT,
            "a query with contains on a number");
     expect_true(strstr(lm_engine_last_error(engine), "beatsPerMinute") != NULL, "the message names the property");
+    expect_true(strstr(lm_engine_last_error(engine), "\"fast\"") != NULL, "the message quotes the text given");
     query.predicate_count = 0;
     query.playlist_id = 12345;
     expect(lm_library_query(engine, &query, items, 2, &count, &total), LM_ERROR_INVALID_ARGUMENT,

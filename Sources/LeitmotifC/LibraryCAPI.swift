@@ -90,8 +90,18 @@ private func predicate(_ predicates: UnsafePointer<lm_predicate>, _ index: Int) 
   let property = try property(given.property)
   let comparison = try comparison(given.comparison)
   let made: MediaPropertyPredicate
+  // lm_predicate_text on a number or the id: name the text the caller gave, not the 0 left
+  // unset in `number` or `id` (which read "year contains 0").
+  func textWhereNone(_ field: String, _ maker: String) -> CAPIError? {
+    guard let text = given.text else { return nil }
+    let shown = String(validatingCString: text).map { "\"\($0)\"" } ?? "text that is not UTF-8"
+    return .invalidArgument(
+      "predicates[\(index)].text is \(shown), but \(property.rawValue) is \(field == "id" ? "an id" : "a number"): "
+        + "give it in .\(field) (\(maker))" + (comparison == .contains ? "; contains is for text and the path" : ""))
+  }
   switch property {
   case .persistentID:
+    if let error = textWhereNone("id", "lm_predicate_id") { throw error }
     // A 64-bit id does not fit a double: it is given whole, as text.
     made = MediaPropertyPredicate(value: String(given.id), forProperty: property, comparisonType: comparison)
   case .title, .artist, .albumTitle, .albumArtist, .genre, .composer:
@@ -103,6 +113,7 @@ private func predicate(_ predicates: UnsafePointer<lm_predicate>, _ index: Int) 
     }
     made = MediaPropertyPredicate(value: text, forProperty: property, comparisonType: comparison)
   default:
+    if let error = textWhereNone("number", "lm_predicate_number") { throw error }
     guard given.number.isFinite else {
       throw .invalidArgument("predicates[\(index)].number (\(property.rawValue)) is \(given.number): not finite")
     }
