@@ -495,6 +495,58 @@ struct QueueBehaviorTests {
     player.volume = 7
     #expect(player.volume == 1)
   }
+
+  @Test(
+    "Shuffle with repeat all plays each lap in a new order, heard as announced, gapless and crossfaded; the new order is announced as a queue change"
+  )
+  func shuffledLapsAsHeard() throws {
+    for gapless in [true, false] {
+      let directory = try TemporaryDirectory()
+      let pitches: [Double] = [300, 420, 540, 660, 780]
+      var items: [MediaItem] = []
+      for (index, pitch) in pitches.enumerated() {
+        let path = try EngineHarness.vorbisTone(
+          in: directory, name: "s\(index).ogg", seconds: 1, frequency: pitch, amplitude: 0.4)
+        items.append(MediaItem(assetURL: URL(fileURLWithPath: path), title: "\(Int(pitch))"))
+      }
+      let engine = try EngineHarness.offlineEngine()
+      defer { engine.shutdown() }
+      let player = QueuePlayer(engine: engine)
+      let log = QueueLog(player)
+      player.transition = gapless ? .gapless : try Transition(duration: 0.1)
+      player.repeatMode = .all
+      player.shuffleSeed = 4
+      try player.setQueue(with: items)
+      player.shuffleMode = .songs
+      player.waitForNotifications()
+      let changesBefore = log.all.count
+      player.play()
+      let rendered = EngineHarness.render(engine, seconds: 15.5)
+      player.waitForNotifications()
+      let announced = log.nowPlaying.compactMap { $0.0 }
+      #expect(announced.count >= 15, "\(announced)")
+      let laps = stride(from: 0, to: 15, by: 5).map { Array(announced[$0..<($0 + 5)]) }
+      for lap in laps { #expect(lap.sorted() == pitches.map { "\(Int($0))" }.sorted(), "every song once: \(lap)") }
+      #expect(Set(laps).count > 1, "the laps in new orders: \(laps)")
+      for (ended, next) in zip(laps, laps.dropFirst()) { #expect(ended.last != next.first) }
+      let queueChanges = log.all.dropFirst(changesBefore).filter {
+        if case .queueChanged = $0 { return true } else { return false }
+      }
+      #expect(queueChanges.count >= 2, "two new laps announced as queue changes")
+      // What is heard each second is the song announced for it (the crossfades take 0.1 s of
+      // each second: listen in the middle).
+      var left = [Float](repeating: 0, count: rendered.count / 2)
+      for index in left.indices { left[index] = rendered[2 * index] }
+      let stride = gapless ? 1.0 : 0.9
+      for (index, title) in announced.prefix(15).enumerated() {
+        let middle = Double(index) * stride + 0.5
+        let heard = Listen.loudest(left, middle - 0.2, middle + 0.2, among: pitches)
+        #expect(
+          heard.map { "\(Int($0))" } == title,
+          "second \(index) (gapless \(gapless)): heard \(String(describing: heard)), announced \(title)")
+      }
+    }
+  }
 }
 
 @Suite("The queue player and the music library")

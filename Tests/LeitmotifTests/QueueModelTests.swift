@@ -109,6 +109,88 @@ struct QueueModelTests {
     }
   }
 
+  /// Plays `model` through `laps` laps as the player does at each item's end (the successor,
+  /// then `markPlaying`), and returns each lap's titles in the order played.
+  static func playLaps(_ model: inout QueueModel, _ laps: Int) -> [[String]] {
+    var played: [[String]] = []
+    var lap: [String] = []
+    let count = model.playOrder.count
+    while played.count < laps {
+      guard let now = model.nowID, let next = model.successor(of: now, honoringRepeatOne: true) else { break }
+      lap.append(model.entries[now]?.item.title ?? "?")
+      if lap.count == count {
+        played.append(lap)
+        lap = []
+      }
+      model.markPlaying(next)
+    }
+    return played
+  }
+
+  @Test(
+    "shuffle with repeat all: each lap plays every song once in a new order, never starting with the song that ended the last"
+  )
+  func shuffledLaps() {
+    let names = (1...8).map { "song\($0)" }
+    var model = Self.model(names)
+    model.repeatMode = .all
+    _ = model.setShuffleSeed(11)
+    _ = model.setShuffleMode(.songs)
+    let laps = Self.playLaps(&model, 6)
+    #expect(laps.count == 6)
+    for lap in laps { #expect(lap.sorted() == names.sorted(), "every song once a lap: \(lap)") }
+    #expect(Set(laps).count == laps.count, "each lap in its own order: \(laps)")
+    for (ended, next) in zip(laps, laps.dropFirst()) {
+      #expect(ended.last != next.first, "a lap ends on \(ended.last ?? "") and the next begins with it")
+    }
+    #expect(model.lap == 6, "the walk began lap 7")
+    // The same seed and the same plays give the same laps.
+    var again = Self.model(names)
+    again.repeatMode = .all
+    _ = again.setShuffleSeed(11)
+    _ = again.setShuffleMode(.songs)
+    #expect(Self.playLaps(&again, 6) == laps)
+    // Without shuffle, or without repeat all, the order stays.
+    var plain = Self.model(names)
+    plain.repeatMode = .all
+    #expect(Self.playLaps(&plain, 3) == [names, names, names])
+    // Two songs: the only order that does not repeat a song across the seam is the same one.
+    var two = Self.model(["x", "y"])
+    two.repeatMode = .all
+    _ = two.setShuffleMode(.songs)
+    let twoLaps = Self.playLaps(&two, 3)
+    #expect(Set(twoLaps).count == 1 && twoLaps.count == 3)
+  }
+
+  @Test(
+    "album shuffle with repeat all: each lap keeps albums together and does not start with the album that ended the last"
+  )
+  func shuffledAlbumLaps() {
+    let names = ["a1", "a2", "b1", "b2", "b3", "c1", "d1", "d2"]
+    var model = QueueModel()
+    model.replace(with: QueueDescriptor(items: Self.items(names) { String($0.prefix(1)) }))
+    model.repeatMode = .all
+    _ = model.setShuffleSeed(5)
+    _ = model.setShuffleMode(.albums)
+    let laps = Self.playLaps(&model, 5)
+    #expect(laps.count == 5)
+    #expect(Set(laps.dropFirst()).count > 1, "later laps in new orders: \(laps)")
+    for (index, lap) in laps.enumerated() {
+      #expect(lap.sorted() == names.sorted())
+      // The first lap is the shuffle turned on under a1, which stays first (its album's other
+      // songs fall where they fall); every lap after it is drawn whole.
+      if index == 0 { continue }
+      for album in ["a", "b", "c", "d"] {
+        let positions = lap.enumerated().filter { $0.element.hasPrefix(album) }.map(\.offset)
+        #expect(positions == Array(positions[0]..<(positions[0] + positions.count)), "\(album) together in \(lap)")
+        #expect(positions.map { lap[$0] } == names.filter { $0.hasPrefix(album) })
+      }
+    }
+    for (ended, next) in zip(laps, laps.dropFirst()) {
+      #expect(ended.last?.prefix(1) != next.first?.prefix(1), "\(ended) then \(next)")
+    }
+  }
+
   @Test("append gives an empty queue its now-playing item; transitions and loops come from the entry or the queue")
   func appendAndRequests() throws {
     var model = QueueModel()

@@ -26,6 +26,10 @@ package struct QueueModel {
   package private(set) var shuffleMode: ShuffleMode = .off
   package private(set) var shuffleSeed: UInt64 = 0
   private var generator = SeededGenerator(seed: 0)
+  /// Laps of a shuffled queue begun since the seed was set or the queue replaced: each new lap's
+  /// order is drawn from the seed and this count (see `nextLapOrder`), so it is the same on every
+  /// run of the same events.
+  package private(set) var lap = 0
   /// The transition where an entry names none.
   package var transition: Transition = .defaultCrossfade
   /// How often items with loop points loop where their entry does not say.
@@ -49,7 +53,25 @@ package struct QueueModel {
     if honoringRepeatOne && repeatMode == .one { return id }
     guard let index = playOrder.firstIndex(of: id) else { return playOrder.first }
     if index + 1 < playOrder.count { return playOrder[index + 1] }
-    return repeatMode == .all ? playOrder.first : nil
+    return repeatMode == .all ? (nextLapOrder()?.first ?? playOrder.first) : nil
+  }
+
+  /// With shuffle and repeat all, the play order of the lap after this one: shuffled afresh (a
+  /// player who leaves the game's music on for hours should not hear the same "random" order
+  /// every lap), never beginning with the song (or, shuffling albums, the album) that ends this
+  /// lap. Nil when the next lap replays this order: shuffle off, no repeat all, items put next
+  /// still to play, or two songs or fewer (whose only order that does not repeat a song is this
+  /// one). Drawn from the seed and the lap count, not the player's generator: asking does not
+  /// change what it says.
+  package func nextLapOrder() -> [Int]? {
+    guard shuffleMode != .off, repeatMode == .all, pinned.isEmpty, playOrder.count > 2, let last = playOrder.last
+    else { return nil }
+    var lapGenerator = SeededGenerator(seed: shuffleSeed &+ UInt64(lap + 1) &* 0xD1B5_4A32_D192_ED03)
+    var groups = Self.shuffledGroups(queueOrder, shuffleMode, entries, using: &lapGenerator)
+    if groups.count > 1, groups[0].contains(last) {
+      groups.swapAt(0, Int.random(in: 1..<groups.count, using: &lapGenerator))
+    }
+    return groups.flatMap { $0 }
   }
 
   /// The entry before `id` in play order (the last one, with repeat all, before the first).
@@ -94,6 +116,7 @@ package struct QueueModel {
     let ids = add(descriptor)
     queueOrder = ids
     pinned = []
+    lap = 0
     nowID = descriptor.startItem.flatMap { start in ids.first { entries[$0]?.item == start } }
     let hadStart = nowID != nil
     rebuildPlayOrder()
@@ -133,10 +156,20 @@ package struct QueueModel {
     return nowID != nil
   }
 
-  /// Entry `id` starts playing: it is no longer "put next".
-  package mutating func markPlaying(_ id: Int) {
+  /// Entry `id` starts playing: it is no longer "put next". When it follows the end of a
+  /// shuffled lap (the last entry of the play order playing, `id` the first of `nextLapOrder`),
+  /// that lap's order becomes the play order; true then (the order changed).
+  @discardableResult
+  package mutating func markPlaying(_ id: Int) -> Bool {
+    var newLap = false
+    if let now = nowID, now != id, now == playOrder.last, let next = nextLapOrder(), next.first == id {
+      playOrder = next
+      lap += 1
+      newLap = true
+    }
     nowID = id
     pinned.removeAll { $0 == id }
+    return newLap
   }
 
   /// Turns shuffle on or off (or changes its kind); false when it was already so.
@@ -151,6 +184,7 @@ package struct QueueModel {
   package mutating func setShuffleSeed(_ seed: UInt64) -> Bool {
     shuffleSeed = seed
     generator = SeededGenerator(seed: seed)
+    lap = 0
     guard shuffleMode != .off else { return false }
     rebuildPlayOrder()
     return true
@@ -165,15 +199,21 @@ package struct QueueModel {
     }
     let fixed = ([nowID].compactMap { $0 }) + pinned.filter { $0 != nowID }
     let rest = queueOrder.filter { !fixed.contains($0) }
-    var shuffled: [Int]
-    switch shuffleMode {
+    playOrder = fixed + Self.shuffledGroups(rest, shuffleMode, entries, using: &generator).flatMap { $0 }
+  }
+
+  /// `ids` shuffled as `mode` says, in groups that stay together: one entry each for songs; for
+  /// albums, each album's entries in their queue order (an entry with no album alone).
+  private static func shuffledGroups(
+    _ ids: [Int], _ mode: ShuffleMode, _ entries: [Int: QueueDescriptor.Entry], using generator: inout SeededGenerator
+  ) -> [[Int]] {
+    var groups: [[Int]] = []
+    switch mode {
     case .songs:
-      shuffled = rest
-      shuffled.shuffle(using: &generator)
+      groups = ids.map { [$0] }
     case .albums:
-      var groups: [[Int]] = []
       var groupIndex: [String: Int] = [:]
-      for id in rest {
+      for id in ids {
         guard let album = entries[id]?.item.albumTitle else {
           groups.append([id])
           continue
@@ -185,11 +225,10 @@ package struct QueueModel {
           groups.append([id])
         }
       }
-      groups.shuffle(using: &generator)
-      shuffled = groups.flatMap { $0 }
     case .off:
-      shuffled = rest
+      return ids.map { [$0] }
     }
-    playOrder = fixed + shuffled
+    groups.shuffle(using: &generator)
+    return groups
   }
 }

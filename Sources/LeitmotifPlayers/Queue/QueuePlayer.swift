@@ -645,7 +645,10 @@ public final class QueuePlayer: MediaPlayback {
   }
 
   /// Turning shuffle on keeps the now-playing item playing and items put next (`prepend`) next;
-  /// the rest is shuffled with the player's generator (see `shuffleSeed`).
+  /// the rest is shuffled with the player's generator (see `shuffleSeed`). With `repeatMode`
+  /// `.all`, each new lap is shuffled afresh, and never begins with the song (or album) that
+  /// ended the lap before: the order changes (`queue` shows it, announced as a queue change) when
+  /// the lap's first song begins. Two songs keep their order.
   public var shuffleMode: ShuffleMode {
     get { state.withLock { $0.queue.shuffleMode } }
     set {
@@ -1561,7 +1564,7 @@ public final class QueuePlayer: MediaPlayback {
     state.takeBack = nil
     let previous = state.queue.nowID.flatMap { state.queue.entries[$0]?.item }
     if reason == .skipForward && state.playbackState != .stopped { count(previous, played: false) }
-    state.queue.markPlaying(id)
+    if state.queue.markPlaying(id) { emitLocked(.queueChanged(count: state.queue.playOrder.count), &state) }
     state.requestedSeekSeconds = nil
     emitNowPlaying(reason: reason, &state)
     if state.playbackState == .playing || state.playbackState == .seekingForward
@@ -1865,7 +1868,7 @@ public final class QueuePlayer: MediaPlayback {
       endOfQueue(&state, reason: .failure)
       return
     }
-    state.queue.nowID = next
+    if state.queue.markPlaying(next) { emitLocked(.queueChanged(count: state.queue.playOrder.count), &state) }
     emitNowPlaying(reason: .failure, &state)
     start(next, playing: wasPlaying, fadeFrom: [], &state)
   }
@@ -1923,8 +1926,7 @@ public final class QueuePlayer: MediaPlayback {
   private func advance(to id: Int, atFrame frame: Int64? = nil, _ state: inout State) {
     if !state.followsFailure { count(state.queue.nowID.flatMap { state.queue.entries[$0]?.item }, played: true) }
     state.advancedAt = frame.map { (id, $0) }
-    state.queue.nowID = id
-    state.queue.pinned.removeAll { $0 == id }
+    if state.queue.markPlaying(id) { emitLocked(.queueChanged(count: state.queue.playOrder.count), &state) }
     let reason: NowPlayingChangeReason = state.followsFailure ? .failure : .naturalEnd
     state.followsFailure = false
     state.consecutiveFailures = 0
