@@ -980,6 +980,7 @@ package final class StreamingLoop: @unchecked Sendable {
       voices[slot] = made
       if let seek = pendingSeek[slot] {
         made.seek(toSeconds: seek.seconds, clock: clock)
+        made.publishPosition()  // before "done", as for a seek of a voice already made
         statuses[slot].seekGenerationDone.store(seek.generation, ordering: .releasing)
         pendingSeek[slot] = nil
       }
@@ -1028,6 +1029,11 @@ package final class StreamingLoop: @unchecked Sendable {
         // game or a media key used to wait, silent, for the target's first block after the fade.
         playing.prepareSeek(toSeconds: seconds, atFrame: clock, clock: clock)
         playing.seek(toSeconds: seconds, clock: clock)
+        // The position first, then "done": a game thread that sees the seek done reads the
+        // position, and until the block's end published it, it read the place before the seek
+        // (a media key's "previous" right after a seek to 4 s then took the item before, under
+        // a loaded machine's timing).
+        playing.publishPosition()
         statuses[voice.slot].seekGenerationDone.store(generation, ordering: .releasing)
       } else {
         pendingSeek[voice.slot] = (seconds, generation)
