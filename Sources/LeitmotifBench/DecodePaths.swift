@@ -136,6 +136,41 @@ enum RawDecoders {
     return frames
   }
 
+  /// libvorbisfile as a stream's decode thread runs it in real time: `burstFrames` decoded
+  /// (`ov_read_float`, looping the file), then a sleep as long as they play, for `seconds` of
+  /// wall time. Returns this thread's CPU over the window (user + kernel, so waking counts) and
+  /// the frames decoded.
+  static func vorbisPaced(path: String, seconds: Double, burstFrames: Int, sampleRate: Int) throws -> (
+    cpuSeconds: Double, frames: Int64
+  ) {
+    let file = UnsafeMutablePointer<OggVorbis_File>.allocate(capacity: 1)
+    defer { file.deallocate() }
+    let opened = ov_fopen(path, file)
+    guard opened == 0 else { throw DecodePath.Failure(description: "ov_fopen(\(path)) failed: \(opened)") }
+    defer { ov_clear(file) }
+    var planar: UnsafeMutablePointer<UnsafeMutablePointer<Float>?>? = nil
+    var link: Int32 = 0
+    var frames: Int64 = 0
+    let before = CPUUsage.now()
+    let start = DispatchTime.now().uptimeNanoseconds
+    while Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9 < seconds {
+      var burst = 0
+      while burst < burstFrames {
+        let got = ov_read_float(file, &planar, Int32(min(4096, burstFrames - burst)), &link)
+        if got == 0 {
+          guard ov_pcm_seek(file, 0) == 0 else { throw DecodePath.Failure(description: "ov_pcm_seek(\(path)) failed") }
+          continue
+        }
+        if got == OV_HOLE { continue }
+        guard got > 0 else { throw DecodePath.Failure(description: "ov_read_float(\(path)) failed: \(got)") }
+        burst += Int(got)
+      }
+      frames += Int64(burst)
+      usleep(UInt32(Double(burstFrames) / Double(sampleRate) * 1e6))
+    }
+    return (CPUUsage.now().since(before).threadSeconds, frames)
+  }
+
   /// The output buffer of the libmpg123 loop: 64 KB, as in libmpg123's examples.
   static let mp3BufferBytes = 65_536
 

@@ -56,7 +56,8 @@ let usage = """
         Leitmotif against SFML's sf::Music on OpenAL's null device, Leitmotif's headless device
         against SDL_mixer 2 on SDL's dummy driver (peers built from Sources/LeitmotifBench/Peers
         when libsfml-dev and libsdl2-mixer-dev are installed), and each added voice against the
-        raw decoder (S seconds per case, default 10; median of R rounds, default 1)
+        raw decoder, straight through and paced as a stream (S seconds per case, default 10;
+        median of R rounds, default 1)
     leitmotif-bench latency [--trials N] [--no-cache]
         post-to-audible latency of Player.play() on OpenAL's wave backend writing into a FIFO,
         idle and with a voice playing (N trials each, default 20)
