@@ -130,7 +130,7 @@ struct QueueModelTests {
   @Test(
     "shuffle with repeat all: each lap plays every song once in a new order, never starting with the song that ended the last"
   )
-  func shuffledLaps() {
+  func shuffledLaps() throws {
     let names = (1...8).map { "song\($0)" }
     var model = Self.model(names)
     model.repeatMode = .all
@@ -144,6 +144,10 @@ struct QueueModelTests {
       #expect(ended.last != next.first, "a lap ends on \(ended.last ?? "") and the next begins with it")
     }
     #expect(model.lap == 6, "the walk began lap 7")
+    // Before a lap's first song is the song that ended the lap before, as heard.
+    let first = try #require(model.nowID)
+    #expect(model.playOrder.first == first)
+    #expect(model.predecessor(of: first).flatMap { model.entries[$0]?.item.title } == laps.last?.last)
     // The same seed and the same plays give the same laps.
     var again = Self.model(names)
     again.repeatMode = .all

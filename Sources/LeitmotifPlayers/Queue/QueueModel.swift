@@ -30,6 +30,10 @@ package struct QueueModel {
   /// order is drawn from the seed and this count (see `nextLapOrder`), so it is the same on every
   /// run of the same events.
   package private(set) var lap = 0
+  /// The entry that ended the last lap and the one that began this one (set when a new lap's
+  /// order took over): before the lap's first song, as heard, is the one that ended the lap
+  /// before, where the new play order puts another.
+  private var lapSeam: (ended: Int, began: Int)?
   /// The transition where an entry names none.
   package var transition: Transition = .defaultCrossfade
   /// How often items with loop points loop where their entry does not say.
@@ -78,6 +82,7 @@ package struct QueueModel {
   package func predecessor(of id: Int) -> Int? {
     guard let index = playOrder.firstIndex(of: id) else { return nil }
     if index > 0 { return playOrder[index - 1] }
+    if repeatMode == .all, let seam = lapSeam, seam.began == id, entries[seam.ended] != nil { return seam.ended }
     return repeatMode == .all && playOrder.count > 1 ? playOrder.last : nil
   }
 
@@ -165,6 +170,7 @@ package struct QueueModel {
     if let now = nowID, now != id, now == playOrder.last, let next = nextLapOrder(), next.first == id {
       playOrder = next
       lap += 1
+      lapSeam = (now, id)
       newLap = true
     }
     nowID = id
@@ -193,6 +199,7 @@ package struct QueueModel {
   /// Play order from queue order: the now-playing entry first, then those put next, then the
   /// rest shuffled (songs one by one, albums as groups in their queue order).
   package mutating func rebuildPlayOrder() {
+    lapSeam = nil
     guard shuffleMode != .off else {
       playOrder = queueOrder
       return

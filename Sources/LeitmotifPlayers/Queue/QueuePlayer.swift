@@ -648,7 +648,8 @@ public final class QueuePlayer: MediaPlayback {
   /// the rest is shuffled with the player's generator (see `shuffleSeed`). With `repeatMode`
   /// `.all`, each new lap is shuffled afresh, and never begins with the song (or album) that
   /// ended the lap before: the order changes (`queue` shows it, announced as a queue change) when
-  /// the lap's first song begins. Two songs keep their order.
+  /// the lap's first song begins; "previous" from it goes back to the song that ended the lap
+  /// before, as heard. Two songs keep their order.
   public var shuffleMode: ShuffleMode {
     get { state.withLock { $0.queue.shuffleMode } }
     set {
