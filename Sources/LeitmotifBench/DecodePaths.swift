@@ -117,12 +117,23 @@ enum RawDecoders {
   /// libvorbisfile: `ov_fopen` (stdio I/O), then `ov_read_float` until it returns 0. It hands back
   /// pointers into its own planar buffers, at most one packet per call; nothing is copied.
   static func vorbis(path: String) throws -> Int64 {
+    try withVorbisFile(path) { file in try readAll(file, path) }
+  }
+
+  /// Opens `path` with `ov_fopen`, runs `body` on it, and clears it.
+  private static func withVorbisFile<Result>(
+    _ path: String, _ body: (UnsafeMutablePointer<OggVorbis_File>) throws -> Result
+  ) throws -> Result {
     // OggVorbis_File points into itself: it lives on the heap and is never copied.
     let file = UnsafeMutablePointer<OggVorbis_File>.allocate(capacity: 1)
     defer { file.deallocate() }
     let opened = ov_fopen(path, file)
     guard opened == 0 else { throw DecodePath.Failure(description: "ov_fopen(\(path)) failed: \(opened)") }
     defer { ov_clear(file) }
+    return try body(file)
+  }
+
+  private static func readAll(_ file: UnsafeMutablePointer<OggVorbis_File>, _ path: String) throws -> Int64 {
     var planar: UnsafeMutablePointer<UnsafeMutablePointer<Float>?>? = nil
     var link: Int32 = 0
     var frames: Int64 = 0
@@ -143,11 +154,14 @@ enum RawDecoders {
   static func vorbisPaced(path: String, seconds: Double, burstFrames: Int, sampleRate: Int) throws -> (
     cpuSeconds: Double, frames: Int64
   ) {
-    let file = UnsafeMutablePointer<OggVorbis_File>.allocate(capacity: 1)
-    defer { file.deallocate() }
-    let opened = ov_fopen(path, file)
-    guard opened == 0 else { throw DecodePath.Failure(description: "ov_fopen(\(path)) failed: \(opened)") }
-    defer { ov_clear(file) }
+    try withVorbisFile(path) { file in
+      try readPaced(file, path, seconds: seconds, burstFrames: burstFrames, sampleRate: sampleRate)
+    }
+  }
+
+  private static func readPaced(
+    _ file: UnsafeMutablePointer<OggVorbis_File>, _ path: String, seconds: Double, burstFrames: Int, sampleRate: Int
+  ) throws -> (cpuSeconds: Double, frames: Int64) {
     var planar: UnsafeMutablePointer<UnsafeMutablePointer<Float>?>? = nil
     var link: Int32 = 0
     var frames: Int64 = 0
