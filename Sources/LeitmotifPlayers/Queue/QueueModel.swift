@@ -48,6 +48,9 @@ package struct QueueModel {
 
   package var nowPlayingItem: MediaItem? { nowID.flatMap { entries[$0]?.item } }
 
+  /// Where the now-playing entry starts in its file (its trim), in seconds; 0 with none.
+  package var nowStartSeconds: Double { nowID.flatMap { entries[$0]?.startTime } ?? 0 }
+
   /// Where the now-playing entry is in play order.
   package var indexOfNow: Int? { nowID.flatMap { playOrder.firstIndex(of: $0) } }
 

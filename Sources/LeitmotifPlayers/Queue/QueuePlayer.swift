@@ -435,7 +435,7 @@ public final class QueuePlayer: MediaPlayback {
       state.requestedSeekSeconds = nil
       state.consecutiveFailures = 0
       // A start before the entry's trim starts at the trim, as a seek does (see `currentPlaybackTime`).
-      let startFloor = state.queue.nowID.flatMap { state.queue.entries[$0]?.startTime } ?? 0
+      let startFloor = state.queue.nowStartSeconds
       emitLocked(.queueChanged(count: state.queue.playOrder.count), &state)
       emitNowPlaying(reason: .queueChange, &state)
       if state.playbackState == .playing, let now = state.queue.nowID {
@@ -818,25 +818,25 @@ public final class QueuePlayer: MediaPlayback {
       state.withLock { state in
         if let requested = state.requestedSeekSeconds { return requested }
         guard let voice = state.voices.current else {
-          return state.queue.nowID.flatMap { state.queue.entries[$0]?.startTime } ?? 0
+          return state.queue.nowStartSeconds
         }
         guard let status = engine.status(of: voice.handle) else {
           // The engine has not taken the voice up yet: where it will start.
           return state.seekGeneration > 0
-            ? state.lastSeekSeconds : state.queue.entries[state.queue.nowID ?? -1]?.startTime ?? 0
+            ? state.lastSeekSeconds : state.queue.nowStartSeconds
         }
         let rate = status.sampleRate.load(ordering: .acquiring)
         if status.seekGenerationDone.load(ordering: .acquiring) < state.seekGeneration {
           return state.lastSeekSeconds  // the seek is on its way to the streaming thread
         }
-        if rate == 0 { return state.queue.entries[state.queue.nowID ?? -1]?.startTime ?? 0 }
+        if rate == 0 { return state.queue.nowStartSeconds }
         return Double(status.positionFrames.load(ordering: .acquiring)) / Double(rate)
       }
     }
     set {
       let asked = newValue.isFinite ? max(0, newValue) : 0
       state.withLock { state in
-        let seconds = max(asked, state.queue.nowID.flatMap { state.queue.entries[$0]?.startTime } ?? 0)
+        let seconds = max(asked, state.queue.nowStartSeconds)
         guard let voice = state.voices.current else {
           state.requestedSeekSeconds = seconds
           return
@@ -1087,7 +1087,7 @@ public final class QueuePlayer: MediaPlayback {
   /// Where the now-playing entry starts in its file (its trim), in seconds: the earliest a seek
   /// goes (see `currentPlaybackTime`).
   package var nowPlayingStartSeconds: Double {
-    state.withLock { state in state.queue.nowID.flatMap { state.queue.entries[$0]?.startTime } ?? 0 }
+    state.withLock { $0.queue.nowStartSeconds }
   }
 
   /// The mix frame the now-playing item was first heard on, when the queue moved on to it by
@@ -1565,7 +1565,7 @@ public final class QueuePlayer: MediaPlayback {
     state.takeBack = nil
     let previous = state.queue.nowID.flatMap { state.queue.entries[$0]?.item }
     if reason == .skipForward && state.playbackState != .stopped { count(previous, played: false) }
-    if state.queue.markPlaying(id) { emitLocked(.queueChanged(count: state.queue.playOrder.count), &state) }
+    markPlaying(id, &state)
     state.requestedSeekSeconds = nil
     emitNowPlaying(reason: reason, &state)
     if state.playbackState == .playing || state.playbackState == .seekingForward
@@ -1869,7 +1869,7 @@ public final class QueuePlayer: MediaPlayback {
       endOfQueue(&state, reason: .failure)
       return
     }
-    if state.queue.markPlaying(next) { emitLocked(.queueChanged(count: state.queue.playOrder.count), &state) }
+    markPlaying(next, &state)
     emitNowPlaying(reason: .failure, &state)
     start(next, playing: wasPlaying, fadeFrom: [], &state)
   }
@@ -1922,12 +1922,17 @@ public final class QueuePlayer: MediaPlayback {
     state.withLock { state in takeBack(&state, reason: .queueChange) }
   }
 
+  /// Entry `id` plays now; a new shuffled lap it begins is announced as a queue change.
+  private func markPlaying(_ id: Int, _ state: inout State) {
+    if state.queue.markPlaying(id) { emitLocked(.queueChanged(count: state.queue.playOrder.count), &state) }
+  }
+
   /// The now-playing item moved on by itself (a join or a hand-over), heard from mix frame
   /// `frame` on.
   private func advance(to id: Int, atFrame frame: Int64? = nil, _ state: inout State) {
     if !state.followsFailure { count(state.queue.nowID.flatMap { state.queue.entries[$0]?.item }, played: true) }
     state.advancedAt = frame.map { (id, $0) }
-    if state.queue.markPlaying(id) { emitLocked(.queueChanged(count: state.queue.playOrder.count), &state) }
+    markPlaying(id, &state)
     let reason: NowPlayingChangeReason = state.followsFailure ? .failure : .naturalEnd
     state.followsFailure = false
     state.consecutiveFailures = 0
