@@ -71,7 +71,7 @@ extern "C" {
 
 /* The version of this header. lm_version() returns the library's, to compare at run time. */
 #define LM_VERSION_MAJOR 0
-#define LM_VERSION_MINOR 2
+#define LM_VERSION_MINOR 3
 #define LM_VERSION_PATCH 0
 #define LM_VERSION ((LM_VERSION_MAJOR * 10000) + (LM_VERSION_MINOR * 100) + LM_VERSION_PATCH)
 
@@ -843,6 +843,26 @@ typedef enum lm_repeat_mode {
    id, a bad moment or repeat mode). */
 lm_error lm_set_queue(lm_engine *engine, const uint64_t *persistent_ids, size_t count, double seconds, lm_moment at,
                       lm_repeat_mode repeat);
+
+/* How the game's queue is shuffled (MediaPlayer's shuffle modes). Since 0.3. */
+typedef enum lm_shuffle_mode {
+  /* In the order given. */
+  LM_SHUFFLE_OFF = 0,
+  /* Song by song: it starts at a random song and plays each once. */
+  LM_SHUFFLE_SONGS = 1,
+  /* Album by album: each album's songs together, in the order given (a song with no album
+     goes alone). */
+  LM_SHUFFLE_ALBUMS = 2
+} lm_shuffle_mode;
+
+/* lm_set_queue, shuffled as `shuffle` says. With LM_REPEAT_ALL each lap is shuffled afresh and
+   never begins with the song (or album) that ended the lap before. The orders come from the cue
+   file's `seed` and the queues shuffled before on this engine, so an offline render repeats; to
+   turn shuffle on or off for the queue playing, set the queue again. LM_SHUFFLE_OFF is
+   lm_set_queue. Errors: those of lm_set_queue, and LM_ERROR_INVALID_ARGUMENT for a bad shuffle
+   mode. Since 0.3. */
+lm_error lm_set_queue_shuffled(lm_engine *engine, const uint64_t *persistent_ids, size_t count, double seconds,
+                               lm_moment at, lm_repeat_mode repeat, lm_shuffle_mode shuffle);
 
 /* ---------------------------------------------------------------------------------------------
  * Notifications

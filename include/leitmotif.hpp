@@ -188,9 +188,9 @@ class engine {
     check(lm_set_picks(handle_, persistent_ids.empty() ? NULL : persistent_ids.data(), persistent_ids.size()));
   }
   void set_queue(const std::vector<uint64_t> &persistent_ids, double seconds = 0, lm_moment at = LM_AT_NOW,
-                 lm_repeat_mode repeat = LM_REPEAT_ALL) {
-    check(lm_set_queue(handle_, persistent_ids.empty() ? NULL : persistent_ids.data(), persistent_ids.size(), seconds,
-                       at, repeat));
+                 lm_repeat_mode repeat = LM_REPEAT_ALL, lm_shuffle_mode shuffle = LM_SHUFFLE_OFF) {
+    check(lm_set_queue_shuffled(handle_, persistent_ids.empty() ? NULL : persistent_ids.data(),
+                                persistent_ids.size(), seconds, at, repeat, shuffle));
   }
 
   /* The player. */

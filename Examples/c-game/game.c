@@ -599,6 +599,9 @@ static int self_test(const char *cues) {
            "queue at an unknown moment");
     expect(lm_set_queue(engine, NULL, 0, 0, LM_AT_NOW, (lm_repeat_mode)9), LM_ERROR_INVALID_ARGUMENT,
            "queue with an unknown repeat mode");
+    expect(lm_set_queue_shuffled(engine, NULL, 0, 0, LM_AT_NOW, LM_REPEAT_ALL, (lm_shuffle_mode)7),
+           LM_ERROR_INVALID_ARGUMENT, "queue with an unknown shuffle mode");
+    expect_true(strstr(lm_engine_last_error(engine), "shuffle 7") != NULL, "the message names the shuffle mode");
     expect(lm_set_picks(engine, NULL, 2), LM_ERROR_INVALID_ARGUMENT, "picks: NULL ids with a count");
     expect(lm_set_picks(engine, NULL, 0), LM_OK, "clear the picks");
   }

@@ -7,7 +7,7 @@
  * the master volume at the end.
  *
  *   jukebox --library DIR [--cues FILE] [--offline OUT.wav] [--seconds N] [--yes]
- *           [--artist TEXT] [--pick TEXT] [--post SECONDS CUE]
+ *           [--artist TEXT] [--pick TEXT] [--post SECONDS CUE] [--shuffle songs|albums]
  *
  *   --library DIR      the player's music folder (Ogg Vorbis, Opus, MP3, FLAC, WAV, AIFF; M3U playlists)
  *   --cues FILE        the cue file (default Assets/cues.json5)
@@ -19,6 +19,7 @@
  *   --pick TEXT        the picker's search: the songs it finds become the player's picks,
  *                      the music of the cue file's `picks` sources
  *   --post SECONDS CUE posts CUE at that time (one that enters a state playing the picks)
+ *   --shuffle MODE     shuffles the queue song by song or album by album (each lap afresh)
  *
  * Build: make c-game (see README.md here).
  */
@@ -109,6 +110,7 @@ int main(int argc, char **argv) {
   const char *post_cue = NULL;
   double seconds = 20, post_at = -1;
   int yes = 0;
+  lm_shuffle_mode shuffle = LM_SHUFFLE_OFF;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--library") == 0 && i + 1 < argc) library = argv[++i];
     else if (strcmp(argv[i], "--cues") == 0 && i + 1 < argc) cues = argv[++i];
@@ -119,10 +121,18 @@ int main(int argc, char **argv) {
     else if (strcmp(argv[i], "--post") == 0 && i + 2 < argc) {
       post_at = atof(argv[++i]);
       post_cue = argv[++i];
+    } else if (strcmp(argv[i], "--shuffle") == 0 && i + 1 < argc) {
+      i++;
+      if (strcmp(argv[i], "songs") == 0) shuffle = LM_SHUFFLE_SONGS;
+      else if (strcmp(argv[i], "albums") == 0) shuffle = LM_SHUFFLE_ALBUMS;
+      else {
+        fprintf(stderr, "jukebox: --shuffle takes songs or albums, not %s\n", argv[i]);
+        return 2;
+      }
     } else if (strcmp(argv[i], "--yes") == 0) yes = 1;
     else {
       fprintf(stderr, "usage: %s --library DIR [--cues FILE] [--offline OUT.wav] [--seconds N] [--yes] "
-                      "[--artist TEXT] [--pick TEXT] [--post SECONDS CUE]\n", argv[0]);
+                      "[--artist TEXT] [--pick TEXT] [--post SECONDS CUE] [--shuffle songs|albums]\n", argv[0]);
       return 2;
     }
   }
@@ -211,8 +221,10 @@ int main(int argc, char **argv) {
     if (!queue_set && now >= 4) {
       queue_set = 1;
       if (queued > 0) {
-        check(engine, lm_set_queue(engine, queue, queued, 1.0, LM_AT_BAR, LM_REPEAT_ALL), "lm_set_queue");
-        printf("jukebox %.3f queue set: %zu songs, crossfading in on the bar\n", now, queued);
+        check(engine, lm_set_queue_shuffled(engine, queue, queued, 1.0, LM_AT_BAR, LM_REPEAT_ALL, shuffle),
+              "lm_set_queue_shuffled");
+        printf("jukebox %.3f queue set: %zu songs%s, crossfading in on the bar\n", now, queued,
+               shuffle == LM_SHUFFLE_SONGS ? ", shuffled" : shuffle == LM_SHUFFLE_ALBUMS ? ", shuffled by album" : "");
       }
     }
     if (post_cue && !posted && now >= post_at) {

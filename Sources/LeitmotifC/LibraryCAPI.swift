@@ -319,6 +319,14 @@ public func lmSetQueue(
   _ handle: OpaquePointer?, _ ids: UnsafePointer<UInt64>?, _ count: Int, _ seconds: Double, _ at: lm_moment,
   _ repeatMode: lm_repeat_mode
 ) -> lm_error {
+  lmSetQueueShuffled(handle, ids, count, seconds, at, repeatMode, LM_SHUFFLE_OFF)
+}
+
+@_cdecl("lm_set_queue_shuffled")
+public func lmSetQueueShuffled(
+  _ handle: OpaquePointer?, _ ids: UnsafePointer<UInt64>?, _ count: Int, _ seconds: Double, _ at: lm_moment,
+  _ repeatMode: lm_repeat_mode, _ shuffleMode: lm_shuffle_mode
+) -> lm_error {
   withEngine(handle) { session throws(CAPIError) in
     guard count >= 0 else { throw .invalidArgument("count \(count) is out of range") }
     let transition = TransitionSpec(seconds: try checkedSeconds(seconds, "seconds"), moment: try moment(at))
@@ -330,7 +338,16 @@ public func lmSetQueue(
     default:
       throw .invalidArgument("repeat \(repeatMode.rawValue): expected LM_REPEAT_ALL, LM_REPEAT_NONE or LM_REPEAT_ONE")
     }
+    let shuffles: ShuffleMode
+    switch shuffleMode {
+    case LM_SHUFFLE_OFF: shuffles = .off
+    case LM_SHUFFLE_SONGS: shuffles = .songs
+    case LM_SHUFFLE_ALBUMS: shuffles = .albums
+    default:
+      throw .invalidArgument(
+        "shuffle \(shuffleMode.rawValue): expected LM_SHUFFLE_OFF, LM_SHUFFLE_SONGS or LM_SHUFFLE_ALBUMS")
+    }
     let queue = try session.items(ids, count)
-    session.director.setQueue(queue, transition: transition, repeatMode: repeats)
+    session.director.setQueue(queue, transition: transition, repeatMode: repeats, shuffleMode: shuffles)
   }
 }

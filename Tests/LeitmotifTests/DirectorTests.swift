@@ -1382,12 +1382,20 @@ struct DirectorActionTests {
 @Suite("The director: the player's songs, and bundled music when they are off limits")
 struct DirectorLibraryTests {
   /// A library with one user song (330 Hz, genre Rock) in `game`'s folder, answered `status`.
-  func library(_ game: DirectorFixture, status: AuthorizationStatus) throws -> MediaLibrary {
+  /// The player's library, their answer `status`, holding one song ("My Song", a 330 Hz tone of
+  /// 10 s), or what `songs` writes into the folder it is given.
+  func library(
+    _ game: DirectorFixture, status: AuthorizationStatus, songs: ((String) throws -> Void)? = nil
+  ) throws -> MediaLibrary {
     let music = game.directory.file("Music")
     try FileManager.default.createDirectory(atPath: music, withIntermediateDirectories: true)
-    try DirectorFixture.tone(
-      music + "/song.ogg", pitch: DirectorFixture.userPitch, seconds: 10,
-      tags: [("TITLE", "My Song"), ("ARTIST", "Me"), ("GENRE", "Rock")])
+    if let songs {
+      try songs(music)
+    } else {
+      try DirectorFixture.tone(
+        music + "/song.ogg", pitch: DirectorFixture.userPitch, seconds: 10,
+        tags: [("TITLE", "My Song"), ("ARTIST", "Me"), ("GENRE", "Rock")])
+    }
     var configuration = MediaLibrary.Configuration.sandboxed(
       applicationID: "director-tests", root: game.directory.path, music: music)
     if status == .restricted {
@@ -1734,6 +1742,87 @@ struct DirectorLibraryTests {
     let full = Listen.rms(Listen.window(left, 0.5, 0.9))
     let after = Listen.rms(Listen.window(left, 3, 3.9))
     #expect(after > 0.5 * full, "the song at \(after) rms, the music before at \(full)")
+  }
+
+  /// The songs of `shuffledGameQueue`: five tones, three on album "X" and two on "Y".
+  static let shuffleSongs: [(title: String, album: String, pitch: Double)] = [
+    ("One", "X", 330), ("Two", "X", 440), ("Three", "X", 550), ("Four", "Y", 770), ("Five", "Y", 990),
+  ]
+
+  /// Plays the five songs as the game's queue, repeating, shuffled as `mode` says with the cue
+  /// file's `seed`, for three laps and a bit; returns the songs in the order the player played
+  /// them (by title) and which tone was heard in the middle of each (by title, nil: none).
+  func playShuffled(_ mode: ShuffleMode, seed: Int) throws -> (played: [String], heard: [String?], given: [String]) {
+    let game = try DirectorFixture()
+    let library = try library(game, status: .authorized) { music in
+      for (number, song) in Self.shuffleSongs.enumerated() {
+        try DirectorFixture.tone(
+          music + "/\(song.title.lowercased()).ogg", pitch: song.pitch, seconds: 1.5,
+          tags: [("TITLE", song.title), ("ALBUM", song.album), ("TRACKNUMBER", "\(number + 1)")])
+      }
+    }
+    let byTitle = Dictionary(
+      uniqueKeysWithValues: try library.items(matching: MediaQuery.songs()).map { ($0.title ?? "", $0) })
+    let given = Self.shuffleSongs.map(\.title)
+    let songs = try given.map { try #require(byTitle[$0]) }
+    let text = """
+      { start: "explore", assets: "assets", seed: \(seed), sources: { calm: { bundled: "explore.ogg" } },
+        states: { explore: { music: "calm", between: "gapless" } } }
+      """
+    let engine = try AudioEngine(output: .offline(sampleRate: 48_000, renderFrames: 256))
+    let director = Director(engine: engine, sheet: try game.sheet(text), library: library, clocking: .pumped)
+    var played: [(title: String, frame: Int)] = []
+    let left = DirectorFixture.renderPumped(director, engine, seconds: 25) { frame in
+      if (24_000..<24_256).contains(frame) {
+        director.setQueue(songs, transition: TransitionSpec(seconds: 0), repeatMode: .all, shuffleMode: mode)
+      }
+      guard frame > 24_256, let title = director.player.nowPlayingItem?.title, played.last?.title != title else {
+        return
+      }
+      played.append((title, frame))
+    }
+    director.shutdown()
+    let pitches = Self.shuffleSongs.map(\.pitch)
+    let heard = played.indices.dropLast().map { index -> String? in
+      let from = Double(played[index].frame) / 48_000
+      let to = Double(played[index + 1].frame) / 48_000
+      let pitch = Listen.loudest(left, from + 0.3, to - 0.3, among: pitches)
+      return Self.shuffleSongs.first { $0.pitch == pitch }?.title
+    }
+    return (played.map(\.title), heard, given)
+  }
+
+  @Test("The game's queue shuffled: each lap a new order, never the last song twice; the songs heard as played")
+  func shuffledGameQueue() throws {
+    let (played, heard, given) = try playShuffled(.songs, seed: 3)
+    // 7.5 s a lap from 0.5 s: three laps and the start of a fourth.
+    try #require(played.count >= 15, "\(played)")
+    let laps = (0..<3).map { Array(played[(5 * $0)..<(5 * $0 + 5)]) }
+    for lap in laps { #expect(lap.sorted() == given.sorted(), "each song once a lap: \(played)") }
+    #expect(laps[0] != given, "shuffled: \(played)")
+    #expect(Set(laps).count > 1, "the laps differ: \(played)")
+    #expect(laps[1][0] != laps[0][4] && laps[2][0] != laps[1][4], "no song twice in a row: \(played)")
+    for (index, title) in heard.enumerated() { #expect(title == played[index], "heard \(heard), played \(played)") }
+    // The same seed, the same music; another, another order.
+    #expect(try playShuffled(.songs, seed: 3).played == played)
+    #expect(try playShuffled(.songs, seed: 4).played != played)
+    // Off: as given.
+    #expect(Array(try playShuffled(.off, seed: 3).played.prefix(10)) == given + given)
+  }
+
+  @Test("The game's queue shuffled by album: each album's songs together, in their order")
+  func shuffledGameQueueByAlbum() throws {
+    let (played, heard, given) = try playShuffled(.albums, seed: 3)
+    try #require(played.count >= 15, "\(played)")
+    let x = Array(given.prefix(3))
+    let y = Array(given.suffix(2))
+    let laps = (0..<3).map { Array(played[(5 * $0)..<(5 * $0 + 5)]) }
+    for lap in laps { #expect(lap == x + y || lap == y + x, "\(played)") }
+    #expect(laps[0] == y + x, "the album the queue gives first did not start it (seed 3): \(played)")
+    // Two albums: a lap never begins with the album that ended the lap before, so they keep
+    // their order.
+    #expect(laps[1] == laps[0] && laps[2] == laps[0], "\(played)")
+    for (index, title) in heard.enumerated() { #expect(title == played[index], "heard \(heard), played \(played)") }
   }
 
   /// A game whose player has said yes, and the first song of their library.

@@ -357,13 +357,19 @@ public final class Director: @unchecked Sendable {
 
   /// Plays `items` (a playlist the player chose in the game's menu, a query's songs) in place
   /// of the current state's music, taking over as `transition` says (crossfade, curve, on the
-  /// beat or bar), repeating as `repeatMode` says. The state the rules see stays; the next state
-  /// change brings that state's music, and an empty `items` hands the music back to the state
-  /// now (with `transition`). Reported as fired by `(game)`, then now playing from the source
-  /// `(game)`. Applied at the director's next step; never blocks for long.
+  /// beat or bar), repeating as `repeatMode` says, shuffled as `shuffleMode` says (see
+  /// `GameQueue.shuffleMode`; to turn shuffle on or off for the queue playing, set it again).
+  /// The state the rules see stays; the next state change brings that state's music, and an
+  /// empty `items` hands the music back to the state now (with `transition`). Reported as fired
+  /// by `(game)`, then now playing from the source `(game)`. Applied at the director's next
+  /// step; never blocks for long.
   /// Thread safety: any thread.
-  public func setQueue(_ items: [MediaItem], transition: TransitionSpec, repeatMode: RepeatMode = .all) {
-    perform([.playQueue(GameQueue(items: items, transition: transition, repeatMode: repeatMode))])
+  public func setQueue(
+    _ items: [MediaItem], transition: TransitionSpec, repeatMode: RepeatMode = .all, shuffleMode: ShuffleMode = .off
+  ) {
+    perform([
+      .playQueue(GameQueue(items: items, transition: transition, repeatMode: repeatMode, shuffleMode: shuffleMode))
+    ])
   }
 
   /// The player's picks from the media picker: the music of `picks` sources, from the next time

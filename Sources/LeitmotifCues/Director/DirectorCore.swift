@@ -858,7 +858,7 @@ final class DirectorCore {
     let playing = player.playbackState == .playing && player.nowPlayingItem != nil
     let count = queue.items.count
     let description =
-      "queue \(count) song\(count == 1 ? "" : "s") (\(spec.seconds > 0 ? "crossfade \(Self.format(spec.seconds)) s" : "cut"))"
+      "queue \(count) song\(count == 1 ? "" : "s")\(Self.shuffleText(queue.shuffleMode)) (\(spec.seconds > 0 ? "crossfade \(Self.format(spec.seconds)) s" : "cut"))"
     let (landsAt, landing) = landingTime(spec, playing: playing)
     if landsAt > now + 0.5 / Double(engine.sampleRate) {
       report(.scheduled(what: description + " on the \(Self.momentText(spec))", at: landsAt), cause: cause)
@@ -871,6 +871,15 @@ final class DirectorCore {
     }
     applyQueue(queue, cause: cause)
     return description
+  }
+
+  /// How a report says the game's queue is shuffled.
+  private static func shuffleText(_ mode: ShuffleMode) -> String {
+    switch mode {
+    case .off: return ""
+    case .songs: return ", shuffled"
+    case .albums: return ", shuffled by album"
+    }
   }
 
   /// Puts the game's queue on the player: levelled to the score's loudness as the player's
@@ -898,14 +907,16 @@ final class DirectorCore {
         volume: Double(state?.volume ?? 1), rate: Double(state?.rate ?? 1),
         modes: QueuePlayer.Modes(
           repeatMode: queue.repeatMode, loopRepeat: state?.loop ?? player.loopRepeat,
-          transition: state?.itemTransition ?? player.transition))
+          transition: state?.itemTransition ?? player.transition, shuffleMode: queue.shuffleMode,
+          shuffleSeed: queue.shuffleMode == .off ? nil : generator.next()))
     } catch {
       report(.problem("the game's queue was refused: \(error)"), cause: cause)
       return
     }
     layeredState = nil
     layerNames = []
-    let first = queue.items[0]
+    // (Shuffled, the player drew the first.)
+    let first = player.nowPlayingItem ?? queue.items[0]
     lastNowPlaying = first
     lastNowPlayingEntry = player.nowPlayingEntryID
     report(.nowPlaying(item: first, source: Self.gameQueueSource, isUserMusic: true), cause: cause, at: landing?.at)

@@ -824,12 +824,22 @@ public struct GameQueue: Sendable, Equatable {
   /// Whether it repeats: `.all` (the default) starts over after the last item, `.none` stops
   /// the music after it (`resume` then starts the state's own music), `.one` repeats each.
   public var repeatMode: RepeatMode
+  /// Whether it is shuffled, as `QueuePlayer.shuffleMode` shuffles: `.off` (the default) plays
+  /// `items` in order; `.songs` starts at a random song and plays each once, `.albums` keeps each
+  /// album's songs together in their order. With `repeatMode` `.all`, each lap is shuffled
+  /// afresh and never begins with the song (or album) that ended the lap before. The order is
+  /// drawn from the cue file's `seed` and the queues shuffled before, so an offline run repeats.
+  public var shuffleMode: ShuffleMode
 
-  /// A queue of `items` taking over with `transition`, repeating as `repeatMode` says.
-  public init(items: [MediaItem], transition: TransitionSpec, repeatMode: RepeatMode = .all) {
+  /// A queue of `items` taking over with `transition`, repeating as `repeatMode` says, shuffled
+  /// as `shuffleMode` says.
+  public init(
+    items: [MediaItem], transition: TransitionSpec, repeatMode: RepeatMode = .all, shuffleMode: ShuffleMode = .off
+  ) {
     self.items = items
     self.transition = transition
     self.repeatMode = repeatMode
+    self.shuffleMode = shuffleMode
   }
 }
 

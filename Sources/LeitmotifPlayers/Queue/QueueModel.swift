@@ -189,6 +189,15 @@ package struct QueueModel {
     return true
   }
 
+  /// The shuffle (and its seed, when given) for a queue about to be replaced: no order is drawn
+  /// here; `replace` draws it.
+  package mutating func prepareShuffle(_ mode: ShuffleMode, seed: UInt64?) {
+    shuffleMode = mode
+    guard let seed else { return }
+    shuffleSeed = seed
+    generator = SeededGenerator(seed: seed)
+  }
+
   /// Seeds the shuffle generator; reshuffles when shuffle is on (true then).
   package mutating func setShuffleSeed(_ seed: UInt64) -> Bool {
     shuffleSeed = seed

@@ -254,10 +254,19 @@ public final class QueuePlayer: MediaPlayback {
     package var repeatMode: RepeatMode
     package var loopRepeat: LoopRepeat
     package var transition: Transition
-    package init(repeatMode: RepeatMode, loopRepeat: LoopRepeat, transition: Transition) {
+    /// Whether the new queue is shuffled (`.off`: in its order; the director's states order
+    /// their music themselves), and with which seed (nil: the player's generator goes on).
+    package var shuffleMode: ShuffleMode
+    package var shuffleSeed: UInt64?
+    package init(
+      repeatMode: RepeatMode, loopRepeat: LoopRepeat, transition: Transition, shuffleMode: ShuffleMode = .off,
+      shuffleSeed: UInt64? = nil
+    ) {
       self.repeatMode = repeatMode
       self.loopRepeat = loopRepeat
       self.transition = transition
+      self.shuffleMode = shuffleMode
+      self.shuffleSeed = shuffleSeed
     }
   }
 
@@ -421,6 +430,8 @@ public final class QueuePlayer: MediaPlayback {
             layerLevels: state.layerLevels, layerGains: state.layerGains, layerLowPasses: state.layerLowPasses,
             earlierQueueVoices: state.earlierQueueVoices)
         } : nil
+      // The shuffle first: `replace` draws the new play order with it.
+      if let modes { state.queue.prepareShuffle(modes.shuffleMode, seed: modes.shuffleSeed) }
       state.queue.replace(with: descriptor)
       if let modes {
         state.queue.repeatMode = modes.repeatMode
