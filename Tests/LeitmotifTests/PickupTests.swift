@@ -44,6 +44,7 @@ struct PickupTests {
           { on: "back", do: { resume: true, fade: 0.2 } },
           { on: "home", do: { state: "explore" } },
           { on: "died", do: { stop: true, fade: 0.5 } },
+          { on: "slow", do: { rate: 0.8 } },
         ],
       }
       """)
@@ -180,6 +181,25 @@ struct PickupTests {
     let late = try game.simulate(withPickup, [.cue(3.7, "go")], seconds: 8)
     let lateFrame = try #require(Listen.firstSound(late.left, after: 0))
     #expect(lateFrame - pickupFrame == 96_000, "the next bar, 2 s later: \(lateFrame - pickupFrame) frames")
+  }
+
+  @Test("At rate 0.8 a pickup starts its piece its length at that rate before the bar: the downbeat on the bar")
+  func pickupAtAnotherRate() throws {
+    let game = try Self.game()
+    let plain = try Self.sheet(game, from: "silence", transition: #"{ seconds: 0, at: "bar" }"#)
+    let withPickup = try Self.sheet(game, from: "silence", transition: #"{ seconds: 0, at: "bar", pickup: true }"#)
+    // From 0.2 s at 0.8, the quiet piece's bars (2 s of file) are heard 2.5 s apart: at 2.45 s
+    // and 4.95 s. "go" at 2.6 s takes the one at 4.95 s, with room for the pickup's 0.5 s of
+    // file, heard over 0.625 s.
+    let script: [CueScript.Step] = [.cue(0.2, "slow"), .cue(2.6, "go")]
+    let onTheBar = try game.simulate(plain, script, seconds: 7)
+    let early = try game.simulate(withPickup, script, seconds: 7)
+    let barFrame = try #require(Listen.firstSound(onTheBar.left, after: 0), "\(onTheBar.timeline.summary)")
+    let pickupFrame = try #require(Listen.firstSound(early.left, after: 0), "\(early.timeline.summary)")
+    #expect(abs(Double(barFrame) / 48_000 - 4.95) < 0.02, "the plain entry at \(barFrame)")
+    // It started 0.5 s before the bar, as at rate 1: the downbeat came 0.125 s after the bar.
+    #expect(barFrame - pickupFrame == 30_000, "the pickup starts \(barFrame - pickupFrame) frames before the bar")
+    #expect(early.timeline.lines.contains { $0.contains("its pickup from 4.32") }, "\(early.timeline.summary)")
   }
 
   @Test("During a pickup the music playing holds its level; it fades from the downbeat on")

@@ -1024,7 +1024,12 @@ final class DirectorCore {
       let music = build(state)
       built = music
       if let first = music.entries.first {
-        lead = pickupSeconds(of: first.item, source: music.origins[first.item.assetURL.path]?.source)
+        // The pickup is seconds of its file; it plays at the music's speed now (the rate and
+        // tempo set, the drives) times the state's own rate. It was taken as seconds heard: at
+        // rate 0.8 a two-bar pickup's downbeat came 0.8 s after the line (a designer's trial).
+        let baked = min(Double(Voice.rateRange.upperBound), max(Double(Voice.rateRange.lowerBound), Double(state.rate)))
+        let speed = max(0.01, mixSpeed(at: now) * Double(first.rate ?? 1) * baked)
+        lead = pickupSeconds(of: first.item, source: music.origins[first.item.assetURL.path]?.source) / speed
       }
     }
     let (landsAt, landing) = landingTime(spec, playing: playing, lead: lead)
