@@ -238,8 +238,9 @@ lm_error lm_engine_create_versioned(const lm_config *config, lm_engine **out, in
    call with it returns LM_ERROR_INVALID_HANDLE. Waits for a callback of this engine that is
    running on another thread to return; no callback of this engine starts after it returns.
    Strings the engine handed out become invalid.
-   Thread safety: any thread, but not from inside one of this engine's callbacks
-   (LM_ERROR_WRONG_MODE). A second destroy of the same handle is LM_ERROR_INVALID_HANDLE. */
+   Thread safety: any thread, but not from inside one of this engine's callbacks (reports,
+   beats, markers, diagnostics, consent, system music, and the prompt and scan progress that
+   lm_library_request_authorization and lm_library_scan call): LM_ERROR_WRONG_MODE. A second destroy of the same handle is LM_ERROR_INVALID_HANDLE. */
 lm_error lm_engine_destroy(lm_engine *engine);
 
 /* The message of the last failed call on `engine` made by the calling thread ("" if none; a

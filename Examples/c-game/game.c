@@ -341,10 +341,15 @@ static void destroying_report(const lm_report *report, void *user_data) {
   destroy_result = lm_engine_destroy((lm_engine *)user_data);
 }
 
+/* The engine the prompt tries to destroy (it must be refused: the request still runs), and how. */
+static lm_engine *prompt_engine = NULL;
+static lm_error prompt_destroyed = LM_OK;
+
 static int prompt_yes(const char *name, const char *usage, void *user_data) {
   (void)name;
   (void)usage;
   (*(int *)user_data)++;
+  if (prompt_engine) prompt_destroyed = lm_engine_destroy(prompt_engine);
   return 1;
 }
 
@@ -404,6 +409,7 @@ static int self_test(const char *cues) {
   static const char bytes[] = "not music";
   expect(lm_mount_memory(NULL, bytes, sizeof bytes), LM_ERROR_INVALID_ARGUMENT, "mount at a NULL path");
   expect(lm_mount_memory("/self-test/a.ogg", bytes, 0), LM_ERROR_INVALID_ARGUMENT, "mount 0 bytes");
+  expect(lm_mount_memory("/self-test/a.ogg", bytes, SIZE_MAX), LM_ERROR_INVALID_ARGUMENT, "mount SIZE_MAX bytes");
   expect(lm_mount_memory("/self-test/a.ogg", NULL, 4), LM_ERROR_INVALID_ARGUMENT, "mount NULL data");
   expect(lm_mount_files("/self-test", NULL, 0, NULL), LM_ERROR_INVALID_ARGUMENT, "mount NULL callbacks");
   lm_file_callbacks no_reader;
@@ -556,8 +562,11 @@ static int self_test(const char *cues) {
   if (getenv("LM_SELF_TEST_LIBRARY")) { /* writes the answer under $HOME: the test sets a temporary HOME */
     int asked = 0, seen = -1;
     expect(lm_set_authorization_callback(engine, on_consent, NULL), LM_OK, "a consent callback");
+    prompt_engine = engine;
     expect(lm_library_request_authorization(engine, prompt_yes, &asked, &status), LM_OK, "request authorization");
+    prompt_engine = NULL;
     expect_true(asked == 1 && status == LM_AUTHORIZATION_AUTHORIZED, "the game's prompt was asked; yes");
+    expect_true(prompt_destroyed == LM_ERROR_WRONG_MODE, "destroying the engine from its prompt is refused");
     for (int waited = 0; waited < 300 && seen != LM_AUTHORIZATION_AUTHORIZED; waited++) { /* up to 3 s */
       struct timespec tick = {0, 10 * 1000 * 1000};
       nanosleep(&tick, NULL);
@@ -592,6 +601,26 @@ static int self_test(const char *cues) {
     items[0].struct_size = 8;
     expect(lm_library_query(engine, NULL, items, 2, &count, &total), LM_ERROR_INVALID_ARGUMENT,
            "items with a struct_size too small");
+    /* Sizes of 2^63 or more (a negative number cast to size_t): refused, never a crash. */
+    items[0].struct_size = sizeof items[0];
+    expect(lm_library_query(engine, NULL, items, SIZE_MAX, &count, &total), LM_ERROR_INVALID_ARGUMENT,
+           "items with a capacity of SIZE_MAX");
+    expect_true(strstr(lm_engine_last_error(engine), "18446744073709551615") != NULL,
+                "the message gives the capacity as C has it");
+    query = lm_query_defaults();
+    query.offset = (size_t)1 << 63;
+    expect(lm_library_query(engine, &query, items, 2, &count, &total), LM_ERROR_INVALID_ARGUMENT,
+           "a query from an offset of 2^63");
+    query.offset = 0;
+    query.predicates = &bad;
+    query.predicate_count = SIZE_MAX;
+    expect(lm_library_query(engine, &query, items, 2, &count, &total), LM_ERROR_INVALID_ARGUMENT,
+           "a query of SIZE_MAX predicates");
+    query = lm_query_defaults();
+    lm_playlist lists[1];
+    lists[0].struct_size = sizeof lists[0];
+    expect(lm_library_playlists(engine, lists, SIZE_MAX, &count, &total), LM_ERROR_INVALID_ARGUMENT,
+           "playlists with a capacity of SIZE_MAX");
     expect(lm_set_queue(engine, &unknown, 1, 1, LM_AT_NOW, LM_REPEAT_ALL), LM_ERROR_INVALID_ARGUMENT,
            "queue an unknown song");
     expect_true(strstr(lm_engine_last_error(engine), "987654321") != NULL, "the message names the id");
@@ -612,6 +641,7 @@ static int self_test(const char *cues) {
   expect(lm_render(engine, buffer, 512), LM_OK, "render 512 frames");
   char state[64], tiny[3];
   expect(lm_get_state(engine, state, sizeof state, NULL, 0), LM_OK, "get the state");
+  expect(lm_get_state(engine, state, SIZE_MAX, NULL, 0), LM_ERROR_INVALID_ARGUMENT, "the state into SIZE_MAX bytes");
   expect_true(strcmp(state, "menu") == 0, "the start state is menu");
   /* The game's commands: a state of its own choosing, a stinger, a stop with a fade. */
   expect(lm_set_state(engine, "combat", 0, LM_AT_NOW), LM_OK, "set the state to combat");

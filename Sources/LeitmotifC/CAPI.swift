@@ -58,8 +58,20 @@ func notInCallback(_ handle: OpaquePointer?, _ function: String) throws(CAPIErro
 /// an older version's struct is still read, `minimum`: that version's size).
 func checkedSize(_ size: Int, of type: String, _ expected: Int, minimum: Int? = nil) throws(CAPIError) {
   guard size >= (minimum ?? expected) else {
-    throw .invalidArgument("\(type).struct_size is \(size): set it to sizeof(\(type)) (\(expected) in this version)")
+    throw .invalidArgument(
+      "\(type).struct_size is \(UInt(bitPattern: size)): set it to sizeof(\(type)) (\(expected) in this version)")
   }
+}
+
+/// A `size_t` from C (a count, a capacity, an offset), which Swift sees as `Int`: one of 2^63 or
+/// more is negative here, and is refused, named as C has it, before it reaches a range or a
+/// buffer. (Such a capacity or offset stopped the process: a range with a negative end traps.)
+func cSize(_ value: Int, _ name: String) throws(CAPIError) -> Int {
+  guard value >= 0 else {
+    throw .invalidArgument(
+      "\(name) is \(UInt(bitPattern: value)): more than any buffer holds (a negative number cast to size_t?)")
+  }
+  return value
 }
 
 // MARK: - Errors and versions
@@ -194,7 +206,7 @@ public func lmPost(
   // are checked in place, then copied into the bus slot's own bytes (`PackedEvent`).
   withEngine(handle) { session throws(CAPIError) in
     let cueBytes = try CString.utf8(cue, "cue")
-    guard count >= 0 else { throw .invalidArgument("payload count \(count) is out of range") }
+    _ = try cSize(count, "payload count")
     var size = PackedEvent.size(cueLength: cueBytes.count)
     if count > 0 {
       let payload = try required(payload, "payload (with a count of \(count))")
@@ -301,7 +313,9 @@ public func lmRender(_ handle: OpaquePointer?, _ buffer: UnsafeMutablePointer<Fl
       throw .wrongMode("lm_render on a real-time engine: only LM_OUTPUT_OFFLINE engines render on demand")
     }
     // 2^31 frames (12 hours at 48 kHz) per call is far beyond any buffer; above it, a bad size.
-    guard frames >= 0, frames <= Int(Int32.max) else { throw .invalidArgument("frames \(frames) is out of range") }
+    guard try cSize(frames, "frames") <= Int(Int32.max) else {
+      throw .invalidArgument("frames \(frames) is out of range: at most \(Int32.max) a call")
+    }
     // 0 frames renders nothing and needs no buffer (the header says so): NULL is fine then.
     guard frames > 0 else { return }
     let buffer = try required(buffer, "buffer")
@@ -365,6 +379,7 @@ public func lmGetState(
 ) -> lm_error {
   withEngine(handle) { session throws(CAPIError) in
     for (buffer, size, name) in [(current, currentSize, "current"), (audible, audibleSize, "audible")] {
+      _ = try cSize(size, "\(name)_size")
       guard (buffer == nil) == (size == 0) else {
         throw .invalidArgument("\(name) is \(buffer == nil ? "NULL with a size of \(size)" : "a buffer of size 0")")
       }

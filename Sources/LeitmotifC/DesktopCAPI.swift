@@ -168,7 +168,9 @@ public func lmSystemMusicApps(
   _ outCount: UnsafeMutablePointer<Int>?
 ) -> lm_error {
   withEngine(handle) { session throws(CAPIError) in
-    guard capacity == 0 || apps != nil else { throw .invalidArgument("apps is NULL with capacity \(capacity)") }
+    guard try cSize(capacity, "capacity") == 0 || apps != nil else {
+      throw .invalidArgument("apps is NULL with capacity \(capacity)")
+    }
     let stride = try apps.map { first throws(CAPIError) in try arrayStride(of: first, "lm_system_music_app") } ?? 0
     let list = try session.desktop.systemMusic().apps
     if let apps {

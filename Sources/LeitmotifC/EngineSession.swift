@@ -205,7 +205,8 @@ final class EngineSession: @unchecked Sendable {
     -> AuthorizationStatus
   {
     try requesting.withLock { _ throws(CAPIError) -> AuthorizationStatus in
-      prompt.set(function.map { CPrompt(function: $0, userData: userData) })
+      let engine = callbacks.engineBits.load(ordering: .acquiring)
+      prompt.set(function.map { CPrompt(function: $0, userData: userData, engine: engine) })
       defer { prompt.set(nil) }
       let status: AuthorizationStatus
       do {
@@ -219,10 +220,12 @@ final class EngineSession: @unchecked Sendable {
   }
 }
 
-/// A C prompt function with its user data.
+/// A C prompt function with its user data, and the engine whose request calls it.
 struct CPrompt: @unchecked Sendable {
   var function: lm_prompt_fn
   var userData: UnsafeMutableRawPointer?
+  /// The handle's bits: inside the prompt it is one of the engine's callbacks (see `CallbackThread`).
+  var engine: UInt
 }
 
 /// The library's prompt: the game's C function while a request runs, else the terminal.
@@ -235,8 +238,12 @@ final class ForwardingPrompt: AuthorizationPrompt {
     guard let prompt = current.withLock({ $0 }) else {
       return TerminalPrompt().askForLibraryAccess(applicationName: applicationName, usageDescription: usageDescription)
     }
-    let answer = applicationName.withCString { name in
-      usageDescription.withCString { usage in prompt.function(name, usage, prompt.userData) }
+    // One of the engine's callbacks: destroying the engine from it is refused (the request
+    // went on with a destroyed engine and said all was well).
+    let answer = CallbackThread.running(engine: prompt.engine) {
+      applicationName.withCString { name in
+        usageDescription.withCString { usage in prompt.function(name, usage, prompt.userData) }
+      }
     }
     switch answer {
     case 1: return true

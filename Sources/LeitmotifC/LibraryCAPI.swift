@@ -32,8 +32,13 @@ public func lmLibraryScan(
     if let out { try checkedSize(out.pointee.struct_size, of: "lm_scan_result", MemoryLayout<lm_scan_result>.size) }
     let report: ScanReport
     do throws(LibraryError) {
+      // The progress function is one of the engine's callbacks: destroying the engine from it
+      // is refused (the scan went on, calling it, for an engine destroyed).
+      let engine = session.callbacks.engineBits.load(ordering: .acquiring)
       report = try session.library.scan(waitingUpToSeconds: 30) { step in
-        progress?(Int32(clamping: step.filesRead), Int32(clamping: step.filesToRead), userData)
+        CallbackThread.running(engine: engine) {
+          progress?(Int32(clamping: step.filesRead), Int32(clamping: step.filesToRead), userData)
+        }
       }
     } catch {
       throw libraryError(error)
@@ -144,7 +149,7 @@ extension EngineSession {
   /// (title, artist or album contains the text), from the whole library or one playlist.
   func songs(_ query: lm_query?) throws(CAPIError) -> [MediaItem] {
     var swiftQuery = try grouping(query?.sort ?? LM_SORT_TITLE)
-    if let query, query.predicate_count > 0 {
+    if let query, try cSize(query.predicate_count, "query.predicate_count") > 0 {
       let predicates = try required(query.predicates, "query.predicates (with a count of \(query.predicate_count))")
       for index in 0..<query.predicate_count {
         swiftQuery.addFilterPredicate(try predicate(predicates, index))
@@ -235,6 +240,7 @@ private func fill(_ out: UnsafeMutablePointer<lm_media_item>, with item: MediaIt
 
 /// Checks an output array's pointer and capacity: NULL goes with 0 only.
 private func checkedArray(_ pointer: UnsafeMutableRawPointer?, _ capacity: Int, _ name: String) throws(CAPIError) {
+  _ = try cSize(capacity, "capacity")
   guard (pointer == nil) == (capacity == 0) else {
     throw .invalidArgument(
       pointer == nil ? "\(name) is NULL with a capacity of \(capacity)" : "\(name) has a capacity of 0 (pass NULL)")
@@ -258,7 +264,7 @@ public func lmLibraryQuery(
     }
     let stride = try items.map { first throws(CAPIError) in try arrayStride(of: first, "lm_media_item") } ?? 0
     let songs = try session.songs(given)
-    let offset = min(songs.count, given?.offset ?? 0)
+    let offset = min(songs.count, try cSize(given?.offset ?? 0, "query.offset"))
     let count = min(capacity, songs.count - offset)
     if let items {
       let base = UnsafeMutableRawPointer(items)
@@ -308,7 +314,7 @@ public func lmLibraryPlaylists(
 @_cdecl("lm_set_picks")
 public func lmSetPicks(_ handle: OpaquePointer?, _ ids: UnsafePointer<UInt64>?, _ count: Int) -> lm_error {
   withEngine(handle) { session throws(CAPIError) in
-    guard count >= 0 else { throw .invalidArgument("count \(count) is out of range") }
+    _ = try cSize(count, "count")
     let picked = try session.items(ids, count)
     session.director.setPicks(picked.isEmpty ? nil : MediaItemCollection(items: picked))
   }
@@ -328,7 +334,7 @@ public func lmSetQueueShuffled(
   _ repeatMode: lm_repeat_mode, _ shuffleMode: lm_shuffle_mode
 ) -> lm_error {
   withEngine(handle) { session throws(CAPIError) in
-    guard count >= 0 else { throw .invalidArgument("count \(count) is out of range") }
+    _ = try cSize(count, "count")
     let transition = TransitionSpec(seconds: try checkedSeconds(seconds, "seconds"), moment: try moment(at))
     let repeats: RepeatMode
     switch repeatMode {

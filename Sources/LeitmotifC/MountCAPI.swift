@@ -45,7 +45,7 @@ private func mountError(_ error: MountedFiles.MountError) -> CAPIError { .invali
 public func lmMountMemory(_ path: UnsafePointer<CChar>?, _ data: UnsafeRawPointer?, _ size: Int) -> lm_error {
   withoutEngine { () throws(CAPIError) in
     let path = try CString.nonEmpty(path, "path")
-    guard size > 0 else { throw .invalidArgument("size is 0: a mounted file needs bytes") }
+    guard try cSize(size, "size") > 0 else { throw .invalidArgument("size is 0: a mounted file needs bytes") }
     let data = try required(data, "data")
     let bytes = [UInt8](UnsafeRawBufferPointer(start: data, count: size))
     do throws(MountedFiles.MountError) {
@@ -69,7 +69,7 @@ public func lmMountFiles(
     let copied = FileCallbacks(callbacks: callbacks.pointee)
     guard copied.callbacks.open != nil else { throw .invalidArgument("callbacks->open is NULL") }
     guard copied.callbacks.read != nil else { throw .invalidArgument("callbacks->read is NULL") }
-    guard count >= 0 else { throw .invalidArgument("name_count is \(count)") }
+    _ = try cSize(count, "name_count")
     var files: [String] = []
     if count > 0 {
       let names = try required(names, "names")
