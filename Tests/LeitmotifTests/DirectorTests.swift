@@ -1719,6 +1719,44 @@ struct DirectorLibraryTests {
         == DirectorFixture.explorePitch, "\(restarted.summary)")
   }
 
+  @Test("A seek cued with a change while a stop fades moves where the new music starts, not the music fading out")
+  func seekAfterTheStop() throws {
+    let game = try DirectorFixture()
+    let sheet = try game.sheet(
+      """
+      { start: "explore", assets: "assets",
+        sources: { calm: { bundled: "explore.ogg" }, tense: { bundled: "combat.ogg" } },
+        states: { explore: { music: "calm" }, combat: { music: "tense", transition: { seconds: 0 } } },
+        rules: [
+          { on: "died", do: { stop: true, fade: 1 } },
+          { on: "restart", do: [{ state: "combat" }, { seek: 4 }] },
+          { on: "restart.plain", do: { state: "combat" } },
+        ] }
+      """)
+    func run(_ restart: String) throws -> (left: [Float], timeline: CueTimeline, firstBar: Int?) {
+      let beats = Mutex<[MusicBeat]>([])
+      var options = CueSimulation.Options()
+      options.onBeat = { beat in beats.withLock { $0.append(beat) } }
+      let (left, timeline) = try game.simulate(
+        sheet, [.cue(1, "died"), .cue(1.5, restart)], seconds: 3, options: options)
+      let firstBar = beats.withLock { $0 }.first { $0.item.title == "Combat" }?.bar
+      return (left, timeline, firstBar)
+    }
+    // The stop fades the explore music out until 2 s; combat comes in from there, 4 s into its
+    // file (120 BPM: bar 3), where the seek asked.
+    let seeking = try run("restart")
+    let plain = try run("restart.plain")
+    #expect(seeking.firstBar == 3, "combat from 4 s: \(seeking.timeline.summary)")
+    #expect(plain.firstBar == 1, "\(plain.timeline.summary)")
+    // The music fading out is untouched by the seek (it jumped to 4 s of the explore music).
+    let stopFrame = 2 * 48_000
+    let untouched = seeking.left[..<stopFrame].elementsEqual(plain.left[..<stopFrame])
+    #expect(untouched, "\(seeking.timeline.summary)")
+    #expect(
+      seeking.timeline.summary.contains("seek to 4 s: where the music after the stop starts"),
+      "\(seeking.timeline.summary)")
+  }
+
   @Test("The game's queue set while a stop fades plays after the stop, at full volume")
   func gameQueueAfterAStop() throws {
     let (game, library, song) = try librarySong()

@@ -884,7 +884,10 @@ final class DirectorCore {
 
   /// Puts the game's queue on the player: levelled to the score's loudness as the player's
   /// songs are, with the current state's loop and item transition.
-  private func applyQueue(_ queue: GameQueue, cause: LevelEvent?, landing: (QueuePlayer.Landing, at: Double)? = nil) {
+  /// `seek`: asked for while the queue waited (for a stop's end): where its first song starts.
+  private func applyQueue(
+    _ queue: GameQueue, cause: LevelEvent?, landing: (QueuePlayer.Landing, at: Double)? = nil, seek: SeekTarget? = nil
+  ) {
     pendingBridge = nil
     let spec = queue.transition
     let state = currentState.flatMap { sheet.states[$0] }
@@ -903,7 +906,9 @@ final class DirectorCore {
     playingOrder = nil
     do {
       try putOnPlayer(
-        QueueDescriptor(entries: gridded), startingAt: nil, spec: spec, landing: landing?.0, wasPlaying: wasPlaying,
+        QueueDescriptor(entries: gridded), startingAt: seek.map { Self.seconds(of: $0, in: queue.items[0]) },
+        spec: spec,
+        landing: landing?.0, wasPlaying: wasPlaying,
         volume: Double(state?.volume ?? 1), rate: Double(state?.rate ?? 1),
         modes: QueuePlayer.Modes(
           repeatMode: queue.repeatMode, loopRepeat: state?.loop ?? player.loopRepeat,
@@ -1074,6 +1079,12 @@ final class DirectorCore {
   /// waiting for its line, its report held until then), for its action's report.
   private var calledOff: String?
 
+  /// A seek asked for while new music waits for a stop's fade to end (`afterTheStop`): where
+  /// that music starts. It moved the music fading out (a designer's "restart level" rule,
+  /// `[{ state: "hall" }, { seek: "start" }]`, cued during a death's fade: the dying boss music
+  /// jumped back to its start, and the hall came in from its start anyway).
+  private var seekAfterTheStop: SeekTarget?
+
   /// When the music's `stop` ends, while it fades out for it (nil when no stop waits).
   private var stopEndsAt: Double? {
     scheduled.first { if case .stop = $0.work { return true } else { return false } }?.time
@@ -1103,6 +1114,7 @@ final class DirectorCore {
     }
     pendingBridge = nil
     stoppedState = nil
+    seekAfterTheStop = nil
     schedule(work, at: stopAt, cause: cause)
     let description = what() + " after the stop (\(Self.format(stopAt)) s)"
     report(.scheduled(what: description, at: stopAt), cause: cause)
@@ -1509,7 +1521,7 @@ final class DirectorCore {
   private func applyStateChange(
     _ name: String, spec: TransitionSpec, cause: LevelEvent?,
     landing: (QueuePlayer.Landing, at: Double)? = nil, isRebuild: Bool = false, built: StateMusic? = nil,
-    lead: Double = 0, resumes: Bool = false
+    lead: Double = 0, resumes: Bool = false, seek: SeekTarget? = nil
   ) {
     guard let state = sheet.states[name] else { return }
     let music =
@@ -1575,7 +1587,10 @@ final class DirectorCore {
     var entrySeconds =
       resumeSeconds
       ?? entryPosition(spec.entry, for: first.item, outgoing: wasPlaying ? from : nil, at: landing?.0.heardFileSeconds)
-    if resumeSeconds == nil, let cue = spec.entryCue {
+    if let seek {
+      // A seek asked for while this music waited (for a stop's end): it starts there.
+      entrySeconds = Self.seconds(of: seek, in: first.item)
+    } else if resumeSeconds == nil, let cue = spec.entryCue {
       let duration = first.item.playbackDuration ?? .infinity
       if let point = cuePoints(named: cue, of: first.item).first(where: { $0 < duration }) {
         entrySeconds = point
@@ -2043,6 +2058,17 @@ final class DirectorCore {
   }
 
   private func seek(_ target: SeekTarget, fadeSeconds: Double, cause: LevelEvent?) -> String {
+    if stopEndsAt != nil,
+      scheduled.contains(where: {
+        switch $0.work {
+        case .changeState, .playQueue: return true
+        default: return false
+        }
+      })
+    {
+      seekAfterTheStop = target
+      return "seek to \(Self.describe(target)): where the music after the stop starts"
+    }
     guard let item = player.nowPlayingItem else { return "seek: nothing is playing" }
     if var bridge = pendingBridge, let state = currentState, bridge.state == state {
       // While a change waits for its line, a seek moves where the new music starts (see
@@ -2122,7 +2148,9 @@ final class DirectorCore {
   private func run(_ item: Scheduled) {
     switch item.work {
     case .changeState(let name, let spec, _):
-      applyStateChange(name, spec: spec, cause: item.cause)
+      let seek = seekAfterTheStop
+      seekAfterTheStop = nil
+      applyStateChange(name, spec: spec, cause: item.cause, seek: seek)
     case .stinger(let name, let file, let volume, let duck, let prepared, _):
       do {
         let stinger = try prepared ?? Player(engine: engine, item: file)
@@ -2150,7 +2178,9 @@ final class DirectorCore {
       retimeGridStingers(afterJumpTo: seconds)
       fade.move(to: 1, over: fadeBack, at: now)
     case .playQueue(let queue):
-      applyQueue(queue, cause: item.cause)
+      let seek = seekAfterTheStop
+      seekAfterTheStop = nil
+      applyQueue(queue, cause: item.cause, seek: seek)
     }
   }
 
