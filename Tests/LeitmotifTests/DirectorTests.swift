@@ -1275,6 +1275,61 @@ struct DirectorActionTests {
   }
 
   @Test(
+    "A reload that moves the volume of the state playing: through the next crossfade the outgoing music keeps the reloaded level, the incoming plays at its own"
+  )
+  func reloadedVolumeAcrossAChange() throws {
+    let game = try DirectorFixture()
+    func cues(exploreVolume: Double) -> String {
+      """
+      {
+        start: "explore",
+        \(DirectorFixture.sources)
+        states: {
+          explore: { music: "calm", volume: \(exploreVolume), transition: { seconds: 0 } },
+          combat: { music: "tense", transition: { seconds: 2, curve: "linear" } },
+        },
+        rules: [ { on: "fight", do: { state: "combat" } } ],
+      }
+      """
+    }
+    // Explore at 1; the reload at 1 s sets it to 0.5 (over 0.25 s); "fight" at 2 s crossfades
+    // linearly to combat until 4 s. With no reload, the same levels at volume 1.
+    func run(reloading: Bool) throws -> [Double] {
+      let engine = try AudioEngine(output: .offline(sampleRate: 48_000, renderFrames: 256))
+      _ = try game.sheet(cues(exploreVolume: 1))
+      let director = try Director(engine: engine, cueFile: game.cuePath, clocking: .pumped)
+      var left = [Float]()
+      var buffer = [Float](repeating: 0, count: 2 * 256)
+      while left.count < 5 * 48_000 {
+        if reloading, (48_000..<48_256).contains(left.count) {
+          _ = try game.sheet(cues(exploreVolume: 0.5))
+          #expect(director.reload().allSatisfy { $0.severity != .error })
+        }
+        if (96_000..<96_256).contains(left.count) { director.post("fight") }
+        director.advance(toAudioTime: Double(left.count) / 48_000)
+        buffer.withUnsafeMutableBufferPointer { engine.render(into: $0.baseAddress!, frameCount: 256) }
+        for frame in 0..<256 { left.append(buffer[2 * frame]) }
+      }
+      director.shutdown()
+      return [
+        Listen.level(of: DirectorFixture.explorePitch, in: Listen.window(left, 1.5, 1.9)),
+        Listen.level(of: DirectorFixture.explorePitch, in: Listen.window(left, 2.95, 3.05)),
+        Listen.level(of: DirectorFixture.combatPitch, in: Listen.window(left, 2.95, 3.05)),
+        Listen.level(of: DirectorFixture.combatPitch, in: Listen.window(left, 4.3, 4.9)),
+      ]
+    }
+    let plain = try run(reloading: false)
+    let reloaded = try run(reloading: true)
+    let ratios = zip(reloaded, plain).map { $0 / $1 }
+    // Explore at half before the change and through it (half of the fade's half in the middle);
+    // combat at its own level, in the fade's middle too.
+    #expect(abs(ratios[0] - 0.5) < 0.02, "explore after the reload: \(ratios)")
+    #expect(abs(ratios[1] - 0.5) < 0.03, "explore in the fade's middle: \(ratios)")
+    #expect(abs(ratios[2] - 1) < 0.03, "combat in the fade's middle: \(ratios)")
+    #expect(abs(ratios[3] - 1) < 0.02, "combat after: \(ratios)")
+  }
+
+  @Test(
     "A crossfade between states of different rates: the outgoing music keeps its own speed and pitch, while the change waits for its bar and through the fade; the incoming plays at its own from its first frame"
   )
   func stateRatesAcrossACrossfade() throws {

@@ -48,6 +48,9 @@ final class DirectorCore {
   /// The least volume baked into a queue: a quieter state is baked at this and the rest is
   /// `stateVolume`, which the mix gain can raise again by as much on a reload.
   static let leastBakedVolume = 1.0 / 16
+  /// The most volume baked into a queue (+12 dB): against a state volume a reload lowered (see
+  /// `putOnPlayer`); beyond it, `stateVolume` moves over the change as it used to.
+  static let mostBakedVolume = 4.0
   /// The state's rate over what is baked into the queue's entries (see `putOnPlayer`): 1, unless
   /// a reload changed the rate of the state that plays.
   private var stateRate = Ramp(1)
@@ -1032,7 +1035,9 @@ final class DirectorCore {
         // The pickup is seconds of its file; it plays at the music's speed now (the rate and
         // tempo set, the drives) times the state's own rate. It was taken as seconds heard: at
         // rate 0.8 a two-bar pickup's downbeat came 0.8 s after the line (a designer's trial).
-        let baked = min(Double(Voice.rateRange.upperBound), max(Double(Voice.rateRange.lowerBound), Double(state.rate)))
+        // (The state's rate as `putOnPlayer` bakes it: against what a reload moved the rate by.)
+        let carried = max(1e-6, stateRate.value(at: now))
+        let baked = Self.clampedRate(Self.clampedRate(Double(state.rate)) / carried)
         let speed = max(0.01, mixSpeed(at: now) * Double(first.rate ?? 1) * baked)
         lead = pickupSeconds(of: first.item, source: music.origins[first.item.assetURL.path]?.source) / speed
       }
@@ -1665,13 +1670,21 @@ final class DirectorCore {
     wasPlaying: Bool, hold: Double = 0, volume: Double, rate: Double, rampAt: Double? = nil,
     modes: QueuePlayer.Modes
   ) throws {
-    let baked = max(Self.leastBakedVolume, min(1, volume))
-    let rate = min(Double(Voice.rateRange.upperBound), max(Double(Voice.rateRange.lowerBound), rate))
+    // What a reload moved the music playing by (`stateVolume` and `stateRate` other than 1):
+    // the music playing keeps it through the change, and the new music is baked against it, so
+    // each plays at its own state's level and speed. The new music took the reload's level
+    // through its pickup, and the music fading out swelled back to its old level (a designer's
+    // trial: a hall's volume saved at 0.5 while it played, then a change to a fight).
+    let carriedVolume = wasPlaying ? max(1e-6, stateVolume.value(at: rampAt ?? now)) : 1
+    let baked = max(Self.leastBakedVolume, min(carriedVolume < 1 ? Self.mostBakedVolume : 1, volume / carriedVolume))
+    let target = Self.clampedRate(rate)
+    let rate = Self.clampedRate(target / (wasPlaying ? max(1e-6, stateRate.value(at: rampAt ?? now)) : 1))
     var descriptor = descriptor
     if baked != 1 {
       let decibels = 20 * log10(baked)
       for index in descriptor.entries.indices {
-        descriptor.entries[index].gainDecibels = (descriptor.entries[index].gainDecibels ?? 0) + decibels
+        // (An entry's gain is at most +24 dB.)
+        descriptor.entries[index].gainDecibels = min(24, (descriptor.entries[index].gainDecibels ?? 0) + decibels)
       }
     }
     if rate != 1 {
@@ -1698,11 +1711,16 @@ final class DirectorCore {
     // (The ramps count from the mix update at the end of this step, whatever the order here.)
     if wasPlaying {
       stateVolume.move(to: volume / baked, over: spec.seconds, at: rampAt ?? now)
-      stateRate.move(to: 1, over: spec.seconds, at: rampAt ?? now)
+      stateRate.move(to: target / rate, over: spec.seconds, at: rampAt ?? now)
     } else {
       stateVolume.set(volume / baked)
       stateRate.set(1)
     }
+  }
+
+  /// `rate` within what a voice can play.
+  static func clampedRate(_ rate: Double) -> Double {
+    min(Double(Voice.rateRange.upperBound), max(Double(Voice.rateRange.lowerBound), rate))
   }
 
   /// The state whose queue plays, and its entries' files in order: its resume point when it is left.
