@@ -202,6 +202,29 @@ struct PickupTests {
     #expect(early.timeline.lines.contains { $0.contains("its pickup from 4.32") }, "\(early.timeline.summary)")
   }
 
+  @Test("A stinger on the beat during a pickup lands on the beat of the music heard, not of the pickup's piece")
+  func stingerDuringThePickup() throws {
+    let game = try Self.game()
+    let sheet = try game.sheet(
+      """
+      { start: "explore", assets: "assets",
+        sources: { calm: { bundled: "explore.ogg" }, big: { bundled: "boss.ogg", pickup: 1 } },
+        states: { explore: { music: "calm" }, boss: { music: "big", transition: { seconds: 0.25, at: "bar", pickup: true } } },
+        rules: [
+          { on: "boss", do: { state: "boss" } },
+          { on: "hit", do: { stinger: "hit.ogg", at: "beat" } },
+        ] }
+      """)
+    // "boss" at 2.5 s: explore's bar at 4 s, the boss piece's pickup (1 s) from 3 s. "hit" at
+    // 3.2 s: explore's next beat (120 BPM) is at 3.5 s; the boss piece's (90 BPM, its bars from
+    // 1 s in) at 3.33 s, which the hit took.
+    let (left, timeline) = try game.simulate(sheet, [.cue(2.5, "boss"), .cue(3.2, "hit")], seconds: 5)
+    #expect(timeline.summary.contains("on the beat (3.5 s)"), "\(timeline.summary)")
+    let hit = DirectorFixture.stingerPitch
+    #expect(Listen.level(of: hit, in: Listen.window(left, 3.36, 3.49)) < 0.01, "\(timeline.summary)")
+    #expect(Listen.level(of: hit, in: Listen.window(left, 3.51, 3.7)) > 0.1, "\(timeline.summary)")
+  }
+
   @Test("During a pickup the music playing holds its level; it fades from the downbeat on")
   func outgoingHoldsThroughThePickup() throws {
     let game = try Self.game()
