@@ -1774,6 +1774,35 @@ struct DirectorLibraryTests {
         == DirectorFixture.explorePitch, "\(restarted.summary)")
   }
 
+  @Test("A change at the item's end replaces the item's own transition into its repeat: no second copy before it")
+  func changeAtTheEndReplacesTheRepeat() throws {
+    let game = try DirectorFixture()
+    // 6 s: 440 Hz for its first second, then 660 Hz; a repeat starting would be heard as 440.
+    let format = PCMFormat.stereo48000
+    let samples =
+      ToneGenerator.sine(frequency: 440, amplitude: 0.4, seconds: 1, format: format)
+      + ToneGenerator.sine(frequency: 660, amplitude: 0.4, seconds: 5, format: format)
+    try VorbisEncoder.encode(
+      samples: samples, format: format, tags: [("TITLE", "Two Parts")], to: game.assets + "/parts.ogg")
+    let sheet = try game.sheet(
+      """
+      { start: "play", assets: "assets",
+        sources: { parts: { bundled: "parts.ogg" }, tense: { bundled: "combat.ogg" } },
+        states: { play: { music: "parts", between: { seconds: 3 } }, combat: { music: "tense" } },
+        rules: [ { on: "done", do: { crossfade: "combat", seconds: 1, at: "end" } } ] }
+      """)
+    // "done" at 1.5 s: combat from 5 s, crossfading until the item ends at 6 s. The item's own
+    // 3 s crossfade into its repeat would begin at 3 s.
+    let (left, timeline) = try game.simulate(sheet, [.cue(1.5, "done")], seconds: 7)
+    #expect(timeline.summary.contains("(5 s)"), "\(timeline.summary)")
+    let repeatHeard = Listen.level(of: 440, in: Listen.window(left, 3.2, 5.8))
+    #expect(repeatHeard < 0.01, "the item's repeat began under it: \(repeatHeard)\n\(timeline.summary)")
+    #expect(Listen.level(of: 660, in: Listen.window(left, 3.2, 4.8)) > 0.2, "\(timeline.summary)")
+    #expect(
+      Listen.loudest(left, 6.1, 6.9, among: [440, 660, DirectorFixture.combatPitch]) == DirectorFixture.combatPitch,
+      "\(timeline.summary)")
+  }
+
   @Test("A seek cued with a change while a stop fades moves where the new music starts, not the music fading out")
   func seekAfterTheStop() throws {
     let game = try DirectorFixture()

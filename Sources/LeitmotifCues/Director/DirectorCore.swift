@@ -1352,7 +1352,9 @@ final class DirectorCore {
           "\"\(item.displayName)\" ends in \(Self.format(max(0, (end - position) / rate))) s, less than the crossfade: "
           + "it begins now"
       }
-      return (landsAt, fileSeconds > position ? QueuePlayer.Landing(fileSeconds: fileSeconds, everySeconds: nil) : nil)
+      var landing = QueuePlayer.Landing(fileSeconds: fileSeconds, everySeconds: nil)
+      landing.replacesHandOver = true
+      return (landsAt, fileSeconds > position ? landing : nil)
     }
   }
 

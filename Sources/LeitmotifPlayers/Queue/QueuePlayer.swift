@@ -284,6 +284,11 @@ public final class QueuePlayer: MediaPlayback {
     /// Where the music is in its file on the line: `fileSeconds`, or for a line in the next
     /// pass the loop's start plus `afterSeconds`.
     package var heardFileSeconds: Double
+    /// The new music takes the place of what the playing item hands over to at its end (a change
+    /// `at: "end"`): the item's own transition into its next item or its repeat is called off.
+    /// It started first when longer than the change's crossfade (a fight's 3 s `between` into
+    /// its repeat, a second copy heard a second before the change's 2 s crossfade).
+    package var replacesHandOver = false
 
     package init(fileSeconds: Double, everySeconds: Double?) {
       self.fileSeconds = fileSeconds
@@ -461,7 +466,9 @@ public final class QueuePlayer: MediaPlayback {
         let trigger = landing.flatMap { landing in
           state.voices.current.map { landing.trigger(voice: $0.handle, token: state.voices.currentToken) }
         }
-        crossfade(to: now, fade: transition, trigger: trigger, hold: holdOutgoingSeconds, &state)
+        crossfade(
+          to: now, fade: transition, trigger: trigger, hold: holdOutgoingSeconds,
+          keepingHandOver: !(landing?.replacesHandOver ?? false), &state)
       } else {
         releaseAllVoices(&state)
         state.requestedSeekSeconds = startSeconds.map { max(startFloor, $0) }
@@ -1600,9 +1607,11 @@ public final class QueuePlayer: MediaPlayback {
   }
 
   /// Starts `id` on a new voice, crossfading from every voice of this player that can be heard.
+  /// `keepingHandOver`: with a `trigger`, whether the music playing keeps its hand-over to its
+  /// next item (see below), or ends where it ends (see `Landing.replacesHandOver`).
   private func crossfade(
     to id: Int, from previous: MediaItem? = nil, fade override: Transition? = nil, trigger: StartTrigger? = nil,
-    hold: Double = 0, _ state: inout State
+    hold: Double = 0, keepingHandOver: Bool = true, _ state: inout State
   ) {
     let fade = override ?? state.pendingFade ?? transition(into: id, state)
     state.pendingFade = nil
@@ -1636,7 +1645,7 @@ public final class QueuePlayer: MediaPlayback {
     // A crossfade that lands on a later line leaves the outgoing music as it was until then: if
     // its item ends first, its next item (or its repeat) takes over as it would have, and fades
     // out in its turn; the item alone ended on the line, and the crossfade faded out silence.
-    let from = takeAudibleVoices(&state, keepingHandOver: trigger != nil)
+    let from = takeAudibleVoices(&state, keepingHandOver: trigger != nil && keepingHandOver)
     start(id, playing: true, fadeFrom: from, fade: fade, trigger: trigger, hold: hold, &state)
   }
 
