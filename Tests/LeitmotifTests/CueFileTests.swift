@@ -291,6 +291,42 @@ struct CueFileTests {
       ], "\(messages)")
   }
 
+  @Test(
+    "One mistake, one error: bars next to a wrong at, references to a layer whose music is wrong; avoidRepeat over the files is a warning"
+  )
+  func oneMistakeOneError() {
+    let text = """
+      {
+        start: "a",
+        assets: "music",
+        parameters: { danger: { drives: [{ target: "volume", layer: "drums", curve: [[0, 0], [1, 1]] }] } },
+        sources: {
+          calm: { bundled: ["explore.ogg", "battle.ogg"], order: "random", avoidRepeat: 2 },
+          theirs: { library: { genre: "Rock" } },
+        },
+        states: {
+          a: { music: "calm", layers: { drums: { music: "theirs" } } },
+          b: { music: "calm" },
+        },
+        rules: [{ on: "go", do: { crossfade: "b", at: "bars", bars: 2 } }, { on: "in", do: { layer: "drums", volume: 1 } }],
+      }
+      """
+    let problems = folder.check(text).problems
+    let errors = problems.filter { $0.severity == .error }.map(\.message)
+    // Each used to bring a second error: "bars counts bar lines: it goes with at: \"bar\" (here
+    // at is \"end\")", and "no state has a layer named \"drums\"" at the drive and the action.
+    #expect(
+      errors == [
+        "\"theirs\" is a source of the player's music; a layer plays a bundled source (the game's own stems)",
+        "\"bars\" is not one of now, beat, bar, end or exit, or { cue: \"NAME\" }; did you mean \"bar\"?",
+      ], "\(errors)")
+    let warnings = problems.filter { $0.severity == .warning }.map(\.message)
+    #expect(
+      warnings.contains(
+        "avoidRepeat 2 with 2 files: at most 1 can be kept from playing again, and then the draws make one fixed cycle; it acts as 1"
+      ), "\(warnings)")
+  }
+
   @Test("A value of the wrong type says what was expected and what was found")
   func wrongTypes() {
     let text = """
@@ -378,7 +414,7 @@ struct CueFileTests {
         "bundled file \"broken.ogg\" cannot be played: not Ogg Vorbis, Opus, MP3, FLAC, WAV or AIFF: it looks like text",
         "no source named \"calmm\"; did you mean \"calm\"?",
         "\"calm\" is a bundled source; expected a source of the player's music (library, picks or playlist)",
-        "no state named \"boss\"",
+        "no state named \"boss\" (the states: \"a\" and \"b\")",
         "no parameter named \"volume\"",
         "no source and no bundled file named \"boom.ogg\" (in \(music))",
       ])

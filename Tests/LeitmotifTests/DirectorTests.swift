@@ -62,6 +62,7 @@ struct DirectorRuleTests {
         { name: "hot", on: "heat", when: { parameters: { intensity: { above: 0.5 } } }, do: { state: "combat" } },
         { name: "low", on: "pick", priority: 1, do: { volume: 0.9 } },
         { name: "high", on: "pick", priority: 5, do: { volume: 0.8 } },
+        { name: "alarm", on: "alarm", when: { notState: ["combat"] }, do: { state: "combat" } },
       ],
     }
     """
@@ -78,6 +79,15 @@ struct DirectorRuleTests {
     #expect(timeline.events[0].reason?.contains("threat") == true, "\(timeline.summary)")
     #expect(timeline.state(at: 1.5) == "explore")
     #expect(timeline.state(at: 2.5) == "combat")
+  }
+
+  @Test("A notState condition: the rule fires outside those states; inside, the report says the state is left out")
+  func notState() throws {
+    let timeline = try run([.cue(1, "alarm"), .cue(2, "alarm")])
+    #expect(timeline.events.map(\.outcome) == ["fired", "ignored"], "\(timeline.summary)")
+    #expect(
+      timeline.events[1].reason?.contains(#"the state is "combat", which its notState leaves out"#) == true,
+      "\(timeline.summary)")
   }
 
   @Test("A game parameter condition")

@@ -177,11 +177,15 @@ struct JSON5ParserTests {
   @Test("Literals: null, true, false; anything else unquoted is not a value")
   func literals() throws {
     #expect(try parsed("[null, true, false]") == "[null,true,false]")
-    #expect(syntaxError("tru")?.description == "1:1: expected a value, found 'tru'")
-    #expect(syntaxError("{ loop: True }")?.description == "1:9: expected a value, found 'True'")
-    #expect(syntaxError("[nulls]")?.description == "1:2: expected a value, found 'nulls'")
+    #expect(syntaxError("tru")?.description == "1:1: expected a value, found 'tru'; did you mean true?")
+    #expect(syntaxError("{ loop: True }")?.description == "1:9: expected a value, found 'True'; did you mean true?")
+    #expect(syntaxError("[nulls]")?.description == "1:2: expected a value, found 'nulls'; did you mean null?")
+    // A bare word is text without its quotes.
+    #expect(
+      syntaxError("{ start: hall }")?.description == "1:10: expected a value, found 'hall'; text needs quotes: \"hall\""
+    )
     #expect(syntaxError("[undefined]")?.description == "1:2: expected a value, found 'undefined'")
-    #expect(syntaxError("[é]")?.description == "1:2: expected a value, found 'é'")
+    #expect(syntaxError("[é]")?.description == "1:2: expected a value, found 'é'; text needs quotes: \"é\"")
     #expect(syntaxError("}")?.description == "1:1: expected a value, found '}'")
   }
 

@@ -466,7 +466,10 @@ final class DirectorCore {
       return
         "the state is \(currentState.map { "\"\($0)\"" } ?? "none"), not \(states.map { "\"\($0)\"" }.joined(separator: " or "))"
     }
-    if let state = currentState, conditions.notStates.contains(state) { return "not in state \"\(state)\"" }
+    if let state = currentState, conditions.notStates.contains(state) {
+      // (It read "not in state ...", which says the opposite of why.)
+      return "the state is \"\(state)\", which its notState leaves out"
+    }
     for (key, test) in conditions.payload where !test.passes(event.payload[key]) {
       return "payload \(key) = \(event.payload[key].map { "\($0)" } ?? "absent") fails its test"
     }

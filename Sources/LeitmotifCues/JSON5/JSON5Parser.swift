@@ -220,6 +220,13 @@ struct JSON5Parser {
       case "false": kind = .bool(false)
       case "Infinity": kind = .number(.infinity)
       case "NaN": kind = .number(.nan)
+      case let word where !word.isEmpty && end - offset <= 40:
+        // A bare word where a value goes is a literal mistyped ("True"), or else nearly always
+        // text that lost its quotes.
+        let hint =
+          closestMatch(to: word, among: ["true", "false", "null", "Infinity", "NaN"]).map { "did you mean \($0)?" }
+          ?? "text needs quotes: \"\(word)\""
+        throw error(at: offset, "expected a value, found \(describeFound(at: offset)); \(hint)")
       default: throw error(at: offset, "expected a value, found \(describeFound(at: offset))")
       }
       offset = end

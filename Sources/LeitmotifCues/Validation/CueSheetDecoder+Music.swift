@@ -152,7 +152,19 @@ extension CueSheetDecoder {
       }
       var music = MusicSource(name: member.key, kind: kind ?? .picks)
       if let order = word(source, "order", MusicSource.Order.self) { music.order = order }
-      if let avoid = integer(source, "avoidRepeat", NumberRange(0, 1_000)) { music.avoidRepeat = Int(avoid) }
+      if let avoid = integer(source, "avoidRepeat", NumberRange(0, 1_000)) {
+        music.avoidRepeat = Int(avoid)
+        // Held back from all the items there are, a random draw has one choice: the same cycle
+        // every time round (it acts as one less; said, as it was not).
+        if case .bundled(let selection)? = kind, selection.files.count > 1, Int(avoid) >= selection.files.count,
+          let location = source["avoidRepeat"]?.location
+        {
+          warning(
+            location, source.path("avoidRepeat"),
+            "avoidRepeat \(Int(avoid)) with \(selection.files.count) files: at most \(selection.files.count - 1) can be kept "
+              + "from playing again, and then the draws make one fixed cycle; it acts as \(selection.files.count - 1)")
+        }
+      }
       if let fallback = source["fallback"], let target = string(fallback, source.path("fallback")) {
         fallbacks[member.key] = (target, fallback.location)
         music.fallback = target
@@ -470,7 +482,11 @@ extension CueSheetDecoder {
   /// Whether `name` is a declared state; reports it when not.
   mutating func stateReference(_ name: String, at location: JSON5.SourceLocation, _ path: String) -> Bool {
     guard stateNames.contains(name) else {
-      error(location, path, "no state named \"\(name)\"" + Self.suggestion(for: name, among: stateNames))
+      // No near miss: the states there are, so the designer need not go and look.
+      let hint =
+        closestMatch(to: name, among: stateNames) == nil && !stateNames.isEmpty && stateNames.count <= 16
+        ? " (the states: \(Self.list(stateNames.sorted().map { "\"\($0)\"" }, conjunction: "and")))" : ""
+      error(location, path, "no state named \"\(name)\"" + Self.suggestion(for: name, among: stateNames) + hint)
       return false
     }
     return true
@@ -604,6 +620,7 @@ extension CueSheetDecoder {
       error(value.location, path, "\(members.count) layers; a state has at most \(Voice.maximumLayers)")
     }
     for member in members {
+      declaredLayerNames.insert(member.key)
       let layerPath = Self.path(path, member.key)
       var sourceValue: JSON5Value?
       var volume: Float = 1
@@ -656,7 +673,8 @@ extension CueSheetDecoder {
   /// Every layer named by a drive or an action must be a layer of some state.
   mutating func checkLayerReferences() {
     let names = Set(sheet.states.values.flatMap { $0.layers.map(\.name) })
-    for reference in layerReferences where !names.contains(reference.name) {
+    for reference in layerReferences
+    where !names.contains(reference.name) && !declaredLayerNames.contains(reference.name) {
       error(
         reference.location, reference.path,
         "no state has a layer named \"\(reference.name)\"" + Self.suggestion(for: reference.name, among: names.sorted())
@@ -799,6 +817,9 @@ extension CueSheetDecoder {
   mutating func applyTransitionKeys(_ fields: Fields, to spec: inout TransitionSpec) {
     if let seconds = number(fields, "seconds", .seconds) { spec.seconds = seconds }
     if let curve = word(fields, "curve", FadeCurve.self) { spec.curve = curve }
+    // Whether `at` was given and is not understood: what goes with it is not judged against it
+    // (a `bars` next to `at: "bars"` was said to go with "bar", "here at is end": the default).
+    var atUnknown = false
     if let at = fields["at"] {
       if let cue = namedCue(at, fields.path("at")) {
         spec.exitCue = cue
@@ -808,12 +829,14 @@ extension CueSheetDecoder {
         spec.exitCue = "exit"
         spec.moment = .now
       } else if at.stringValue == nil && at.objectValue == nil {
+        atUnknown = true
         mismatch(
           at, fields.path("at"),
           expected: "a string (\"now\", \"beat\", \"bar\", \"end\" or \"exit\") or { cue: \"NAME\" }")
       } else if let string = at.stringValue, TransitionSpec.Moment(rawValue: string) == nil {
         // Every word `at` takes, and the cue form: the moments alone left "exit" and cues out.
         let words = TransitionSpec.Moment.allCases.map(\.rawValue) + ["exit"]
+        atUnknown = true
         error(
           at.location, fields.path("at"),
           "\"\(string)\" is not one of \(Self.list(words)), or { cue: \"NAME\" }"
@@ -834,7 +857,7 @@ extension CueSheetDecoder {
     }
     if let bars = integer(fields, "bars", NumberRange(1, 64)) {
       spec.bars = Int(bars)
-      if spec.moment != .bar {
+      if spec.moment != .bar, !atUnknown {
         error(
           fields["bars"]!.location, fields.path("bars"),
           "bars counts bar lines: it goes with at: \"bar\" (here at is \"\(spec.moment.rawValue)\")")

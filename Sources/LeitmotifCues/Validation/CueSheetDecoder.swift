@@ -189,6 +189,9 @@ struct CueSheetDecoder {
   var enteredStates: Set<String> = []
   /// Layer names that drives and actions refer to, checked against the states' layers at the end.
   var layerReferences: [(name: String, location: JSON5.SourceLocation, path: String)] = []
+  /// Every layer a state declares, valid or not: a reference to one that has an error of its own
+  /// is not an error too (a layer of the player's songs was also "no state has a layer named").
+  var declaredLayerNames: Set<String> = []
   /// Where each rule of `sheet.rules` has its `on` and its name (its `name`, else its `{`), for
   /// warnings about the rule.
   var rulePlaces: [(cues: JSON5.SourceLocation, cuesPath: String, name: JSON5.SourceLocation, namePath: String)] = []
