@@ -1813,6 +1813,29 @@ struct DirectorLibraryTests {
       "\(timeline.summary)")
   }
 
+  @Test(
+    "An item the queue moves on to again after a skip back is reported when it is heard again, not when it was first")
+  func nowPlayingAgainAfterASkipBack() throws {
+    let game = try DirectorFixture()
+    let sheet = try game.sheet(
+      """
+      { start: "play", assets: "assets",
+        sources: { two: { bundled: ["explore.ogg", "combat.ogg"] } },
+        states: { play: { music: "two", between: "gapless" } },
+        rules: [ { on: "near.end", do: { seek: 11.9 } }, { on: "past.end", do: { seek: 86400 } }, { on: "back", do: { skip: "previous" } } ] }
+      """)
+    // Explore's end at about 1.1 s: combat; back to explore at 1.5 s; at 2.5 s a seek past its
+    // end: combat again, at once. That report said 1.11 s, when combat was first heard.
+    let (_, timeline) = try game.simulate(
+      sheet, [.cue(1, "near.end"), .cue(1.5, "back"), .cue(2.5, "past.end")], seconds: 4)
+    let combat = timeline.lines.filter { $0.contains(#"now playing "Combat""#) }
+    let times = combat.compactMap { Double($0.trimmingCharacters(in: .whitespaces).split(separator: " ")[0]) }
+    #expect(times.count == 2, "\(timeline.summary)")
+    if times.count == 2 {
+      #expect(abs(times[0] - 1.1) < 0.02 && abs(times[1] - 2.5) < 0.02, "\(times)\n\(timeline.summary)")
+    }
+  }
+
   @Test("A seek cued with a change while a stop fades moves where the new music starts, not the music fading out")
   func seekAfterTheStop() throws {
     let game = try DirectorFixture()

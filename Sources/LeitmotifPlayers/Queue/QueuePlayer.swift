@@ -165,8 +165,11 @@ public final class QueuePlayer: MediaPlayback {
     /// line): those voices, paused with their fades held like the current one's (`play()`
     /// resumes them all, and what was under way goes on where it was).
     var pausedFading: [VoiceHandle] = []
-    /// The entry the queue last moved on to by itself, and the mix frame it was heard from.
-    var advancedAt: (entry: Int, frame: Int64)?
+    /// The entry the queue last moved on to by itself, the mix frame it was heard from, and
+    /// which now-playing change that was (`nowPlayingChanges` then).
+    var advancedAt: (entry: Int, frame: Int64, change: Int)?
+    /// How many times the now-playing item has changed (each `emitNowPlaying`).
+    var nowPlayingChanges = 0
     /// Failures in a row, to stop when every item in the queue fails.
     var consecutiveFailures = 0
     var observers: [UInt64: @Sendable (QueuePlayerEvent) -> Void] = [:]
@@ -1120,7 +1123,12 @@ public final class QueuePlayer: MediaPlayback {
   /// queue: whoever asked knows when).
   package var nowPlayingSinceFrame: Int64? {
     state.withLock { state in
-      state.advancedAt.flatMap { $0.entry == state.queue.nowID ? $0.frame : nil }
+      // (Only for the change that advance made: the same entry come again otherwise, a skip back
+      // to it and then its predecessor ending, took the frame it was first advanced to on, and
+      // its report the time of that, seconds before.)
+      state.advancedAt.flatMap {
+        $0.entry == state.queue.nowID && $0.change == state.nowPlayingChanges ? $0.frame : nil
+      }
     }
   }
   /// How many segment tokens the player remembers (bounded: see `rememberedTokens`).
@@ -1958,12 +1966,12 @@ public final class QueuePlayer: MediaPlayback {
   /// `frame` on.
   private func advance(to id: Int, atFrame frame: Int64? = nil, _ state: inout State) {
     if !state.followsFailure { count(state.queue.nowID.flatMap { state.queue.entries[$0]?.item }, played: true) }
-    state.advancedAt = frame.map { (id, $0) }
     markPlaying(id, &state)
     let reason: NowPlayingChangeReason = state.followsFailure ? .failure : .naturalEnd
     state.followsFailure = false
     state.consecutiveFailures = 0
     emitNowPlaying(reason: reason, &state)
+    state.advancedAt = frame.map { (id, $0, state.nowPlayingChanges) }
   }
 
   // MARK: - Emitting
@@ -1982,6 +1990,7 @@ public final class QueuePlayer: MediaPlayback {
   }
 
   private func emitNowPlaying(reason: NowPlayingChangeReason, _ state: inout State) {
+    state.nowPlayingChanges &+= 1
     let item = state.queue.nowID.flatMap { state.queue.entries[$0]?.item }
     emitLocked(.nowPlayingItemChanged(item, index: indexOfNow(state), reason: reason), &state)
   }
