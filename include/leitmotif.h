@@ -517,7 +517,8 @@ lm_error lm_set_state(lm_engine *engine, const char *state, double seconds, lm_m
 /* Plays the cue file's source `source` once over the music, at `at`, with `volume` 0 to 1. */
 lm_error lm_play_stinger(lm_engine *engine, const char *source, lm_moment at, float volume);
 
-/* Decodes the music file at `path` (a path as the cue file's sources give it, or any other) whole
+/* Decodes the music file at `path` (as the cue file's sources give it: relative to its assets
+   folder, where the file is there; or any other path, a relative one from the working folder) whole
    into memory: from now on every voice that plays it reads it from there, the same samples as
    streamed, with nothing opened or decoded when it starts. For stingers and short loops that fire
    again and again; the engine already keeps the cue file's own stingers of 20 s or less in memory.

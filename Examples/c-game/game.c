@@ -544,6 +544,8 @@ static int self_test(const char *cues) {
     snprintf(fanfare, sizeof fanfare, "%.*smusic/stinger-victory.ogg", slash ? (int)(slash - cues + 1) : 0, cues);
     expect(lm_preload(engine, fanfare), LM_OK, "preload the victory fanfare");
     expect(lm_unload(engine, fanfare), LM_OK, "unload it");
+    expect(lm_preload(engine, "stinger-victory.ogg"), LM_OK, "preload it as the cue file's sources name it");
+    expect(lm_unload(engine, "stinger-victory.ogg"), LM_OK, "unload it by that name");
     expect(lm_unload(engine, fanfare), LM_ERROR_INVALID_ARGUMENT, "unload a file no longer preloaded");
     expect(lm_preload(engine, "/no/such/music.ogg"), LM_ERROR_AUDIO_FILE, "preload a missing file");
     expect_true(strstr(lm_engine_last_error(engine), "/no/such/music.ogg") != NULL, "the message names the file");

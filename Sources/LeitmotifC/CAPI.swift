@@ -512,10 +512,19 @@ public func lmPlayStinger(_ handle: OpaquePointer?, _ source: UnsafePointer<CCha
   }
 }
 
+/// A music file's path as lm_preload and lm_unload take it: a relative one names a file of the
+/// cue file's assets folder, as its sources give it, when there is one there (on disk or in a
+/// mount); else it is as given. ("stinger-victory.ogg" was looked for in the working folder.)
+private func musicPath(_ path: String, _ session: EngineSession) -> String {
+  guard !path.hasPrefix("/") else { return path }
+  let inAssets = session.director.sheet.assetsDirectory.appendingPathComponent(path).path
+  return FileManager.default.fileExists(atPath: inAssets) || MountedFiles.kind(of: inAssets) != nil ? inAssets : path
+}
+
 @_cdecl("lm_preload")
 public func lmPreload(_ handle: OpaquePointer?, _ path: UnsafePointer<CChar>?) -> lm_error {
   withEngine(handle) { session throws(CAPIError) in
-    let path = try CString.nonEmpty(path, "path")
+    let path = musicPath(try CString.nonEmpty(path, "path"), session)
     do throws(PreloadError) {
       try session.engine.preload(path)
     } catch {
@@ -527,7 +536,7 @@ public func lmPreload(_ handle: OpaquePointer?, _ path: UnsafePointer<CChar>?) -
 @_cdecl("lm_unload")
 public func lmUnload(_ handle: OpaquePointer?, _ path: UnsafePointer<CChar>?) -> lm_error {
   withEngine(handle) { session throws(CAPIError) in
-    let path = try CString.nonEmpty(path, "path")
+    let path = musicPath(try CString.nonEmpty(path, "path"), session)
     guard session.engine.unload(path) else {
       throw .invalidArgument("\(FileSystemPath.displayed(path)) is not preloaded")
     }

@@ -27,7 +27,7 @@ public enum LibraryError: Error, Sendable, CustomStringConvertible {
     switch self {
     case .missingUsageDescription(let app):
       return
-        "\(app): no usage description: set MediaLibrary.Configuration.usageDescription (the sentence the player reads when asked, e.g. \"Your music plays as the soundtrack while you explore.\") before asking for library access or opening the picker"
+        "\(app): no usage description: set MediaLibrary.Configuration.usageDescription (C: lm_config.usage_description; the sentence the player reads when asked, e.g. \"Your music plays as the soundtrack while you explore.\") before asking for library access or opening the picker"
     case .accessDenied(let status, let reason): return "no access to the music library (\(status.rawValue)): \(reason)"
     case .accessStore(let path, let reason):
       return "\(path): the remembered library-access answers cannot be used: \(reason)"

@@ -274,7 +274,7 @@ package final class LibraryAccess: Sendable {
     guard let answer else {
       return (
         .notDetermined,
-        "the player has not been asked yet: the game asks with requestAuthorization(); from a shell, `leitmotif access allow \(applicationID)` answers for them"
+        "the player has not been asked yet: the game asks with requestAuthorization() (C: lm_library_request_authorization); from a shell, `leitmotif access allow \(applicationID)` answers for them"
       )
     }
     let date = answer.date.formatted(.iso8601)
