@@ -224,6 +224,12 @@ struct CueFileTests {
     #expect(problems.isEmpty)
     #expect(try #require(empty).states.isEmpty)
     #expect(folder.check("{}").sheet?.states.isEmpty == true)
+
+    // The same from a mount (a game's pak): an empty cue file was "the file is empty (0 bytes)".
+    let mounted = "/leitmotif-tests-empty-cues/cues.json5"
+    try MountedFiles.mount(contents: [], at: mounted)
+    defer { try? MountedFiles.unmount(mounted) }
+    #expect(try CueSheet.load(path: mounted).states.isEmpty)
   }
 
   @Test("An unreadable file is one problem at 1:1 naming the operating system's reason")

@@ -96,6 +96,10 @@ extension CueSheet {
       guard mounted == .file else { throw failure(String(cString: strerror(EISDIR))) }
       do throws(DecodeError) {
         data = Data(try MountedFiles.contents(of: path))
+      } catch  where error.reason == .emptyFile {
+        // Empty is a valid cue file (no states), as it is on disk; the byte reader, made for
+        // audio, refuses it.
+        data = Data()
       } catch {
         throw failure(error.description)
       }
