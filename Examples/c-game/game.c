@@ -467,6 +467,7 @@ static int self_test(const char *cues) {
   expect_true(strstr(lm_last_error(), "another major version") != NULL, "the message says another major version");
   expect(lm_engine_create_versioned(&config, &engine, LM_VERSION + 100), LM_ERROR_VERSION,
          "create from a newer header of the same major version");
+  expect(lm_engine_create_versioned(&config, &engine, -1), LM_ERROR_VERSION, "create from header version -1");
   expect_true(strcmp(lm_error_name(LM_ERROR_VERSION), "LM_ERROR_VERSION") == 0, "LM_ERROR_VERSION has its name");
   if (LM_VERSION_MINOR > 0 || LM_VERSION_PATCH > 0) {
     expect(lm_engine_create_versioned(&config, &engine, LM_VERSION_MAJOR * 10000), LM_OK,

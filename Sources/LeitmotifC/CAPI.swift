@@ -107,6 +107,12 @@ private func versionText(_ version: Int32) -> String { "\(version / 10_000).\(ve
 /// A program built against `header` can use this library when the major versions are the same
 /// and the library is at least as new: within a major version the library only adds.
 private func checkHeader(_ header: Int32) throws(CAPIError) {
+  // A negative number is no header's (-1 / 10_000 is major 0: it passed as this major version).
+  guard header >= 0 else {
+    throw CAPIError(
+      LM_ERROR_VERSION,
+      "header version \(header) is no leitmotif.h's: call lm_engine_create, which passes the header's LM_VERSION")
+  }
   guard header / 10_000 == libraryVersion / 10_000, header <= libraryVersion else {
     throw CAPIError(
       LM_ERROR_VERSION,
