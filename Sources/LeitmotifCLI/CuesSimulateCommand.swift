@@ -121,6 +121,9 @@ enum CuesSimulateCommand {
       FileHandle.standardError.write(Data("\(error)\n".utf8))
       return 2
     }
+    let scriptProblems = script.problems(against: sheet, path: eventsPath)
+    for problem in scriptProblems { FileHandle.standardError.write(Data("\(problem)\n".utf8)) }
+    if scriptProblems.contains(where: { $0.severity == .error }) { return 2 }
     if let folder = libraryFolder {
       guard let library = openLibrary(folder, applicationID: applicationID) else { return 2 }
       options.library = library

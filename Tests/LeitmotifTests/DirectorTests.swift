@@ -2325,6 +2325,33 @@ struct CuesSimulateCommandTests {
       "\(run.errors)")
     #expect(!FileManager.default.fileExists(atPath: game.directory.file("out.wav")))
   }
+
+  @Test(
+    "A script's parameter changes are checked against the cue file: an unknown name is an error, a value out of range a warning"
+  )
+  func scriptParameters() throws {
+    let game = try DirectorFixture()
+    _ = try game.sheet(
+      "{ \(DirectorFixture.sources) parameters: { danger: { min: 0, max: 1 } }, states: { a: { music: \"calm\" } } }")
+    let script = game.directory.file("sets.json5")
+    try "[\n  { at: 1, set: \"danger\", value: 5 },\n]".write(toFile: script, atomically: true, encoding: .utf8)
+    let out = game.directory.file("out.wav")
+    let warned = try LeitmotifCommand.run(["cues", "simulate", game.cuePath, "--events", script, "--out", out])
+    #expect(warned.status == 0, "\(warned.errors)")
+    #expect(
+      warned.errors.contains(
+        "sets.json5:2:1: warning: value: set \"danger\" to 5: its range is 0 to 1 (min, max); it is held at 1"),
+      "\(warned.errors)")
+    try "[\n  { at: 1, set: \"dangr\", value: 1 },\n]".write(toFile: script, atomically: true, encoding: .utf8)
+    try? FileManager.default.removeItem(atPath: out)
+    let refused = try LeitmotifCommand.run(["cues", "simulate", game.cuePath, "--events", script, "--out", out])
+    #expect(refused.status == 2)
+    #expect(
+      refused.errors.contains(
+        "sets.json5:2:1: error: set: no parameter named \"dangr\" in the cue file; did you mean \"danger\"?"),
+      "\(refused.errors)")
+    #expect(!FileManager.default.fileExists(atPath: out))
+  }
 }
 
 @Suite("The director: where incoming music enters, levels, and the game's own clock")

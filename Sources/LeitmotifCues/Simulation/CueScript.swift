@@ -52,6 +52,40 @@ public struct CueScript: Sendable {
   /// When the last step happens.
   public var lastTime: Double { steps.last?.time ?? 0 }
 
+  /// The script's parameter changes checked against `sheet` (the script read from `path`): a
+  /// parameter the cue file does not have is an error (it was said set, then reported), a value
+  /// outside its range a warning (the director holds it at the end of the range).
+  public func problems(against sheet: CueSheet, path: String) -> [CueProblem] {
+    var problems: [CueProblem] = []
+    let names = sheet.parameters.map(\.name)
+    for step in steps {
+      guard case .parameter(let name, let value, _) = step.kind else { continue }
+      let location = JSON5.SourceLocation(line: max(1, step.line), column: 1)
+      guard let spec = sheet.parameters.first(where: { $0.name == name }) else {
+        let hint = closestMatch(to: name, among: names).map { "; did you mean \"\($0)\"?" } ?? ""
+        let known =
+          names.isEmpty ? " (the cue file has none)" : hint.isEmpty ? " (it has \(names.joined(separator: ", ")))" : ""
+        problems.append(
+          CueProblem(
+            severity: .error, file: path, location: location, keyPath: "set",
+            message: "no parameter named \"\(name)\" in the cue file\(hint)\(known)"))
+        continue
+      }
+      guard value < spec.minimum || value > spec.maximum else { continue }
+      let held = min(spec.maximum, max(spec.minimum, value))
+      func text(_ number: Double) -> String {
+        number == number.rounded() && abs(number) < 1e15 ? String(Int(number)) : String(number)
+      }
+      problems.append(
+        CueProblem(
+          severity: .warning, file: path, location: location, keyPath: "value",
+          message:
+            "set \"\(name)\" to \(text(value)): its range is \(text(spec.minimum)) to \(text(spec.maximum)) (min, max); it is held at \(text(held))"
+        ))
+    }
+    return problems
+  }
+
   /// Reads a script file.
   /// - Throws: `CueFileError` with every problem, each with its line and column.
   public static func load(path: String) throws(CueFileError) -> CueScript {
