@@ -333,6 +333,24 @@ struct CueFileTests {
       ), "\(warnings)")
   }
 
+  @Test("Cue points past the end of a source's file are warnings: the music never reaches them")
+  func cuePointsPastTheEnd() {
+    // explore.ogg lasts 0.2 s.
+    let text = """
+      {
+        start: "a", assets: "music",
+        sources: { calm: { bundled: "explore.ogg", cuePoints: [0.1, 5], cues: { exit: 3, drop: 0.15 } } },
+        states: { a: { music: "calm" } },
+      }
+      """
+    let warnings = folder.check(text).problems.filter { $0.severity == .warning }.map(\.message)
+    #expect(
+      warnings == [
+        "cue point at 5 s is past the end of \"explore.ogg\" (0.2 s): it is never reached there",
+        "cue \"exit\" at 3 s is past the end of \"explore.ogg\" (0.2 s): it is never reached there",
+      ], "\(warnings)")
+  }
+
   @Test("A value of the wrong type says what was expected and what was found")
   func wrongTypes() {
     let text = """

@@ -177,10 +177,40 @@ extension CueSheetDecoder {
       if let tempo = source["tempo"] { music.grid = beatGrid(tempo, source.path("tempo"), keys: &music.tempoKeys) }
       if let pickup = source["pickup"] { decodePickup(pickup, source.path("pickup"), into: &music) }
       if let cues = source["cues"] { music.namedCues = decodeNamedCues(cues, source.path("cues")) }
+      if case .bundled(let selection)? = kind { checkCuePointsReached(music, selection, source) }
       // A source whose kind is wrong stays out of the sheet; its name is still declared, so the
       // states that use it are not reported again.
       if kind != nil { sheet.sources[member.key] = music }
     }
+  }
+
+  /// Cue points (`cuePoints`, and `cues` given in seconds) past the end of the source's shortest
+  /// file are never reached there: a warning each (a designer's `cuePoints: [99]` on 6 s files,
+  /// or an exit at 30 s of a 19.2 s piece, went unsaid, and the change at it came at the end).
+  private mutating func checkCuePointsReached(_ music: MusicSource, _ selection: BundledSelection, _ source: Fields) {
+    guard assetsUsable else { return }
+    let files = catalog().items(matching: selection).compactMap { item in
+      item.playbackDuration.map { (item, $0) }
+    }
+    guard let shortest = files.min(by: { $0.1 < $1.1 }) else { return }
+    let name = shortest.0.assetURL.lastPathComponent
+    func warn(_ seconds: Double, _ key: String, _ what: String) {
+      guard seconds > shortest.1, let location = source[key]?.location else { return }
+      warning(
+        location, source.path(key),
+        "\(what) at \(Self.seconds(seconds)) s is past the end of \"\(name)\" (\(Self.seconds(shortest.1)) s): it is never reached there"
+      )
+    }
+    for point in music.cuePointsSeconds { warn(point, "cuePoints", "cue point") }
+    for (cue, positions) in music.namedCues.sorted(by: { $0.key < $1.key }) {
+      for case .seconds(let point) in positions { warn(point, "cues", "cue \"\(cue)\"") }
+    }
+  }
+
+  /// `seconds` for a message: "19.2", "6".
+  private static func seconds(_ value: Double) -> String {
+    let rounded = (value * 100).rounded() / 100
+    return rounded == rounded.rounded() ? String(Int(rounded)) : String(rounded)
   }
 
   /// `cues: { NAME: POSITION | [POSITION, ...] }`, a position being seconds or `{ bar: N }`.
