@@ -51,6 +51,8 @@ package struct LibraryScanner {
     // 1. What the index knows; first of all, the file the last scan died in, if it did.
     var journal: ScanJournal? = nil
     var diedIn: ScanJournal.Entry? = nil
+    // The file the last scan ended in for the first time: read last, as a retry (see `ScanJournal`).
+    var secondChance: ScanJournal.Entry? = nil
     let (records, failureRecords) = try gate.withIndex {
       (index) throws(LibraryError) -> (
         [LibraryIndex.FileRecord], [String: (sizeBytes: Int64, modificationNanoseconds: Int64)]
@@ -59,6 +61,10 @@ package struct LibraryScanner {
         journal = ScanJournal(indexPath: index.path)
         if let journal, let entry = journal.leftOver() {
           if let now = FolderWalker.status(of: entry.path), now.sizeBytes == entry.sizeBytes,
+            now.modificationNanoseconds == entry.modificationNanoseconds, !entry.isRetry
+          {
+            secondChance = entry
+          } else if let now = FolderWalker.status(of: entry.path), now.sizeBytes == entry.sizeBytes,
             now.modificationNanoseconds == entry.modificationNanoseconds
           {
             try index.recordFailure(
@@ -110,6 +116,10 @@ package struct LibraryScanner {
       }
       toRead.append(file)
     }
+    // The second chance last: should it take this scan down again, every other file is read.
+    if let path = secondChance?.path, let index = toRead.firstIndex(where: { $0.path == path }) {
+      toRead.append(toRead.remove(at: index))
+    }
     // A library folder that is there but holds nothing at all, while the index has songs in it:
     // most likely the mount point of a drive that is not plugged in. Its songs are kept, with
     // their play counts and dates, as for a folder that cannot be read; an emptied folder
@@ -159,7 +169,8 @@ package struct LibraryScanner {
         }
         journal?.reading(
           ScanJournal.Entry(
-            path: file.path, sizeBytes: file.sizeBytes, modificationNanoseconds: file.modificationNanoseconds))
+            path: file.path, sizeBytes: file.sizeBytes, modificationNanoseconds: file.modificationNanoseconds,
+            isRetry: file.path == secondChance?.path))
         let current = reader ?? LowPriorityReader()
         reader = current
         let result = current.perform { Self.read(file) }
@@ -177,6 +188,11 @@ package struct LibraryScanner {
           report.failed.append(
             ScanFailure(
               path: file.path, reason: "changed while being read (still being written?): read again next scan"))
+        case .unreadable(let reason):
+          // Not recorded: a chmod changes neither size nor time, so a recorded failure kept a
+          // song out after the player let the scan read it (a player's trial). Refused at once
+          // by the kernel, trying again next scan costs nothing.
+          report.failed.append(ScanFailure(path: file.path, reason: reason + ": read again next scan"))
         case .failed(let reason):
           report.failed.append(ScanFailure(path: file.path, reason: reason))
           batchChanges.failures.append((file, reason))
@@ -276,6 +292,8 @@ package struct LibraryScanner {
   package enum ReadResult {
     case item(MediaItem, fingerprint: UInt64)
     case failed(String)
+    /// The file may not be read (its permissions): reported, not recorded.
+    case unreadable(String)
     case vanished
     case changedWhileRead
   }
@@ -298,6 +316,7 @@ package struct LibraryScanner {
       if error.reason == .fileNotFound { return .vanished }
       guard let now = FolderWalker.status(of: file.path) else { return .vanished }
       if now != file { return .changedWhileRead }
+      if error.reason == .permissionDenied { return .unreadable(Self.reason(error)) }
       return .failed(Self.reason(error))
     }
     guard let now = FolderWalker.status(of: file.path) else { return .vanished }
