@@ -34,8 +34,10 @@ package enum EngineCommand: Sendable {
   case attach(voice: VoiceHandle, LoadedStream)
   case loadFailed(voice: VoiceHandle, DecodeError)
   /// Starts or resumes the voice. `unlessWaiting`: not if it waits to begin on a line (a
-  /// crossfade's or a start's trigger), which it then goes on waiting for.
-  case play(voice: VoiceHandle, unlessWaiting: Bool = false)
+  /// crossfade's or a start's trigger), which it then goes on waiting for. `resumingOnly`: only
+  /// if it was playing when it was last paused (a voice lined up to take over, paused with the
+  /// music heard, is not started: it goes on waiting for its hand-over).
+  case play(voice: VoiceHandle, unlessWaiting: Bool = false, resumingOnly: Bool = false)
   /// Starts the voice on the frame where the trigger's voice reaches the trigger's position (a
   /// stinger on the beat), or on the next line if it is not ready by then.
   case playOnTrigger(voice: VoiceHandle, StartTrigger)

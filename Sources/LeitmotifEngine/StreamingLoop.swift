@@ -45,6 +45,9 @@ package final class StreamingLoop: @unchecked Sendable {
   // Commands for a slot whose stream is still loading wait here (per slot): play/pause intent,
   // a seek, rate, volume and low-pass are applied when it attaches.
   private var wantsPlaying = [Bool](repeating: false, count: maximumVoices)
+  /// Whether each slot's voice was playing when it was last paused (see `EngineCommand.play`'s
+  /// `resumingOnly`).
+  private var playingWhenPaused = [Bool](repeating: false, count: maximumVoices)
   private var pendingSeek = [(seconds: Double, generation: Int)?](repeating: nil, count: maximumVoices)
   private var rates = [Float](repeating: 1, count: maximumVoices)
   private var tempos = [Float](repeating: 1, count: maximumVoices)
@@ -992,9 +995,10 @@ package final class StreamingLoop: @unchecked Sendable {
       guard owns(voice) else { return }
       wantsPlaying[voice.slot] = false
       pendingEvents.append(.failed(voice: voice, error))
-    case .play(let voice, let unlessWaiting):
+    case .play(let voice, let unlessWaiting, let resumingOnly):
       guard owns(voice) else { return }
       if unlessWaiting && waitsToBegin(voice) { return }
+      if resumingOnly && !playingWhenPaused[voice.slot] { return }
       wantsPlaying[voice.slot] = true
       voices[voice.slot]?.play(clock: clock)
     case .playOnTrigger(let voice, let trigger):
@@ -1013,6 +1017,7 @@ package final class StreamingLoop: @unchecked Sendable {
     case .pause(let voice, let holdingFades, let unlessWaiting):
       guard owns(voice) else { return }
       if unlessWaiting && waitsToBegin(voice) { return }
+      playingWhenPaused[voice.slot] = wantsPlaying[voice.slot]
       triggeredPlays[voice.slot] = nil
       wantsPlaying[voice.slot] = false
       voices[voice.slot]?.pause(clock: clock, holdingFades: holdingFades)

@@ -867,6 +867,33 @@ struct DirectorActionTests {
     )
   }
 
+  @Test(
+    "A pause menu while a change waits for its bar: the music heard resumes alone, as if the game had not paused, and the change comes on its line"
+  )
+  func pauseWhileAChangeWaits() throws {
+    let rules =
+      #"{ on: "fight", do: { crossfade: "combat", seconds: 0.5, at: "bar", bars: 4 } }, "#
+      + #"{ on: "menu", do: { pause: true, fade: 0.3 } }, { on: "back", do: { resume: true, fade: 0.3 } }"#
+    // "fight" at 1 s waits for the phrase at 8 s; the menu at 1.5 s pauses the music at 1.8 s,
+    // "back" at 4 s. Explore's repeat, lined up behind it, was started too by the resume: a
+    // second copy of the music played along until the change (+6 dB).
+    let (straight, _) = try run(rules: rules, [.cue(1, "fight")], seconds: 9)
+    let (paused, timeline) = try run(
+      rules: rules, [.cue(1, "fight"), .cue(1.5, "menu"), .cue(4, "back")], seconds: 11.5)
+    let before = Listen.level(of: explore, in: Listen.window(paused, 0.3, 0.9))
+    let after = Listen.level(of: explore, in: Listen.window(paused, 5, 7))
+    #expect(
+      abs(after / before - 1) < 0.02, "explore at \(after) after the resume, \(before) before\n\(timeline.summary)")
+    // From the end of the resume's fade, the paused level is the straight one 2.2 s later (the
+    // music paused at 1.8 s, after its fade, and goes on from there at 4 s).
+    let shift = Int((2.2 * 48_000).rounded())
+    var largest: Float = 0
+    for frame in Int(4.35 * 48_000)..<Int(8.9 * 48_000) {
+      largest = max(largest, abs(paused[frame] - straight[frame - shift]))
+    }
+    #expect(largest < 1e-6, "after the resume, \(largest) from the level that did not pause\n\(timeline.summary)")
+  }
+
   @Test("A state change while paused: the new state's music waits for the resume, which starts it")
   func changeWhilePaused() throws {
     let (left, timeline) = try run(
