@@ -786,6 +786,9 @@ public final class Director: @unchecked Sendable {
       return takeOutbox(core)
     }
     deliver(reports)
+    // The next step takes the new state volume and rate (see `DirectorCore.reloadGlide`): now,
+    // not after an idle director's sleep.
+    bus.wakeConsumer()
     return checked.problems
   }
 
