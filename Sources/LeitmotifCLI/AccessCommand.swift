@@ -6,6 +6,16 @@ import Leitmotif
 /// the remembered answers through `LibraryAccessStore`, the code `MediaLibrary` reads them
 /// with; a game that is running sees the change within a second.
 enum AccessCommand {
+  /// `value` as every command's `--app` (and `access`) takes it: a usage error (exit 2) when it
+  /// is no application id. Scan and query took any, then said there was no consent (exit 3),
+  /// suggesting an `access allow` that refused the same id (a player's trial).
+  static func applicationID(_ value: String, for command: String) -> String {
+    guard LibraryAccessStore.isValidApplicationID(value) else {
+      fail("\(command): \"\(value)\" is not an application id (1 to 255 bytes, no spaces or control characters)")
+    }
+    return value
+  }
+
   static let usage = """
     usage:
       leitmotif access list          each application id with its answer and when it was given
@@ -26,12 +36,7 @@ enum AccessCommand {
       let verb = arguments[0]
       guard arguments.count == 2 else { fail("access \(verb) needs one application id (APP)\n\(usage)") }
       let application = arguments[1]
-      guard LibraryAccessStore.isValidApplicationID(application) else {
-        fail(
-          "access \(verb): \"\(application)\" is not an application id (1 to 255 bytes, no spaces or control characters)"
-        )
-      }
-      return change(store, verb: verb, application: application)
+      return change(store, verb: verb, application: applicationID(application, for: "access \(verb)"))
     case "help", "--help", "-h":
       print(usage)
       return 0

@@ -75,7 +75,7 @@ enum CuesSimulateCommand {
         case "--out": outputPath = value
         case "--timeline": timelinePath = value
         case "--library": libraryFolder = value
-        case "--app": applicationID = value
+        case "--app": applicationID = AccessCommand.applicationID(value, for: "cues simulate --app")
         case "--record": recordPath = value
         case "--lead":
           guard let seconds = Double(value), seconds.isFinite, seconds >= 0, seconds <= 1 else {

@@ -49,8 +49,7 @@ enum PickCommand {
         case "--prompt": prompt = value("--prompt")
         case "--library": folders.append(value("--library"))
         case "--app":
-          applicationID = value("--app")
-          if applicationID.isEmpty { fail("pick: --app: expected an application id, got \"\"") }
+          applicationID = AccessCommand.applicationID(value("--app"), for: "pick --app")
         case "--help", "-h":
           print(PickCommand.usage)
           exit(0)

@@ -129,7 +129,7 @@ enum QueryCommand {
       case "--where": options.predicates.append(predicate(value(argument)))
       case "--json": options.json = true
       case "--library": options.folders.append(URL(fileURLWithPath: value(argument)))
-      case "--app": options.applicationID = value(argument)
+      case "--app": options.applicationID = AccessCommand.applicationID(value(argument), for: "query --app")
       case "--help", "-h":
         say(usage)
         exit(0)
@@ -162,7 +162,7 @@ enum QueryCommand {
       ?? MediaProperty.allCases.first { $0.rawValue.lowercased() == name.lowercased() }
     guard let property else {
       fail(
-        "--where \"\(text)\": unknown property \"\(name)\"; expected one of \(MediaProperty.allCases.map(\.rawValue).joined(separator: ", ")) or an alias (bpm, duration, year, plays, rating, album, title, artist, genre, composer)"
+        "--where \"\(text)\": unknown property \"\(name)\"; expected one of \(MediaProperty.allCases.map(\.rawValue).joined(separator: ", ")) or an alias (\(aliases.keys.sorted().joined(separator: ", ")))"
       )
     }
     let predicate = MediaPropertyPredicate(value: value, forProperty: property, comparisonType: comparison)

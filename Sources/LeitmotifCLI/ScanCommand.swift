@@ -33,8 +33,7 @@ enum ScanCommand {
         switch argument {
         case "--library": folders.append(URL(fileURLWithPath: value).standardizedFileURL)
         case "--app":
-          guard !value.isEmpty else { fail("scan: --app needs an application id") }
-          applicationID = value
+          applicationID = AccessCommand.applicationID(value, for: "scan --app")
         default:
           guard let seconds = Double(value), seconds >= 0, seconds <= FrameMath.maximumSeconds else {
             fail("scan: --wait: expected a time from 0 to 86400 s (one day), got \"\(value)\"")

@@ -171,12 +171,13 @@ package struct TagCollector {
     case "COMPOSER": tags.composer = tags.composer ?? value
     case "TRACKNUMBER", "TRACK":
       let (number, count) = Self.numberAndCount(value)
-      tags.trackNumber = number ?? tags.trackNumber
+      tags.trackNumber = number.flatMap { $0 > 0 ? $0 : nil } ?? tags.trackNumber
       tags.trackCount = count ?? tags.trackCount
     case "TRACKTOTAL", "TOTALTRACKS": tags.trackCount = Int(value) ?? tags.trackCount
     case "DISCNUMBER", "DISC":
       let (number, count) = Self.numberAndCount(value)
-      tags.discNumber = number ?? tags.discNumber
+      // (A disc or track is counted from 1: a "-1" or "0" some taggers write means none.)
+      tags.discNumber = number.flatMap { $0 > 0 ? $0 : nil } ?? tags.discNumber
       tags.discCount = count ?? tags.discCount
     case "DISCTOTAL", "TOTALDISCS": tags.discCount = Int(value) ?? tags.discCount
     case "DATE", "YEAR", "ORIGINALDATE":

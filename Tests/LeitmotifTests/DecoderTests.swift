@@ -253,6 +253,20 @@ struct DecoderTests {
     #expect(read.replayGainAlbumPeak == 0.75)
   }
 
+  @Test("ID3 genre references are genre names; a disc or track below 1 is none")
+  func genreReferencesAndNumbers() throws {
+    #expect(ID3Genre.resolved("(13)") == "Pop")
+    #expect(ID3Genre.resolved("17") == "Rock")
+    #expect(ID3Genre.resolved("(17)Britpop") == "Britpop")
+    #expect(ID3Genre.resolved("(RX)") == "Remix")
+    #expect(ID3Genre.resolved("(999)") == "(999)")
+    #expect(ID3Genre.resolved("Synthwave") == "Synthwave")
+    #expect(ID3Genre.resolved("2 Tone") == "2 Tone")
+    let decoder = try openVorbis(
+      frames: 4_410, format: .stereo44100, tags: [("DISCNUMBER", "-1"), ("TRACKNUMBER", "0/9")])
+    #expect(decoder.tags.discNumber == nil && decoder.tags.trackNumber == nil && decoder.tags.trackCount == 9)
+  }
+
   struct LoopCase: Sendable, CustomTestStringConvertible {
     var tags: [String]
     var start: Int64?

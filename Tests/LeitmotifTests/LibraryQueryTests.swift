@@ -355,7 +355,9 @@ struct LibraryQueryTests {
 struct PlaylistImportTests {
   func write(_ text: String, to path: String) throws { try text.write(toFile: path, atomically: true, encoding: .utf8) }
 
-  @Test("Relative, absolute and file:// entries resolve; missing and outside entries are reported and skipped")
+  @Test(
+    "Relative, absolute and file:// entries resolve (a Windows relative path and a PLS line with spaces too); missing and outside entries are reported and skipped"
+  )
   func importing() throws {
     var fixture = try QueryFixture.standard()
     try FileManager.default.createDirectory(atPath: fixture.folder + "/lists", withIntermediateDirectories: true)
@@ -368,7 +370,7 @@ struct PlaylistImportTests {
       """
       #EXTM3U
       #EXTINF:140,The Beatles - Help!
-      ../help.ogg
+      ..\\help.ogg
       nested.ogg
       \(fixture.folder)/halo.ogg
       file://\(fixture.folder)/99.ogg
@@ -384,7 +386,7 @@ struct PlaylistImportTests {
       [playlist]
       File1=yesterday.ogg
       Title1=Yesterday
-      File2=\(fixture.folder)/epilogue.ogg
+      File2 = \(fixture.folder)/epilogue.ogg
       NumberOfEntries=2
       Version=2
 

@@ -714,6 +714,14 @@ struct LibraryScanCLITests {
     _ = FileManager.default.createFile(atPath: folder.music + "/empty.mp3", contents: Data())
     let home = folder.temporary.path
 
+    // No application id at all is a usage error (it said "no access", and suggested an
+    // `access allow` that refused the same id).
+    for command in ["scan", "query"] {
+      let bad = try run([command, "--app", "bad id", "--library", folder.music], home: home)
+      #expect(bad.status == 2, "\(command): \(bad.errors)")
+      #expect(bad.errors.contains("\(command) --app: \"bad id\" is not an application id"), "\(bad.errors)")
+    }
+
     let denied = try run(["scan", "--app", "scan-cli-test", "--library", folder.music], home: home)
     #expect(denied.status == 3)
     #expect(denied.errors.contains("notDetermined"))

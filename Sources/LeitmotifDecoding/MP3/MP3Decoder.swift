@@ -245,7 +245,9 @@ final class MP3Decoder: AudioDecoder {
       for index in 0..<tag.texts {
         let text = tag.text[index]
         let id = withUnsafeBytes(of: text.id) { String(decoding: $0, as: UTF8.self) }
-        if let name = names[id], let value = string(text.text) { collector.add(name: name, value: value) }
+        if let name = names[id], let value = string(text.text) {
+          collector.add(name: name, value: id == "TCON" ? ID3Genre.resolved(value) : value)
+        }
       }
       for index in 0..<tag.extras {
         let extra = tag.extra[index]

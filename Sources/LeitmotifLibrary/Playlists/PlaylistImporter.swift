@@ -191,7 +191,9 @@ package enum PlaylistImporter {
       guard line.count > 4, line.prefix(4).lowercased() == "file", let equals = line.firstIndex(of: "=") else {
         return nil
       }
-      guard line[line.index(line.startIndex, offsetBy: 4)..<equals].allSatisfy(\.isNumber) else { return nil }
+      // (`File2 = path`, spaces around the `=`, is written by some players: it was dropped unsaid.)
+      let number = line[line.index(line.startIndex, offsetBy: 4)..<equals].trimmingWhitespace()
+      guard !number.isEmpty, number.allSatisfy(\.isNumber) else { return nil }
       let value = line[line.index(after: equals)...].trimmingWhitespace()
       return value.isEmpty ? nil : value
     }
@@ -222,6 +224,12 @@ package enum PlaylistImporter {
     }
     if !path.hasPrefix("/") { path = folder + "/" + path }
     if let real = FileSystemPath.realPath(path) { return real }
+    // A playlist written on Windows: `..\Album\01.mp3`, relative, with backslashes.
+    if entry.contains("\\"), !entry.contains("/"), !entry.contains(":"),
+      let real = FileSystemPath.realPath(folder + "/" + String(entry.map { $0 == "\\" ? "/" : $0 }))
+    {
+      return real
+    }
     guard FileSystemPath.isEscaped(path) else { return nil }
     return FileSystemPath.realPath(latin1Reading(path))
   }
