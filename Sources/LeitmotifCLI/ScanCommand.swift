@@ -103,7 +103,7 @@ enum ScanCommand {
   }
 
   static func printLines(_ report: ScanReport, folders: [URL]) {
-    say("scanned \(folders.map(\.path).joined(separator: ", ")): \(report)")
+    say("scanned \(folders.map { FileSystemPath.displayed($0.path) }.joined(separator: ", ")): \(report)")
     // File names may hold newlines and escape sequences: shown escaped, one line each.
     for failure in report.failed { say("failed: \(TerminalText.safe("\(failure)"))") }
     for skipped in report.skipped { say("skipped: \(TerminalText.safe("\(skipped)"))") }

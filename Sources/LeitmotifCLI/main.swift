@@ -355,7 +355,8 @@ func loadItems(_ paths: [String]) -> [MediaItem] {
 
 func describe(framesWritten: Int64, sampleRate: Int, path: String) -> String {
   let seconds = Double(framesWritten) / Double(sampleRate)
-  return "wrote \(path): \(framesWritten) frames, \(String(format: "%.3f", seconds)) s at \(sampleRate) Hz"
+  return
+    "wrote \(FileSystemPath.displayed(path)): \(framesWritten) frames, \(String(format: "%.3f", seconds)) s at \(sampleRate) Hz"
 }
 
 func render(_ arguments: Arguments) -> Int32 {
@@ -446,7 +447,9 @@ func play(_ arguments: Arguments) -> Int32 {
   do { try player.setCurrentPlaybackRate(rate) } catch { fail("--rate: \(error)") }
   if let seek { player.currentPlaybackTime = seek }
   stopOnSignals()
-  say("playing \(path) on \"\(engine.initialDevice.name)\" (\(engine.initialDevice.kind.rawValue))")
+  say(
+    "playing \(FileSystemPath.displayed(path)) on \"\(engine.initialDevice.name)\" (\(engine.initialDevice.kind.rawValue))"
+  )
   let failed = Flag()
   player.addObserver { event in
     if case .itemFailed = event { failed.set() }

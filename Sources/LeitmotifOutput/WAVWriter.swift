@@ -49,14 +49,27 @@ public final class WAVWriter {
   private var buffered = 0
   private var finished = false
 
-  /// Creates (or truncates) the file at `path` and writes a provisional header.
+  /// Creates (or truncates) the file at `path` (its UTF-8) and writes a provisional header.
   /// - Throws: `WAVWriteError` when the file cannot be created or written.
-  public init(path: String, sampleRate: Int, channelCount: Int, sampleFormat: WAVSampleFormat) throws {
+  public convenience init(path: String, sampleRate: Int, channelCount: Int, sampleFormat: WAVSampleFormat) throws {
+    try self.init(
+      path: path, sampleRate: sampleRate, channelCount: channelCount, sampleFormat: sampleFormat,
+      withCPath: { path, body in path.withCString(body) })
+  }
+
+  /// Creates (or truncates) the file at `path` and writes a provisional header.
+  /// `withCPath`: gives the bytes the kernel knows `path` by (the decoding layer's
+  /// `FileSystemPath.withCString`, for a name that is not UTF-8).
+  /// - Throws: `WAVWriteError` when the file cannot be created or written.
+  public init(
+    path: String, sampleRate: Int, channelCount: Int, sampleFormat: WAVSampleFormat,
+    withCPath: (String, (UnsafePointer<CChar>) -> Int32) -> Int32
+  ) throws {
     self.path = path
     self.sampleRate = sampleRate
     self.channelCount = channelCount
     self.sampleFormat = sampleFormat
-    descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+    descriptor = withCPath(path) { open($0, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644) }
     guard descriptor >= 0 else { throw Self.error(path: path, errno: errno) }
     buffer = .allocate(byteCount: Self.bufferBytes, alignment: 16)
     let header = header(dataBytes: 0)

@@ -221,6 +221,15 @@ struct FileNameTests {
     )
     #expect(info.output.contains("\"frames\":11025"), "\(info.output)")
 
+    // render writes a Latin-1 name as its bytes, and shows it with U+FFFD (it wrote the UTF-8 of
+    // the escape, a name with four odd bytes, and printed that).
+    let wav = home + "/" + FileSystemPath.deletingExtension(FileSystemPath.lastComponent(fixture.songPath)) + ".wav"
+    let render = try run(["render", "--out", wav, "--duration", "0.1", fixture.songPath])
+    #expect(render.status == "0", "\(render.errors)")
+    #expect(FileSystemPath.withCString(wav) { access($0, F_OK) } == 0, "no file by the name's bytes")
+    #expect(
+      render.output.contains("wrote \(home)/Caf\u{FFFD}.wav"), "\(render.output)")
+
     #expect(try run(["access", "allow", "latin1-test"]).status == "0")
     let scan = try run(["scan", "--app", "latin1-test", "--library", fixture.library.music])
     #expect(scan.status == "0", "\(scan.errors)")

@@ -45,7 +45,10 @@ package struct RenderSession {
       throw .write(path: outputPath, underlying: reason)
     }
     do {
-      writer = try WAVWriter(path: outputPath, sampleRate: sampleRate, channelCount: 2, sampleFormat: sampleFormat)
+      // (A name that is not UTF-8 as its bytes: it was written as the escape's UTF-8.)
+      writer = try WAVWriter(
+        path: outputPath, sampleRate: sampleRate, channelCount: 2, sampleFormat: sampleFormat,
+        withCPath: { path, body in FileSystemPath.withCString(path, body) })
     } catch { throw .write(path: outputPath, underlying: "\(error)") }
   }
 
