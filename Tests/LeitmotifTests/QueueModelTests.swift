@@ -109,6 +109,29 @@ struct QueueModelTests {
     }
   }
 
+  @Test(
+    "album shuffle takes an album as the library does: title and album artist, else folder; a compilation across folders is one"
+  )
+  func albumIdentity() {
+    func song(_ path: String, album: String, artist: String? = nil, compilation: Bool = false) -> MediaItem {
+      var item = MediaItem(assetURL: URL(fileURLWithPath: path), title: path, albumTitle: album)
+      item.albumArtist = artist
+      item.isCompilation = compilation
+      return item
+    }
+    let beatles = song("/m/Beatles/Greatest Hits/01.ogg", album: "Greatest Hits")
+    let abba = song("/m/ABBA/Greatest Hits/01.ogg", album: "Greatest Hits")
+    let abbaToo = song("/m/ABBA/Greatest Hits/02.ogg", album: "Greatest Hits")
+    let queen = song("/m/x/01.ogg", album: "Greatest Hits", artist: "Queen")
+    let queenToo = song("/m/y/02.ogg", album: "greatest hits", artist: "Queen")
+    let mixed = song("/m/Now 1/01.ogg", album: "Now", compilation: true)
+    let mixedToo = song("/m/Now 2/02.ogg", album: "Now", compilation: true)
+    let keys = [beatles, abba, abbaToo, queen, queenToo, mixed, mixedToo].map { QueueModel.albumKey($0) }
+    #expect(keys[0] != keys[1], "two artists' Greatest Hits in their own folders are two albums")
+    #expect(keys[1] == keys[2] && keys[3] == keys[4] && keys[5] == keys[6], "\(keys)")
+    #expect(Set(keys).count == 4, "\(keys)")
+  }
+
   /// Plays `model` through `laps` laps as the player does at each item's end (the successor,
   /// then `markPlaying`), and returns each lap's titles in the order played.
   static func playLaps(_ model: inout QueueModel, _ laps: Int) -> [[String]] {

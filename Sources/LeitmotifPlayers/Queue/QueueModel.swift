@@ -221,6 +221,17 @@ package struct QueueModel {
     playOrder = fixed + Self.shuffledGroups(rest, shuffleMode, entries, using: &generator).flatMap { $0 }
   }
 
+  /// An album as the library groups one (`MediaQuery.albums()`): its title and album artist, or
+  /// without an album artist its folder (a compilation's songs, across folders, one album). By
+  /// title alone, two artists' "Greatest Hits" were one album to shuffle (a player's trial).
+  static func albumKey(_ item: MediaItem) -> String? {
+    guard let title = item.albumTitle else { return nil }
+    let path = item.assetURL.path
+    let folder = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? ""
+    let artist = item.albumArtist?.lowercased() ?? (item.isCompilation ? "" : folder)
+    return title.lowercased() + "\u{1}" + artist
+  }
+
   /// `ids` shuffled as `mode` says, in groups that stay together: one entry each for songs; for
   /// albums, each album's entries in their queue order (an entry with no album alone).
   private static func shuffledGroups(
@@ -233,7 +244,7 @@ package struct QueueModel {
     case .albums:
       var groupIndex: [String: Int] = [:]
       for id in ids {
-        guard let album = entries[id]?.item.albumTitle else {
+        guard let album = entries[id].flatMap({ Self.albumKey($0.item) }) else {
           groups.append([id])
           continue
         }
