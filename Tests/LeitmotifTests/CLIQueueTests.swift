@@ -101,6 +101,23 @@ struct CLIQueueTests {
     }
   }
 
+  @Test("A start past the end of the queue's first item is refused, as for one file")
+  func startPastTheFirstItem() throws {
+    let directory = try TemporaryDirectory()
+    let samples = ToneGenerator.sine(frequency: 440, amplitude: 0.5, seconds: 0.5, format: .stereo48000)
+    let first = try EngineHarness.vorbis(samples, in: directory, name: "first.ogg", tags: [("TITLE", "First")])
+    let second = try EngineHarness.vorbis(samples, in: directory, name: "second.ogg", tags: [])
+    var options = QueueRenderer.Options()
+    options.startSeconds = 2
+    let out = directory.file("out.wav")
+    // It was accepted: the first item silent, the second played.
+    #expect(throws: OfflineRenderer.RenderError.self) {
+      try QueueRenderer.render(paths: [first, second], to: out, options: options)
+    }
+    options.startSeconds = 0.25
+    #expect(try QueueRenderer.render(paths: [first, second], to: out, options: options).framesWritten > 0)
+  }
+
   @Test("Bad options are refused with an error that names them")
   func badOptions() throws {
     #expect(throws: QueueError.invalidCrossfade(-1)) { try Transition(duration: -1) }

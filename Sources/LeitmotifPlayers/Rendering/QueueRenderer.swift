@@ -85,6 +85,11 @@ public struct QueueRenderer {
       player.shuffleMode = shuffleMode
       player.setMixTempo(tempo)
       try player.setQueue(with: items)
+      // Past the end of the first item, as for a single file, is an error: the queue went on
+      // silently past it (a player's trial).
+      if startSeconds > 0, let first = player.nowPlayingItem, let end = first.playbackDuration, startSeconds >= end {
+        throw .startAfterEnd(item: first.displayName, start: startSeconds, end: end)
+      }
       if startSeconds > 0 { player.currentPlaybackTime = startSeconds }
     }
   }
