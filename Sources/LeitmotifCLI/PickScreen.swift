@@ -137,6 +137,9 @@ enum TextWidth {
     if scalar.properties.generalCategory == .nonspacingMark || scalar.properties.generalCategory == .enclosingMark {
       return 0
     }
+    // Emoji shown as emoji take two, in the Basic Multilingual Plane too (✨ U+2728, ⚡ U+26A1):
+    // a playlist named with one pushed the table's next column out of line (a player's trial).
+    if scalar.properties.isEmojiPresentation || character.unicodeScalars.contains("\u{FE0F}") { return 2 }
     let wide: [ClosedRange<UInt32>] = [
       0x1100...0x115F, 0x2E80...0x303E, 0x3041...0x33FF, 0x3400...0x4DBF, 0x4E00...0x9FFF, 0xA000...0xA4CF,
       0xAC00...0xD7A3, 0xF900...0xFAFF, 0xFE30...0xFE4F, 0xFF00...0xFF60, 0xFFE0...0xFFE6, 0x1F300...0x1F64F,
