@@ -1101,7 +1101,8 @@ final class DirectorCore {
   /// that music starts. It moved the music fading out (a designer's "restart level" rule,
   /// `[{ state: "hall" }, { seek: "start" }]`, cued during a death's fade: the dying boss music
   /// jumped back to its start, and the hall came in from its start anyway).
-  private var seekAfterTheStop: SeekTarget?
+  /// (With the time the stop ends: only the music that comes then takes it.)
+  private var seekAfterTheStop: (target: SeekTarget, at: Double)?
 
   /// When the music's `stop` ends, while it fades out for it (nil when no stop waits).
   private var stopEndsAt: Double? {
@@ -2099,7 +2100,7 @@ final class DirectorCore {
         }
       })
     {
-      seekAfterTheStop = target
+      seekAfterTheStop = stopEndsAt.map { (target, $0) }
       return "seek to \(Self.describe(target)): where the music after the stop starts"
     }
     guard let item = player.nowPlayingItem else { return "seek: nothing is playing" }
@@ -2181,7 +2182,7 @@ final class DirectorCore {
   private func run(_ item: Scheduled) {
     switch item.work {
     case .changeState(let name, let spec, _):
-      let seek = seekAfterTheStop
+      let seek = seekAfterTheStop.flatMap { abs($0.at - item.time) < 1e-6 ? $0.target : nil }
       seekAfterTheStop = nil
       applyStateChange(name, spec: spec, cause: item.cause, seek: seek)
     case .stinger(let name, let file, let volume, let duck, let prepared, _):
@@ -2211,7 +2212,7 @@ final class DirectorCore {
       retimeGridStingers(afterJumpTo: seconds)
       fade.move(to: 1, over: fadeBack, at: now)
     case .playQueue(let queue):
-      let seek = seekAfterTheStop
+      let seek = seekAfterTheStop.flatMap { abs($0.at - item.time) < 1e-6 ? $0.target : nil }
       seekAfterTheStop = nil
       applyQueue(queue, cause: item.cause, seek: seek)
     }

@@ -352,13 +352,10 @@ public final class QueuePlayer: MediaPlayback {
         let item = back.queue.nowID.flatMap({ back.queue.entries[$0]?.item }),
         let status = engine.status(of: back.voice)
       else { return nil }
-      // Let go but holding its level until the new music's downbeat (a pickup has begun): still
-      // the music heard. A stinger on the bar during a pickup took the pickup's bars, not the
-      // music heard at full level (a designer's trial: on 3.2 s, not the bar at 2.4 s).
-      if status.isLetGo.load(ordering: .acquiring) {
-        guard status.fadeStartFrame.load(ordering: .acquiring) > CommandTime.current ?? engine.mixClock.now
-        else { return nil }
-      }
+      // Held unfaded through a pickup: still the music heard. A stinger on the bar during a
+      // pickup took the pickup's bars, not the music heard at full level (a designer's trial: on
+      // 3.2 s, not the bar at 2.4 s).
+      guard isUnfaded(status) else { return nil }
       let rate = status.sampleRate.load(ordering: .acquiring)
       guard rate > 0 else { return nil }
       let exact = status.playingPosition
@@ -810,13 +807,15 @@ public final class QueuePlayer: MediaPlayback {
       state.voices.outgoing.contains(where: { $0.handle == back.voice }),
       let status = engine.status(of: back.voice)
     else { return nil }
-    if status.isLetGo.load(ordering: .acquiring) {
-      // Let go, but holding its level until the new music's downbeat (a pickup has begun): it
-      // is still heard unfaded there, and a take-back keeps it (the mixer cuts the pickup).
-      guard status.fadeStartFrame.load(ordering: .acquiring) > CommandTime.current ?? engine.mixClock.now
-      else { return nil }
-    }
-    return back
+    // (Held through a pickup, a take-back keeps it: the mixer cuts the pickup.)
+    return isUnfaded(status) ? back : nil
+  }
+
+  /// Whether a voice is still heard unfaded: not let go, or let go but holding its level until
+  /// the new music's downbeat (a pickup has begun), its fade not begun yet.
+  private func isUnfaded(_ status: VoiceStatus) -> Bool {
+    guard status.isLetGo.load(ordering: .acquiring) else { return true }
+    return status.fadeStartFrame.load(ordering: .acquiring) > CommandTime.current ?? engine.mixClock.now
   }
 
   /// Stops with a short fade and lets every voice go; the next `play()` starts the now-playing
