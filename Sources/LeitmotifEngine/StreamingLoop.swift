@@ -875,6 +875,7 @@ package final class StreamingLoop: @unchecked Sendable {
     voices[slot] = nil
     generations[slot] = generation
     wantsPlaying[slot] = false
+    playingWhenPaused[slot] = false
     pendingSeek[slot] = nil
     pendingCrossfades[slot] = nil
     triggeredPlays[slot] = nil

@@ -15,9 +15,9 @@ enum ID3Genre {
       reference = text
       text = ""
     }
-    let rest = text.trimmingCharacters(in: " ")
+    let rest = String(text).trimmingSpaces
     guard let reference else { return value }
-    if !rest.isEmpty { return String(rest) }
+    if !rest.isEmpty { return rest }
     switch reference {
     case "RX": return "Remix"
     case "CR": return "Cover"
@@ -46,14 +46,4 @@ enum ID3Genre {
     "Folklore", "Ballad", "Power Ballad", "Rhythmic Soul", "Freestyle", "Duet", "Punk Rock", "Drum Solo",
     "A Cappella", "Euro-House", "Dance Hall",
   ]
-}
-
-extension Substring {
-  /// Without `character` at either end.
-  fileprivate func trimmingCharacters(in character: Character) -> Substring {
-    var text = self
-    while text.first == character { text = text.dropFirst() }
-    while text.last == character { text = text.dropLast() }
-    return text
-  }
 }
