@@ -72,6 +72,8 @@ package final class StreamingLoop: @unchecked Sendable {
     var markers: [Double] = []
     /// The last mix frame a marker was reported on.
     var lastMarkerFrame: Int64 = -1
+    /// The frame of the last seam (see `Voice.seamHeard`) whose lines were caught up.
+    var seamFrame: Int64 = -1
   }
   private var beatLines = [BeatLines?](repeating: nil, count: maximumVoices * 2)
   private var beatLineCount = 0
@@ -444,6 +446,18 @@ package final class StreamingLoop: @unchecked Sendable {
         let position = voice.playingPosition(token: lines.token)
       else { continue }
       let rate = Double(voice.fileSampleRate)
+      // Lines at or past the end of the pass heard are not in it: the music goes on elsewhere
+      // from there (the loop's start, the next segment), and a line on that frame is the next
+      // music's, which the next block reports.
+      let passEnd = voice.passEnd(token: lines.token) ?? .infinity
+      if let seam = voice.seamHeard, seam.token == lines.token, seam.frame > lines.seamFrame,
+        seam.frame >= previousBeatClock, seam.frame < clock
+      {
+        // The previous block went through a seam into this music: its lines from the seam to
+        // the position now (the downbeat a loop or a repeat starts on) were not in reach then.
+        lines.seamFrame = seam.frame
+        catchUp(&lines, voice: voice, from: seam, to: position, rate: rate, clock: clock, now: &nowNanoseconds)
+      }
       // Markers ahead of the position that fall in this block, each once, in order.
       // (An index loop: `enumerated()` with a `where` allocated here in a debug build.)
       var marker = 0
@@ -451,6 +465,7 @@ package final class StreamingLoop: @unchecked Sendable {
         let seconds = lines.markers[marker]
         marker += 1
         guard seconds * rate >= position - 1e-6 else { continue }
+        guard seconds * rate < passEnd - 1e-6 else { break }
         guard let due = voice.mixFramesUntil(fileFrame: seconds * rate, token: lines.token, clock: clock),
           due < Int64(frames)
         else { break }
@@ -474,7 +489,8 @@ package final class StreamingLoop: @unchecked Sendable {
       var beat = Int(((position / rate - lines.originSeconds) / lines.secondsPerBeat - 1e-9).rounded(.up))
       while true {
         let line = (lines.originSeconds + Double(beat) * lines.secondsPerBeat) * rate
-        guard let due = voice.mixFramesUntil(fileFrame: line, token: lines.token, clock: clock), due < Int64(frames)
+        guard line < passEnd - 1e-6,
+          let due = voice.mixFramesUntil(fileFrame: line, token: lines.token, clock: clock), due < Int64(frames)
         else { break }
         let frame = clock + due
         if frame > lines.lastFrame {
@@ -489,6 +505,54 @@ package final class StreamingLoop: @unchecked Sendable {
         beat += 1
       }
       beatLines[index] = lines
+    }
+    previousBeatClock = clock
+  }
+
+  /// The block the beats were last reported for began on this frame.
+  private var previousBeatClock: Int64 = 0
+
+  /// Reports the lines of `lines` from `seam` (a jump or join the last block went through) up to
+  /// `position`, the file frame the music is at now, each on the frame it was heard.
+  private func catchUp(
+    _ lines: inout BeatLines, voice: Voice, from seam: (frame: Int64, token: Int, position: Double),
+    to position: Double,
+    rate: Double, clock: Int64, now: inout UInt64
+  ) {
+    let speed = voice.framesPerMixFrame
+    func frame(of line: Double) -> Int64 { seam.frame + FrameMath.clamp(((line - seam.position) / speed).rounded(.up)) }
+    var marker = 0
+    while marker < lines.markers.count {
+      let line = lines.markers[marker] * rate
+      marker += 1
+      guard line >= seam.position - 1e-6 else { continue }
+      guard line < position - 1e-6 else { break }
+      let at = min(frame(of: line), clock - 1)
+      guard at > lines.lastMarkerFrame else { continue }
+      lines.lastMarkerFrame = at
+      if hasRoomForReports {
+        pendingEvents.append(
+          .marker(
+            voice: voice.handle, token: lines.token, index: marker - 1, frame: at,
+            audibleAtNanoseconds: audibleTime(due: at - clock, now: &now)))
+      }
+    }
+    guard lines.secondsPerBeat > 0 else { return }
+    var beat = Int(((seam.position / rate - lines.originSeconds) / lines.secondsPerBeat - 1e-9).rounded(.up))
+    while true {
+      let line = (lines.originSeconds + Double(beat) * lines.secondsPerBeat) * rate
+      guard line < position - 1e-6 else { break }
+      let at = min(frame(of: line), clock - 1)
+      if at > lines.lastFrame {
+        lines.lastFrame = at
+        if hasRoomForReports {
+          pendingEvents.append(
+            .beat(
+              voice: voice.handle, token: lines.token, index: beat, frame: at,
+              audibleAtNanoseconds: audibleTime(due: at - clock, now: &now)))
+        }
+      }
+      beat += 1
     }
   }
 
@@ -581,7 +645,11 @@ package final class StreamingLoop: @unchecked Sendable {
         dropPendingLayerFade(index)
         continue
       }
-      guard !waitsToBegin(trigger.voice), let music = voices[trigger.voice.slot], music.hasAudio else { continue }
+      // Music paused at its place waits with its moves: the line is reckoned when it plays again,
+      // from its first audio after the resume (live, the decode thread refills it a moment after).
+      guard !waitsToBegin(trigger.voice), let music = voices[trigger.voice.slot], music.hasAudio,
+        !music.isPausedAtPosition, !music.isStarting
+      else { continue }
       let due =
         (music.mixFramesUntil(
           fileFrame: Double(music.fileFrames(seconds: trigger.fileSeconds)), token: trigger.token, clock: clock) ?? 0)

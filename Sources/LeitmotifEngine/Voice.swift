@@ -132,7 +132,20 @@ package final class Voice: VoiceInput {
   /// join): the output reaches `end` (in the file's frames before the jump) and goes on `jump`
   /// frames away. Until then the position heard is before the seam, though the resampler's
   /// input is past it: a grid line just before a loop end is reached, not skipped.
-  private var pendingSeam: (end: Double, jump: Double)?
+  private var pendingSeam: Seam?
+  private struct Seam {
+    var end: Double
+    var jump: Double
+    /// The segment heard up to the seam (its token and frames), and the one after it: resampled,
+    /// a gapless join is heard (and reported, and the position told in its segment) only when
+    /// the output reaches it, not when the resampler or the stretcher reads it, up to a tenth
+    /// of a second before.
+    var token: Int
+    var segmentStart: Int64
+    var segmentEnd: Int64
+    var nextToken: Int
+    var nextSegmentEnd: Int64
+  }
   /// The output/input ratio of the resampler's last call (nil after a reset).
   private var lastResamplerRatio: Double?
   private var filter: ShelfFilter
@@ -147,6 +160,10 @@ package final class Voice: VoiceInput {
   private var fadesHeldFrom: Int64?
   /// Paused (or pausing) with its fades held.
   var holdsFades: Bool { fadesHeldFrom != nil }
+  /// Paused: the mix frame the pause began on. The stems' moves are on frames of the music (a
+  /// layer brought in on the bar), so they wait with it: on the resume they move on by the
+  /// pause's length, and a move on a bar the pause came before still lands on that bar.
+  private var layersHeldFrom: Int64?
   /// The group of voices whose ducks this one follows (its owner's: a queue player's music; 0:
   /// none). Kept by the voice, so a voice let go goes on ducked while it fades out.
   var duckGroup: UInt32 = 0
@@ -364,6 +381,10 @@ package final class Voice: VoiceInput {
         envelope = envelope.shifted(by: clock - held)
         if finishWhenSilent { status.fadeStartFrame.store(envelope.startFrame, ordering: .releasing) }
       }
+      if let held = layersHeldFrom {
+        layersHeldFrom = nil
+        for index in layers.indices { layers[index].fade = layers[index].fade.shifted(by: max(0, clock - held)) }
+      }
       startFrame = clock
       ramp = resumeFades ? FadeEnvelope(from: 0, to: 1, startFrame: clock, durationFrames: transportFadeFrames) : .unity
       mode = .playing
@@ -378,6 +399,8 @@ package final class Voice: VoiceInput {
       case .resync?: break
       default:
         pendingAction = nil
+        // (Not paused after all: the stems' moves stand where they were.)
+        layersHeldFrom = nil
         startRamp(to: 1, clock: clock)
         mode = .playing
       }
@@ -405,6 +428,7 @@ package final class Voice: VoiceInput {
         // owner may still take it back, see `QueuePlayer.waitingBack`).
         if finishWhenSilent && envelope.startFrame > clock { status.fadeStartFrame.store(.max, ordering: .releasing) }
       }
+      if !layers.isEmpty { layersHeldFrom = clock }
       fadeOut(then: .pause(resumeFrame: positionFrames), clock: clock)
     case .fadingOut:
       if case .seek(let target, _)? = pendingAction { pendingAction = .seek(target, thenPlay: false) }
@@ -440,7 +464,7 @@ package final class Voice: VoiceInput {
     guard seconds.isFinite, frame >= clock, scanDirection == 0, !finishWhenSilent, !inUnderrun else { return }
     let target = Target(
       token: audibleToken,
-      frame: max(0, min(FrameMath.frames(seconds: seconds, rate: Double(fileRate)), inputSegmentEnd)))
+      frame: max(0, min(FrameMath.frames(seconds: seconds, rate: Double(fileRate)), heardSegmentEnd)))
     if let prepared = preSeek {
       // Taken on the same fade-out's end as the seek prepared, and after it: the later target.
       guard prepared.target != target, frame >= prepared.asked, frame < prepared.fadeEnd else { return }
@@ -492,7 +516,7 @@ package final class Voice: VoiceInput {
   /// after it (the queue replaced them).
   func seek(toFrame frame: Int64, clock: Int64, keepFollowing: Bool = true) {
     lastClock = clock
-    let target = Target(token: audibleToken, frame: max(0, min(frame, inputSegmentEnd)), keepFollowing: keepFollowing)
+    let target = Target(token: audibleToken, frame: max(0, min(frame, heardSegmentEnd)), keepFollowing: keepFollowing)
     switch mode {
     case .playing: fadeOut(then: .seek(target, thenPlay: true), clock: clock)
     case .fadingOut:
@@ -821,7 +845,7 @@ package final class Voice: VoiceInput {
   /// The file frame (fractional when resampled) of the next frame mixed, while segment `token`
   /// plays (see `mixFramesUntil`).
   func playingPosition(token: Int) -> Double? {
-    guard !awaitingData, mode == .playing || mode == .fadingOut, inputToken == token else { return nil }
+    guard !awaitingData, mode == .playing || mode == .fadingOut, heardToken == token else { return nil }
     return resampling ? exactPosition : inputPosition
   }
 
@@ -888,12 +912,67 @@ package final class Voice: VoiceInput {
     return position - TimeStretcher.alignmentSeconds(tempo: tempo) * Double(fileRate)
   }
 
-  /// Folds a seam the output has played past into the position (so the next one has the slot).
-  private func foldPassedSeam() {
-    guard let seam = pendingSeam, unfoldedPosition >= seam.end - 1e-9
-    else { return }
+  /// Folds a seam the output has played past into the position (so the next one has the slot),
+  /// and reports a gapless join there on the frame it is heard: `nextFrame` is the mix frame of
+  /// the next frame mixed.
+  private func foldPassedSeam(events: inout [EngineEvent], nextFrame: Int64) {
+    let position = unfoldedPosition
+    guard let seam = pendingSeam, position >= seam.end - 1e-9 else { return }
+    let heard = nextFrame - max(0, FrameMath.clamp(((position - seam.end) / speed).rounded(.down)))
+    fold(seam, heardAt: max(0, heard), events: &events)
+  }
+
+  private func fold(_ seam: Seam, heardAt frame: Int64, events: inout [EngineEvent]) {
     resampledPosition += seam.jump
     pendingSeam = nil
+    if resampling { seamHeard = (frame, seam.nextToken, seam.end + seam.jump) }
+    guard seam.nextToken != audibleToken, seam.nextToken >= 0 else { return }
+    audibleToken = seam.nextToken
+    status.lengthFrames.store(seam.nextSegmentEnd, ordering: .releasing)
+    status.token.store(seam.nextToken, ordering: .releasing)
+    events.append(.segmentStarted(voice: handle, token: seam.nextToken, frame: frame))
+  }
+
+  /// Resampled, a seam read and not yet heard: the output still plays the segment before it.
+  private var unheardSeam: Seam? {
+    guard resampling, let seam = pendingSeam, unfoldedPosition < seam.end - 1e-9 else { return nil }
+    return seam
+  }
+
+  /// The last jump or join the output went through: the mix frame it was heard on, and the
+  /// segment and file frame played from there. A beat line right there (a loop's start, the
+  /// first downbeat of a gapless repeat) was not yet in reach when the block began: the mixer
+  /// reports it after (see `StreamingLoop.reportBeats`).
+  private(set) var seamHeard: (frame: Int64, token: Int, position: Double)?
+
+  /// Where the pass of segment `token` being heard ends: the file frame of its loop's end or of
+  /// its own end, where the music goes on elsewhere (a line there belongs to what comes next).
+  /// Nil while another segment is heard.
+  func passEnd(token: Int) -> Double? {
+    if let seam = unheardSeam { return seam.token == token ? seam.end : nil }
+    guard inputToken == token else { return nil }
+    if let loop = inputLoop, !isFinalPass { return Double(loop.end) }
+    return Double(inputSegmentEnd)
+  }
+
+  /// File frames per mix frame now.
+  var framesPerMixFrame: Double { speed }
+
+  /// The segment heard (its token and frames): the one read, or, resampled, the one before a
+  /// join the output has not reached.
+  private var heardToken: Int { unheardSeam?.token ?? inputToken }
+  private var heardSegmentStart: Int64 { unheardSeam?.segmentStart ?? inputSegmentStart }
+  private var heardSegmentEnd: Int64 { unheardSeam?.segmentEnd ?? inputSegmentEnd }
+
+  /// While the resampler reads (inside `resampleChunk`): the mix frame on which input at file
+  /// frame `position` of the block being read is heard. The resampler and the stretcher read
+  /// ahead of what they give out, the stretcher by up to a tenth of a second, so what is read now
+  /// is not heard on the frame being made.
+  private func heardFrame(ofInput position: Double) -> Int64 {
+    let unfolded = position - (pendingSeam?.jump ?? 0)
+    var heard = resampledPosition
+    if stretching { heard -= TimeStretcher.alignmentSeconds(tempo: tempo) * Double(fileRate) }
+    return produceFrame + FrameMath.clamp(((unfolded - heard) / speed).rounded())
   }
 
   /// Frames of this voice's file in `seconds`.
@@ -908,6 +987,10 @@ package final class Voice: VoiceInput {
   /// Where the loop of segment `token` ends, in seconds of its file, while this voice plays that
   /// segment and will jump back from there (nil: no loop, or its last pass).
   func loopEndSeconds(token: Int) -> Double? {
+    if let seam = unheardSeam {
+      // The output has yet to reach a jump the resampler read: back in this segment (a loop).
+      return seam.token == token && seam.nextToken == token ? seam.end / Double(fileRate) : nil
+    }
     guard inputToken == token, let loop = inputLoop, !isFinalPass else { return nil }
     return Double(loop.end) / Double(fileRate)
   }
@@ -1121,7 +1204,7 @@ package final class Voice: VoiceInput {
       (scratch + 2 * produced).update(from: chunk + 2 * chunkOffset, count: 2 * frames)
       chunkOffset += frames
       produced += frames
-      if pendingSeam != nil { foldPassedSeam() }
+      if pendingSeam != nil { foldPassedSeam(events: &events, nextFrame: produceFrame + Int64(produced)) }
     }
     return produced
   }
@@ -1249,7 +1332,7 @@ package final class Voice: VoiceInput {
       // its next request, so it is the voice's own buffer, not scratch).
       layerMix.update(from: pointer, count: 2 * frames)
       addLayers(
-        of: current, offset: blockOffset, count: frames, into: layerMix, mixStart: produceFrame,
+        of: current, offset: blockOffset, count: frames, into: layerMix, mixStart: heardFrame(ofInput: inputPosition),
         mixPerFrame: 1 / (resamplerRatio * stretchStep))
       pointer = UnsafePointer(layerMix)
     }
@@ -1308,13 +1391,27 @@ package final class Voice: VoiceInput {
         stream.release()
         continue
       }
-      if abs(next.startPosition - inputPosition) > 1e-3 {
+      // Resampled, a join heard later than it is read: a join into the next segment, however
+      // its frames go on.
+      let joinsLater = resampling && inputKnown && next.token != inputToken
+      if abs(next.startPosition - inputPosition) > 1e-3 || joinsLater {
         // A jump in the file (a loop back, a gapless join): the resampled position jumps with it
         // when the output reaches it, not when the resampler reads it (it reads ahead). A
         // second jump before the first is heard (a loop shorter than the resampler's reach)
         // folds the first at once.
-        if let seam = pendingSeam { resampledPosition += seam.jump }
-        pendingSeam = (end: inputPosition, jump: next.startPosition - inputPosition)
+        if let seam = pendingSeam {
+          fold(
+            seam, heardAt: resampling ? max(produceFrame, heardFrame(ofInput: seam.end + seam.jump)) : readingFrame,
+            events: &events)
+        }
+        pendingSeam = Seam(
+          end: inputPosition, jump: next.startPosition - inputPosition, token: inputToken,
+          segmentStart: inputSegmentStart, segmentEnd: inputSegmentEnd, nextToken: next.token,
+          nextSegmentEnd: next.segmentEnd)
+      }
+      if !resampling && inputKnown && (abs(next.startPosition - inputPosition) > 1e-3 || next.token != inputToken) {
+        // Read frame for frame, a jump or a join is heard on the frame it is read.
+        seamHeard = (readingFrame, next.token, next.startPosition)
       }
       block = next
       blockOffset = 0
@@ -1330,7 +1427,7 @@ package final class Voice: VoiceInput {
         pendingLoopRelease = nil
         releaseLoop(through: token)
       }
-      if next.token != audibleToken && next.token >= 0 {
+      if next.token != audibleToken && next.token >= 0 && !joinsLater {
         // A gapless join: the next segment's first frame is mixed now.
         audibleToken = next.token
         status.lengthFrames.store(next.segmentEnd, ordering: .releasing)
@@ -1348,7 +1445,7 @@ package final class Voice: VoiceInput {
   /// The file frame mixed next.
   var positionFrames: Int64 {
     let position = resampling ? Int64(exactPosition.rounded(.down)) : inputFrame
-    return max(inputSegmentStart, min(position, inputSegmentEnd))
+    return max(heardSegmentStart, min(position, heardSegmentEnd))
   }
 
   /// Publishes the position and the gain heard.
@@ -1369,7 +1466,7 @@ package final class Voice: VoiceInput {
     }
     status.positionFrames.store(position, ordering: .releasing)
     // The exact position and its frame (a voice that starts later stands still until then).
-    let exact = max(Double(inputSegmentStart), min(filePosition, Double(inputSegmentEnd)))
+    let exact = max(Double(heardSegmentStart), min(filePosition, Double(heardSegmentEnd)))
     status.storePlayingPosition(moving ? exact : .nan, mixFrame: max(lastClock, startFrame))
     // What is heard: a voice that is prepared but not started (a crossfade's follower, waiting)
     // is silent, so the stealing policy takes it first and timelines do not draw it.
@@ -1433,6 +1530,7 @@ package final class Voice: VoiceInput {
   private func performStop() {
     scanDirection = 0
     fadesHeldFrom = nil
+    layersHeldFrom = nil
     reposition(to: Target(token: stream.firstToken, frame: 0))
     mode = .ready(resumeFades: false)
   }

@@ -56,6 +56,93 @@ struct BeatTests {
   }
 }
 
+extension BeatTests {
+  @Test(
+    "Across gapless repeats at another rate or tempo, bars count from 1 in each pass and no beat is lost or doubled",
+    arguments: [("rate: 0.8,", ""), ("", #"{ on: "hurry", do: { tempo: 1.25, ramp: 0 } },"#), ("", "")])
+  func beatsAcrossRepeats(stateRate: String, tempoRule: String) throws {
+    let game = try DirectorFixture()
+    // Two bars of 4/4 at 120 BPM (4 s), repeated gaplessly.
+    try FLACEncoder.encode(
+      samples: [Float](repeating: 0.1, count: 2 * 4 * 48_000), format: .stereo48000, tags: [("BPM", "120")],
+      to: game.assets + "/two.flac")
+    let text = """
+      {
+        assets: "assets", loudness: "off", start: "loop",
+        sources: { two: { bundled: "two.flac" } },
+        states: { loop: { music: "two", \(stateRate) between: "gapless", transition: { seconds: 0 } } },
+        rules: [ \(tempoRule) ],
+      }
+      """
+    let engine = try AudioEngine(output: .offline(sampleRate: 48_000, renderFrames: 256))
+    let director = Director(engine: engine, sheet: try game.sheet(text), library: nil, clocking: .pumped)
+    let log = BeatLog()
+    director.addBeatObserver { log.add($0) }
+    director.post("hurry")
+    var buffer = [Float](repeating: 0, count: 2 * 256)
+    var frame = 0
+    // Three passes and a little: 12 s of the file at 1.25 times (9.6 s), 0.8 times (15 s).
+    let seconds = stateRate.isEmpty ? (tempoRule.isEmpty ? 12.2 : 9.8) : 15.2
+    while frame < Int(seconds * 48_000) {
+      director.advance(toAudioTime: Double(frame) / 48_000)
+      buffer.withUnsafeMutableBufferPointer { engine.render(into: $0.baseAddress!, frameCount: 256) }
+      frame += 256
+    }
+    let beats = log.all
+    let labels = beats.map { "\($0.bar).\($0.beat)" }
+    let pass = ["1.1", "1.2", "1.3", "1.4", "2.1", "2.2", "2.3", "2.4"]
+    #expect(labels == pass + pass + pass + ["1.1"], "\(labels)")
+    // Evenly spaced: a beat every 0.5 s of the file, heard at the speed.
+    let speed = stateRate.isEmpty ? (tempoRule.isEmpty ? 1 : 1.25) : 0.8
+    let spacing = 24_000 / speed
+    let gaps = zip(beats.dropFirst(), beats).map { Double($0.mixFrame - $1.mixFrame) }
+    // (Stretched, the first beat, on the first frame, comes before the stretcher's start settles:
+    // the rest keep the spacing.)
+    let steady = tempoRule.isEmpty ? gaps : Array(gaps.dropFirst())
+    #expect(steady.allSatisfy { abs($0 - spacing) <= 2 }, "the beats' spacing: \(gaps)")
+  }
+}
+
+extension BeatTests {
+  @Test(
+    "Through a loop's seam, at rate 1 and 0.8, the downbeat the loop starts on is reported with the loop start's bar",
+    arguments: ["", "rate: 0.8,"])
+  func beatsThroughALoop(stateRate: String) throws {
+    let game = try DirectorFixture()
+    // Two bars of 4/4 at 120 BPM; the second (2 s to 4 s) loops.
+    try FLACEncoder.encode(
+      samples: [Float](repeating: 0.1, count: 2 * 4 * 48_000), format: .stereo48000,
+      tags: [("BPM", "120"), ("LOOPSTART", "96000"), ("LOOPLENGTH", "96000")], to: game.assets + "/two.flac")
+    let text = """
+      {
+        assets: "assets", loudness: "off", start: "loop",
+        sources: { two: { bundled: "two.flac" } },
+        states: { loop: { music: "two", \(stateRate) transition: { seconds: 0 } } },
+        rules: [],
+      }
+      """
+    let engine = try AudioEngine(output: .offline(sampleRate: 48_000, renderFrames: 256))
+    let director = Director(engine: engine, sheet: try game.sheet(text), library: nil, clocking: .pumped)
+    let log = BeatLog()
+    director.addBeatObserver { log.add($0) }
+    let speed = stateRate.isEmpty ? 1.0 : 0.8
+    var buffer = [Float](repeating: 0, count: 2 * 256)
+    var frame = 0
+    // The first bar, the loop three times, and its downbeat once more.
+    while frame < Int(8.2 / speed * 48_000) {
+      director.advance(toAudioTime: Double(frame) / 48_000)
+      buffer.withUnsafeMutableBufferPointer { engine.render(into: $0.baseAddress!, frameCount: 256) }
+      frame += 256
+    }
+    let beats = log.all
+    let labels = beats.map { "\($0.bar).\($0.beat)" }
+    let loop = ["2.1", "2.2", "2.3", "2.4"]
+    #expect(labels == ["1.1", "1.2", "1.3", "1.4"] + loop + loop + loop + ["2.1"], "\(labels)")
+    let gaps = zip(beats.dropFirst(), beats).map { Double($0.mixFrame - $1.mixFrame) }
+    #expect(gaps.allSatisfy { abs($0 - 24_000 / speed) <= 2 }, "the beats' spacing: \(gaps)")
+  }
+}
+
 @Suite(
   "Beat callbacks live: delivered when OpenAL plays the beat's frame",
   .disabled(if: CGame.underThreadSanitizer, "the live run is timing-bound; see make test-tsan"))

@@ -894,6 +894,23 @@ struct DirectorActionTests {
     #expect(largest < 1e-6, "after the resume, \(largest) from the level that did not pause\n\(timeline.summary)")
   }
 
+  @Test(
+    "A stinger on the bar waiting when the game pauses plays on that bar of the music after the resume, and is reported then"
+  )
+  func stingerThroughAPause() throws {
+    let rules =
+      #"{ on: "hit", do: { stinger: "hit.ogg", at: "bar" } }, "#
+      + #"{ on: "menu", do: { pause: true, fade: 0 } }, { on: "back", do: { resume: true, fade: 0 } }"#
+    // The hit at 0.3 s waits for the bar at 2 s; the music pauses at 1 s and goes on at 3 s, so
+    // it reaches that bar at 4 s. The report came at 2 s, under the pause menu.
+    let (left, timeline) = try run(rules: rules, [.cue(0.3, "hit"), .cue(1, "menu"), .cue(3, "back")], seconds: 5)
+    let sting = DirectorFixture.stingerPitch
+    #expect(Listen.level(of: sting, in: Listen.window(left, 1.1, 3.9)) < 0.005, "\(timeline.summary)")
+    #expect(Listen.level(of: sting, in: Listen.window(left, 4.05, 4.4)) > 0.1, "\(timeline.summary)")
+    let played = try #require(timeline.stingers.first, "no stinger played\n\(timeline.summary)")
+    #expect(abs(played.at - 4) < 0.02, "the stinger is reported at \(played.at) s\n\(timeline.summary)")
+  }
+
   @Test("A state change while paused: the new state's music waits for the resume, which starts it")
   func changeWhilePaused() throws {
     let (left, timeline) = try run(

@@ -135,6 +135,94 @@ struct LayerTests {
   }
 
   @Test(
+    "A layer action on the bar at another rate or tempo: the stem comes in on the bar heard, not when the resampler or stretcher reads it",
+    arguments: [
+      // The state at rate 0.8: the bar at 2 s of the file is heard at 2.5 s.
+      ("rate: 0.8,", ""),
+      // Tempo 1.25 from the start: the bar is heard about 1.6 s in.
+      ("", #"{ on: "hurry", do: { tempo: 1.25, ramp: 0 } },"#),
+    ])
+  func layerOnTheBarAtAnotherSpeed(stateRate: String, tempoRule: String) throws {
+    let folder = try StemFolder()
+    // The music steps up to 0.1 on its bar at 2 s; the stem, 0.25 throughout, is brought in on
+    // that bar: heard together, the level goes from 0 to 0.35 in one step.
+    try folder.write(
+      "steps.flac", StemFolder.constant(0, seconds: 2) + StemFolder.constant(0.1, seconds: 6), tags: [("BPM", "120")])
+    try folder.write("drums.flac", StemFolder.constant(0.25, seconds: 8))
+    let sheet = try folder.sheet(
+      sources: #"steps: { bundled: "steps.flac" }, drums: { bundled: "drums.flac" }"#,
+      states: """
+        sneak: {
+          music: "steps", \(stateRate) transition: { seconds: 0 },
+          layers: { drums: { music: "drums", volume: 0 } },
+        },
+        """,
+      start: "sneak",
+      rules: """
+        \(tempoRule)
+        { on: "spotted", do: { layer: "drums", volume: 1, at: "bar" } },
+        """)
+    let (left, timeline) = try folder.game.simulate(
+      sheet, [.cue(0, "hurry"), .cue(0.3, "spotted")], seconds: 3.5)
+    let (alone, _) = try folder.game.simulate(sheet, [.cue(0, "hurry")], seconds: 3.5)
+    // Resampled or stretched, a step is not one frame: the resampler rings a few frames either
+    // side, the stretcher's overlap makes it a ramp of about 8 ms. Where it begins and how long
+    // it takes to settle: with the stem on the bar it is the music's own step, 3.5 times as high.
+    // A stem late or early adds a stretch at the music's level (0.1) or the stem's (0.25).
+    func step(_ samples: [Float], to level: Float) -> (start: Int, frames: Int)? {
+      guard let start = samples.firstIndex(where: { $0 > 0.02 * level }),
+        let end = samples[start...].firstIndex(where: { $0 > 0.98 * level })
+      else { return nil }
+      return (start, end - start)
+    }
+    let music = try #require(step(alone, to: 0.1), "the music's step never came\n\(timeline.summary)")
+    let both = try #require(step(left, to: 0.35), "the layer never came in\n\(timeline.summary)")
+    // Within 1 ms (48 frames), the issue's bound for a transition on the grid (it was 33 to 110 ms late).
+    #expect(
+      abs(both.start - music.start) <= 48 && abs(both.frames - music.frames) <= 48,
+      "the music's bar is heard from frame \(music.start) in \(music.frames) frames; with the layer from \(both.start) in \(both.frames)\n\(timeline.summary)"
+    )
+    let settled = Listen.window(left, Double(both.start + both.frames) / Double(StemFolder.rate) + 0.05, 3.4)
+    #expect(settled.allSatisfy { abs($0 - 0.35) < 0.02 }, "the level after the bar")
+    if !stateRate.isEmpty {
+      // At rate 0.8 the bar is exactly where the file's 2 s is heard.
+      #expect(
+        abs(both.start - 120_000) <= 48, "the bar at 2 s of the file heard at frame \(both.start), expected 120000")
+    }
+  }
+
+  @Test(
+    "A layer move on the bar asked before a pause, or during it, comes on the music's bar after the resume",
+    arguments: [0.3, 1.5])
+  func layerAcrossAPause(askedAt: Double) throws {
+    let folder = try StemFolder()
+    try folder.write("quiet.flac", StemFolder.constant(0, seconds: 8), tags: [("BPM", "120")])
+    try folder.write("drums.flac", StemFolder.constant(0.25, seconds: 8))
+    let sheet = try folder.sheet(
+      sources: #"quiet: { bundled: "quiet.flac" }, drums: { bundled: "drums.flac" }"#,
+      states:
+        #"sneak: { music: "quiet", transition: { seconds: 0 }, layers: { drums: { music: "drums", volume: 0 } } }"#,
+      start: "sneak",
+      rules: """
+        { on: "spotted", do: { layer: "drums", volume: 1, at: "bar" } },
+        { on: "menu", priority: 50, do: { pause: true } },
+        { on: "back", priority: 50, do: { resume: true } },
+        """)
+    // 120 BPM: the bar is 2 s into the music. Paused at 1 s for 2 s, the music reaches it at 4 s.
+    let script: [CueScript.Step] = [.cue(askedAt, "spotted"), .cue(1, "menu"), .cue(3, "back")].sorted {
+      $0.time < $1.time
+    }
+    let (left, timeline) = try folder.game.simulate(sheet, script, seconds: 5)
+    let first = try #require(Listen.firstSound(left, after: 0), "the layer never came in\n\(timeline.summary)")
+    // The pause lands where its 10 ms fade would end on the director's clock, and the resume on
+    // its cue: the music is 10 ms behind, and its bar comes 480 frames before 4 s.
+    #expect(
+      first == 4 * StemFolder.rate - 480,
+      "first sound at frame \(first), expected \(4 * StemFolder.rate - 480)\n\(timeline.summary)")
+    #expect(Listen.window(left, 4.1, 5).allSatisfy { $0 == 0.25 }, "the layer after the bar")
+  }
+
+  @Test(
     "A layer action on the bar while the change to its music waits for its own line: on the incoming music's bar, the same frame whatever the render size"
   )
   func layerWhileItsChangeWaits() throws {

@@ -670,14 +670,28 @@ final class DirectorCore {
       incomingGridLine(action.moment).map { incoming in
         (at: incoming.at, landing: QueuePlayer.Landing(fileSeconds: incoming.line, everySeconds: incoming.unit))
       } ?? nextGridLine(action.moment)
+    let paused = line == nil ? pausedGridLine(action.moment) : nil
     do {
       try player.fadeLayer(
-        index, to: action.volume, seconds: action.seconds, curve: action.curve, landing: line?.landing)
+        index, to: action.volume, seconds: action.seconds, curve: action.curve, landing: line?.landing ?? paused)
     } catch {
       return what + ": \(error)"
     }
+    if paused != nil { return what + " on the \(action.moment.rawValue) after the resume" }
     guard let line else { return what }
     return what + " on the \(action.moment.rawValue) (\(Self.format(line.at)) s)"
+  }
+
+  /// The next beat or bar line of the playing item from where it is paused: a layer moved on the
+  /// bar during a pause menu comes on the music's bar after the resume (the mixer waits for the
+  /// music to play again, then finds the line from its position). It used to move at once.
+  private func pausedGridLine(_ moment: TransitionSpec.Moment) -> QueuePlayer.Landing? {
+    guard moment == .beat || moment == .bar, player.playbackState == .paused, let playing = player.nowPlayingItem
+    else { return nil }
+    let position = player.currentPlaybackTime
+    let loop = player.loopRepeat != .off ? loopRegion(of: playing) : nil
+    let (line, unit) = lineAcrossLoop(of: playing, after: position, moment, loop: loop)
+    return QueuePlayer.Landing(unwrappedSeconds: line, everySeconds: unit, loop: loop)
   }
 
   /// While a change waits for its line (see `pendingLanding`): the first beat or bar line of the
@@ -1292,10 +1306,31 @@ final class DirectorCore {
     }
     // A stinger on a line of the music: the mixer holds its start until the music gets there.
     for index in scheduled.indices where scheduled[index].time > since {
-      if case .stinger = scheduled[index].work { scheduled[index].time += paused }
+      guard case .stinger = scheduled[index].work else { continue }
+      // (One held through the pause, see `holdStingersOnTheMusic`, comes back to its own time.)
+      if scheduled[index].time >= Self.heldThroughPause { scheduled[index].time -= Self.heldThroughPause }
+      scheduled[index].time += paused
     }
     scheduled.sort { ($0.time, $0.order) < ($1.time, $1.order) }
   }
+
+  /// When the music pauses: a stinger waiting for a line of it (the mixer starts it where the
+  /// music gets there) waits through the pause, however long, and is reported when it plays.
+  /// It used to be reported at its line's time as first reckoned, under the pause menu, and
+  /// played after the resume. Held here by moving it this far on (`deferWaitingMusic` brings it
+  /// back, moved on by the pause's length).
+  private func holdStingersOnTheMusic() {
+    var held = false
+    for index in scheduled.indices where scheduled[index].time > now && scheduled[index].time < Self.heldThroughPause {
+      guard case .stinger(_, _, _, _, let prepared, _?) = scheduled[index].work, prepared != nil else { continue }
+      scheduled[index].time += Self.heldThroughPause
+      held = true
+    }
+    if held { scheduled.sort { ($0.time, $0.order) < ($1.time, $1.order) } }
+  }
+
+  /// Far past any level's length (about 31,700 years), and exact in a Double with time added.
+  private static let heldThroughPause = 1e12
 
   /// When the hand-over from the bridge heard to its state's music is heard, while it waits
   /// (see `takeBackHandOver`).
@@ -2160,7 +2195,8 @@ final class DirectorCore {
     let landsAt = now + Voice.transportFadeSeconds
     let rate = max(0.01, player.musicSpeed)
     var moved = false
-    for index in scheduled.indices where scheduled[index].time > landsAt {
+    for index in scheduled.indices
+    where scheduled[index].time > landsAt && scheduled[index].time < Self.heldThroughPause {
       guard case .stinger(_, _, _, _, _, let moment?) = scheduled[index].work else { continue }
       let line = gridLine(of: playing, after: seconds, moment).line
       scheduled[index].time = landsAt + (line - seconds) / rate
@@ -2202,9 +2238,12 @@ final class DirectorCore {
     case .pause:
       player.pause()
       pausedAt = now
+      holdStingersOnTheMusic()
     case .stop:
       player.stop()
       pausedAt = nil
+      // Stingers held for a line of the music stopped: it will not get there.
+      scheduled.removeAll { $0.time >= Self.heldThroughPause }
       dropWaitingChange()
       lastReportedState = nil
     case .seek(let seconds, let fadeBack):
