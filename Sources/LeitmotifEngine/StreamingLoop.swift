@@ -440,11 +440,21 @@ package final class StreamingLoop: @unchecked Sendable {
   private func reportBeats(clock: Int64, frames: Int) {
     var nowNanoseconds: UInt64 = 0
     for index in 0..<(2 * Self.maximumVoices) {
-      // A voice fading out for good (the outgoing side of a crossfade) has no beats any more:
-      // the music the game hears now is the incoming one.
-      guard var lines = beatLines[index], let voice = voices[index / 2], !voice.isLetGo,
+      // A voice fading out for good (the outgoing side of a crossfade) has no beats from its
+      // fade on: the music the game hears then is the incoming one. Until then (the music held
+      // under a pickup, to the downbeat) its beats are the music heard, and the incoming
+      // piece's lead-in has none.
+      guard var lines = beatLines[index], let voice = voices[index / 2],
         let position = voice.playingPosition(token: lines.token)
       else { continue }
+      var heardUntil = Int64.max
+      var inPickup = false
+      if let fade = voice.letGoFadeStart {
+        heardUntil = min(fade, downbeatOfOthers(group: voice.duckGroup, besides: index / 2, clock: clock))
+        if heardUntil <= clock { continue }
+      } else {
+        inPickup = holdsAnother(group: voice.duckGroup, besides: index / 2, clock: clock)
+      }
       let rate = Double(voice.fileSampleRate)
       // Lines at or past the end of the pass heard are not in it: the music goes on elsewhere
       // from there (the loop's start, the next segment), and a line on that frame is the next
@@ -470,6 +480,7 @@ package final class StreamingLoop: @unchecked Sendable {
           due < Int64(frames)
         else { break }
         let frame = clock + due
+        guard frame < heardUntil else { break }
         guard frame > lines.lastMarkerFrame else { continue }
         lines.lastMarkerFrame = frame
         let audibleAt = audibleTime(due: due, now: &nowNanoseconds)
@@ -493,7 +504,9 @@ package final class StreamingLoop: @unchecked Sendable {
           let due = voice.mixFramesUntil(fileFrame: line, token: lines.token, clock: clock), due < Int64(frames)
         else { break }
         let frame = clock + due
-        if frame > lines.lastFrame {
+        guard frame < heardUntil else { break }
+        // (A line before the piece's first downbeat, under music held to it, is its pickup's.)
+        if frame > lines.lastFrame && !(inPickup && beat < 0) {
           lines.lastFrame = frame
           let audibleAt = audibleTime(due: due, now: &nowNanoseconds)
           if hasRoomForReports {
@@ -507,6 +520,37 @@ package final class StreamingLoop: @unchecked Sendable {
       beatLines[index] = lines
     }
     previousBeatClock = clock
+  }
+
+  /// Whether another voice of the same owner (`group`, a queue player's music) is let go with its
+  /// fade still ahead: the music held under a pickup (or played on as a tail).
+  private func holdsAnother(group: UInt32, besides slot: Int, clock: Int64) -> Bool {
+    guard group != 0 else { return false }
+    for other in 0..<Self.maximumVoices where other != slot {
+      if let voice = voices[other], voice.duckGroup == group, voice.isAudible,
+        let fade = voice.letGoFadeStart, fade > clock
+      {
+        return true
+      }
+    }
+    return false
+  }
+
+  /// The first mix frame on which another voice of the same owner, not let go, reaches the
+  /// first downbeat of its grid (the new piece's, after its pickup): from there its beats are the
+  /// music heard. `.max` when none is playing towards one.
+  private func downbeatOfOthers(group: UInt32, besides slot: Int, clock: Int64) -> Int64 {
+    guard group != 0 else { return .max }
+    var first = Int64.max
+    for index in 0..<(2 * Self.maximumVoices) where index / 2 != slot {
+      guard let lines = beatLines[index], lines.secondsPerBeat > 0, let voice = voices[index / 2],
+        voice.duckGroup == group, !voice.isLetGo,
+        let due = voice.mixFramesUntil(
+          fileFrame: lines.originSeconds * Double(voice.fileSampleRate), token: lines.token, clock: clock)
+      else { continue }
+      first = min(first, clock + due)
+    }
+    return first
   }
 
   /// The block the beats were last reported for began on this frame.

@@ -1014,6 +1014,10 @@ package final class Voice: VoiceInput {
   /// A voice that is being let go: silent now, or fading to silence.
   var isLetGo: Bool { finishWhenSilent }
 
+  /// Let go: the mix frame its fade to silence begins on (later than now while it is held, as
+  /// the music under a pickup is, to the downbeat). Nil while it plays on.
+  var letGoFadeStart: Int64? { finishWhenSilent ? envelope.startFrame : nil }
+
   /// Audio is ready (or the stream already ended): a crossfade into this voice can start.
   ///
   /// Offline it waits (bounded) for the decode thread's first block: the loader hands an offline

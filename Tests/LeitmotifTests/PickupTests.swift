@@ -4,6 +4,7 @@ import Testing
 
 @testable import Leitmotif
 @testable import LeitmotifCues
+@testable import LeitmotifEngine
 
 /// Pre-entry and post-exit: an incoming piece's pickup starts before the grid line so that its
 /// downbeat lands on it, and the outgoing piece plays a tail past it; both to the frame offline.
@@ -223,6 +224,40 @@ struct PickupTests {
     let hit = DirectorFixture.stingerPitch
     #expect(Listen.level(of: hit, in: Listen.window(left, 3.36, 3.49)) < 0.01, "\(timeline.summary)")
     #expect(Listen.level(of: hit, in: Listen.window(left, 3.51, 3.7)) > 0.1, "\(timeline.summary)")
+  }
+
+  @Test(
+    "During a pickup the beats reported are the music heard's, held to the downbeat; the new piece's count starts on it, also under a tail",
+    arguments: ["", "tail: 1,"])
+  func beatsDuringThePickup(tail: String) throws {
+    let game = try Self.game()
+    let text = """
+      { start: "explore", assets: "assets",
+        sources: { calm: { bundled: "explore.ogg" }, big: { bundled: "boss.ogg", pickup: 1 } },
+        states: { explore: { music: "calm" }, boss: { music: "big", transition: { seconds: 0.25, at: "bar", pickup: true, \(tail) } } },
+        rules: [ { on: "boss", do: { state: "boss" } } ] }
+      """
+    let engine = try AudioEngine(output: .offline(sampleRate: 48_000, renderFrames: 256))
+    let director = Director(engine: engine, sheet: try game.sheet(text), library: nil, clocking: .pumped)
+    let log = BeatLog()
+    director.addBeatObserver { log.add($0) }
+    var buffer = [Float](repeating: 0, count: 2 * 256)
+    var frame = 0
+    while frame < 5 * 48_000 {
+      director.advance(toAudioTime: Double(frame) / 48_000)
+      if frame <= 120_000 && frame + 256 > 120_000 { director.post("boss") }  // 2.5 s
+      buffer.withUnsafeMutableBufferPointer { engine.render(into: $0.baseAddress!, frameCount: 256) }
+      frame += 256
+    }
+    // Explore (120 BPM) to its bar at 4 s; the boss piece (90 BPM, its pickup from 3 s) from its
+    // downbeat there. Its pickup's beats (3 s, 3.33 s, 3.67 s) are not the music the game hears.
+    let beats = log.all
+    let expected: [Int64] = (0..<8).map { Int64($0 * 24_000) } + [192_000, 224_000]
+    #expect(
+      beats.map(\.mixFrame) == expected,
+      "\(beats.map { "\($0.item.title ?? "?") \($0.bar).\($0.beat) @\($0.mixFrame)" })")
+    #expect(beats.prefix(8).allSatisfy { $0.item.title == "Explore" }, "\(beats.map { $0.item.title ?? "?" })")
+    #expect(beats.map { "\($0.bar).\($0.beat)" }.suffix(2) == ["1.1", "1.2"])
   }
 
   @Test("During a pickup the music playing holds its level; it fades from the downbeat on")
