@@ -143,9 +143,16 @@ enum PickCommand {
         let folders = library.folders.map(\.path).joined(separator: ", ")
         screen.notice = "The index is empty: scanning the library (\(folders))…"
         draw()
-        try scanLibrary(library)
+        let report = try scanLibrary(library)
         screen.notice = nil
         try picker.reload()
+        // A folder that could not be read (missing, not a folder, no permission) is named: the
+        // screen said only that the library was empty.
+        let folderPaths = Set(library.folders.map(\.path))
+        let unread = report.failed.filter { folderPaths.contains($0.path) }
+        if picker.libraryItemCount == 0 && !unread.isEmpty {
+          screen.notice = "No songs: " + unread.map(\.description).joined(separator: "; ")
+        }
       }
       draw(clear: true)
       loop: while true {
@@ -270,5 +277,5 @@ enum PickCommand {
     applicationID == "leitmotif" ? TerminalPrompt() : nil
   }
 
-  static func scanLibrary(_ library: MediaLibrary) throws(LibraryError) { _ = try library.scan() }
+  static func scanLibrary(_ library: MediaLibrary) throws(LibraryError) -> ScanReport { try library.scan() }
 }

@@ -68,7 +68,8 @@ struct PickScreen {
     let listRows = self.listRows(screenRows: rows)
     var list: [Line] = []
     if let notice {
-      list.append(line(" " + notice))
+      // Wrapped, not cut: it may name a long path, and what went wrong comes after it.
+      for part in TextWidth.wrap(TerminalText.safe(notice), to: columns - 2) { list.append(line(" " + part)) }
     } else if picker.items.isEmpty {
       if picker.libraryItemCount == 0 {
         list.append(line(" The library is empty: no songs were found in its folders."))
@@ -149,6 +150,32 @@ enum TextWidth {
   }
 
   static func columns(_ text: String) -> Int { text.reduce(0) { $0 + columns($1) } }
+
+  /// `text` in lines of at most `width` columns, broken after a space where one is near enough,
+  /// else anywhere (a long path).
+  static func wrap(_ text: String, to width: Int) -> [String] {
+    guard width > 0 else { return [text] }
+    var lines: [String] = []
+    var current = ""
+    var used = 0
+    for character in text {
+      let wide = columns(character)
+      if used + wide > width && !current.isEmpty {
+        if let space = current.lastIndex(of: " "), columns(String(current[space...])) < width / 3 {
+          lines.append(String(current[..<space]))
+          current = String(current[current.index(after: space)...])
+        } else {
+          lines.append(current)
+          current = ""
+        }
+        used = columns(current)
+      }
+      current.append(character)
+      used += wide
+    }
+    if !current.isEmpty || lines.isEmpty { lines.append(current) }
+    return lines
+  }
 
   /// `text` cut (with "…") or padded with spaces to exactly `width` columns.
   static func fit(_ text: String, to width: Int, alignRight: Bool = false) -> String {

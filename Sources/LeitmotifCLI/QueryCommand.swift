@@ -156,7 +156,7 @@ enum QueryCommand {
     default: comparison = orEqual ? .greaterThanOrEqualTo : .greaterThan
     }
     if orEqual && (text[at] == "<" || text[at] == ">") { valueStart = text.index(after: valueStart) }
-    let value = String(text[valueStart...]).trimmingCharacters(in: .whitespaces)
+    var value = String(text[valueStart...]).trimmingCharacters(in: .whitespaces)
     let property =
       aliases[name.lowercased()]
       ?? MediaProperty.allCases.first { $0.rawValue.lowercased() == name.lowercased() }
@@ -165,6 +165,8 @@ enum QueryCommand {
         "--where \"\(text)\": unknown property \"\(name)\"; expected one of \(MediaProperty.allCases.map(\.rawValue).joined(separator: ", ")) or an alias (\(aliases.keys.sorted().joined(separator: ", ")))"
       )
     }
+    // A path may be given as the `file://` URL the JSON prints (`assetURL`).
+    if property == .assetURL { value = localPath(value) }
     let predicate = MediaPropertyPredicate(value: value, forProperty: property, comparisonType: comparison)
     do { try predicate.validate() } catch { fail("--where \"\(text)\": \(error)") }
     return predicate
@@ -180,6 +182,9 @@ enum QueryCommand {
       if let date { fields.append((name, jsonString(ISO8601DateFormatter().string(from: date)))) }
     }
     add("persistentID", number: item.persistentID)
+    // The same as a string: a JSON number above 2^53 loses its last digits in most readers (jq,
+    // JavaScript), and the id then names no song.
+    add("persistentIDString", item.persistentID.map { "\($0)" })
     add("title", item.title)
     add("artist", item.artist)
     add("albumTitle", item.albumTitle)
@@ -206,7 +211,10 @@ enum QueryCommand {
   static func json(_ collection: MediaItemCollection, group: String) -> String {
     var fields: [(String, String)] = [("group", jsonString(group))]
     fields.append(("name", collection.name.map(jsonString) ?? "null"))
-    if let id = collection.persistentID { fields.append(("persistentID", "\(id)")) }
+    if let id = collection.persistentID {
+      fields.append(("persistentID", "\(id)"))
+      fields.append(("persistentIDString", "\"\(id)\""))
+    }
     fields.append(("count", "\(collection.count)"))
     fields.append(("representativeItem", collection.representativeItem.map(json) ?? "null"))
     let ids = collection.items.compactMap(\.persistentID).map { "\($0)" }.joined(separator: ",")

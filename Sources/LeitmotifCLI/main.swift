@@ -94,6 +94,14 @@ enum OptionNames {
   static let play = playback.union(queue).union(["device", "latency"])
 }
 
+/// A file named as a path or as the `file://` URL `leitmotif query` prints for a song
+/// (`assetURL`): the URL's path, its %-escapes decoded to the name's bytes (UTF-8 or not).
+/// Anything else is taken as it is.
+func localPath(_ argument: String) -> String {
+  guard argument.lowercased().hasPrefix("file://") else { return argument }
+  return FileSystemPath.path(fileURL: argument) ?? argument
+}
+
 /// Options of the form `--name value`; everything else is a positional argument.
 struct Arguments {
   var options: [String: String] = [:]
@@ -113,7 +121,7 @@ struct Arguments {
         guard let value = iterator.next() else { fail("--\(name) needs a value") }
         options[name] = value
       } else {
-        positional.append(argument)
+        positional.append(localPath(argument))
       }
     }
   }
@@ -559,7 +567,7 @@ if ["info", "render", "play", "devices"].contains(command),
 switch command {
 case "info":
   let analyze = commandLine.contains("--analyze")
-  exit(info(commandLine.filter { $0 != "--analyze" }, analyze: analyze))
+  exit(info(commandLine.filter { $0 != "--analyze" }.map(localPath), analyze: analyze))
 case "render": exit(render(Arguments(commandLine, command: "render", known: OptionNames.render)))
 case "play": exit(play(Arguments(commandLine, command: "play", known: OptionNames.play)))
 case "devices":

@@ -237,6 +237,18 @@ struct FileNameTests {
     let query = try run(["query", "--app", "latin1-test", "--library", fixture.library.music, "--json"])
     #expect(query.status == "0", "\(query.errors)")
     #expect(query.output.contains("/D%E9j%E0/Caf%E9.ogg\""), "\(query.output)")
+    // The URL printed names the song again: in --where, and as the FILE of render (a player's
+    // trial: neither took it back).
+    let line = try #require(query.output.split(separator: "\n").first { $0.contains("Caf%E9.ogg") })
+    let url = try #require(line.split(separator: "\"").first { $0.hasPrefix("file://") }.map(String.init))
+    let found = try run(["query", "--app", "latin1-test", "--library", fixture.library.music, "--where", "path=\(url)"])
+    #expect(found.output.contains("1 item"), "\(found.output)\(found.errors)")
+    let again = try run(["render", "--out", home + "/again.wav", "--duration", "0.1", url])
+    #expect(again.status == "0", "\(again.errors)")
+    // Ids past 2^53, as strings too.
+    let id = try #require(line.split(separator: ",").first { $0.contains("\"persistentID\":") })
+    let digits = id.split(separator: ":")[1]
+    #expect(line.contains("\"persistentIDString\":\"\(digits)\""), "\(line)")
   }
 }
 

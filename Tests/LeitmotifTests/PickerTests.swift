@@ -283,7 +283,7 @@ final class TmuxPick {
 
   /// Starts `leitmotif pick ARGUMENTS --library MUSIC --app ID` in an 80x24 pane. Its stdout,
   /// stderr and exit status go to files (the screen is drawn on the pane's terminal).
-  init(_ arguments: [String], music: PickerLibrary, columns: Int = 80, rows: Int = 24) throws {
+  init(_ arguments: [String], music: PickerLibrary, folder: String? = nil, columns: Int = 80, rows: Int = 24) throws {
     self.music = music
     socket = music.directory.file("tmux.sock")
     output = music.directory.file("pick.out")
@@ -291,7 +291,7 @@ final class TmuxPick {
     status = music.directory.file("pick.status")
     let executable = try #require(LeitmotifCommand.executable).path
     let command =
-      ([executable, "pick"] + arguments + ["--library", music.musicFolder, "--app", music.applicationID])
+      ([executable, "pick"] + arguments + ["--library", folder ?? music.musicFolder, "--app", music.applicationID])
       .map(Self.quote).joined(separator: " ")
     // The terminal's modes before and after, to prove the picker puts them back.
     let modes = music.directory.file("stty")
@@ -424,6 +424,22 @@ struct PickerTerminalTests {
     #expect(result.status == 0, "\(result.errors)")
     let march = try #require(try library.items(matching: .songs()).first { $0.title == "The March" })
     #expect(result.output == "\(try #require(march.persistentID))\tThe March\n")
+  }
+
+  @Test("A library folder that does not exist is named, with why, not called an empty library")
+  func missingFolder() throws {
+    let music = try PickerLibrary()
+    _ = try music.scannedLibrary()
+    let missing = music.directory.file("no-such-folder")
+    let pick = try TmuxPick([], music: music, folder: missing)
+    // Wrapped to the 80 columns: the temporary folder's path is long.
+    let lines = try pick.waitFor("No songs:")
+    let shown = lines.joined().filter { $0 != " " }
+    let expected = "No songs: \(missing): library folder: No such file or directory".filter { $0 != " " }
+    #expect(shown.contains(expected), "\(lines.joined(separator: "\n"))")
+    #expect(!lines.contains { $0.contains("The library is empty") })
+    try pick.keys("Escape")
+    #expect(try pick.finish().status == 1)
   }
 
   @Test("Esc cancels: exit status 1, nothing printed")
