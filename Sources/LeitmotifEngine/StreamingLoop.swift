@@ -66,8 +66,9 @@ package final class StreamingLoop: @unchecked Sendable {
     var token: Int
     var originSeconds: Double
     var secondsPerBeat: Double
-    /// The last mix frame a beat was reported on (a line is reported once).
+    /// The last mix frame a beat was reported on (a line is reported once), and its index.
     var lastFrame: Int64 = -1
+    var lastIndex = Int.min
     /// Markers: seconds of the file, sorted (none: `[]`).
     var markers: [Double] = []
     /// The last mix frame a marker was reported on.
@@ -404,7 +405,7 @@ package final class StreamingLoop: @unchecked Sendable {
       takeCommands()
     }
     startDueCrossfades(clock: clock, frames: frames)
-    if pendingLayerFadeCount > 0 { startBegunLayerFades(clock: clock) }
+    if pendingLayerFadeCount > 0 { startBegunLayerFades(clock: clock, frames: frames) }
     if beatLineCount > 0 { reportBeats(clock: clock, frames: frames) }
     for slot in 0..<Self.maximumVoices {
       guard let voice = voices[slot] else { continue }
@@ -497,7 +498,13 @@ package final class StreamingLoop: @unchecked Sendable {
       }
       // The first line at or after the position: stateless, so a loop back or a seek simply
       // finds the lines again from where the voice is.
-      var beat = Int(((position / rate - lines.originSeconds) / lines.secondsPerBeat - 1e-9).rounded(.up))
+      // From a hair behind it: a line the last block reckoned just past its end (its frame
+      // rounded up) may be just behind the position now (rounded down), and was lost (a beat
+      // every 10 s at tempo 0.8). Heard on this block's first frame; the one reported already
+      // is not reported again.
+      let behind = 2 * voice.framesPerMixFrame
+      var beat = Int((((position - behind) / rate - lines.originSeconds) / lines.secondsPerBeat - 1e-9).rounded(.up))
+      let spacing = lines.secondsPerBeat * rate / voice.framesPerMixFrame
       while true {
         let line = (lines.originSeconds + Double(beat) * lines.secondsPerBeat) * rate
         guard line < passEnd - 1e-6,
@@ -506,8 +513,10 @@ package final class StreamingLoop: @unchecked Sendable {
         let frame = clock + due
         guard frame < heardUntil else { break }
         // (A line before the piece's first downbeat, under music held to it, is its pickup's.)
-        if frame > lines.lastFrame && !(inPickup && beat < 0) {
+        let repeated = beat == lines.lastIndex && Double(frame - lines.lastFrame) < spacing / 2
+        if frame > lines.lastFrame && !repeated && !(inPickup && beat < 0) {
           lines.lastFrame = frame
+          lines.lastIndex = beat
           let audibleAt = audibleTime(due: due, now: &nowNanoseconds)
           if hasRoomForReports {
             pendingEvents.append(
@@ -589,6 +598,7 @@ package final class StreamingLoop: @unchecked Sendable {
       let at = min(frame(of: line), clock - 1)
       if at > lines.lastFrame {
         lines.lastFrame = at
+        lines.lastIndex = beat
         if hasRoomForReports {
           pendingEvents.append(
             .beat(
@@ -681,7 +691,7 @@ package final class StreamingLoop: @unchecked Sendable {
   /// frame however the blocks are cut. A move whose music has not begun, or has no audio yet
   /// (its first block still decoding), waits; music that is gone (the change called off) takes
   /// its moves with it.
-  private func startBegunLayerFades(clock: Int64) {
+  private func startBegunLayerFades(clock: Int64, frames span: Int = 4096) {
     for index in pendingLayerFades.indices {
       guard let pending = pendingLayerFades[index] else { continue }
       let trigger = pending.trigger
@@ -694,14 +704,38 @@ package final class StreamingLoop: @unchecked Sendable {
       guard !waitsToBegin(trigger.voice), let music = voices[trigger.voice.slot], music.hasAudio,
         !music.isPausedAtPosition, !music.isStarting
       else { continue }
-      let due =
+      func due(_ trigger: StartTrigger) -> Int64 {
         (music.mixFramesUntil(
           fileFrame: Double(music.fileFrames(seconds: trigger.fileSeconds)), token: trigger.token, clock: clock) ?? 0)
-        + (trigger.afterSeconds > 0 ? music.mixFrames(fileSeconds: trigger.afterSeconds) : 0)
+          + (trigger.afterSeconds > 0 ? music.mixFrames(fileSeconds: trigger.afterSeconds) : 0)
+      }
+      var line = trigger
+      var frames = due(line)
+      // Resampled or stretched, the stems are mixed into the music before the resampler and the
+      // stretcher, which read ahead of what is heard: a move is set on its frame when its line
+      // is near, reckoned afresh each block until then (a rate ramp moves the line), and one
+      // asked nearer than they read ahead takes the grid's next line rather than come off it.
+      let reach = music.readAheadFrames()
+      let oneRead = Int64(Double(Voice.layeredReadFrames) / max(music.framesPerMixFrame, 1.0 / 256))
+      if frames > reach + Int64(span) + oneRead + Self.layerMoveHorizonFrames { continue }
+      if reach > 0, let every = line.everySeconds, every > 0 {
+        var moved = 0
+        while frames < reach && moved < 64 {
+          line.moveOn(by: every, music: music)
+          frames = due(line)
+          moved += 1
+        }
+      }
       dropPendingLayerFade(index)
-      moveLayer(index, to: pending.level, seconds: pending.seconds, curve: pending.curve, start: clock + due)
+      moveLayer(index, to: pending.level, seconds: pending.seconds, curve: pending.curve, start: clock + frames)
     }
   }
+
+  /// How near its frame a layer move is set (see `startBegunLayerFades`), beyond what the
+  /// music's voice has read ahead, the block being mixed and what the voice reads at once
+  /// (`Voice.layeredReadFrames` at its speed): short enough that a rate ramp moves the line by a
+  /// small part of a millisecond from there.
+  static let layerMoveHorizonFrames: Int64 = 2_048
 
   /// Whether `voice` waits to begin (a crossfade on its own grid line, a start on a trigger):
   /// it has reached no line yet, where `framesUntil` would say the moment is gone.

@@ -958,6 +958,20 @@ package final class Voice: VoiceInput {
   /// File frames per mix frame now.
   var framesPerMixFrame: Double { speed }
 
+  /// Resampled or stretched: in how many mix frames from the last mix's end the input not yet
+  /// read is heard (what the resampler and the stretcher hold; a gain set on the stems before
+  /// that frame comes too late for it). 0 when read frame for frame.
+  func readAheadFrames() -> Int64 {
+    guard resampling, inputKnown else { return 0 }
+    let unread = inputPosition - (pendingSeam?.jump ?? 0)
+    return max(0, FrameMath.clamp(((unread - unfoldedPosition) / speed).rounded(.up)))
+  }
+
+  /// A layered voice lends the resampler this much of a block at a time: the stems' gains are
+  /// set on what it reads, so the less it holds, the nearer its line a layer move can still be
+  /// asked for (a whole block was up to 107 ms at rate 0.8).
+  static let layeredReadFrames = 256
+
   /// The segment heard (its token and frames): the one read, or, resampled, the one before a
   /// join the output has not reached.
   private var heardToken: Int { unheardSeam?.token ?? inputToken }
@@ -1329,7 +1343,7 @@ package final class Voice: VoiceInput {
     // reported on the chunk's first frame).
     readingFrame = produceFrame
     guard ensureBlock(events: &deferredEvents), let current = block else { return nil }
-    let frames = min(maximumFrames, current.frames - blockOffset)
+    let frames = min(maximumFrames, current.frames - blockOffset, layers.isEmpty ? .max : Self.layeredReadFrames)
     var pointer = current.samples + 2 * blockOffset
     if !layers.isEmpty {
       // The resampler reads the music with its stems mixed in (it may keep reading this until

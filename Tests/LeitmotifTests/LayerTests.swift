@@ -137,12 +137,16 @@ struct LayerTests {
   @Test(
     "A layer action on the bar at another rate or tempo: the stem comes in on the bar heard, not when the resampler or stretcher reads it",
     arguments: [
-      // The state at rate 0.8: the bar at 2 s of the file is heard at 2.5 s.
-      ("rate: 0.8,", ""),
+      // The state at rate 0.8: the bar at 2 s of the file is heard at 2.5 s; asked 2.2 s before
+      // it, and 50 ms before (a whole block read ahead made that 100 to 190 ms late).
+      ("rate: 0.8,", "", 0.3),
+      ("rate: 0.8,", "", 2.45),
       // Tempo 1.25 from the start: the bar is heard about 1.6 s in.
-      ("", #"{ on: "hurry", do: { tempo: 1.25, ramp: 0 } },"#),
+      ("", #"{ on: "hurry", do: { tempo: 1.25, ramp: 0 } },"#, 0.3),
+      // A rate ramp from 1 to 0.8 over 3 s: the line reckoned when asked came 41 to 88 ms early.
+      ("", #"{ on: "hurry", do: { rate: 0.8, ramp: 3 } },"#, 0.3),
     ])
-  func layerOnTheBarAtAnotherSpeed(stateRate: String, tempoRule: String) throws {
+  func layerOnTheBarAtAnotherSpeed(stateRate: String, tempoRule: String, askedAt: Double) throws {
     let folder = try StemFolder()
     // The music steps up to 0.1 on its bar at 2 s; the stem, 0.25 throughout, is brought in on
     // that bar: heard together, the level goes from 0 to 0.35 in one step.
@@ -163,7 +167,7 @@ struct LayerTests {
         { on: "spotted", do: { layer: "drums", volume: 1, at: "bar" } },
         """)
     let (left, timeline) = try folder.game.simulate(
-      sheet, [.cue(0, "hurry"), .cue(0.3, "spotted")], seconds: 3.5)
+      sheet, [.cue(0, "hurry"), .cue(askedAt, "spotted")], seconds: 3.5)
     let (alone, _) = try folder.game.simulate(sheet, [.cue(0, "hurry")], seconds: 3.5)
     // Resampled or stretched, a step is not one frame: the resampler rings a few frames either
     // side, the stretcher's overlap makes it a ramp of about 8 ms. Where it begins and how long
