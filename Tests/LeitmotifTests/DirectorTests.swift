@@ -2116,6 +2116,52 @@ struct DirectorLiveTests {
     return (game, director, reports)
   }
 
+  @Test(
+    "A reload during a parameter's ramp: the ramp goes on to its target in the time it had left; a narrower range clamps it"
+  )
+  func reloadDuringAParameterRamp() throws {
+    let game = try DirectorFixture()
+    func cues(minimum: Double, comment: String = "") -> String {
+      """
+      { start: "explore", assets: "assets",
+        sources: { calm: { bundled: "explore.ogg" } },
+        parameters: { health: { min: \(minimum), max: 1, default: 1,
+          drives: [ { target: "volume", curve: [[0, 0.2], [1, 1]] } ] } },
+        states: { explore: { music: "calm" } },
+        rules: [] } \(comment)
+      """
+    }
+    try cues(minimum: 0).write(toFile: game.cuePath, atomically: true, encoding: .utf8)
+    let engine = try AudioEngine(output: .offline(sampleRate: 48_000, renderFrames: 256))
+    let director = try Director(engine: engine, cueFile: game.cuePath, clocking: .pumped)
+    var buffer = [Float](repeating: 0, count: 2 * 256)
+    var values: [Double: Double] = [:]
+    var frame = 0
+    while frame < 7 * 48_000 {
+      let time = Double(frame) / 48_000
+      // The game glides health from 1 to 0.2 over 4 s from 1 s; the designer saves at 2.5 s (a
+      // comment only), and at 4 s with health's range cut to [0.3, 1].
+      if frame == 47_872 { director.setParameter("health", 0.2, rampSeconds: 4) }  // 0.997 s
+      if frame == 120_064 || frame == 192_000 {
+        let text = frame == 120_064 ? cues(minimum: 0, comment: "// saved") : cues(minimum: 0.3)
+        try text.write(toFile: game.cuePath, atomically: true, encoding: .utf8)
+        #expect(director.reload().allSatisfy { $0.severity != .error })
+      }
+      director.advance(toAudioTime: time)
+      for probe in [2.0, 3.0, 4.5, 6.0] where (frame..<frame + 256).contains(Int(probe * 48_000)) {
+        values[probe] = director.parameter("health")
+      }
+      buffer.withUnsafeMutableBufferPointer { engine.render(into: $0.baseAddress!, frameCount: 256) }
+      frame += 256
+    }
+    // Linear from 1 at 1 s towards 0.2 at 5 s: 0.8 at 2 s, 0.6 at 3 s; from 0.4 at 4 s to the
+    // new minimum, 0.3, at 5 s: 0.35 at 4.5 s. It used to stay at 0.7 from the first save on.
+    #expect(abs((values[2.0] ?? 0) - 0.8) < 0.02, "\(values)")
+    #expect(abs((values[3.0] ?? 0) - 0.6) < 0.02, "after the reload at 2.5 s: \(values)")
+    #expect(abs((values[4.5] ?? 0) - 0.35) < 0.02, "after the reload at 4 s: \(values)")
+    #expect(abs((values[6.0] ?? 0) - 0.3) < 1e-9, "the ramp reached its clamped target: \(values)")
+  }
+
   @Test("A valid change applies within a second, music playing on; an invalid one keeps the last good file")
   func reload() throws {
     let (game, director, reports) = try watchedDirector()

@@ -236,11 +236,30 @@ final class DirectorCore {
 
   func replace(resolved: [String: SourceResolution]) { self.resolved = resolved }
 
+  /// After a reload: each parameter the new file still declares keeps its value, and a ramp
+  /// under way goes on to its target (clamped to the new range) in the time it had left. A
+  /// reload used to stop it where it was: a save during the game's 4 s glide of "health" left the
+  /// music muffled half-way until the game set it again.
   private func resetParameters() {
     var kept: [String: Ramp] = [:]
     for spec in sheet.parameters {
-      let value = parameters[spec.name].map { min(spec.maximum, max(spec.minimum, $0.value(at: now))) }
-      kept[spec.name] = Ramp(value ?? spec.defaultValue)
+      func clamped(_ value: Double) -> Double { min(spec.maximum, max(spec.minimum, value)) }
+      guard let old = parameters[spec.name] else {
+        kept[spec.name] = Ramp(spec.defaultValue)
+        continue
+      }
+      let value = old.value(at: now)
+      if clamped(value) == value && clamped(old.to) == old.to {
+        kept[spec.name] = old
+      } else {
+        var ramp = Ramp(clamped(value))
+        if old.isMoving(at: now) {
+          ramp.move(to: clamped(old.to), over: old.start + old.duration - now, at: now, curve: old.curve)
+        } else {
+          ramp = Ramp(clamped(old.to))
+        }
+        kept[spec.name] = ramp
+      }
     }
     parameters = kept
   }
