@@ -108,6 +108,12 @@ enum CuesSimulateCommand {
     guard !(live && outputPath != nil) else { fail("cues simulate: --live plays; it takes no --out\n\(usage)") }
     guard live || recordPath == nil else { fail("cues simulate: --record goes with --live\n\(usage)") }
     guard live || latency == nil else { fail("cues simulate: --latency goes with --live\n\(usage)") }
+    // (It wrote nothing and said nothing: the timeline is the offline render's.)
+    guard !(live && timelinePath != nil) else {
+      fail(
+        "cues simulate: --timeline goes with --out; with --live, --record SCRIPT, then render that script with --out and --timeline (the same music, sample for sample)\n\(usage)"
+      )
+    }
     guard libraryFolder != nil || applicationID == "leitmotif" else {
       fail("cues simulate: --app goes with --library\n\(usage)")
     }

@@ -2162,6 +2162,43 @@ struct DirectorLiveTests {
     #expect(abs((values[6.0] ?? 0) - 0.3) < 1e-9, "the ramp reached its clamped target: \(values)")
   }
 
+  @Test(
+    "Started on an empty cue file (caught mid-save), nothing plays and it says so; the first reload with states starts the level"
+  )
+  func startOnAnEmptyFile() throws {
+    let game = try DirectorFixture()
+    try "".write(toFile: game.cuePath, atomically: true, encoding: .utf8)
+    let engine = try AudioEngine(output: .offline(sampleRate: 48_000, renderFrames: 256))
+    let director = try Director(engine: engine, cueFile: game.cuePath, clocking: .pumped)
+    let problems = Mutex<[String]>([])
+    _ = director.addObserver { report in
+      if case .problem(let text) = report.kind { problems.withLock { $0.append(text) } }
+    }
+    director.start()
+    var buffer = [Float](repeating: 0, count: 2 * 256)
+    var left = [Float]()
+    while left.count < 2 * 48_000 {
+      if left.count == 48_128 {
+        try """
+        { start: "explore", assets: "assets", sources: { calm: { bundled: "explore.ogg" } },
+          states: { explore: { music: "calm" } }, rules: [] }
+        """.write(toFile: game.cuePath, atomically: true, encoding: .utf8)
+        #expect(director.reload().allSatisfy { $0.severity != .error })
+      }
+      director.advance(toAudioTime: Double(left.count) / 48_000)
+      buffer.withUnsafeMutableBufferPointer { engine.render(into: $0.baseAddress!, frameCount: 256) }
+      for frame in 0..<256 { left.append(buffer[2 * frame]) }
+    }
+    #expect(Listen.rms(Listen.window(left, 0, 1)) == 0)
+    #expect(
+      Listen.level(of: DirectorFixture.explorePitch, in: Listen.window(left, 1.3, 1.9)) > 0.05,
+      "the level never started after the reload")
+    #expect(director.player.playbackState == .playing)
+    #expect(
+      problems.withLock { $0.contains { $0.contains("defines no states: nothing plays") } },
+      "\(problems.withLock { $0 })")
+  }
+
   @Test("A valid change applies within a second, music playing on; an invalid one keeps the last good file")
   func reload() throws {
     let (game, director, reports) = try watchedDirector()

@@ -144,7 +144,7 @@ struct SimulateLiveTests {
     #expect(unasked.contains("not been granted") && !unasked.contains("(user song)"), "\(unasked)")
   }
 
-  @Test("--latency takes standard or low, and only with --live")
+  @Test("--latency takes standard or low, and only with --live; --timeline only with --out")
   func latencyChecked() throws {
     let directory = try TemporaryDirectory(prefix: "leitmotif-simulate-live")
     let cues = directory.file("level.json5")
@@ -158,6 +158,11 @@ struct SimulateLiveTests {
       ["cues", "simulate", cues, "--events", events, "--out", directory.file("x.wav"), "--latency", "low"])
     #expect(offline.status == 2)
     #expect(offline.errors.contains("--latency goes with --live"), "\(offline.errors)")
+    // --timeline is the offline render's: with --live it wrote nothing and said nothing.
+    let timeline = try LeitmotifCommand.run(
+      ["cues", "simulate", cues, "--events", events, "--live", "--timeline", directory.file("t")])
+    #expect(timeline.status == 2)
+    #expect(timeline.errors.contains("--timeline goes with --out; with --live, --record"), "\(timeline.errors)")
   }
   @Test("A director that wakes late catches up its ramps, and takes what was posted since at the present frame")
   func catchUpTakesNoInput() throws {

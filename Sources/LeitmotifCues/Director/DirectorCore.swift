@@ -232,6 +232,9 @@ final class DirectorCore {
       statePriority = 0
     }
     lastFired = lastFired.filter { name, _ in sheet.rules.contains { $0.name == name } }
+    if let waiting = startWaits, currentState == nil, stoppedState == nil, player.playbackState != .playing {
+      start(state: waiting)
+    }
   }
 
   func replace(resolved: [String: SourceResolution]) { self.resolved = resolved }
@@ -397,9 +400,25 @@ final class DirectorCore {
   /// Enters the cue file's `start` state (or `state`), if any.
   func start(state: String?) {
     isQuiet = false
-    guard let name = state ?? sheet.startState, let spec = sheet.states[name] else { return }
+    guard let name = state ?? sheet.startState, let spec = sheet.states[name] else {
+      // A game launched while the designer's editor had the file half-saved (empty), say: the
+      // first reload that has the state starts it. It used to stay silent, and say nothing.
+      startWaits = .some(state)
+      report(
+        .problem(
+          sheet.states.isEmpty
+            ? "the cue file defines no states: nothing plays; the first reload that has them starts the level"
+            : "the start state \"\(state ?? sheet.startState ?? "")\" is not in the cue file: nothing plays; the first reload that has it starts the level"
+        ))
+      return
+    }
+    startWaits = nil
     changeState(to: name, spec: spec.transition, cause: nil)
   }
+
+  /// The state asked for at the start (nil inside: the cue file's `start`) when the cue file did
+  /// not have it: a reload that has it starts it, if nothing else has started music since.
+  private var startWaits: String??
 
   // MARK: - Events and rules
 
