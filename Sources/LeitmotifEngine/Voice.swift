@@ -190,6 +190,12 @@ package final class Voice: VoiceInput {
   private var stretching = false
   /// Blocks' frames per frame of the stretcher's output: the tempo while stretching, else 1.
   private var stretchStep: Double { stretching ? Double(tempo) : 1 }
+  /// The stretcher started on a voice already resampled (a tempo set while the rate was not 1):
+  /// the file frame up to which the output is still what the resampler read before it (its
+  /// read-ahead, at the rate alone). Until the output gets there the position moves at the rate,
+  /// and the stretcher's alignment is not taken off: counted at the tempo from the start, music
+  /// heard trailed the beat grid by 20 to 67 ms for as long as it played.
+  private var unstretchedUntil: Double?
   /// File frames per mix frame: what the position moves by per frame heard.
   private var speed: Double { ratio * stretchStep }
   /// The stretcher's output handed to the resampler (`stretchChunkFrames` frames, the voice's
@@ -631,6 +637,10 @@ package final class Voice: VoiceInput {
         lastResamplerRatio = nil
         resampler?.reset()
       }
+      if resampling {
+        let read = inputPosition - (pendingSeam?.jump ?? 0)
+        unstretchedUntil = read > resampledPosition ? read : nil
+      }
       stretching = true
       restartStretcher(stretcher)
     }
@@ -908,7 +918,7 @@ package final class Voice: VoiceInput {
   /// (`TimeStretcher.alignmentSeconds`).
   private var unfoldedPosition: Double {
     let position = resampledPosition - Double(chunkFrames - chunkOffset) * speed
-    guard stretching else { return position }
+    guard stretching, unstretchedUntil == nil else { return position }
     return position - TimeStretcher.alignmentSeconds(tempo: tempo) * Double(fileRate)
   }
 
@@ -1242,12 +1252,18 @@ package final class Voice: VoiceInput {
     // `blockStep` file frames each, times the tempo when they come from the stretcher).
     let target = 1 / resamplerRatio
     let last = lastResamplerRatio ?? target
-    if last == target {
+    if last == target && unstretchedUntil == nil {
       resampledPosition += Double(produced) * speed
     } else if produced > 0 {
-      let step = blockStep * stretchStep
       for frame in 0..<produced {
-        resampledPosition += step / (last + (target - last) * Double(frame) / Double(count))
+        var step = blockStep / (last + (target - last) * Double(frame) / Double(count))
+        // What the resampler read before the stretcher started comes out first, at the rate alone.
+        if let until = unstretchedUntil, resampledPosition < until - 1e-9 {
+        } else {
+          unstretchedUntil = nil
+          step *= stretchStep
+        }
+        resampledPosition += step
       }
     }
     lastResamplerRatio = produced == count ? target : last + (target - last) * Double(produced) / Double(count)
@@ -1578,6 +1594,7 @@ package final class Voice: VoiceInput {
     inputKnown = false
     resampledPosition = Double(target.frame)
     pendingSeam = nil
+    unstretchedUntil = nil
     lastResamplerRatio = nil
     // What played before is not what comes next: no history for a resampler taking over.
     releasedTailFrames = 0
