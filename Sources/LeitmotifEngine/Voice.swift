@@ -1499,6 +1499,7 @@ package final class Voice: VoiceInput {
       moving = mode == .playing && pendingAction == nil && !awaitingData && !(decoderEnded && block == nil)
     }
     status.positionFrames.store(position, ordering: .releasing)
+    status.readAheadFrames.store(layers.isEmpty ? 0 : readAheadFrames(), ordering: .relaxed)
     // The exact position and its frame (a voice that starts later stands still until then).
     let exact = max(Double(heardSegmentStart), min(filePosition, Double(heardSegmentEnd)))
     status.storePlayingPosition(moving ? exact : .nan, mixFrame: max(lastClock, startFrame))

@@ -33,6 +33,9 @@ package final class VoiceStatus: Sendable {
       WordPair(first: UInt(fileFrame.bitPattern), second: UInt(bitPattern: Int(mixFrame))), ordering: .releasing)
   }
   package let lengthFrames = Atomic<Int64>(0)
+  /// Mix frames the resampler and the stretcher have read ahead of what is heard (see
+  /// `Voice.readAheadFrames`): a layer move on a line nearer than that cannot land on it.
+  package let readAheadFrames = Atomic<Int64>(0)
   package let sampleRate = Atomic<Int>(0)
   /// The last seek request (by generation) the streaming thread has carried out.
   package let seekGenerationDone = Atomic<Int>(0)

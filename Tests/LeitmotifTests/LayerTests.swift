@@ -196,6 +196,27 @@ struct LayerTests {
   }
 
   @Test(
+    "At rate 0.8, a layer move asked 5 ms before the bar (nearer than the resampler reads ahead) comes on the next bar, and the report names that bar"
+  )
+  func layerAskedTooNearItsBar() throws {
+    let folder = try StemFolder()
+    try folder.write("quiet.flac", StemFolder.constant(0, seconds: 8), tags: [("BPM", "120")])
+    try folder.write("drums.flac", StemFolder.constant(0.25, seconds: 8))
+    let sheet = try folder.sheet(
+      sources: #"quiet: { bundled: "quiet.flac" }, drums: { bundled: "drums.flac" }"#,
+      states:
+        #"sneak: { music: "quiet", rate: 0.8, transition: { seconds: 0 }, layers: { drums: { music: "drums", volume: 0 } } }"#,
+      start: "sneak",
+      rules: #"{ on: "spotted", do: { layer: "drums", volume: 1, at: "bar" } },"#)
+    // The bars of the file (2 s apart) are heard every 2.5 s: at 2.5 s, 5 s.
+    let (left, timeline) = try folder.game.simulate(sheet, [.cue(2.495, "spotted")], seconds: 5.5)
+    let half = try #require(left.firstIndex { $0 >= 0.125 }, "the layer never came in\n\(timeline.summary)")
+    #expect(abs(half - 240_000) <= 48, "the layer came in at frame \(half)\n\(timeline.summary)")
+    // The report said the bar at 2.5 s, which the mixer could no longer reach.
+    #expect(timeline.summary.contains("layer \"drums\" to 1 on the bar (5 s)"), "\(timeline.summary)")
+  }
+
+  @Test(
     "A layer move on the bar asked before a pause, or during it, comes on the music's bar after the resume",
     arguments: [0.3, 1.5])
   func layerAcrossAPause(askedAt: Double) throws {

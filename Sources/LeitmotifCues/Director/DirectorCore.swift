@@ -707,7 +707,7 @@ final class DirectorCore {
     let line =
       incomingGridLine(action.moment).map { incoming in
         (at: incoming.at, landing: QueuePlayer.Landing(fileSeconds: incoming.line, everySeconds: incoming.unit))
-      } ?? nextGridLine(action.moment)
+      } ?? nextGridLine(action.moment, reach: layerReach)
     let paused = line == nil ? pausedGridLine(action.moment) : nil
     do {
       try player.fadeLayer(
@@ -718,6 +718,16 @@ final class DirectorCore {
     if paused != nil { return what + " on the \(action.moment.rawValue) after the resume" }
     guard let line else { return what }
     return what + " on the \(action.moment.rawValue) (\(Self.format(line.at)) s)"
+  }
+
+  /// How far off a layer move's line must be: resampled or stretched, the stems are mixed in
+  /// before the resampler and the stretcher, so a line nearer than what they hold cannot be
+  /// reached, and the mixer takes the next one (see `StreamingLoop.startBegunLayerFades`). With
+  /// room to spare (what they hold moves a little from block to block), so the report names the
+  /// line the mixer lands on.
+  private var layerReach: Double {
+    let held = player.readAheadSeconds
+    return held > 0 ? 1.5 * held + 0.005 : 0
   }
 
   /// The next beat or bar line of the playing item from where it is paused: a layer moved on the
@@ -752,7 +762,7 @@ final class DirectorCore {
   ///
   /// `lead`: seconds before the line that something must start (an incoming pickup): the first
   /// line at least that far ahead, with the landing that far before it (`at` stays the line's).
-  private func nextGridLine(_ moment: TransitionSpec.Moment, bars: Int = 1, lead: Double = 0)
+  private func nextGridLine(_ moment: TransitionSpec.Moment, bars: Int = 1, lead: Double = 0, reach: Double = 0)
     -> (at: Double, landing: QueuePlayer.Landing)?
   {
     guard moment == .beat || moment == .bar, player.playbackState == .playing, let playing = player.nowPlayingItem
@@ -767,8 +777,10 @@ final class DirectorCore {
     }
     // The lead in the playing file's seconds (it moves `rate` of them a second).
     let leadInFile = max(0, lead) * rate
+    // `reach`: seconds from now that the line must be at least (the line itself is the landing).
+    let reachInFile = max(0, reach) * rate
     func lineAfter(_ position: Double) -> (line: Double, unit: Double) {
-      lineAcrossLoop(of: playing, after: position + leadInFile, moment, bars: bars, loop: loop)
+      lineAcrossLoop(of: playing, after: position + leadInFile + reachInFile, moment, bars: bars, loop: loop)
     }
     var (line, unit) = lineAfter(position)
     if let seek = scheduledSeek, now + timeToPlay(line - position) > seek.time {

@@ -377,6 +377,16 @@ public final class QueuePlayer: MediaPlayback {
   /// ends. A live director runs ahead of the mix, an offline one does not, so without it a beat
   /// taken right after a seek came from the last position mixed live and from the target
   /// offline: a stinger's duck and report 11 ms apart between the two (a random level's trial).
+  /// Seconds the playing voice's resampler and stretcher hold, read ahead of what is heard (0
+  /// read frame for frame): the director puts a layer move on a line at least this far off,
+  /// which the mixer can still reach.
+  package var readAheadSeconds: Double {
+    state.withLock { state in
+      guard let voice = state.voices.current, let status = engine.status(of: voice.handle) else { return 0 }
+      return Double(status.readAheadFrames.load(ordering: .relaxed)) / Double(engine.sampleRate)
+    }
+  }
+
   package var playingPosition: (seconds: Double, mixFrame: Int64)? {
     state.withLock { state in
       guard state.requestedSeekSeconds == nil, let voice = state.voices.current else { return nil }
