@@ -75,6 +75,16 @@ package final class StreamingLoop: @unchecked Sendable {
     var lastMarkerFrame: Int64 = -1
     /// The frame of the last seam (see `Voice.seamHeard`) whose lines were caught up.
     var seamFrame: Int64 = -1
+
+    /// The first beat at or after file frame `position` (of a file of `rate` Hz).
+    func firstBeat(atOrAfter position: Double, rate: Double) -> Int {
+      Int(((position / rate - originSeconds) / secondsPerBeat - 1e-9).rounded(.up))
+    }
+
+    /// The file frame beat `index` falls on.
+    func fileFrame(ofBeat index: Int, rate: Double) -> Double {
+      (originSeconds + Double(index) * secondsPerBeat) * rate
+    }
   }
   private var beatLines = [BeatLines?](repeating: nil, count: maximumVoices * 2)
   private var beatLineCount = 0
@@ -503,10 +513,10 @@ package final class StreamingLoop: @unchecked Sendable {
       // every 10 s at tempo 0.8). Heard on this block's first frame; the one reported already
       // is not reported again.
       let behind = 2 * voice.framesPerMixFrame
-      var beat = Int((((position - behind) / rate - lines.originSeconds) / lines.secondsPerBeat - 1e-9).rounded(.up))
+      var beat = lines.firstBeat(atOrAfter: position - behind, rate: rate)
       let spacing = lines.secondsPerBeat * rate / voice.framesPerMixFrame
       while true {
-        let line = (lines.originSeconds + Double(beat) * lines.secondsPerBeat) * rate
+        let line = lines.fileFrame(ofBeat: beat, rate: rate)
         guard line < passEnd - 1e-6,
           let due = voice.mixFramesUntil(fileFrame: line, token: lines.token, clock: clock), due < Int64(frames)
         else { break }
@@ -555,7 +565,7 @@ package final class StreamingLoop: @unchecked Sendable {
       guard let lines = beatLines[index], lines.secondsPerBeat > 0, let voice = voices[index / 2],
         voice.duckGroup == group, !voice.isLetGo,
         let due = voice.mixFramesUntil(
-          fileFrame: lines.originSeconds * Double(voice.fileSampleRate), token: lines.token, clock: clock)
+          fileFrame: lines.fileFrame(ofBeat: 0, rate: Double(voice.fileSampleRate)), token: lines.token, clock: clock)
       else { continue }
       first = min(first, clock + due)
     }
@@ -591,9 +601,9 @@ package final class StreamingLoop: @unchecked Sendable {
       }
     }
     guard lines.secondsPerBeat > 0 else { return }
-    var beat = Int(((seam.position / rate - lines.originSeconds) / lines.secondsPerBeat - 1e-9).rounded(.up))
+    var beat = lines.firstBeat(atOrAfter: seam.position, rate: rate)
     while true {
-      let line = (lines.originSeconds + Double(beat) * lines.secondsPerBeat) * rate
+      let line = lines.fileFrame(ofBeat: beat, rate: rate)
       guard line < position - 1e-6 else { break }
       let at = min(frame(of: line), clock - 1)
       if at > lines.lastFrame {
