@@ -542,6 +542,43 @@ struct CueFileTests {
   }
 
   @Test(
+    "A misspelt section (stats:) is one error, and the rest of the file is checked against it as if it were spelt right"
+  )
+  func misspeltSection() throws {
+    let text = """
+      {
+        assets: "music",
+        sources: { calm: { bundled: "explore.ogg" }, fight: { bundled: "battle.ogg" } },
+        stats: {
+          explore: { music: "calm" },
+          combat: { music: "fight", volume: 3 },
+        },
+        start: "explore",
+        rules: [
+          { on: "a", do: { state: "combat" } },
+          { on: "b", when: { state: "combat" }, do: { state: "explore" } },
+          { on: "c", do: { state: "nowhere" } },
+        ],
+      }
+      """
+    let (sheet, problems) = folder.check(text)
+    #expect(sheet == nil)
+    // The misspelling, the bad volume inside it (named by the key as written), and the one rule
+    // that names a state the file really lacks: it used to be 6 errors and 2 warnings, one for
+    // each reference to a state and each source no state used.
+    #expect(
+      problems.map { "\(place($0)) \($0.severity)" } == [
+        "4:3 stats error", "6:39 stats.combat.volume error", "12:29 rules[2].do.state error",
+      ], "\(problems.map(\.description))")
+    #expect(
+      problems.first?.message
+        == "unknown key \"stats\"; did you mean \"states\"? (read as \"states\" to check the rest of the file)")
+    // Spelt right elsewhere too: the misspelt one is only an error.
+    let both = folder.check(text.replacingOccurrences(of: "start: \"explore\",", with: "states: {},"))
+    #expect(both.problems.contains { $0.message == "unknown key \"stats\"; did you mean \"states\"?" })
+  }
+
+  @Test(
     "Warnings: an unused source, a state nothing enters, a rule an earlier one always beats, a rule name used twice; the sheet still loads"
   )
   func warnings() throws {

@@ -267,7 +267,8 @@ struct CueSheetDecoder {
         CueProblem(severity: .error, file: file, location: error.location, keyPath: "", message: error.message))
       return sheet
     }
-    guard let top = fields(root, "", allowed: Self.topLevelKeys) else { return sheet }
+    sheet.fileTree = root
+    guard let top = fields(root, "", allowed: Self.topLevelKeys, readsMisspeltKeys: true) else { return sheet }
 
     if let version = top["version"], let number = self.number(version, top.path("version"), name: "version") {
       if number != 1 {
@@ -423,7 +424,8 @@ struct CueSheetDecoder {
 
     subscript(key: String) -> JSON5Value? { members[key]?.value }
 
-    func path(_ key: String) -> String { CueSheetDecoder.path(path, key) }
+    /// The key as the file spells it (a misspelt key read as `key` keeps its own spelling).
+    func path(_ key: String) -> String { CueSheetDecoder.path(path, members[key]?.key ?? key) }
 
     func keyLocation(_ key: String) -> JSON5.SourceLocation { members[key]?.keyLocation ?? anchor }
 
@@ -434,12 +436,18 @@ struct CueSheetDecoder {
 
   /// The object in `value`, its unknown keys (with a suggestion among `allowed`) and duplicate
   /// keys reported; nil (and a type error) when `value` is not an object.
+  ///
+  /// `readsMisspeltKeys`: an unknown key whose closest match is an allowed key the object lacks
+  /// is still an error, and its value is read as that key's, so that the rest of the file is
+  /// checked against it. The top level uses it: a misspelt `stats:` used to bury its one helpful
+  /// error among 22 others, one for every rule that names a state.
   mutating func fields(
     _ value: JSON5Value, _ path: String, anchor: JSON5.SourceLocation? = nil, allowed: [String],
-    unknownKeyHint: ((String) -> String)? = nil
+    unknownKeyHint: ((String) -> String)? = nil, readsMisspeltKeys: Bool = false
   ) -> Fields? {
     guard let object = objectValue(value, path) else { return nil }
     var members: [String: JSON5Object.Member] = [:]
+    var misspelt: [(member: JSON5Object.Member, intended: String?)] = []
     for member in object.members {
       let memberPath = Self.path(path, member.key)
       if let first = members[member.key] {
@@ -447,11 +455,20 @@ struct CueSheetDecoder {
         continue
       }
       guard allowed.contains(member.key) else {
-        let hint = unknownKeyHint?(member.key) ?? Self.unknownKeyHint(member.key, allowed: allowed)
-        error(member.keyLocation, memberPath, "unknown key \"\(member.key)\"\(hint)")
+        let intended = unknownKeyHint == nil ? closestMatch(to: member.key, among: allowed) : nil
+        misspelt.append((member, intended))
         continue
       }
       members[member.key] = member
+    }
+    // After the known keys, so that a key also spelt right elsewhere in the object stays itself.
+    for (member, intended) in misspelt {
+      var hint = unknownKeyHint?(member.key) ?? Self.unknownKeyHint(member.key, allowed: allowed)
+      if readsMisspeltKeys, let intended, members[intended] == nil {
+        members[intended] = member
+        hint += " (read as \"\(intended)\" to check the rest of the file)"
+      }
+      error(member.keyLocation, Self.path(path, member.key), "unknown key \"\(member.key)\"\(hint)")
     }
     return Fields(object: object, path: path, anchor: anchor ?? value.location, members: members)
   }
