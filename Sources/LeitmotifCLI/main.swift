@@ -47,7 +47,7 @@ let usage = """
                          with --rate (the FILEs play as a queue)
     --duration SECONDS   stop after this much output (default: when the file or queue ends)
   queue options (with any of these, or more than one FILE, the FILEs play as a queue):
-    --crossfade SECONDS  overlap between items (at most half the outgoing one); 0 is gapless
+    --crossfade SECONDS  overlap between items (at most half of either item); 0 is gapless
                          (default: 3)
     --curve CURVE        linear, equal-power (default), s-curve or exponential
     --repeat MODE        none (default), one (the playing item) or all (the queue)

@@ -82,6 +82,8 @@ package final class DecodeAheadStream: @unchecked Sendable {
   let firstToken: Int
   /// Where the first segment ends (frames of its file).
   let firstSegmentEnd: Int64
+  /// Whether the first segment has a loop (then it may play for longer than it is long).
+  let firstSegmentLoops: Bool
   /// The stems (layers) besides the music itself that every block carries, each in a plane of
   /// its own after the music's (see `StreamSegment.stems`): the first segment's count, at most
   /// `Voice.maximumLayers`. A later segment with fewer stems leaves the other planes silent.
@@ -212,6 +214,7 @@ package final class DecodeAheadStream: @unchecked Sendable {
     format = first.decoder.format
     firstToken = first.token
     firstSegmentEnd = first.endFrame
+    firstSegmentLoops = first.loop != nil && first.loopCount != 0
     stemCount = min(first.stems.count, Voice.maximumLayers)
     let count = Self.blockCount
     let block = Self.framesPerBlock * 2

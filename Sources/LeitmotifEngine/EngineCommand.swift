@@ -219,7 +219,7 @@ package enum EngineEvent: @unchecked Sendable {
   /// A voice that was let go (a crossfade's outgoing side) is silent now.
   case fadedOut(voice: VoiceHandle)
   /// An armed hand-over started: `to` fades in, `from` fades out, over `seconds` (the armed
-  /// length, or half the outgoing item when that is shorter).
+  /// length, or half the outgoing or the incoming item when that is shorter).
   case handedOff(from: VoiceHandle, to: VoiceHandle, seconds: Double, frame: Int64)
   /// A segment to be joined gaplessly could not be opened, or has another sample rate than the
   /// stream (`rateMismatch`: one stream has one rate).

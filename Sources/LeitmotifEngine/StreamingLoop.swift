@@ -757,9 +757,11 @@ package final class StreamingLoop: @unchecked Sendable {
   /// whose incoming voice is ready: each starts on its own frame, both sides on the same one.
   private func startDueCrossfades(clock: Int64, frames: Int) {
     for slot in 0..<Self.maximumVoices {
-      guard let voice = voices[slot], let handoff = voice.handoff, let due = voice.framesUntilHandoff(),
-        due < Int64(frames)
-      else { continue }
+      guard let voice = voices[slot], let handoff = voice.handoff else { continue }
+      if handoff.incomingSeconds == nil, owns(handoff.follower), let follower = voices[handoff.follower.slot] {
+        voice.handoff?.incomingSeconds = follower.firstPassSeconds
+      }
+      guard let due = voice.framesUntilHandoff(), due < Int64(frames) else { continue }
       guard owns(handoff.follower) else {
         // The follower changed hands (stolen): nothing to hand over to.
         voice.handoff = nil

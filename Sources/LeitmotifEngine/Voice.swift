@@ -253,6 +253,9 @@ package final class Voice: VoiceInput {
     var curve: FadeCurve
     /// Its frame came before the follower had audio (the streaming loop has said so).
     var late = false
+    /// How long the follower plays (its first pass, at its speed), once the streaming loop
+    /// knows: the crossfade is at most half of that too.
+    var incomingSeconds: Double?
 
     package init(follower: VoiceHandle, token: Int, seconds: Double, curve: FadeCurve) {
       self.follower = follower
@@ -332,6 +335,7 @@ package final class Voice: VoiceInput {
     inputPosition = Double(loaded.startFrame)
     inputToken = loaded.stream.firstToken
     inputSegmentEnd = loaded.stream.firstSegmentEnd
+    firstPassFrames = loaded.stream.firstSegmentLoops ? nil : max(0, loaded.stream.firstSegmentEnd - startFrame)
     audibleToken = loaded.stream.firstToken
     // Pages of the voice's own, like its stream's ring: voices come and go by the dozen a second
     // in a busy level, and malloc's arenas would fragment (see PageMemory).
@@ -1025,12 +1029,27 @@ package final class Voice: VoiceInput {
   }
 
   /// The armed crossfade's length in seconds, at most half the outgoing item (a 3 s crossfade out
-  /// of a 1 s item would otherwise begin before it is heard).
+  /// of a 1 s item would otherwise begin before it is heard) and half the incoming one (a 3 s
+  /// crossfade into a 2 s item faded it out again before it had come in: it peaked 6 dB down,
+  /// under the outgoing item, with three voices heard at once).
   func handoffSeconds() -> Double {
     guard let handoff else { return 0 }
     let itemSeconds = Double(inputSegmentEnd - inputSegmentStart) / Double(fileRate) / (Double(rate) * stretchStep)
-    guard itemSeconds > 0 else { return handoff.seconds }
-    return max(Voice.transportFadeSeconds, min(handoff.seconds, itemSeconds / 2))
+    var seconds = handoff.seconds
+    if itemSeconds > 0 { seconds = min(seconds, itemSeconds / 2) }
+    if let incoming = handoff.incomingSeconds, incoming > 0 { seconds = min(seconds, incoming / 2) }
+    return max(Voice.transportFadeSeconds, seconds)
+  }
+
+  /// Frames of the file from where the voice starts to the end of its first segment; nil when
+  /// that segment loops.
+  private let firstPassFrames: Int64?
+
+  /// Output seconds of the voice's first pass through its first segment, at its speed now (nil
+  /// when the segment loops): what a crossfade into it may take half of.
+  var firstPassSeconds: Double? {
+    guard let frames = firstPassFrames, frames > 0 else { return nil }
+    return Double(frames) / Double(fileRate) / (Double(rate) * stretchStep)
   }
 
   private func handoffFrames() -> Int64 { frames(seconds: handoffSeconds()) }

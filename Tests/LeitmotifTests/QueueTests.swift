@@ -529,6 +529,43 @@ struct DescriptorTests {
     // The 2 s item fades out over 1 s, not 3: the event said "crossfade of 3.0 s".
     #expect(used == [try Transition(duration: 1, curve: .equalPower)])
   }
+
+  @Test(
+    "A crossfade longer than half the incoming item is cut to that: the short item comes in whole before it goes, two voices at most"
+  )
+  func crossfadeIntoAShortItem() throws {
+    let directory = try TemporaryDirectory()
+    let paths = try [(6.0, 440.0), (2.0, 660.0), (6.0, 550.0)].enumerated().map { index, item in
+      try EngineHarness.vorbisTone(in: directory, name: "item\(index).ogg", seconds: item.0, frequency: item.1)
+    }
+    let engine = try EngineHarness.offlineEngine()
+    let player = QueuePlayer(engine: engine)
+    let log = QueueLog(player)
+    player.transition = try Transition(duration: 3, curve: .equalPower)
+    try player.setQueue(with: paths.map { MediaItem(path: $0) })
+    player.play()
+    let rendered = EngineHarness.render(engine, seconds: 13)
+    player.waitForNotifications()
+    let left = (0..<(rendered.count / 2)).map { rendered[2 * $0] }
+    let used = log.all.compactMap { event -> Transition? in
+      if case .transitionStarted(_, _, let transition) = event { return transition }
+      return nil
+    }
+    // Both crossfades 1 s (half the 2 s item), so the queue is 6 + 2 + 6 − 2 = 12 s long. The
+    // 3 s crossfade into it used to fade the 2 s item out again from 1 s in, under the first
+    // item still fading out: it peaked at 0.24 (6 dB down), three tones at once.
+    #expect(used == [try Transition(duration: 1, curve: .equalPower), try Transition(duration: 1, curve: .equalPower)])
+    let lastSound = left.lastIndex { $0 != 0 } ?? 0
+    #expect(abs(lastSound - 12 * 48_000) <= EngineHarness.renderFrames, "ends at \(lastSound)")
+    // Full level where the two crossfades meet (6 s): the first gone, the third not yet come.
+    let middle = Listen.level(of: 660, in: Listen.window(left, 5.95, 6.05), rate: 48_000)
+    #expect(middle > 0.45, "the short item at \(middle)")
+    for at in stride(from: 0.0, to: 12, by: 0.1) {
+      let window = Listen.window(left, at, at + 0.1)
+      let heard = [440.0, 660, 550].filter { Listen.level(of: $0, in: window, rate: 48_000) > 0.05 }
+      #expect(heard.count <= 2, "at \(at) s: \(heard) at once")
+    }
+  }
 }
 
 extension DescriptorTests {

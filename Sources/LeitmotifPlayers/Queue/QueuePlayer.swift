@@ -1779,7 +1779,7 @@ public final class QueuePlayer: MediaPlayback {
         state.seekGeneration = 0
         state.voices.scheduled = nil
         advance(to: entry, atFrame: frame, &state)
-        // What was heard: a crossfade longer than half the outgoing item is cut to that.
+        // What was heard: a crossfade longer than half the outgoing or the incoming item is cut to that.
         let heard = seconds < used.duration ? Transition(validDuration: seconds, curve: used.curve) : used
         emitLocked(.transitionStarted(from: from, to: state.queue.entries[entry]!.item, heard), &state)
         schedule(&state)

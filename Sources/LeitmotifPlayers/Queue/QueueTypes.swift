@@ -51,7 +51,7 @@ public enum QueuePlayerEvent: Sendable {
   /// An item could not be opened or failed while playing; the queue moves on past it.
   case itemFailed(MediaItem, DecodeError)
   /// A transition between two items began (gapless joins included), as heard: a crossfade longer
-  /// than half the outgoing item is shortened to that.
+  /// than half the outgoing or the incoming item is shortened to that.
   case transitionStarted(from: MediaItem?, to: MediaItem, Transition)
   /// The output ran dry and was restarted.
   case underrun
