@@ -212,8 +212,11 @@ struct TrialMessageTests {
       severity: .warning, file: "cues.json5", location: JSON5.SourceLocation(line: 7, column: 3),
       keyPath: "states.boss",
       message: "the state is never entered")
-    let report = DirectorReport(time: 1, event: nil, kind: .reloaded(path: "cues.json5", warnings: [warning]))
-    #expect(report.kind.description.hasPrefix("reloaded cues.json5 (1 warning):\n"), "\(report.kind.description)")
+    let report = DirectorReport(
+      time: 1, event: nil, kind: .reloaded(path: "cues.json5", warnings: [warning], changes: []))
+    #expect(
+      report.kind.description.hasPrefix("reloaded cues.json5: no change but comments or layout\n1 warning:\n"),
+      "\(report.kind.description)")
     #expect(report.kind.description.contains("cues.json5:7:3: warning: states.boss: the state is never entered"))
   }
 

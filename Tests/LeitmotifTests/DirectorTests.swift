@@ -596,6 +596,14 @@ struct DirectorActionTests {
     let before = Listen.level(of: explore, in: Listen.window(left, 0.5, 1.1))
     let after = Listen.level(of: explore, in: Listen.window(left, 2.8, 3.4))
     #expect(abs(after / before - 1) < 0.02, "\(after) after the resume, \(before) before")
+    // The report names the duck the designer tuned (it used to give the stinger's name alone).
+    #expect(
+      timeline.lines.contains {
+        $0.hasSuffix(#"stinger "hit", duck -12 dB (attack 0.1 s, hold 0.2 s, release 0.1 s)"#)
+      }, "\(timeline.summary)")
+    let (_, loud) = try run(
+      rules: #"{ on: "hit", do: { stinger: "hit", volume: 0.5 } }"#, [.cue(1.2, "hit")], seconds: 2)
+    #expect(loud.lines.contains { $0.hasSuffix(#"stinger "hit", volume 0.5"#) }, "\(loud.summary)")
   }
 
   @Test("The same stinger twice on one frame plays once: cued twice before its beat, or twice in one update")
@@ -2160,6 +2168,60 @@ struct DirectorLiveTests {
     #expect(abs((values[3.0] ?? 0) - 0.6) < 0.02, "after the reload at 2.5 s: \(values)")
     #expect(abs((values[4.5] ?? 0) - 0.35) < 0.02, "after the reload at 4 s: \(values)")
     #expect(abs((values[6.0] ?? 0) - 0.3) < 1e-9, "the ramp reached its clamped target: \(values)")
+  }
+
+  @Test("A reload says what the save changed: values, keys and rules added or removed; a comment-only save says so")
+  func reloadSaysWhatChanged() throws {
+    let game = try DirectorFixture()
+    func cues(volume: String, rules: String, comment: String = "") -> String {
+      """
+      { start: "explore", assets: "assets",
+        sources: { calm: { bundled: "explore.ogg" } },
+        states: { explore: { music: "calm"\(volume) } },
+        \(comment)
+        rules: [ \(rules) ] }
+      """
+    }
+    let fight = #"{ name: "fight", on: "enemy", priority: 1, do: { duck: -6 } }"#
+    let calm = #"{ name: "calm", on: "quiet", do: { volume: 0.5 } }"#
+    try cues(volume: ", volume: 0.8", rules: "\(fight), \(calm)").write(
+      toFile: game.cuePath, atomically: true, encoding: .utf8)
+    let engine = try AudioEngine(output: .offline(sampleRate: 48_000, renderFrames: 256))
+    let director = try Director(engine: engine, cueFile: game.cuePath, clocking: .pumped)
+    let reports = Mutex<[String]>([])
+    _ = director.addObserver { report in
+      if case .reloaded(_, _, let changes) = report.kind {
+        reports.withLock { $0.append(changes.joined(separator: "|")) }
+      }
+    }
+    func save(_ text: String) throws {
+      try text.write(toFile: game.cuePath, atomically: true, encoding: .utf8)
+      #expect(director.reload().allSatisfy { $0.severity != .error })
+      director.advance(toAudioTime: 0)
+    }
+    // The volume tuned, a rule inserted before the others and one's priority changed.
+    let ambush = #"{ name: "ambush", on: "ambush", do: { state: "explore" } }"#
+    try save(
+      cues(
+        volume: ", volume: 0.6",
+        rules: "\(ambush), \(fight.replacingOccurrences(of: "priority: 1", with: "priority: 2")), \(calm)"))
+    // Only a comment and the layout.
+    try save(
+      cues(
+        volume: ",   volume: 0.6",
+        rules: "\(ambush),\n \(fight.replacingOccurrences(of: "priority: 1", with: "priority: 2")), \(calm)",
+        comment: "// tuned"))
+    // A key removed and a rule removed.
+    try save(cues(volume: "", rules: "\(ambush), \(calm)"))
+    #expect(
+      reports.withLock { $0 } == [
+        #"states.explore.volume: 0.8 → 0.6|rules "ambush" added|rules "fight".priority: 1 → 2"#,
+        "",
+        #"states.explore.volume removed|rules "fight" removed"#,
+      ])
+    let report = DirectorReport(
+      time: 1, event: nil, kind: .reloaded(path: "cues.json5", warnings: [], changes: ["a: 1 → 2", "b added"]))
+    #expect(report.kind.description == "reloaded cues.json5: 2 changes\n  a: 1 → 2\n  b added")
   }
 
   @Test(

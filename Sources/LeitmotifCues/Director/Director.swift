@@ -781,8 +781,14 @@ public final class Director: @unchecked Sendable {
     updatePreloads(sheet: sheet, catalog: catalog, resolved: resolved)
     parameterInbox.withLock { $0.adopt(sheet) }
     let reports = core.withLock { core -> [DirectorReport] in
+      let changes =
+        if let before = core.sheet.fileTree, let after = sheet.fileTree {
+          CueFileChanges.between(before, after)
+        } else {
+          [String]()
+        }
       core.replace(sheet: sheet, catalog: catalog, resolved: resolved)
-      core.report(.reloaded(path: path, warnings: checked.problems))
+      core.report(.reloaded(path: path, warnings: checked.problems, changes: changes))
       return takeOutbox(core)
     }
     deliver(reports)

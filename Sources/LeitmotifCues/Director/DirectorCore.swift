@@ -556,8 +556,7 @@ final class DirectorCore {
         : "let the held duck go over \(Self.format(seconds)) s"
     case .duck(let duck):
       player.duck(duckShape(duck))
-      return
-        "duck \(Self.format(duck.decibels)) dB (attack \(Self.format(duck.attackSeconds)) s, hold \(Self.format(duck.holdSeconds)) s, release \(Self.format(duck.releaseSeconds)) s)"
+      return Self.describe(duck)
     case .rate(let value, let ramp):
       rateLevel.move(to: Double(value), over: ramp, at: now)
       return "rate \(Self.format(Double(value)))" + (ramp > 0 ? " over \(Self.format(ramp)) s" : "")
@@ -1873,7 +1872,7 @@ final class DirectorCore {
       let end = first.endTime ?? first.item.playbackDuration
     else { return (entries, seconds) }
     let start = first.startTime ?? 0
-    // (A crossfade between items is at most half the outgoing one.)
+    // (A crossfade between items is at most half of either item.)
     let fade = min(transition.duration, max(0, end - start) / 2)
     guard seconds > end - fade - leastResumed else { return (entries, seconds) }
     return (Array(entries.dropFirst()), nil)
@@ -2109,6 +2108,21 @@ final class DirectorCore {
     }
   }
 
+  /// "duck -6 dB (attack 0.1 s, hold 1 s, release 0.5 s)".
+  private static func describe(_ duck: DuckAction) -> String {
+    "duck \(format(duck.decibels)) dB (attack \(format(duck.attackSeconds)) s, hold \(format(duck.holdSeconds)) s, release \(format(duck.releaseSeconds)) s)"
+  }
+
+  /// What a stinger's report adds to its name: its volume when not 1 and its duck, the two
+  /// things a designer tunes on it (a report that left them out could not tell a save that took
+  /// from one that did not).
+  private static func mixNote(_ stinger: StingerAction) -> String {
+    var parts: [String] = []
+    if stinger.volume != 1 { parts.append("volume \(format(Double(stinger.volume)))") }
+    if let duck = stinger.duck { parts.append(describe(duck)) }
+    return parts.isEmpty ? "" : ", " + parts.joined(separator: ", ")
+  }
+
   private func playStinger(_ stinger: StingerAction, cause: LevelEvent?) -> String {
     let line = gridLineHeard(stinger.moment)
     let at = line?.at ?? now
@@ -2167,13 +2181,14 @@ final class DirectorCore {
         moment: line?.start == nil ? nil : stinger.moment)
       schedule(work, at: at, cause: cause)
       let fallback = player.nowPlayingItem.flatMap { gridNoteOnce(for: $0) }.map { "; \($0)" } ?? ""
-      return "stinger \"\(stinger.sound)\" on the \(stinger.moment.rawValue) (\(Self.format(at)) s)\(fallback)"
+      return
+        "stinger \"\(stinger.sound)\" on the \(stinger.moment.rawValue) (\(Self.format(at)) s)\(Self.mixNote(stinger))\(fallback)"
     }
     let work = Work.stinger(name: stinger.sound, item: item, volume: stinger.volume, duck: stinger.duck, prepared: nil)
     if stingerStartedNow.values.contains(where: { $0 != now }) { stingerStartedNow.removeAll() }
     stingerStartedNow[stinger.sound] = now
     run(Scheduled(time: now, order: 0, work: work, cause: cause))
-    return "stinger \"\(stinger.sound)\""
+    return "stinger \"\(stinger.sound)\"\(Self.mixNote(stinger))"
   }
 
   private func seek(_ target: SeekTarget, fadeSeconds: Double, cause: LevelEvent?) -> String {

@@ -56,7 +56,9 @@ public struct DirectorReport: Sendable, CustomStringConvertible {
     /// The bus was full: this many events were dropped (never processed) since the last report.
     case dropped(count: UInt64)
     /// The cue file changed and the new rules are in force (`warnings` from the check).
-    case reloaded(path: String, warnings: [CueProblem])
+    /// `changes`: what the save changed, a line each ("states.explore.volume: 0.8 → 0.6"; empty
+    /// when only comments or layout did).
+    case reloaded(path: String, warnings: [CueProblem], changes: [String])
     /// The cue file changed but is invalid: the last good one stays in force.
     case reloadFailed(CueFileError)
     /// Something went wrong applying an action (a file that failed, no free voice).
@@ -90,14 +92,20 @@ extension DirectorReport.Kind: CustomStringConvertible {
       return "now playing \(item.reportName)" + (source.map { " from \"\($0)\"" } ?? "")
         + (isUser ? " (user song)" : " (bundled)")
     case .dropped(let count): return "\(count) event\(count == 1 ? "" : "s") dropped: the bus was full"
-    case .reloaded(let path, let warnings):
-      // Each warning on a line of its own, as a refused reload lists its problems: the designer
-      // who saved the file wants to know what to look at.
-      return "reloaded \(path)"
-        + (warnings.isEmpty
-          ? ""
-          : " (\(warnings.count) warning\(warnings.count == 1 ? "" : "s")):\n"
-            + warnings.map(\.description).joined(separator: "\n"))
+    case .reloaded(let path, let warnings, let changes):
+      // Each change and warning on a line of its own, as a refused reload lists its problems:
+      // the designer who saved the file wants to see that the save took, and what to look at.
+      var lines = [
+        "reloaded \(path): "
+          + (changes.isEmpty
+            ? "no change but comments or layout" : "\(changes.count) change\(changes.count == 1 ? "" : "s")")
+      ]
+      lines += CueFileChanges.shortened(changes).map { "  \($0)" }
+      if !warnings.isEmpty {
+        lines.append("\(warnings.count) warning\(warnings.count == 1 ? "" : "s"):")
+        lines += warnings.map(\.description)
+      }
+      return lines.joined(separator: "\n")
     case .reloadFailed(let error):
       return "reload refused, the last good cue file stays in force:\n\(error)"
     case .problem(let message): return "problem: \(message)"

@@ -50,6 +50,8 @@ public struct CueSheet: Sendable {
   /// The bundled music the file was checked against (nil when the check needed none): the
   /// director plays from it rather than walking and decoding the assets folder a second time.
   public var catalog: BundledCatalog?
+  /// The file as parsed, for telling what a reload changed (`CueFileChanges`).
+  var fileTree: JSON5Value?
 
   /// An empty sheet (no start state, parameters, sources, states or rules) whose bundled music is
   /// looked up in `assetsDirectory`. Cue files are read with `load(path:)` or `parse(_:path:)`.
