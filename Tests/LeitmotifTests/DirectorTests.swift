@@ -2225,6 +2225,56 @@ struct DirectorLiveTests {
   }
 
   @Test(
+    "A state renamed while a change waits for its bar to enter it: the change enters the new name, whose rules then match; the playing state renamed plays on under its new name"
+  )
+  func stateRenamedWhileAChangeWaits() throws {
+    let game = try DirectorFixture()
+    func cues(_ combat: String, _ explore: String = "explore") -> String {
+      """
+      { start: "\(explore)", \(DirectorFixture.sources)
+        states: { \(explore): { music: "calm", volume: 0.9 },
+                  \(combat): { music: "tense", transition: { seconds: 0, at: "bar" } } },
+        rules: [ { name: "fight", on: "enemy", do: { state: "\(combat)" } },
+                 { name: "calm down", on: "quiet", when: { state: "\(combat)" }, do: { state: "\(explore)" } } ] }
+      """
+    }
+    try cues("combat").write(toFile: game.cuePath, atomically: true, encoding: .utf8)
+    let engine = try AudioEngine(output: .offline(sampleRate: 48_000, renderFrames: 256))
+    let director = try Director(engine: engine, cueFile: game.cuePath, clocking: .pumped)
+    let reports = Mutex<[String]>([])
+    _ = director.addObserver { report in reports.withLock { $0.append(report.description) } }
+    var states: [Double: String] = [:]
+    let left = try DirectorFixture.renderPumped(director, engine, seconds: 6) { frame in
+      let time = Double(frame) / 48_000
+      // Combat on the bar at 2 s, asked at 0.5 s; at 1 s the designer renames it "battle".
+      if frame == 24_064 { director.post("enemy") }
+      if frame == 48_128 {
+        try cues("battle").write(toFile: game.cuePath, atomically: true, encoding: .utf8)
+        #expect(director.reload().allSatisfy { $0.severity != .error })
+      }
+      // At 3 s the rule written for the new name takes the music back to explore; at 4.5 s the
+      // playing state itself is renamed.
+      if frame == 144_128 { director.post("quiet") }
+      if frame == 216_064 {
+        try cues("battle", "wander").write(toFile: game.cuePath, atomically: true, encoding: .utf8)
+        #expect(director.reload().allSatisfy { $0.severity != .error })
+      }
+      for probe in [1.5, 2.5, 4.0, 5.5] where (frame..<frame + 256).contains(Int(probe * 48_000)) {
+        states[probe] = director.currentState
+      }
+      _ = time
+    }
+    #expect(states == [1.5: "battle", 2.5: "battle", 4.0: "explore", 5.5: "wander"], "\(reports.withLock { $0 })")
+    // The music: combat's tone from the bar at 2 s, explore's again after the rule at 3 s.
+    #expect(Listen.level(of: DirectorFixture.combatPitch, in: Listen.window(left, 2.1, 2.9)) > 0.2)
+    #expect(Listen.level(of: DirectorFixture.explorePitch, in: Listen.window(left, 4.6, 5.9)) > 0.2)
+    let lines = reports.withLock { $0 }
+    #expect(lines.contains { $0.contains(#"states "combat" renamed "battle""#) }, "\(lines)")
+    #expect(lines.contains { $0.contains(#"rule "calm down""#) }, "the rule for the new name fired: \(lines)")
+    #expect(!lines.contains { $0.contains("is gone from the cue file") }, "\(lines)")
+  }
+
+  @Test(
     "Started on an empty cue file (caught mid-save), nothing plays and it says so; the first reload with states starts the level"
   )
   func startOnAnEmptyFile() throws {

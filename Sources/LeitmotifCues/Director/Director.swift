@@ -783,12 +783,13 @@ public final class Director: @unchecked Sendable {
     let reports = core.withLock { core -> [DirectorReport] in
       let changes =
         if let before = core.sheet.fileTree, let after = sheet.fileTree {
-          CueFileChanges.between(before, after)
+          CueFileChanges.summary(before, after)
         } else {
-          [String]()
+          (lines: [String](), renamedStates: [String: String]())
         }
+      core.rename(states: changes.renamedStates)
       core.replace(sheet: sheet, catalog: catalog, resolved: resolved)
-      core.report(.reloaded(path: path, warnings: checked.problems, changes: changes))
+      core.report(.reloaded(path: path, warnings: checked.problems, changes: changes.lines))
       return takeOutbox(core)
     }
     deliver(reports)

@@ -239,6 +239,34 @@ final class DirectorCore {
 
   func replace(resolved: [String: SourceResolution]) { self.resolved = resolved }
 
+  /// A reload renamed states (the same body under a new name, see `CueFileChanges.summary`):
+  /// what the director holds of each goes by its new name, before the new file takes over. A
+  /// change waiting for its bar to enter a renamed state used to enter the old name, gone from
+  /// the file: the rules written for the new name never matched it, and the state played had no
+  /// volume, rate or priority of its own until a rule moved on.
+  func rename(states renames: [String: String]) {
+    guard !renames.isEmpty else { return }
+    func renamed(_ name: String?) -> String? { name.map { renames[$0] ?? $0 } }
+    currentState = renamed(currentState)
+    stoppedState = renamed(stoppedState)
+    previousState = renamed(previousState)
+    lastReportedState = renamed(lastReportedState)
+    layeredState = renamed(layeredState)
+    if case .some(.some(let name)) = startWaits { startWaits = .some(renamed(name)) }
+    if var pending = pendingLanding {
+      pending.state = renamed(pending.state)
+      pendingLanding = pending
+    }
+    if let order = playingOrder { playingOrder = (renamed(order.state)!, order.paths) }
+    if let order = playingOrderBeforeChange { playingOrderBeforeChange = (renamed(order.state)!, order.paths) }
+    resumePoints = Dictionary(resumePoints.map { (renames[$0.key] ?? $0.key, $0.value) }) { first, _ in first }
+    for index in scheduled.indices {
+      if case .changeState(let name, let spec, let landsAt) = scheduled[index].work, let new = renames[name] {
+        scheduled[index].work = .changeState(name: new, spec: spec, landsAt: landsAt)
+      }
+    }
+  }
+
   /// After a reload: each parameter the new file still declares keeps its value, and a ramp
   /// under way goes on to its target (clamped to the new range) in the time it had left. A
   /// reload used to stop it where it was: a save during the game's 4 s glide of "health" left the

@@ -12,10 +12,55 @@ enum CueFileChanges {
   static let shownLimit = 12
 
   /// The changes from `old` to `new` (empty: nothing but comments or layout changed).
-  static func between(_ old: JSON5Value, _ new: JSON5Value) -> [String] {
-    var lines: [String] = []
-    compare(old, new, path: "", into: &lines)
-    return lines
+  static func between(_ old: JSON5Value, _ new: JSON5Value) -> [String] { summary(old, new).lines }
+
+  /// The changes from `old` to `new`, and the states it renamed: a state gone and one new whose
+  /// bodies are the same (comments and layout aside) is one state under a new name, reported
+  /// as such ("states "combat" renamed "battle""), not as one removed and one added. The director
+  /// then keeps playing it, and a change waiting to enter it enters it, under its new name.
+  static func summary(_ old: JSON5Value, _ new: JSON5Value) -> (lines: [String], renamedStates: [String: String]) {
+    let renames = renamedStates(old, new)
+    var lines = renames.sorted { $0.key < $1.key }.map { "states \"\($0.key)\" renamed \"\($0.value)\"" }
+    compare(renaming(old, states: renames), new, path: "", into: &lines)
+    return (lines, renames)
+  }
+
+  /// Old name to new name, for each state whose body appears under exactly one new name (and
+  /// no other gone state has the same body).
+  private static func renamedStates(_ old: JSON5Value, _ new: JSON5Value) -> [String: String] {
+    guard let before = states(old), let after = states(new) else { return [:] }
+    let gone = before.filter { after[$0.key] == nil }
+    let added = after.filter { before[$0.key] == nil }
+    var renames: [String: String] = [:]
+    for (name, body) in gone {
+      let matches = added.filter { same($0.value, body) }
+      guard matches.count == 1, let match = matches.first,
+        gone.filter({ same($0.value, match.value) }).count == 1
+      else { continue }
+      renames[name] = match.key
+    }
+    return renames
+  }
+
+  /// The top-level `states` object's bodies by name.
+  private static func states(_ root: JSON5Value) -> [String: JSON5Value]? {
+    guard case .object(let top) = root.kind, let member = firstMembers(top)["states"],
+      case .object(let states) = member.value.kind
+    else { return nil }
+    return firstMembers(states).mapValues(\.value)
+  }
+
+  /// `root` with the states in `renames` under their new names (to compare the rest).
+  private static func renaming(_ root: JSON5Value, states renames: [String: String]) -> JSON5Value {
+    guard !renames.isEmpty, case .object(var top) = root.kind else { return root }
+    for index in top.members.indices where top.members[index].key == "states" {
+      guard case .object(var states) = top.members[index].value.kind else { continue }
+      for state in states.members.indices {
+        if let new = renames[states.members[state].key] { states.members[state].key = new }
+      }
+      top.members[index].value.kind = .object(states)
+    }
+    return JSON5Value(kind: .object(top), location: root.location)
   }
 
   /// `lines`, at most `shownLimit` of them, then "... and N more".
