@@ -6,8 +6,7 @@ import Leitmotif
 final class LevelReporter: @unchecked Sendable {
   private let lock = NSLock()
   private var display: LevelDisplay
-  /// Level time = director time × speed − offset (real time: the director started a moment
-  /// before the level's clock; offline they are the same).
+  /// Level time = director time × speed (the level's script is posted by the director's clock).
   private let speed: Double
 
   init(levelSeconds: Double, speed: Double = 1) {
@@ -105,12 +104,15 @@ enum RealtimeLevel {
           ? "headless (no sound card: nothing is heard)" : "on \"\(engine.initialDevice.name)\"")
         + (speed == 1 ? "" : " at \(speed)x speed") + "; edit \(options.cuesPath) to hear changes; Ctrl-C stops")
     var timeline = CueTimeline(sampleRate: engine.sampleRate, durationSeconds: levelSeconds / speed)
-    let start = Date()
     director.start()
     var next = 0
     while true {
-      let wall = Date().timeIntervalSince(start)
-      let levelTime = wall * speed
+      // The level's clock is the director's (its time 0 is where the start state's music
+      // begins, a quarter of a second after `start()`), as `cues simulate --live` posts by it:
+      // counted from a wall clock read before `start()`, every cue went in and was printed that
+      // much early, 0.5 s of level time at `--speed 4`.
+      let directorTime = max(0, director.clockTime)
+      let levelTime = directorTime * speed
       if levelTime >= levelSeconds { break }
       while next < script.steps.count, script.steps[next].time <= levelTime {
         switch script.steps[next].kind {
@@ -119,9 +121,12 @@ enum RealtimeLevel {
         }
         next += 1
       }
-      timeline.sampleVoices(at: wall, engine: engine, director: director)
+      timeline.sampleVoices(at: directorTime, engine: engine, director: director)
       reporter.progress(at: levelTime)
-      usleep(50_000)
+      // Until the next step is due (a cue goes in on its time, not up to a poll late: at
+      // `--speed 4` a 50 ms poll is 0.2 s of the level), at most 50 ms.
+      let untilNext = next < script.steps.count ? (script.steps[next].time - levelTime) / speed : 0.05
+      usleep(useconds_t(max(0.001, min(0.05, untilNext)) * 1_000_000))
     }
     Output.shared.finishProgress()
     director.player.stop()

@@ -23,6 +23,39 @@ struct DemoTests {
   /// bar line at least that far ahead.
   static let combatPickup = 2 * 4 * 60 / 144.0
 
+  @Test("In real time at --speed 8 each cue goes in, and is printed, at its time in the level's script")
+  func realtimeSpeed() throws {
+    let directory = try TemporaryDirectory(prefix: "leitmotif-demo-speed")
+    let level = directory.file("level.json5")
+    try """
+    [ { at: 6, cue: "level.start" }, { at: 20, cue: "area.dark" }, { at: 36, cue: "area.light" }, { at: 44, cue: "combat.end" } ]
+    """.write(toFile: level, atomically: true, encoding: .utf8)
+    let run = try LeitmotifCommand.run(
+      ["--realtime", "--speed", "8", "--level", level, "--no-desktop", "--timeline", directory.file("level.svg")],
+      program: "leitmotif-demo")
+    #expect(run.status == 0, "\(run.errors)")
+    // "00:20.0  area.dark  -> rule ...": the level's clock when the director took the cue. The
+    // clock used to start before the director's, and every cue was printed (and went in) 0.5 s
+    // of the level early at --speed 4, 1 s at --speed 8.
+    var printed: [String: Double] = [:]
+    for line in run.output.split(separator: "\n") {
+      let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+      guard fields.count > 1, ["level.start", "area.dark", "area.light", "combat.end"].contains(String(fields[1]))
+      else {
+        continue
+      }
+      let clock = fields[0].split(separator: ":")
+      guard clock.count == 2, let minutes = Double(clock[0]), let seconds = Double(clock[1]) else { continue }
+      printed[String(fields[1])] = minutes * 60 + seconds
+    }
+    let script = ["level.start": 6.0, "area.dark": 20, "area.light": 36, "combat.end": 44]
+    #expect(Set(printed.keys) == Set(script.keys), "\(run.output)")
+    for (cue, at) in script {
+      // Not early; late by at most a step of the director's thread and of the poll (8 × 30 ms).
+      #expect((printed[cue] ?? -1) >= at - 0.05 && (printed[cue] ?? .infinity) <= at + 0.25, "\(cue): \(printed)")
+    }
+  }
+
   @Test("Not silent, no clipping, and the music changes when the script says")
   func demoLevel() throws {
     let directory = try TemporaryDirectory(prefix: "leitmotif-demo-test")
