@@ -41,6 +41,10 @@ struct LevelDisplay {
       return "\(at)    music: stinger \"\(item.title ?? item.assetURL.lastPathComponent)\""
     case .scheduled:
       return nil  // the rule's line says when it lands
+    case .musicEnded:
+      state = nil
+      playing = nil
+      return "\(at)    music: \(report.kind)"
     case .fallback, .dropped, .reloaded, .reloadFailed, .problem:
       return "\(at)    \(report.kind)"
     }

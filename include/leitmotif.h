@@ -370,7 +370,7 @@ lm_error lm_start(lm_engine *engine, const char *state);
 lm_error lm_post(lm_engine *engine, const char *cue, const lm_value *payload, size_t count);
 
 /* Sets game parameter `name` (declared in the cue file's `parameters`) to `value` (finite;
-   clamped to the range the file gives it) over `ramp_seconds` (0 or more, finite). Applied at
+   clamped to the range the file gives it) over `ramp_seconds` (0 to 86400: a day, as in the cue file). Applied at
    the director's next step; the last set before a step wins. Never allocates (safe from an
    audio callback): the value waits in the parameter's own slot. Errors:
    LM_ERROR_INVALID_ARGUMENT (unknown name, non-finite value, negative ramp). Thread safety: any
@@ -482,9 +482,11 @@ lm_error lm_player_set_rate(lm_engine *engine, float rate);
    follow the stretched time. The cue file's `tempo` actions and parameters set it too.
    Otherwise LM_ERROR_INVALID_ARGUMENT. Does not start playback. */
 lm_error lm_player_set_tempo(lm_engine *engine, float tempo);
-/* Seeks the now-playing item to `seconds` (finite, 0 or more), sample-accurately. A time at or
-   past the item's end ends it: the music goes on as when the item plays to its end (the state's
-   next item, or the same one again when it repeats). */
+/* Seeks the now-playing item to `seconds` (finite, 0 or more): the music fades out over 10 ms
+   (a cut would click) and goes on from exactly that frame of the file, fading in over 10 ms; the
+   jump is heard about 10 ms after the mix frame the call reaches. A time at or past the item's
+   end ends it: the music goes on as when the item plays to its end (the state's next item, or
+   the same one again when it repeats, with the state's `between` transition from where it was). */
 lm_error lm_player_seek(lm_engine *engine, double seconds);
 /* The player's gain, 0 to 1 (anything else: LM_ERROR_INVALID_ARGUMENT). */
 lm_error lm_player_set_volume(lm_engine *engine, float volume);
@@ -504,17 +506,19 @@ typedef enum lm_moment {
   LM_AT_END = 3
 } lm_moment;
 
-/* Stops the music, fading out over fade_seconds (0 or more): from then on no state holds
+/* Stops the music, fading out over fade_seconds (0 to 86400): from then on no state holds
    (lm_get_state gives "", and the rules see none); lm_resume starts the stopped state's music
    again, fading in over fade_seconds. */
 lm_error lm_stop(lm_engine *engine, double fade_seconds);
 lm_error lm_resume(lm_engine *engine, double fade_seconds);
 
-/* Moves to `state` (the rules are not asked), crossfading over `seconds` (0 or more: 0 is a cut)
+/* Moves to `state` (the rules are not asked), crossfading over `seconds` (0 to 86400: 0 is a cut)
    with an equal-power curve at `at` on the outgoing music's grid. */
 lm_error lm_set_state(lm_engine *engine, const char *state, double seconds, lm_moment at);
 
-/* Plays the cue file's source `source` once over the music, at `at`, with `volume` 0 to 1. */
+/* Plays the cue file's source `source` once over the music, at `at` (LM_AT_NOW, LM_AT_BEAT or
+   LM_AT_BAR; LM_AT_END is LM_ERROR_INVALID_ARGUMENT, as `at: "end"` is an error on a stinger in the
+   cue file), with `volume` 0 to 1. */
 lm_error lm_play_stinger(lm_engine *engine, const char *source, lm_moment at, float volume);
 
 /* Decodes the music file at `path` (as the cue file's sources give it: relative to its assets
@@ -549,13 +553,13 @@ typedef enum lm_skip_direction {
 /* Moves through the playing state's queue, with the state's own item transition. */
 lm_error lm_skip(lm_engine *engine, lm_skip_direction direction);
 
-/* The music's volume as the cue file's `volume` action sets it, 0 to 1, over ramp_seconds (0 or
-   more); it multiplies the player's gain (lm_player_set_volume) and the parameters' drives. */
+/* The music's volume as the cue file's `volume` action sets it, 0 to 1, over ramp_seconds (0 to
+   86400); it multiplies the player's gain (lm_player_set_volume) and the parameters' drives. */
 lm_error lm_set_music_volume(lm_engine *engine, float volume, double ramp_seconds);
 
 /* The engine's master volume, 0 to 1, over everything it plays (music and stingers alike: the
    game's "music volume" slider, or a fade to silence before the game quits), in a straight line
-   over ramp_seconds (0 or more; 0 glides over a few milliseconds, so that a jump does not
+   over ramp_seconds (0 to 86400; 0 glides over a few milliseconds, so that a jump does not
    click). Applied by the mixer at once, not at the director's next step; it sits above every
    other volume. */
 lm_error lm_set_master_volume(lm_engine *engine, float volume, double ramp_seconds);
@@ -835,8 +839,10 @@ typedef enum lm_repeat_mode {
 } lm_repeat_mode;
 
 /* Plays these songs now, in this order, in place of the current state's music (a playlist the
-   player chose in the game's menu), crossfading over `seconds` (0 or more: 0 is a cut) with an
-   equal-power curve at `at` on the playing music's grid. They are levelled to the score's
+   player chose in the game's menu), crossfading over `seconds` (0 to 86400: 0 is a cut) with an
+   equal-power curve at `at` on the playing music's grid. `seconds` is for going into the queue;
+   from song to song the current state's `between` applies (the cue file's; 3 s equal-power by
+   default, at most half of either song). They are levelled to the score's
    loudness like every song of the player's. The state the rules see stays what it was, and a
    rule that moves to another state brings that state's own music. A count of 0 hands the music
    back to the current state now (with `seconds` and `at`). Reported as fired by "(game)", then
@@ -891,15 +897,21 @@ typedef enum lm_report_kind {
   /* The cue file changed but is invalid: the last good one stays (text lists the problems). */
   LM_REPORT_RELOAD_FAILED = 9,
   /* Something went wrong applying an action. */
-  LM_REPORT_PROBLEM = 10
+  LM_REPORT_PROBLEM = 10,
+  /* The music ran out: the last song of a queue that does not repeat (LM_REPEAT_NONE, or a
+     state's `repeat: "none"`) played to its end. `state` is the state that stays current, `title`
+     the song that ended. Silence until a rule changes state or lm_resume; lm_now_playing then
+     says LM_PLAYBACK_STOPPED at the queue's first song (MediaPlayer's end of queue). Since 0.3. */
+  LM_REPORT_MUSIC_ENDED = 11
 } lm_report_kind;
 
 /* What the director did, and why. Every string is valid during the callback only. */
 typedef struct lm_report {
   size_t struct_size;
   /* Director time in seconds: audio time, 0 being the first frame of the start state's music
-     (on a real-time engine that frame is heard about a quarter of a second after lm_start, so
-     a cue posted a wall-clock second after lm_start reports about 0.75 s). */
+     (on a real-time engine that frame is mixed about a quarter of a second after lm_start, so
+     a cue posted a wall-clock second after lm_start reports a little under 1 s: 0.85 s on the
+     headless device in a trial, the mixer running that much ahead of the wall clock). */
   double time_seconds;
   lm_report_kind kind;
   /* The cue this answers and its bus sequence (NULL and 0 for the director's own doing). */
@@ -915,10 +927,13 @@ typedef struct lm_report {
      title tag, else its file name); else NULL. */
   const char *title;
   /* When the director decided it, and when it sounds (audio time, as time_seconds). A state
-     change that waited for the bar is reported when the director reaches its time (in real
-     time, at most the director's scheduling lead before it is heard; offline, on its frame),
-     with time_seconds = sounding_seconds, and was decided earlier; a LM_REPORT_SCHEDULED report
-     is made when decided and says when the change will sound. */
+     change that waited for the bar is reported when the director reaches its time (offline, on
+     its frame), with time_seconds = sounding_seconds, and was decided earlier; a
+     LM_REPORT_SCHEDULED report is made when decided and says when the change will sound.
+     In real time a report comes before its change is heard: by the director's scheduling lead
+     (48 ms at 1024-frame periods) plus what the output still holds (the OpenAL queue and the
+     device's buffer: a trial on the headless device measured 150 to 165 ms in all). To act on
+     the moment music is heard, use the beat and marker callbacks: they are called then. */
   double decided_seconds;
   double sounding_seconds;
 } lm_report;

@@ -77,6 +77,7 @@ static const char *report_kind_name(lm_report_kind kind) {
   case LM_REPORT_RELOADED: return "RELOADED";
   case LM_REPORT_RELOAD_FAILED: return "RELOAD_FAILED";
   case LM_REPORT_PROBLEM: return "PROBLEM";
+  case LM_REPORT_MUSIC_ENDED: return "MUSIC_ENDED";
   }
   return "?";
 }
@@ -558,6 +559,7 @@ static int self_test(const char *cues) {
   }
   expect(lm_set_master_volume(engine, 2.0f, 0), LM_ERROR_INVALID_ARGUMENT, "master volume 2");
   expect(lm_set_master_volume(engine, 0.5f, -1), LM_ERROR_INVALID_ARGUMENT, "master volume with a negative ramp");
+  expect(lm_set_master_volume(engine, 0.5f, 1e308), LM_ERROR_INVALID_ARGUMENT, "master volume over 1e308 s");
   if (status != LM_AUTHORIZATION_AUTHORIZED) {
     size_t total = 0;
     expect(lm_library_query(engine, NULL, NULL, 0, NULL, &total), LM_ERROR_LIBRARY, "a query without consent");
@@ -651,6 +653,8 @@ static int self_test(const char *cues) {
   expect(lm_set_state(engine, "no.such.state", 0, LM_AT_NOW), LM_ERROR_INVALID_ARGUMENT, "set an unknown state");
   expect(lm_set_state(engine, "combat", -1, LM_AT_NOW), LM_ERROR_INVALID_ARGUMENT, "a negative crossfade");
   expect(lm_play_stinger(engine, "no.such.source", LM_AT_NOW, 1), LM_ERROR_INVALID_ARGUMENT, "an unknown stinger");
+  expect(lm_play_stinger(engine, "spotted", LM_AT_END, 1), LM_ERROR_INVALID_ARGUMENT, "a stinger at the item's end");
+  expect(lm_set_state(engine, "combat", 1e308, LM_AT_NOW), LM_ERROR_INVALID_ARGUMENT, "a crossfade of 1e308 s");
   expect(lm_skip(engine, (lm_skip_direction)42), LM_ERROR_INVALID_ARGUMENT, "an unknown skip direction");
   expect(lm_set_music_volume(engine, 2, 0), LM_ERROR_INVALID_ARGUMENT, "music volume 2");
   expect(lm_render(engine, buffer, 512), LM_OK, "render after the commands");

@@ -275,9 +275,10 @@ public func lmSetParameter(
     guard value.isFinite else {
       throw .invalidArgument("parameter \"\(String(cString: name!))\": the value \(value) is not finite")
     }
-    guard rampSeconds.isFinite, rampSeconds >= 0 else {
+    guard rampSeconds.isFinite, rampSeconds >= 0, rampSeconds <= FrameMath.maximumSeconds else {
       throw .invalidArgument(
-        "parameter \"\(String(cString: name!))\": ramp_seconds \(rampSeconds) must be finite and 0 or more")
+        "parameter \"\(String(cString: name!))\": ramp_seconds \(rampSeconds) must be 0 to \(Int(FrameMath.maximumSeconds)) (one day)"
+      )
     }
     guard session.director.setParameter(utf8: bytes, value, rampSeconds: rampSeconds) else {
       throw .invalidArgument("the cue file has no parameter \"\(String(cString: name!))\"")
@@ -448,9 +449,13 @@ public func lmPlayerSetVolume(_ handle: OpaquePointer?, _ volume: Float) -> lm_e
 
 // MARK: - The game's commands
 
-/// Seconds from C for a fade, a crossfade or a ramp: finite and not negative.
+/// Seconds from C for a fade, a crossfade or a ramp: 0 to one day (`FrameMath.maximumSeconds`),
+/// as the cue file allows. Longer is a slip (1e308 for 1.308) that would fade in forever.
 func checkedSeconds(_ seconds: Double, _ name: String) throws(CAPIError) -> Double {
-  guard seconds.isFinite, seconds >= 0 else { throw .invalidArgument("\(name) \(seconds): expected 0 or more seconds") }
+  guard seconds.isFinite, seconds >= 0, seconds <= FrameMath.maximumSeconds else {
+    throw .invalidArgument(
+      "\(name) \(seconds): expected 0 to \(Int(FrameMath.maximumSeconds)) seconds (one day)")
+  }
   return seconds
 }
 
@@ -512,8 +517,13 @@ public func lmPlayStinger(_ handle: OpaquePointer?, _ source: UnsafePointer<CCha
 {
   withEngine(handle) { session throws(CAPIError) in
     let source = try known(source, "source", in: Array(session.director.sheet.sources.keys))
-    let stinger = StingerAction(
-      sound: source, isSource: true, moment: try moment(at), volume: try checkedVolume(volume))
+    let when = try moment(at)
+    // As in the cue file: a stinger plays now or on the grid; "the end of the item" is a time
+    // for music changes, and a stinger given it played at once, silently.
+    guard when != .end else {
+      throw .invalidArgument("at LM_AT_END: a stinger plays at LM_AT_NOW, LM_AT_BEAT or LM_AT_BAR")
+    }
+    let stinger = StingerAction(sound: source, isSource: true, moment: when, volume: try checkedVolume(volume))
     session.director.perform([.stinger(stinger)])
   }
 }

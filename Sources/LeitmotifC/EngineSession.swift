@@ -430,6 +430,7 @@ final class Callbacks: @unchecked Sendable {
     case .fallback(let state, _, _, _): return (LM_REPORT_FALLBACK, state, nil, nil)
     case .stinger(_, let item): return (LM_REPORT_STINGER, nil, nil, item.displayName)
     case .nowPlaying(let item, _, _): return (LM_REPORT_NOW_PLAYING, nil, nil, item.displayName)
+    case .musicEnded(let state, let item): return (LM_REPORT_MUSIC_ENDED, state, nil, item?.displayName)
     case .dropped: return (LM_REPORT_DROPPED, nil, nil, nil)
     case .reloaded: return (LM_REPORT_RELOADED, nil, nil, nil)
     case .reloadFailed: return (LM_REPORT_RELOAD_FAILED, nil, nil, nil)

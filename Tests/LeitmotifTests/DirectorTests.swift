@@ -2275,6 +2275,41 @@ struct DirectorLiveTests {
   }
 
   @Test(
+    "A state's music that does not repeat says when it has ended; the state stays current, nothing is heard, a rule moves on"
+  )
+  func musicEndedIsReported() throws {
+    let game = try DirectorFixture()
+    try """
+    { start: "explore", \(DirectorFixture.sources)
+      states: { explore: { music: "calm", repeat: "none" }, combat: { music: "tense" } },
+      rules: [ { name: "fight", on: "enemy", when: { state: "explore" }, do: { state: "combat" } } ] }
+    """.write(toFile: game.cuePath, atomically: true, encoding: .utf8)
+    let engine = try AudioEngine(output: .offline(sampleRate: 48_000, renderFrames: 256))
+    let director = try Director(engine: engine, cueFile: game.cuePath, clocking: .pumped)
+    let reports = Mutex<[DirectorReport]>([])
+    _ = director.addObserver { report in reports.withLock { $0.append(report) } }
+    var states: (current: String?, audible: String?) = (nil, nil)
+    // The 12 s piece ends at 12 s; the rule for the state that stays current moves on at 14 s.
+    let left = DirectorFixture.renderPumped(director, engine, seconds: 16) { frame in
+      if frame == 614_400 { states = (director.currentState, director.audibleState) }  // 12.8 s
+      if frame == 14 * 48_000 { director.post("enemy") }
+    }
+    let ended = reports.withLock { $0 }.filter {
+      if case .musicEnded = $0.kind { return true } else { return false }
+    }
+    // Said once, when it ended (at the director's first step that sees it).
+    #expect(ended.count == 1, "\(reports.withLock { $0.map(\.description) })")
+    if case .musicEnded(let state, let item)? = ended.first?.kind {
+      #expect(state == "explore" && item?.title == "Explore")
+    }
+    #expect(abs((ended.first?.time ?? 0) - 12) < 0.05, "\(ended.map(\.description))")
+    #expect(
+      states.current == "explore" && states.audible == nil, "\(states) \(reports.withLock { $0.map(\.description) })")
+    #expect(Listen.rms(Listen.window(left, 12.1, 13.9)) == 0)
+    #expect(Listen.level(of: DirectorFixture.combatPitch, in: Listen.window(left, 14.2, 15.8)) > 0.2)
+  }
+
+  @Test(
     "Started on an empty cue file (caught mid-save), nothing plays and it says so; the first reload with states starts the level"
   )
   func startOnAnEmptyFile() throws {

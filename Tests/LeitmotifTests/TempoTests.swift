@@ -209,11 +209,11 @@ struct TempoTests {
       bpm: 128, rate: 48_000, style: .fourOnFloor, seconds: 16, leadIn: 0.37, pickup: false, harmony: true, seed: 9)
     try VorbisEncoder.encode(samples: song.samples, format: song.format, to: game.assets + "/groove.ogg")
     try DirectorFixture.tone(game.assets + "/untimed.ogg", pitch: 330, seconds: 16, tags: [])
-    func landing(_ file: String) throws -> (Double, String) {
+    func landing(_ file: String, sourceTempo: String = "") throws -> (Double, String) {
       let sheet = try game.sheet(
         """
         { start: "a", assets: "assets", tempo: { bpm: 100 },
-          sources: { one: { bundled: "\(file)" }, two: { bundled: "combat.ogg" } },
+          sources: { one: { bundled: "\(file)"\(sourceTempo) }, two: { bundled: "combat.ogg" } },
           states: { a: { music: "one", transition: { seconds: 0 } }, b: { music: "two" } },
           rules: [ { on: "go", do: { crossfade: "b", seconds: 0, at: "bar" } } ] }
         """)
@@ -229,6 +229,11 @@ struct TempoTests {
     let (fallback, told) = try landing("untimed.ogg")
     #expect(abs(fallback - 4.8) < 0.001, "\(told)")
     #expect(told.contains("has no BPM tag and no detected tempo: its grid is the cue file's tempo (100 BPM"), "\(told)")
+    // The source's own tempo (90 BPM in 3: bars of 2 s) is named as the source's; it was called
+    // the cue file's.
+    let (sourced, named) = try landing("untimed.ogg", sourceTempo: ", tempo: { bpm: 90, meter: 3 }")
+    #expect(abs(sourced - 4) < 0.001, "\(named)")
+    #expect(named.contains(#"its grid is source "one"'s tempo (90 BPM, 3 a bar)"#), "\(named)")
   }
 
   @Test("A rule with a stinger on the beat and a change on the bar of an untimed song says the grid once")

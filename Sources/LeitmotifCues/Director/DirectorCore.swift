@@ -336,6 +336,7 @@ final class DirectorCore {
       if pendingBridge != nil { continueBridge() }
       noticeNowPlaying()
       if player.failuresSoFar != failuresSeen { noticeFailures() }
+      if player.endsSoFar != endsSeen { noticeEnd() }
       return
     }
     isQuiet = false
@@ -399,6 +400,7 @@ final class DirectorCore {
     if pendingBridge != nil { continueBridge() }
     noticeNowPlaying()
     if player.failuresSoFar != failuresSeen { noticeFailures() }
+    if player.endsSoFar != endsSeen { noticeEnd() }
     applyMix()
     isQuiet = !isMoving && stingers.isEmpty && pendingBridge == nil
   }
@@ -1643,8 +1645,19 @@ final class DirectorCore {
   func gridFallback(for item: MediaItem) -> String? {
     guard (item.beatsPerMinute ?? 0) <= 0 else { return nil }
     let grid = self.grid(for: item)
+    // Named where `grid(for:)` takes it from: the source's `tempo`, else the state's, else the
+    // file's (a source's 90 BPM in 3 was called "the cue file's tempo" in a trial).
+    let origin = origins[item.assetURL.path]?.source
+    let whose =
+      if let origin, sheet.sources[origin]?.grid != nil {
+        "source \"\(origin)\"'s tempo"
+      } else if let state = currentState, sheet.states[state]?.grid != nil {
+        "state \"\(state)\"'s tempo"
+      } else {
+        "the cue file's tempo"
+      }
     return "\"\(item.displayName)\" has no BPM tag and no detected tempo: "
-      + "its grid is the cue file's tempo (\(Self.format(grid.beatsPerMinute)) BPM, \(grid.beatsPerBar) a bar)"
+      + "its grid is \(whose) (\(Self.format(grid.beatsPerMinute)) BPM, \(grid.beatsPerBar) a bar)"
   }
 
   /// `landing`: the new music starts on that line of the playing item, heard at `at` (the
@@ -1946,6 +1959,22 @@ final class DirectorCore {
     fade.move(to: 0, over: spec.seconds, at: now)
     schedule(.stop, at: now + spec.seconds, cause: nil)
     isQuiet = false
+  }
+
+  /// The queue's ends the director has seen (see `noticeEnd`).
+  private var endsSeen = 0
+
+  /// The queue ran out (a state or a game's queue that does not repeat): said once, so that a
+  /// game learns its music is over without polling (a trial's game heard nothing from the
+  /// director for the 5 s of silence that followed). The state stays the current one (the
+  /// rules still see it; a resume plays its music again); nothing is heard of it now.
+  private func noticeEnd() {
+    endsSeen = player.endsSoFar
+    guard player.playbackState == .stopped, !hasScheduledStateChange else { return }
+    report(.musicEnded(state: currentState, item: lastNowPlaying))
+    lastReportedState = nil
+    lastNowPlaying = nil
+    lastNowPlayingEntry = nil
   }
 
   /// Items of the queue failed (a file replaced by text after the cue file was checked, a file

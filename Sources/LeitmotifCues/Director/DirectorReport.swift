@@ -53,6 +53,10 @@ public struct DirectorReport: Sendable, CustomStringConvertible {
     case stinger(name: String, item: MediaItem)
     /// A new item is playing in the current state.
     case nowPlaying(item: MediaItem, source: String?, isUserMusic: Bool)
+    /// The music ran out: the last item of a queue that does not repeat (`item`, the state's or
+    /// the game's queue) played to its end, or a skip went past it. Nothing plays from here
+    /// until a rule changes state or the game resumes; `state` is still the current state.
+    case musicEnded(state: String?, item: MediaItem?)
     /// The bus was full: this many events were dropped (never processed) since the last report.
     case dropped(count: UInt64)
     /// The cue file changed and the new rules are in force (`warnings` from the check).
@@ -91,6 +95,10 @@ extension DirectorReport.Kind: CustomStringConvertible {
     case .nowPlaying(let item, let source, let isUser):
       return "now playing \(item.reportName)" + (source.map { " from \"\($0)\"" } ?? "")
         + (isUser ? " (user song)" : " (bundled)")
+    case .musicEnded(let state, let item):
+      return "the music ended\(state.map { " (state \"\($0)\")" } ?? ""): "
+        + (item.map { "\($0.reportName) was the last of its queue" } ?? "its queue ran out")
+        + ", which does not repeat; silence until a rule changes state or the game resumes"
     case .dropped(let count): return "\(count) event\(count == 1 ? "" : "s") dropped: the bus was full"
     case .reloaded(let path, let warnings, let changes):
       // Each change and warning on a line of its own, as a refused reload lists its problems:

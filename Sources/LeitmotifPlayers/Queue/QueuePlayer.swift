@@ -56,6 +56,8 @@ public final class QueuePlayer: MediaPlayback {
   /// nothing new one atomic load.
   private let failures = Mutex<[(item: MediaItem, error: DecodeError)]>([])
   private let failureCount = Atomic<Int>(0)
+  /// How often the queue ran out: its last item played to its end, or a skip went past it.
+  private let endCount = Atomic<Int>(0)
   /// How often a new queue that could not start gave the music back to the queue before it (see
   /// `takeBack`), until `takeQueuesTakenBack()`.
   private let takenBack = Atomic<Int>(0)
@@ -1150,6 +1152,10 @@ public final class QueuePlayer: MediaPlayback {
   /// How many items have failed so far (see `takeFailures()`).
   package var failuresSoFar: Int { failureCount.load(ordering: .acquiring) }
 
+  /// How often the queue has run out so far (its last item played to its end, or a skip went
+  /// past it, with no repeat): the player stopped, back at its first item.
+  package var endsSoFar: Int { endCount.load(ordering: .acquiring) }
+
   /// Where the music heard before the last `setQueue` is, in seconds of its file, while it still
   /// plays unfaded (a crossfade waiting for its grid line): nil when there is none.
   package var positionBeforeQueue: TimeInterval? {
@@ -1720,6 +1726,7 @@ public final class QueuePlayer: MediaPlayback {
 
   /// The queue ran out: stopped, back at its first item.
   private func endOfQueue(_ state: inout State, reason: NowPlayingChangeReason) {
+    if reason == .naturalEnd || reason == .skipForward { endCount.add(1, ordering: .releasing) }
     if reason == .naturalEnd {
       count(state.queue.nowID.flatMap { state.queue.entries[$0]?.item }, played: true)
     } else if reason == .skipForward {
