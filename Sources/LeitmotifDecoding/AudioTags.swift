@@ -159,16 +159,37 @@ package struct TagCollector {
     add(name: String(text[..<equals]), value: String(text[text.index(after: equals)...]))
   }
 
+  /// Whether a value for `name` was read already (an ID3v1 fallback fills only what ID3v2 left).
+  package func has(_ name: String) -> Bool {
+    switch name {
+    case "TITLE": tags.title != nil
+    case "ARTIST": tags.artist != nil
+    case "ALBUM": tags.album != nil
+    case "YEAR": tags.year != nil
+    default: false
+    }
+  }
+
+  /// The fields a song may have several of (two ARTIST comments, an ID3v2.4 TPE1 of two
+  /// strings) keep them all, as " / " joins them (the ID3v2.3 convention, and what players
+  /// show): a duet was filed under its first artist alone, and a query for the second missed it.
+  /// The same value twice is kept once.
+  private static func joined(_ existing: String?, _ value: String) -> String {
+    guard let existing else { return value }
+    if existing.split(separator: " / ").contains(where: { $0 == value }) { return existing }
+    return existing + " / " + value
+  }
+
   package mutating func add(name rawName: String, value rawValue: String) {
     let value = rawValue.trimmingSpaces
     guard !value.isEmpty else { return }
     switch rawName.uppercased() {
     case "TITLE": tags.title = tags.title ?? value
-    case "ARTIST": tags.artist = tags.artist ?? value
+    case "ARTIST": tags.artist = Self.joined(tags.artist, value)
     case "ALBUM": tags.album = tags.album ?? value
-    case "ALBUMARTIST", "ALBUM ARTIST", "ALBUM_ARTIST": tags.albumArtist = tags.albumArtist ?? value
-    case "GENRE": tags.genre = tags.genre ?? value
-    case "COMPOSER": tags.composer = tags.composer ?? value
+    case "ALBUMARTIST", "ALBUM ARTIST", "ALBUM_ARTIST": tags.albumArtist = Self.joined(tags.albumArtist, value)
+    case "GENRE": tags.genre = Self.joined(tags.genre, value)
+    case "COMPOSER": tags.composer = Self.joined(tags.composer, value)
     case "TRACKNUMBER", "TRACK":
       let (number, count) = Self.numberAndCount(value)
       tags.trackNumber = number.flatMap { $0 > 0 ? $0 : nil } ?? tags.trackNumber

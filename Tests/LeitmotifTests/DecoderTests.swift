@@ -323,6 +323,35 @@ struct DecoderTests {
     #expect(decoder.warnings.isEmpty)
   }
 
+  @Test("Several artists (an ID3v2.4 frame of two strings, two ARTIST comments) are all kept, joined by \" / \"")
+  func multipleArtists() throws {
+    let directory = try TemporaryDirectory()
+    // ID3v2.4: TPE1 in UTF-8 (encoding 3) holding "Alice", NUL, "Bob"; TCON two genres.
+    func frame(_ id: String, _ values: [String]) -> [UInt8] {
+      let text = [UInt8(3)] + Array(values.joined(separator: "\u{0}").utf8)
+      let size = text.count
+      let synchsafe = [
+        UInt8((size >> 21) & 0x7F), UInt8((size >> 14) & 0x7F), UInt8((size >> 7) & 0x7F), UInt8(size & 0x7F),
+      ]
+      return Array(id.utf8) + synchsafe + [0, 0] + text
+    }
+    let frames = frame("TIT2", ["Duet"]) + frame("TPE1", ["Alice", "Bob"]) + frame("TCON", ["Jazz", "Blues"])
+    let size = frames.count
+    let header =
+      Array("ID3".utf8) + [4, 0, 0]
+      + [UInt8((size >> 21) & 0x7F), UInt8((size >> 14) & 0x7F), UInt8((size >> 7) & 0x7F), UInt8(size & 0x7F)]
+    let mp3 = directory.file("duet.mp3")
+    try write(header + frames + readBytes(Fixture.path("lame-44100-stereo.mp3")), to: mp3)
+    let tags = try AudioFile.openDecoder(path: mp3).tags
+    // The first alone used to be kept: "Alice", "Jazz".
+    #expect(tags.title == "Duet")
+    #expect(tags.artist == "Alice / Bob")
+    #expect(tags.genre == "Jazz / Blues")
+    let vorbis = try openVorbis(
+      frames: 1000, format: .stereo44100, tags: [("ARTIST", "Alice"), ("ARTIST", "Bob"), ("ARTIST", "Alice")])
+    #expect(vorbis.tags.artist == "Alice / Bob", "the same artist twice is kept once")
+  }
+
   @Test("Files without tags have empty AudioTags")
   func untaggedFiles() throws {
     #expect(try AudioFile.openDecoder(path: Fixture.path("lame-44100-stereo.mp3")).tags == AudioTags())

@@ -245,7 +245,9 @@ final class MP3Decoder: AudioDecoder {
       for index in 0..<tag.texts {
         let text = tag.text[index]
         let id = withUnsafeBytes(of: text.id) { String(decoding: $0, as: UTF8.self) }
-        if let name = names[id], let value = string(text.text) {
+        // ID3v2.4 keeps several values in one frame, NUL between them (two artists of a duet).
+        guard let name = names[id] else { continue }
+        for value in strings(text.text) {
           collector.add(name: name, value: id == "TCON" ? ID3Genre.resolved(value) : value)
         }
       }
@@ -272,12 +274,22 @@ final class MP3Decoder: AudioDecoder {
           return String(decoding: bytes, as: UTF8.self)
         }
       }
-      // add() keeps the first value, so ID3v2's text wins over ID3v1's truncated one.
-      collector.add(name: "TITLE", value: field(tag.title))
-      collector.add(name: "ARTIST", value: field(tag.artist))
-      collector.add(name: "ALBUM", value: field(tag.album))
-      collector.add(name: "YEAR", value: field(tag.year))
+      // Only what ID3v2 left out: its text wins over ID3v1's truncated copy.
+      for (name, value) in [
+        ("TITLE", field(tag.title)), ("ARTIST", field(tag.artist)), ("ALBUM", field(tag.album)),
+        ("YEAR", field(tag.year)),
+      ] where !collector.has(name) {
+        collector.add(name: name, value: value)
+      }
     }
+  }
+
+  /// Each of the NUL-separated strings of a text frame (ID3v2.4's multiple values), in order,
+  /// empty ones left out.
+  private static func strings(_ value: mpg123_string) -> [String] {
+    guard let pointer = value.p, value.fill > 1 else { return [] }
+    let bytes = UnsafeRawBufferPointer(start: pointer, count: value.fill - 1)
+    return bytes.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
   }
 
   private static func string(_ value: mpg123_string) -> String? {
