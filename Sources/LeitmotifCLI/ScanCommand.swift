@@ -106,6 +106,9 @@ enum ScanCommand {
     say("scanned \(folders.map { FileSystemPath.displayed($0.path) }.joined(separator: ", ")): \(report)")
     // File names may hold newlines and escape sequences: shown escaped, one line each.
     for failure in report.failed { say("failed: \(TerminalText.safe("\(failure)"))") }
+    for failure in report.notRetried {
+      say("not retried (unchanged since it failed): \(TerminalText.safe("\(failure)"))")
+    }
     for skipped in report.skipped { say("skipped: \(TerminalText.safe("\(skipped)"))") }
     if !report.playlists.isEmpty { say("playlists: \(report.playlists.count)") }
     for failure in report.playlistFailures { say("playlist: \(TerminalText.safe("\(failure)"))") }
@@ -124,7 +127,8 @@ enum ScanCommand {
       ("folders", "[" + folders.map { jsonString($0.path) }.joined(separator: ",") + "]"),
       ("added", "\(report.added)"), ("updated", "\(report.updated)"), ("moved", "\(report.moved)"),
       ("removed", "\(report.removed)"), ("unchanged", "\(report.unchanged)"),
-      ("failedUnchanged", "\(report.failedUnchanged)"), ("failed", list(report.failed)),
+      ("failedUnchanged", "\(report.failedUnchanged)"), ("notRetried", list(report.notRetried)),
+      ("failed", list(report.failed)),
       ("skipped", list(report.skipped)),
       (
         "unsupported",

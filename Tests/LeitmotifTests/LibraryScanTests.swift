@@ -412,6 +412,9 @@ struct LibraryScanTests {
 
     let second = try library.scanner.scan(through: index)
     #expect(second.failed.isEmpty && second.failedUnchanged == 2 && second.filesOpened == 0)
+    // Named, with the reason they failed (the count alone named none).
+    #expect(second.notRetried.map(\.path).sorted() == [damaged, empty])
+    #expect(second.notRetried.first { $0.path == empty }?.reason.contains("empty") == true)
 
     // Fixed: read again, indexed, and no longer a failure.
     try library.song("empty.ogg", frequency: 770, title: "Fixed")
@@ -737,6 +740,11 @@ struct LibraryScanCLITests {
     #expect(json.status == 0)
     #expect(json.output.contains("\"unchanged\":1"))
     #expect(json.output.contains("\"failedUnchanged\":1"))
+    #expect(
+      json.output.contains("\"notRetried\":[{\"path\":\"\(folder.music)/empty.mp3\",\"reason\":\"the file is empty"))
+    let again = try run(["scan", "--app", "scan-cli-test", "--library", folder.music], home: home)
+    #expect(
+      again.output.contains("not retried (unchanged since it failed): \(folder.music)/empty.mp3: the file is empty"))
   }
 }
 

@@ -364,11 +364,15 @@ package extension LibraryIndex {
   }
 
   /// The files that failed, with the size and modification time they had then.
-  func failureRecords() throws(SQLiteError) -> [String: (sizeBytes: Int64, modificationNanoseconds: Int64)] {
-    let statement = try database.prepare("SELECT path, size, mtime_ns FROM failures")
-    var records: [String: (Int64, Int64)] = [:]
+  func failureRecords() throws(SQLiteError)
+    -> [String: (sizeBytes: Int64, modificationNanoseconds: Int64, reason: String)]
+  {
+    let statement = try database.prepare("SELECT path, size, mtime_ns, reason FROM failures")
+    var records: [String: (Int64, Int64, String)] = [:]
     while try statement.step() {
-      if let path = statement.text(0) { records[path] = (statement.integer(1) ?? -1, statement.integer(2) ?? -1) }
+      if let path = statement.text(0) {
+        records[path] = (statement.integer(1) ?? -1, statement.integer(2) ?? -1, statement.text(3) ?? "")
+      }
     }
     return records
   }

@@ -55,7 +55,7 @@ package struct LibraryScanner {
     var secondChance: ScanJournal.Entry? = nil
     let (records, failureRecords) = try gate.withIndex {
       (index) throws(LibraryError) -> (
-        [LibraryIndex.FileRecord], [String: (sizeBytes: Int64, modificationNanoseconds: Int64)]
+        [LibraryIndex.FileRecord], [String: (sizeBytes: Int64, modificationNanoseconds: Int64, reason: String)]
       ) in
       do throws(SQLiteError) {
         journal = ScanJournal(indexPath: index.path)
@@ -111,7 +111,10 @@ package struct LibraryScanner {
       if let failure = failureRecords[file.path], failure.sizeBytes == file.sizeBytes,
         failure.modificationNanoseconds == file.modificationNanoseconds
       {
-        if file.path != diedIn?.path { report.failedUnchanged += 1 }
+        if file.path != diedIn?.path {
+          report.failedUnchanged += 1
+          report.notRetried.append(ScanFailure(path: file.path, reason: failure.reason))
+        }
         continue
       }
       toRead.append(file)

@@ -56,6 +56,9 @@ public struct ScanReport: Sendable, CustomStringConvertible {
   public var failed: [ScanFailure] = []
   /// Files that failed before and have not changed since: not retried.
   public var failedUnchanged = 0
+  /// Those files, each with the reason it failed then (a player who sees "3 earlier failures not
+  /// retried" can find them, and fix or remove them).
+  public var notRetried: [ScanFailure] = []
   /// Symbolic links not followed: they leave the library folders, loop or point nowhere.
   public var skipped: [ScanFailure] = []
   /// Audio files of formats Leitmotif does not play (.m4a, .wav, .wma, ...), by extension
