@@ -59,7 +59,7 @@ package final class DecodeAheadStream: @unchecked Sendable {
   /// one more pass, or not, depending on how far ahead the decode thread happened to be. Two
   /// blocks: about what the ring holds when the producer is woken to refill anyway (three,
   /// `lowWaterBlocks`), so a loop is decoded nearly as far ahead at its seams as anywhere else.
-  static let releaseCommitFrames = 2 * framesPerBlock
+  package static let releaseCommitFrames = 2 * framesPerBlock
 
   /// Frames of the ring's blocks from file frame `position`, in pass `pass` of `loop`'s segment,
   /// to the end of pass `seamPass` (the seam after it). The voice, committing seams, and the

@@ -143,13 +143,21 @@ package struct StartTrigger: Sendable, Equatable {
   /// whichever block came next (live and offline apart); a jump back made it wait for the line
   /// to come round again.
   var repositionsSeen: Int?
+  /// The position is in the music's last pass (a change at the end of an item whose loop was
+  /// released: its outro): while the voice will still jump back from its loop's end, it is not
+  /// reached, neither in this pass nor as the next pass's line.
+  var inFinalPass = false
 
-  package init(voice: VoiceHandle, token: Int, fileSeconds: Double, everySeconds: Double?, afterSeconds: Double = 0) {
+  package init(
+    voice: VoiceHandle, token: Int, fileSeconds: Double, everySeconds: Double?, afterSeconds: Double = 0,
+    inFinalPass: Bool = false
+  ) {
     self.voice = voice
     self.token = token
     self.fileSeconds = fileSeconds
     self.everySeconds = everySeconds
     self.afterSeconds = max(0, afterSeconds)
+    self.inFinalPass = inFinalPass
   }
 
   /// In how many mix frames from `clock` the start falls (0: now or gone), as `music`, the
@@ -159,6 +167,10 @@ package struct StartTrigger: Sendable, Equatable {
   mutating func framesUntilStart(music: Voice, clock: Int64, frames: Int) -> Int64? {
     if let frame = atMixFrame { return max(0, frame - clock) }
     followMoves(of: music)
+    // A release that came too near its loop's seam leaves one more pass (see `Voice.releaseLoop`):
+    // the end of the item comes after it. Taken as the next pass's line, a change at the end
+    // landed inside the loop's last pass, and the outro was never heard.
+    if inFinalPass, music.loopEndSeconds(token: token) != nil { return nil }
     if afterSeconds == 0, let end = music.loopEndSeconds(token: token), fileSeconds > end + 1e-9 {
       // A position past the end of a loop the voice will still jump back from is not reached
       // in this pass: it is the next pass's, as far past the seam. A release of the loop that

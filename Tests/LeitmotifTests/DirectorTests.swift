@@ -1474,6 +1474,39 @@ struct DirectorActionTests {
     #expect(Listen.loudest(left, 6.2, 6.9, among: [440, DirectorFixture.explorePitch]) == DirectorFixture.explorePitch)
   }
 
+  @Test(
+    "releaseLoop too near its seam, then a crossfade at the end: the loop plays once more, and the change comes at the end of the outro after it, as reported"
+  )
+  func releasedNearItsSeamEndsAfterOneMorePass() throws {
+    let game = try DirectorFixture()
+    // 3 s: 1 s intro, a loop from 1 s to 2 s (440 Hz), 1 s outro at 550 Hz.
+    let loop = ToneGenerator.sine(frequency: 440, amplitude: 0.4, seconds: 2, format: .stereo48000)
+    let outro = ToneGenerator.sine(frequency: 550, amplitude: 0.4, seconds: 1, format: .stereo48000)
+    try VorbisEncoder.encode(
+      samples: loop + outro, format: .stereo48000, tags: [("LOOPSTART", "48000"), ("LOOPLENGTH", "48000")],
+      to: game.assets + "/boss.ogg")
+    let text = """
+      {
+        start: "boss",
+        assets: "assets",
+        loudness: "off",
+        sources: { boss: { bundled: "boss.ogg" }, calm: { bundled: "explore.ogg" } },
+        states: { boss: { music: "boss", repeat: "none" }, explore: { music: "calm" } },
+        rules: [ { on: "defeated", do: [{ releaseLoop: true }, { crossfade: "explore", at: "end", seconds: 0.5 }] } ],
+      }
+      """
+    // Released at 4.9 s, 0.1 s before the seam that ends the pass from 4 s: within the reach the
+    // decode thread has read past (0.17 s), so the loop plays 5 s to 6 s once more, the outro
+    // 6 s to 7 s, and the crossfade ends with it. It used to come at 5.5 s, into the loop's last
+    // pass: the outro was never heard.
+    let (left, timeline) = try game.simulate(try game.sheet(text), [.cue(4.9, "defeated")], seconds: 8)
+    #expect(Listen.level(of: 440, in: Listen.window(left, 5.1, 5.9)) > 0.3, "\(timeline.summary)")
+    #expect(Listen.level(of: DirectorFixture.explorePitch, in: Listen.window(left, 5.1, 6.4)) < 0.01)
+    #expect(Listen.level(of: 550, in: Listen.window(left, 6.05, 6.45)) > 0.3, "the outro, whole")
+    #expect(Listen.level(of: DirectorFixture.explorePitch, in: Listen.window(left, 7.05, 7.9)) > 0.2)
+    #expect(timeline.summary.contains("at item's end (6.5 s)"), "\(timeline.summary)")
+  }
+
   @Test("releaseLoop: the loop ends and the outro plays")
   func releaseLoop() throws {
     let game = try DirectorFixture()

@@ -700,6 +700,7 @@ final class DirectorCore {
       setParameter(name, value, rampSeconds: ramp)
       return "set \(name) = \(Self.format(value))" + (ramp > 0 ? " over \(Self.format(ramp)) s" : "")
     case .releaseLoop:
+      notePassesLeft()
       player.releaseLoop()
       loopReleasedEntry = player.nowPlayingEntryID
       // While a change waits for its line, the player's item is the music that change brings:
@@ -1470,11 +1471,14 @@ final class DirectorCore {
       var end = item.playbackDuration ?? position
       if let loopEnd = loopEnd(of: item), position < loopEnd, player.loopRepeat != .off { end = loopEnd }
       let crossfade = spec.seconds
-      let endsAt = now + timeToPlay(end - position)
+      // A released loop may have passes left (see `passesLeftAfterRelease`): its outro, where
+      // the change lands, comes after them.
+      let stillLooping = releasedLoopStillToPlay
+      let endsAt = now + timeToPlay(end - position + stillLooping)
       let landsAt = max(earliest, endsAt - crossfade)
       // The crossfade's length in the file, at the speed the music has then.
       let fileSeconds = end - crossfade * musicSpeed(at: max(now, landsAt))
-      if fileSeconds <= position && crossfade > 0 && spec.exitCue == nil {
+      if fileSeconds <= position && stillLooping == 0 && crossfade > 0 && spec.exitCue == nil {
         // Said, not done silently: the change was asked for at the end and happens now.
         landingNote =
           "\"\(item.displayName)\" ends in \(Self.format(max(0, (end - position) / rate))) s, less than the crossfade: "
@@ -1482,7 +1486,9 @@ final class DirectorCore {
       }
       var landing = QueuePlayer.Landing(fileSeconds: fileSeconds, everySeconds: nil)
       landing.replacesHandOver = true
-      return (landsAt, fileSeconds > position ? landing : nil)
+      // The end of an item whose loop was released is in its last pass: not the next pass's line.
+      landing.inFinalPass = player.nowPlayingEntryID == loopReleasedEntry && item.loopStartFrame != nil
+      return (landsAt, fileSeconds > position || stillLooping > 0 ? landing : nil)
     }
   }
 
@@ -1546,6 +1552,42 @@ final class DirectorCore {
   /// The queue entry whose loop `releaseLoop` ended: it plays on through its outro, so its end is
   /// the item's end, not its loop's.
   private var loopReleasedEntry: Int?
+
+  /// A release that came too near its loop's seam: the voice had decoded past it, so the loop
+  /// plays `passes` more times (see `Voice.releaseLoop`, whose rule this repeats) before the
+  /// outro. `seamAt`: when the pass playing at the release ends. A change `at: "end"` counts
+  /// them: it was reported, and came, a whole pass early (in the loop's last pass, the outro
+  /// never heard).
+  private var passesLeftAfterRelease: (entry: Int?, seamAt: Double, passes: Int, loopSeconds: Double)?
+
+  /// Notes, before the loop of the playing item is released, whether the voice will play it
+  /// again first: when its seam is within `DecodeAheadStream.releaseCommitFrames` (frames of the
+  /// ring's blocks, at the mix rate when the file is resampled on decoding).
+  private func notePassesLeft() {
+    passesLeftAfterRelease = nil
+    guard let item = player.nowPlayingItem, let loop = loopRegion(of: item), let fileRate = item.sampleRate
+    else { return }
+    let position = playingPosition
+    let length = loop.end - loop.start
+    guard position < loop.end, length > 0 else { return }
+    let blockRate = Double(fileRate == engine.sampleRate ? fileRate : engine.sampleRate)
+    let reach = Double(DecodeAheadStream.releaseCommitFrames) / blockRate
+    let remaining = loop.end - position
+    guard remaining <= reach else { return }
+    let passes = 1 + Int(((reach - remaining) / length).rounded(.down))
+    passesLeftAfterRelease = (player.nowPlayingEntryID, now + timeToPlay(remaining), passes, length)
+  }
+
+  /// Seconds of the file the released loop still plays before its outro (see
+  /// `passesLeftAfterRelease`): 0 when none are left.
+  private var releasedLoopStillToPlay: Double {
+    guard let left = passesLeftAfterRelease, left.entry == player.nowPlayingEntryID, left.entry == loopReleasedEntry
+    else { return 0 }
+    if now < left.seamAt { return Double(left.passes) * left.loopSeconds }
+    // Past the first seam: the passes after it, for a loop shorter than the reach.
+    let done = Int(((now - left.seamAt) / max(0.001, timeToPlay(left.loopSeconds))).rounded(.down)) + 1
+    return Double(max(0, left.passes - done)) * left.loopSeconds
+  }
 
   /// Where the playing item's loop ends, in seconds of its file: nil when it does not loop (no
   /// loop points, loops off, or released).

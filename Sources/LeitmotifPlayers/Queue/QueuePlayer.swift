@@ -294,6 +294,8 @@ public final class QueuePlayer: MediaPlayback {
     /// It started first when longer than the change's crossfade (a fight's 3 s `between` into
     /// its repeat, a second copy heard a second before the change's 2 s crossfade).
     package var replacesHandOver = false
+    /// The position is in the item's last pass (see `StartTrigger.inFinalPass`).
+    package var inFinalPass = false
 
     package init(fileSeconds: Double, everySeconds: Double?) {
       self.fileSeconds = fileSeconds
@@ -319,7 +321,8 @@ public final class QueuePlayer: MediaPlayback {
     /// A start on this line of the music of `voice`, segment `token`.
     func trigger(voice: VoiceHandle, token: Int) -> StartTrigger {
       StartTrigger(
-        voice: voice, token: token, fileSeconds: fileSeconds, everySeconds: everySeconds, afterSeconds: afterSeconds)
+        voice: voice, token: token, fileSeconds: fileSeconds, everySeconds: everySeconds, afterSeconds: afterSeconds,
+        inFinalPass: inFinalPass)
     }
   }
 
