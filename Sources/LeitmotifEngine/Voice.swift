@@ -1277,8 +1277,8 @@ package final class Voice: VoiceInput {
       for frame in 0..<produced {
         var step = blockStep / (last + (target - last) * Double(frame) / Double(count))
         // What the resampler read before the stretcher started comes out first, at the rate alone.
-        if let until = unstretchedUntil, resampledPosition < until - 1e-9 {
-        } else {
+        let readBeforeStretching = unstretchedUntil.map { resampledPosition < $0 - 1e-9 } ?? false
+        if !readBeforeStretching {
           unstretchedUntil = nil
           step *= stretchStep
         }

@@ -1387,30 +1387,34 @@ final class DirectorCore {
     // A stinger on a line of the music: the mixer holds its start until the music gets there.
     for index in scheduled.indices where scheduled[index].time > since {
       guard case .stinger = scheduled[index].work else { continue }
-      // (One held through the pause, see `holdStingersOnTheMusic`, comes back to its own time.)
-      if scheduled[index].time >= Self.heldThroughPause { scheduled[index].time -= Self.heldThroughPause }
       scheduled[index].time += paused
     }
+    // And those held through the pause (see `holdStingersOnTheMusic`) come back, as late.
+    for var held in stingersHeldThroughPause {
+      held.time += paused
+      scheduled.append(held)
+    }
+    stingersHeldThroughPause.removeAll()
     scheduled.sort { ($0.time, $0.order) < ($1.time, $1.order) }
   }
 
   /// When the music pauses: a stinger waiting for a line of it (the mixer starts it where the
   /// music gets there) waits through the pause, however long, and is reported when it plays.
   /// It used to be reported at its line's time as first reckoned, under the pause menu, and
-  /// played after the resume. Held here by moving it this far on (`deferWaitingMusic` brings it
-  /// back, moved on by the pause's length).
+  /// played after the resume. Held out of the schedule (`stingersHeldThroughPause`) until
+  /// `deferWaitingMusic` puts it back, moved on by the pause's length.
   private func holdStingersOnTheMusic() {
-    var held = false
-    for index in scheduled.indices where scheduled[index].time > now && scheduled[index].time < Self.heldThroughPause {
-      guard case .stinger(_, _, _, _, let prepared, _?) = scheduled[index].work, prepared != nil else { continue }
-      scheduled[index].time += Self.heldThroughPause
-      held = true
+    let holds = { (item: Scheduled) -> Bool in
+      guard item.time > self.now, case .stinger(_, _, _, _, let prepared, _?) = item.work else { return false }
+      return prepared != nil
     }
-    if held { scheduled.sort { ($0.time, $0.order) < ($1.time, $1.order) } }
+    stingersHeldThroughPause += scheduled.filter(holds)
+    scheduled.removeAll(where: holds)
   }
 
-  /// Far past any level's length (about 31,700 years), and exact in a Double with time added.
-  private static let heldThroughPause = 1e12
+  /// Stingers on a line of the music, held while it is paused (see `holdStingersOnTheMusic`),
+  /// with the times reckoned before the pause.
+  private var stingersHeldThroughPause: [Scheduled] = []
 
   /// When the hand-over from the bridge heard to its state's music is heard, while it waits
   /// (see `takeBackHandOver`).
@@ -2359,8 +2363,7 @@ final class DirectorCore {
     let landsAt = now + Voice.transportFadeSeconds
     let rate = max(0.01, player.musicSpeed)
     var moved = false
-    for index in scheduled.indices
-    where scheduled[index].time > landsAt && scheduled[index].time < Self.heldThroughPause {
+    for index in scheduled.indices where scheduled[index].time > landsAt {
       guard case .stinger(_, _, _, _, _, let moment?) = scheduled[index].work else { continue }
       let line = gridLine(of: playing, after: seconds, moment).line
       scheduled[index].time = landsAt + (line - seconds) / rate
@@ -2407,7 +2410,7 @@ final class DirectorCore {
       player.stop()
       pausedAt = nil
       // Stingers held for a line of the music stopped: it will not get there.
-      scheduled.removeAll { $0.time >= Self.heldThroughPause }
+      stingersHeldThroughPause.removeAll()
       dropWaitingChange()
       lastReportedState = nil
     case .seek(let seconds, let fadeBack):
