@@ -28,7 +28,9 @@ enum CuesSimulateCommand {
       --record SCRIPT     with --live: write the events as the director applied them, each at
                           the exact time (mix frame) it took effect: rendering that script
                           offline gives what was heard, sample for sample
-      --library DIR       the player's music for library sources (asks for consent on a terminal)
+      --library DIR       the player's music for library sources (asks for consent on a terminal);
+                          scanned first, as a game does at launch: songs added, changed or
+                          removed since the last scan are taken in (quietly)
       --app ID            with --library: whose consent applies (default: leitmotif, asked for on a
                           terminal); your game's id uses the answer given to your game (set one
                           with `leitmotif access allow ID` or `deny ID`)

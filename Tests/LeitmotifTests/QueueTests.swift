@@ -531,6 +531,34 @@ struct DescriptorTests {
   }
 
   @Test(
+    "A file that failed is passed over when a repeating queue comes round to it again, not opened and announced each pass"
+  )
+  func failedFileIsPassedOver() throws {
+    let directory = try TemporaryDirectory()
+    let first = try EngineHarness.vorbisTone(in: directory, name: "first.ogg", seconds: 1, frequency: 440)
+    let last = try EngineHarness.vorbisTone(in: directory, name: "last.ogg", seconds: 1, frequency: 660)
+    // Damaged after it was queued (as after a library scan): bytes that are no audio.
+    let damaged = directory.file("damaged.ogg")
+    try Data((0..<40_000).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 7) }).write(
+      to: URL(fileURLWithPath: damaged))
+    let engine = try EngineHarness.offlineEngine()
+    let player = QueuePlayer(engine: engine)
+    let log = QueueLog(player)
+    player.transition = try Transition(duration: 0.2, curve: .equalPower)
+    player.repeatMode = .all
+    try player.setQueue(with: [first, damaged, last].map { MediaItem(path: $0) })
+    player.play()
+    _ = EngineHarness.render(engine, seconds: 8)
+    player.waitForNotifications()
+    // Four passes: the damaged file failed once, in the first; it used to be opened, and said
+    // to play, again on every pass.
+    #expect(log.failures.count == 1, "\(log.failures.map(\.1))")
+    let announced = log.nowPlaying.map { $0.0 ?? "" }
+    #expect(announced.filter { $0 == "damaged.ogg" }.count <= 1, "\(announced)")
+    #expect(announced.filter { $0 == "last.ogg" }.count >= 3, "\(announced)")
+  }
+
+  @Test(
     "A crossfade longer than half the incoming item is cut to that: the short item comes in whole before it goes, two voices at most"
   )
   func crossfadeIntoAShortItem() throws {

@@ -106,6 +106,11 @@ public final class QueuePlayer: MediaPlayback {
   /// segments, playback state and settings that carry it out on the engine.
   private struct State {
     var queue = QueueModel()
+    /// Files of this queue that failed (damaged, cut off, gone): passed over when the queue comes
+    /// round to them again, until a new queue is set. A file damaged after the library scan was
+    /// opened again on every pass of a repeating queue, and said to play each time, 27 ms
+    /// before it failed again (a player's trial).
+    var failedPaths: Set<String> = []
     var nextToken = 1
     /// Segment token -> entry id, for the segments made lately (see `newToken`).
     var tokens: [Int: Int] = [:]
@@ -460,6 +465,7 @@ public final class QueuePlayer: MediaPlayback {
       // The shuffle first: `replace` draws the new play order with it.
       if let modes { state.queue.prepareShuffle(modes.shuffleMode, seed: modes.shuffleSeed) }
       state.queue.replace(with: descriptor)
+      state.failedPaths.removeAll()
       if let modes {
         state.queue.repeatMode = modes.repeatMode
         state.queue.loopRepeat = modes.loopRepeat
@@ -1319,7 +1325,17 @@ public final class QueuePlayer: MediaPlayback {
   }
 
   private func successor(of id: Int, _ state: State, honoringRepeatOne: Bool) -> Int? {
-    state.queue.successor(of: id, honoringRepeatOne: honoringRepeatOne)
+    var next = state.queue.successor(of: id, honoringRepeatOne: honoringRepeatOne)
+    // Past the entries whose files failed (see `State.failedPaths`), at most once round.
+    var passed = 0
+    while let candidate = next, let path = state.queue.entries[candidate]?.item.assetURL.path,
+      state.failedPaths.contains(path)
+    {
+      passed += 1
+      guard passed <= state.queue.playOrder.count else { return nil }
+      next = state.queue.successor(of: candidate, honoringRepeatOne: false)
+    }
+    return next
   }
 
   private func predecessor(of id: Int, _ state: State) -> Int? { state.queue.predecessor(of: id) }
@@ -1837,6 +1853,7 @@ public final class QueuePlayer: MediaPlayback {
           emitLocked(.itemFailed(item, error), &state)
           reportLater(Diagnostic(.error, error.description, error: error))
           recordFailure(item, error)
+          state.failedPaths.insert(item.assetURL.path)  // it could not be opened: nothing of it plays
           // Every item failed in a row (a one-item loop whose file was deleted): nothing more
           // is lined up, and what plays ends, the queue with it, as when the playing item
           // fails. Lining up the next item regardless retried the same file as fast as it
@@ -1894,6 +1911,11 @@ public final class QueuePlayer: MediaPlayback {
     emitLocked(.itemFailed(item, error), &state)
     reportLater(Diagnostic(.error, error.description, error: error))
     recordFailure(item, error)
+    // A file that could not be opened (its voice never had audio) is passed over from now on; one
+    // damaged or cut short part-way still plays up to the damage on each pass.
+    if token == nil, engine.status(of: voice)?.isPrepared.load(ordering: .acquiring) == false {
+      state.failedPaths.insert(item.assetURL.path)
+    }
     state.consecutiveFailures += 1
     let giveUp = state.consecutiveFailures >= max(1, state.queue.playOrder.count)
     if let failedFollower {

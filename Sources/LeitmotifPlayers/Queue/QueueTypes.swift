@@ -48,7 +48,8 @@ public enum QueuePlayerEvent: Sendable {
   case queueChanged(count: Int)
   /// The player's volume changed to this.
   case volumeChanged(Float)
-  /// An item could not be opened or failed while playing; the queue moves on past it.
+  /// An item could not be opened or failed while playing; the queue moves on past it, and passes
+  /// over its file when it comes round again (repeat all), until a new queue is set.
   case itemFailed(MediaItem, DecodeError)
   /// A transition between two items began (gapless joins included), as heard: a crossfade longer
   /// than half the outgoing or the incoming item is shortened to that.
