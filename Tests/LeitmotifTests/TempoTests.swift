@@ -236,6 +236,28 @@ struct TempoTests {
     #expect(named.contains(#"its grid is source "one"'s tempo (90 BPM, 3 a bar)"#), "\(named)")
   }
 
+  @Test("A BPM tag the analysis does not hear is followed, and the report of a change on its grid says so")
+  func wrongTagIsSaid() throws {
+    let game = try DirectorFixture()
+    // 128 BPM, tagged 85 (not its half or double).
+    let song = RhythmSynthesizer.song(
+      bpm: 128, rate: 48_000, style: .fourOnFloor, seconds: 16, leadIn: 0, pickup: false, harmony: true, seed: 4)
+    try VorbisEncoder.encode(
+      samples: song.samples, format: song.format, tags: [("BPM", "85")], to: game.assets + "/tagged.ogg")
+    let sheet = try game.sheet(
+      """
+      { start: "a", assets: "assets",
+        sources: { one: { bundled: "tagged.ogg" }, two: { bundled: "combat.ogg" } },
+        states: { a: { music: "one", transition: { seconds: 0 } }, b: { music: "two" } },
+        rules: [ { on: "go", do: { crossfade: "b", seconds: 0, at: "bar" } } ] }
+      """)
+    let timeline = try game.simulate(sheet, [.cue(2.5, "go")], seconds: 6).timeline
+    let line = try #require(timeline.events.first { $0.cue == "go" }?.actions.joined(separator: "; "))
+    #expect(line.contains(#""tagged.ogg" is tagged 85 BPM but 128 BPM is heard: its grid follows the tag"#), "\(line)")
+    // The tag's grid: bars of 4 × 60/85 s from 0, so the change lands at 2.824 s.
+    #expect(line.contains("(2.824 s)"), "\(line)")
+  }
+
   @Test("A rule with a stinger on the beat and a change on the bar of an untimed song says the grid once")
   func gridNoteOnce() throws {
     let game = try DirectorFixture()

@@ -1686,9 +1686,20 @@ final class DirectorCore {
   /// The grid notes said in the rule firing now (see `gridNoteOnce(for:)`).
   private var gridNotesSaid: Set<String> = []
 
-  /// Why `item`'s beats and bars follow the cue file's `tempo` rather than its own, or nil when
-  /// they follow its own (a BPM tag or a detected tempo).
+  /// Why `item`'s beats and bars follow the cue file's `tempo` rather than its own, or that its
+  /// BPM tag, which they follow, disagrees with the tempo the analysis heard; nil when they
+  /// follow its own tempo and nothing disagrees.
   func gridFallback(for item: MediaItem) -> String? {
+    if let tagged = item.beatsPerMinute, tagged > 0, !item.isBeatsPerMinuteDetected,
+      let heard = item.detectedBeatsPerMinute, heard > 0, !Self.tempiAgree(tagged, heard),
+      origins[item.assetURL.path].flatMap({ sheet.sources[$0.source]?.tempoKeys.contains("bpm") }) != true
+    {
+      // A wrong tag decides the grid silently otherwise: a song tagged 85 BPM and played at 120
+      // had its changes `at: "beat"` land where it has no beat (a player's trial).
+      return
+        "\"\(item.displayName)\" is tagged \(Self.format(tagged)) BPM but \(Self.format(heard.rounded())) BPM is heard: "
+        + "its grid follows the tag (correct the tag, or give its source a `tempo`)"
+    }
     guard (item.beatsPerMinute ?? 0) <= 0 else { return nil }
     let grid = self.grid(for: item)
     // Named where `grid(for:)` takes it from: the source's `tempo`, else the state's, else the
