@@ -552,6 +552,33 @@ func playQueue(_ arguments: Arguments) -> Int32 {
 
 // The arguments' own bytes (`FileSystemPath`): `CommandLine.arguments` repairs bytes that are
 // not UTF-8 into U+FFFD, and a file named so could then not be opened.
+/// The part of `usage` about `command`: its lines, and for `render` and `play` the options they
+/// share (`leitmotif info --help` printed the whole tool's usage, every command's).
+func commandUsage(_ command: String) -> String {
+  let lines = usage.split(separator: "\n", omittingEmptySubsequences: false)
+  var kept = ["usage:"]
+  var index = 0
+  while index < lines.count {
+    if lines[index].hasPrefix("  leitmotif \(command)") {
+      kept.append(String(lines[index]))
+      index += 1
+      while index < lines.count, lines[index].hasPrefix("      ") {
+        kept.append(String(lines[index]))
+        index += 1
+      }
+    } else {
+      index += 1
+    }
+  }
+  if command == "render" || command == "play",
+    let options = lines.firstIndex(where: { $0.hasPrefix("OPTIONS (render and play)") })
+  {
+    kept.append("")
+    kept += lines[options...].map(String.init)
+  }
+  return kept.joined(separator: "\n")
+}
+
 var commandLine = (0..<Int(CommandLine.argc)).map { index in
   CommandLine.unsafeArgv[index].map { FileSystemPath.string(cString: $0) } ?? ""
 }.dropFirst()
@@ -561,7 +588,7 @@ guard let command = commandLine.popFirst() else { fail(usage) }
 if ["info", "render", "play", "devices"].contains(command),
   commandLine.contains(where: { $0 == "--help" || $0 == "-h" })
 {
-  print(usage)
+  print(commandUsage(command))
   exit(0)
 }
 switch command {

@@ -72,6 +72,18 @@ struct CLIQueueTests {
     #expect(try render([looped], in: directory, options: options).0.framesWritten == 72_000)
   }
 
+  @Test("render --help and info --help print their own command's usage, not every command's")
+  func commandHelp() throws {
+    let render = try LeitmotifCommand.run(["render", "--help"])
+    #expect(render.status == 0)
+    #expect(render.output.contains("leitmotif render --out OUT.wav") && render.output.contains("--crossfade SECONDS"))
+    #expect(!render.output.contains("leitmotif scan") && !render.output.contains("leitmotif info"), "\(render.output)")
+    let info = try LeitmotifCommand.run(["info", "--help"])
+    #expect(info.status == 0)
+    #expect(info.output.contains("leitmotif info [--analyze] FILE..."))
+    #expect(!info.output.contains("--crossfade") && !info.output.contains("leitmotif render"), "\(info.output)")
+  }
+
   @Test("A render that could never end is refused before any file is written; with a duration it renders")
   func neverEndingRenderIsRefused() throws {
     let directory = try TemporaryDirectory()
