@@ -917,14 +917,14 @@ typedef struct lm_report {
   /* The cue this answers and its bus sequence (NULL and 0 for the director's own doing). */
   const char *cue;
   uint64_t sequence;
-  /* LM_REPORT_STATE_CHANGED, LM_REPORT_FALLBACK: the state; else NULL. */
+  /* LM_REPORT_STATE_CHANGED, LM_REPORT_FALLBACK, LM_REPORT_MUSIC_ENDED: the state; else NULL. */
   const char *state;
   /* The whole report in a line, as `leitmotif cues simulate` prints it. */
   const char *text;
   /* LM_REPORT_FIRED: the rule's name ("(game)" for lm_stop and the other commands); else NULL. */
   const char *rule;
-  /* LM_REPORT_STATE_CHANGED, LM_REPORT_NOW_PLAYING, LM_REPORT_STINGER: the item's title (its
-     title tag, else its file name); else NULL. */
+  /* LM_REPORT_STATE_CHANGED, LM_REPORT_NOW_PLAYING, LM_REPORT_STINGER, LM_REPORT_MUSIC_ENDED: the
+     item's title (its title tag, else its file name); else NULL. */
   const char *title;
   /* When the director decided it, and when it sounds (audio time, as time_seconds). A state
      change that waited for the bar is reported when the director reaches its time (offline, on
