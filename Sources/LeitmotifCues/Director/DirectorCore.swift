@@ -1491,7 +1491,8 @@ final class DirectorCore {
       var landing = QueuePlayer.Landing(fileSeconds: fileSeconds, everySeconds: nil)
       landing.replacesHandOver = true
       // The end of an item whose loop was released is in its last pass: not the next pass's line.
-      landing.inFinalPass = player.nowPlayingEntryID == loopReleasedEntry && item.loopStartFrame != nil
+      landing.inFinalPass =
+        loopReleasedEntry != nil && player.nowPlayingEntryID == loopReleasedEntry && item.loopStartFrame != nil
       return (landsAt, fileSeconds > position || stillLooping > 0 ? landing : nil)
     }
   }
