@@ -59,7 +59,7 @@ package final class DecodeAheadStream: @unchecked Sendable {
   /// one more pass, or not, depending on how far ahead the decode thread happened to be. Two
   /// blocks: about what the ring holds when the producer is woken to refill anyway (three,
   /// `lowWaterBlocks`), so a loop is decoded nearly as far ahead at its seams as anywhere else.
-  package static let releaseCommitFrames = 2 * framesPerBlock
+  static let releaseCommitFrames = 2 * framesPerBlock
 
   /// Frames of the ring's blocks from file frame `position`, in pass `pass` of `loop`'s segment,
   /// to the end of pass `seamPass` (the seam after it). The voice, committing seams, and the
@@ -68,6 +68,16 @@ package final class DecodeAheadStream: @unchecked Sendable {
     of loop: LoopRegion, pass seamPass: Int, from position: Double, inPass pass: Int, blockStep: Double
   ) -> Double {
     (Double(loop.end) - position + Double(seamPass - pass) * Double(loop.end - loop.start)) / blockStep
+  }
+
+  /// The loop passes a release still plays when its seam is `framesToSeam` frames of the ring's
+  /// blocks away, for a loop `loopFrames` long in them: 0 beyond `releaseCommitFrames`, else the
+  /// seams within that reach (this pass's, and for a loop shorter than it, the ones after). The
+  /// voice commits them (`Voice.releaseLoop`); the director counts them for a change at the end.
+  package static func passesCommitted(framesToSeam: Double, loopFrames: Double) -> Int {
+    let reach = Double(releaseCommitFrames)
+    guard framesToSeam <= reach, loopFrames > 0 else { return 0 }
+    return 1 + Int(((reach - framesToSeam) / loopFrames).rounded(.down))
   }
 
   /// The first segment's file, for messages.

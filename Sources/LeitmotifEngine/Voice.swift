@@ -883,15 +883,12 @@ package final class Voice: VoiceInput {
       // The released segments were read to their ends already: nothing of them is left to loop.
       cut = (through, 0)
     } else if let loop = inputLoop, !isFinalPass {
-      let reach = Double(DecodeAheadStream.releaseCommitFrames)
-      let remaining = DecodeAheadStream.framesToSeam(
-        of: loop, pass: inputPass, from: inputPosition, inPass: inputPass, blockStep: blockStep)
-      if remaining <= reach {
-        // The seams within reach are committed: this pass's, and, for a loop shorter than the
-        // reach, the ones after it.
-        let length = Double(loop.end - loop.start) / blockStep
-        cut.pass += 1 + Int(((reach - remaining) / length).rounded(.down))
-      }
+      // The seams within reach are committed: this pass's, and, for a loop shorter than the
+      // reach, the ones after it.
+      cut.pass += DecodeAheadStream.passesCommitted(
+        framesToSeam: DecodeAheadStream.framesToSeam(
+          of: loop, pass: inputPass, from: inputPosition, inPass: inputPass, blockStep: blockStep),
+        loopFrames: Double(loop.end - loop.start) / blockStep)
     }
     if let earlier = loopRelease, earlier.through >= cut.token {
       // An earlier release stands: it may only end the loop sooner.

@@ -2246,6 +2246,8 @@ struct DirectorLiveTests {
         comment: "// tuned"))
     // A key removed and a rule removed.
     try save(cues(volume: "", rules: "\(ambush), \(calm)"))
+    // Reports reach observers on the director's notification queue: wait for the last one.
+    director.waitForReports()
     #expect(
       reports.withLock { $0 } == [
         #"states.explore.volume: 0.8 → 0.6|rules "ambush" added|rules "fight".priority: 1 → 2"#,
@@ -2301,6 +2303,7 @@ struct DirectorLiveTests {
     // The music: combat's tone from the bar at 2 s, explore's again after the rule at 3 s.
     #expect(Listen.level(of: DirectorFixture.combatPitch, in: Listen.window(left, 2.1, 2.9)) > 0.2)
     #expect(Listen.level(of: DirectorFixture.explorePitch, in: Listen.window(left, 4.6, 5.9)) > 0.2)
+    director.waitForReports()
     let lines = reports.withLock { $0 }
     #expect(lines.contains { $0.contains(#"states "combat" renamed "battle""#) }, "\(lines)")
     #expect(lines.contains { $0.contains(#"rule "calm down""#) }, "the rule for the new name fired: \(lines)")
@@ -2327,6 +2330,7 @@ struct DirectorLiveTests {
       if frame == 614_400 { states = (director.currentState, director.audibleState) }  // 12.8 s
       if frame == 14 * 48_000 { director.post("enemy") }
     }
+    director.waitForReports()
     let ended = reports.withLock { $0 }.filter {
       if case .musicEnded = $0.kind { return true } else { return false }
     }

@@ -780,13 +780,14 @@ public final class Director: @unchecked Sendable {
     let resolved = resolver.resolveAll(sheet)
     updatePreloads(sheet: sheet, catalog: catalog, resolved: resolved)
     parameterInbox.withLock { $0.adopt(sheet) }
+    // What the save changed, reckoned outside the lock too (the director's steps go on).
+    let changes =
+      if let before = core.withLock({ $0.sheet.fileTree }), let after = sheet.fileTree {
+        CueFileChanges.summary(before, after)
+      } else {
+        (lines: [String](), renamedStates: [String: String]())
+      }
     let reports = core.withLock { core -> [DirectorReport] in
-      let changes =
-        if let before = core.sheet.fileTree, let after = sheet.fileTree {
-          CueFileChanges.summary(before, after)
-        } else {
-          (lines: [String](), renamedStates: [String: String]())
-        }
       core.rename(states: changes.renamedStates)
       core.replace(sheet: sheet, catalog: catalog, resolved: resolved)
       core.report(.reloaded(path: path, warnings: checked.problems, changes: changes.lines))

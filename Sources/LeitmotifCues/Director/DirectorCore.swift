@@ -1559,15 +1559,16 @@ final class DirectorCore {
   private var loopReleasedEntry: Int?
 
   /// A release that came too near its loop's seam: the voice had decoded past it, so the loop
-  /// plays `passes` more times (see `Voice.releaseLoop`, whose rule this repeats) before the
-  /// outro. `seamAt`: when the pass playing at the release ends. A change `at: "end"` counts
+  /// plays `passes` more times (`DecodeAheadStream.passesCommitted`, the rule the voice follows)
+  /// before the outro. `seamAt`: when the pass playing at the release ends. A change `at: "end"` counts
   /// them: it was reported, and came, a whole pass early (in the loop's last pass, the outro
   /// never heard).
   private var passesLeftAfterRelease: (entry: Int?, seamAt: Double, passes: Int, loopSeconds: Double)?
 
   /// Notes, before the loop of the playing item is released, whether the voice will play it
-  /// again first: when its seam is within `DecodeAheadStream.releaseCommitFrames` (frames of the
-  /// ring's blocks, at the mix rate when the file is resampled on decoding).
+  /// again first, as the voice reckons it: in frames of its ring's blocks, at the mix rate when
+  /// the decode thread resamples the file, at the file's own for a layered piece (its stems are
+  /// mixed, then resampled, by the voice).
   private func notePassesLeft() {
     passesLeftAfterRelease = nil
     guard let item = player.nowPlayingItem, let loop = loopRegion(of: item), let fileRate = item.sampleRate
@@ -1575,12 +1576,11 @@ final class DirectorCore {
     let position = playingPosition
     let length = loop.end - loop.start
     guard position < loop.end, length > 0 else { return }
-    let blockRate = Double(fileRate == engine.sampleRate ? fileRate : engine.sampleRate)
-    let reach = Double(DecodeAheadStream.releaseCommitFrames) / blockRate
-    let remaining = loop.end - position
-    guard remaining <= reach else { return }
-    let passes = 1 + Int(((reach - remaining) / length).rounded(.down))
-    passesLeftAfterRelease = (player.nowPlayingEntryID, now + timeToPlay(remaining), passes, length)
+    let blockRate = Double(layerNames.isEmpty ? engine.sampleRate : fileRate)
+    let passes = DecodeAheadStream.passesCommitted(
+      framesToSeam: (loop.end - position) * blockRate, loopFrames: length * blockRate)
+    guard passes > 0 else { return }
+    passesLeftAfterRelease = (player.nowPlayingEntryID, now + timeToPlay(loop.end - position), passes, length)
   }
 
   /// Seconds of the file the released loop still plays before its outro (see

@@ -292,13 +292,10 @@ final class MP3Decoder: AudioDecoder {
     return bytes.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
   }
 
-  private static func string(_ value: mpg123_string) -> String? {
-    guard let pointer = value.p, value.fill > 1 else { return nil }
-    // `fill` counts the terminating NUL, and after libmpg123 converts UTF-16 (lame writes TXXX
-    // descriptions that way) more than one: "LOOPSTART\0\0". Stop at the first NUL.
-    let bytes = UnsafeRawBufferPointer(start: pointer, count: value.fill - 1).prefix { $0 != 0 }
-    return bytes.isEmpty ? nil : String(decoding: bytes, as: UTF8.self)
-  }
+  /// The first of them: text where a frame holds one value (a TXXX name or value). `fill` counts
+  /// the terminating NUL, and after libmpg123 converts UTF-16 (lame writes TXXX descriptions that
+  /// way) more than one: "LOOPSTART\0\0".
+  private static func string(_ value: mpg123_string) -> String? { strings(value).first }
 
   /// The single place libmpg123's codes become `DecodeError`s.
   private static func error(

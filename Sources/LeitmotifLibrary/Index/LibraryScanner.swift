@@ -111,10 +111,7 @@ package struct LibraryScanner {
       if let failure = failureRecords[file.path], failure.sizeBytes == file.sizeBytes,
         failure.modificationNanoseconds == file.modificationNanoseconds
       {
-        if file.path != diedIn?.path {
-          report.failedUnchanged += 1
-          report.notRetried.append(ScanFailure(path: file.path, reason: failure.reason))
-        }
+        if file.path != diedIn?.path { report.notRetried.append(ScanFailure(path: file.path, reason: failure.reason)) }
         continue
       }
       toRead.append(file)

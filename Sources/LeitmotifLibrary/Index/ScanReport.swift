@@ -54,11 +54,12 @@ public struct ScanReport: Sendable, CustomStringConvertible {
   /// Files and folders that could not be read this scan (zero-byte, damaged, not audio, vanished
   /// or changed while read, unreadable folders, names that are not UTF-8).
   public var failed: [ScanFailure] = []
-  /// Files that failed before and have not changed since: not retried.
-  public var failedUnchanged = 0
-  /// Those files, each with the reason it failed then (a player who sees "3 earlier failures not
-  /// retried" can find them, and fix or remove them).
+  /// Files that failed before and have not changed since, each with the reason it failed then:
+  /// not retried (a player who sees "3 earlier failures not retried" can find them, and fix or
+  /// remove them).
   public var notRetried: [ScanFailure] = []
+  /// How many files `notRetried` lists.
+  public var failedUnchanged: Int { notRetried.count }
   /// Symbolic links not followed: they leave the library folders, loop or point nowhere.
   public var skipped: [ScanFailure] = []
   /// Audio files of formats Leitmotif does not play (.m4a, .wav, .wma, ...), by extension
