@@ -672,7 +672,9 @@ typedef enum lm_media_property {
   LM_PROPERTY_PATH = 18,
   /* The scan's analysis: integrated loudness in LUFS, and energy 0 to 1. */
   LM_PROPERTY_LOUDNESS = 19,
-  LM_PROPERTY_ENERGY = 20
+  LM_PROPERTY_ENERGY = 20,
+  /* Text: the MOOD tag (Vorbis MOOD, ID3 TMOO or TXXX:MOOD), as a bundled source selects by it. */
+  LM_PROPERTY_MOOD = 21
 } lm_media_property;
 
 /* How a predicate compares: equal-to (any property) and contains (text and the path), as in
@@ -791,6 +793,9 @@ typedef struct lm_media_item {
   /* Nonzero when the scan measured its loudness (loudness_lufs is then valid). */
   int has_loudness;
   double loudness_lufs;
+  /* The MOOD tag, empty when there is none. (Added in 0.3: a program built against an older
+     header passes the smaller struct_size and gets the fields before it.) */
+  char mood[LM_TEXT_CAPACITY];
 } lm_media_item;
 
 /* Runs `query` (NULL: every song, by title) and copies the matching songs from `offset` on into

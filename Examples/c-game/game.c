@@ -23,6 +23,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -606,6 +607,9 @@ static int self_test(const char *cues) {
     items[0].struct_size = 8;
     expect(lm_library_query(engine, NULL, items, 2, &count, &total), LM_ERROR_INVALID_ARGUMENT,
            "items with a struct_size too small");
+    /* A program built against a header from before `mood` passes the struct without it. */
+    items[0].struct_size = offsetof(lm_media_item, mood);
+    expect(lm_library_query(engine, NULL, items, 2, &count, &total), LM_OK, "items as an older header had them");
     /* Sizes of 2^63 or more (a negative number cast to size_t): refused, never a crash. */
     items[0].struct_size = sizeof items[0];
     expect(lm_library_query(engine, NULL, items, SIZE_MAX, &count, &total), LM_ERROR_INVALID_ARGUMENT,

@@ -7,7 +7,7 @@
  * the master volume at the end.
  *
  *   jukebox --library DIR [--cues FILE] [--offline OUT.wav] [--seconds N] [--yes]
- *           [--artist TEXT] [--pick TEXT] [--post SECONDS CUE] [--shuffle songs|albums]
+ *           [--artist TEXT] [--mood TEXT] [--pick TEXT] [--post SECONDS CUE] [--shuffle songs|albums]
  *
  *   --library DIR      the player's music folder (Ogg Vorbis, Opus, MP3, FLAC, WAV, AIFF; M3U playlists)
  *   --cues FILE        the cue file (default Assets/cues.json5)
@@ -16,6 +16,7 @@
  *   --seconds N        how long (default 20); the master volume fades out over the last 3 s
  *   --yes              answers the consent question yes (else it is asked on the terminal)
  *   --artist TEXT      the queue: songs whose artist contains TEXT (default: every song)
+ *   --mood TEXT        the queue: songs whose MOOD tag is TEXT (with --artist: both hold)
  *   --pick TEXT        the picker's search: the songs it finds become the player's picks,
  *                      the music of the cue file's `picks` sources
  *   --post SECONDS CUE posts CUE at that time (one that enters a state playing the picks)
@@ -85,8 +86,10 @@ static size_t list_songs(lm_engine *engine, lm_query *query, const char *heading
     size_t count = 0;
     check(engine, lm_library_query(engine, query, page, PAGE, &count, &total), "lm_library_query");
     for (size_t i = 0; i < count; i++) {
-      printf("jukebox: %s %zu/%zu: \"%s\" by \"%s\", %.1f s, %.0f BPM (id %" PRIu64 ")\n", heading, query->offset + i + 1,
-             total, page[i].title, page[i].artist, page[i].duration_seconds, page[i].beats_per_minute, page[i].persistent_id);
+      printf("jukebox: %s %zu/%zu: \"%s\" by \"%s\", %.1f s, %.0f BPM%s%s%s (id %" PRIu64 ")\n", heading,
+             query->offset + i + 1, total, page[i].title, page[i].artist, page[i].duration_seconds,
+             page[i].beats_per_minute, page[i].mood[0] ? ", mood \"" : "", page[i].mood, page[i].mood[0] ? "\"" : "",
+             page[i].persistent_id);
       if (kept < capacity) ids[kept++] = page[i].persistent_id;
     }
     query->offset += count;
@@ -106,7 +109,7 @@ static void print_now_playing(lm_engine *engine, double seconds) {
 }
 
 int main(int argc, char **argv) {
-  const char *library = NULL, *cues = "Assets/cues.json5", *offline = NULL, *artist = NULL, *pick = NULL;
+  const char *library = NULL, *cues = "Assets/cues.json5", *offline = NULL, *artist = NULL, *mood = NULL, *pick = NULL;
   const char *post_cue = NULL;
   double seconds = 20, post_at = -1;
   int yes = 0;
@@ -117,6 +120,7 @@ int main(int argc, char **argv) {
     else if (strcmp(argv[i], "--offline") == 0 && i + 1 < argc) offline = argv[++i];
     else if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc) seconds = atof(argv[++i]);
     else if (strcmp(argv[i], "--artist") == 0 && i + 1 < argc) artist = argv[++i];
+    else if (strcmp(argv[i], "--mood") == 0 && i + 1 < argc) mood = argv[++i];
     else if (strcmp(argv[i], "--pick") == 0 && i + 1 < argc) pick = argv[++i];
     else if (strcmp(argv[i], "--post") == 0 && i + 2 < argc) {
       post_at = atof(argv[++i]);
@@ -132,7 +136,8 @@ int main(int argc, char **argv) {
     } else if (strcmp(argv[i], "--yes") == 0) yes = 1;
     else {
       fprintf(stderr, "usage: %s --library DIR [--cues FILE] [--offline OUT.wav] [--seconds N] [--yes] "
-                      "[--artist TEXT] [--pick TEXT] [--post SECONDS CUE] [--shuffle songs|albums]\n", argv[0]);
+                      "[--artist TEXT] [--mood TEXT] [--pick TEXT] [--post SECONDS CUE] [--shuffle songs|albums]\n",
+              argv[0]);
       return 2;
     }
   }
@@ -182,13 +187,14 @@ int main(int argc, char **argv) {
       list_songs(engine, &in_list, "  in it", NULL, 0);
     }
 
-    /* The queue: a query with a predicate, by title. */
+    /* The queue: a query with predicates (all must hold), by title. */
     lm_query query = lm_query_defaults();
-    lm_predicate by_artist = lm_predicate_text(LM_PROPERTY_ARTIST, LM_COMPARE_CONTAINS, artist ? artist : "");
-    if (artist) {
-      query.predicates = &by_artist;
-      query.predicate_count = 1;
-    }
+    lm_predicate conditions[2];
+    size_t condition_count = 0;
+    if (artist) conditions[condition_count++] = lm_predicate_text(LM_PROPERTY_ARTIST, LM_COMPARE_CONTAINS, artist);
+    if (mood) conditions[condition_count++] = lm_predicate_text(LM_PROPERTY_MOOD, LM_COMPARE_EQUAL_TO, mood);
+    query.predicates = conditions;
+    query.predicate_count = condition_count;
     queued = list_songs(engine, &query, "song", queue, MAX_SONGS);
 
     /* The picker: its search box, then the player takes what it found. */

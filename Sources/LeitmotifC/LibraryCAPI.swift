@@ -14,10 +14,11 @@ private func libraryError(_ error: LibraryError) -> CAPIError {
   return CAPIError(LM_ERROR_LIBRARY, "\(error)")
 }
 
-/// The caller's array stride: `first.struct_size`, at least this version's struct.
-func arrayStride<T>(of first: UnsafeMutablePointer<T>, _ type: String) throws(CAPIError) -> Int {
+/// The caller's array stride: `first.struct_size`, at least this version's struct, or
+/// `minimum` (the struct as an older header had it) where fields were added since.
+func arrayStride<T>(of first: UnsafeMutablePointer<T>, _ type: String, minimum: Int? = nil) throws(CAPIError) -> Int {
   let size = UnsafeRawPointer(first).load(as: Int.self)
-  try checkedSize(size, of: type, MemoryLayout<T>.size)
+  try checkedSize(size, of: type, MemoryLayout<T>.size, minimum: minimum)
   return size
 }
 
@@ -67,7 +68,7 @@ private func property(_ value: lm_media_property) throws(CAPIError) -> MediaProp
     LM_PROPERTY_BEATS_PER_MINUTE: .beatsPerMinute, LM_PROPERTY_YEAR: .year, LM_PROPERTY_PLAY_COUNT: .playCount,
     LM_PROPERTY_SKIP_COUNT: .skipCount, LM_PROPERTY_RATING: .rating, LM_PROPERTY_IS_COMPILATION: .isCompilation,
     LM_PROPERTY_LAST_PLAYED_DATE: .lastPlayedDate, LM_PROPERTY_DATE_ADDED: .dateAdded, LM_PROPERTY_PATH: .assetURL,
-    LM_PROPERTY_LOUDNESS: .loudness, LM_PROPERTY_ENERGY: .energy,
+    LM_PROPERTY_LOUDNESS: .loudness, LM_PROPERTY_ENERGY: .energy, LM_PROPERTY_MOOD: .mood,
   ]
   guard let property = all[value] else {
     throw .invalidArgument("property \(value.rawValue): not an lm_media_property value")
@@ -109,7 +110,7 @@ private func predicate(_ predicates: UnsafePointer<lm_predicate>, _ index: Int) 
     if let error = textWhereNone("id", "lm_predicate_id") { throw error }
     // A 64-bit id does not fit a double: it is given whole, as text.
     made = MediaPropertyPredicate(value: String(given.id), forProperty: property, comparisonType: comparison)
-  case .title, .artist, .albumTitle, .albumArtist, .genre, .composer:
+  case .title, .artist, .albumTitle, .albumArtist, .genre, .composer, .mood:
     let text = try CString.nonEmpty(given.text, "predicates[\(index)].text (\(property.rawValue) is text)")
     made = MediaPropertyPredicate(value: text, forProperty: property, comparisonType: comparison)
   case .assetURL:
@@ -236,6 +237,8 @@ private func fill(_ out: UnsafeMutablePointer<lm_media_item>, with item: MediaIt
   out.pointee.skip_count = Int32(clamping: item.skipCount)
   out.pointee.has_loudness = item.loudness == nil ? 0 : 1
   out.pointee.loudness_lufs = item.loudness ?? 0
+  cut = CString.copy(item.mood, into: &out.pointee.mood) || cut
+  out.pointee.truncated = cut ? 1 : 0
 }
 
 /// Checks an output array's pointer and capacity: NULL goes with 0 only.
@@ -262,14 +265,24 @@ public func lmLibraryQuery(
       try checkedSize(size, of: "lm_query", MemoryLayout<lm_query>.size)
       given = query.pointee
     }
-    let stride = try items.map { first throws(CAPIError) in try arrayStride(of: first, "lm_media_item") } ?? 0
+    // A program built before `mood` was added passes the struct without it.
+    let olderSize = MemoryLayout<lm_media_item>.offset(of: \lm_media_item.mood)
+    let stride =
+      try items.map { first throws(CAPIError) in try arrayStride(of: first, "lm_media_item", minimum: olderSize) } ?? 0
     let songs = try session.songs(given)
     let offset = min(songs.count, try cSize(given?.offset ?? 0, "query.offset"))
     let count = min(capacity, songs.count - offset)
     if let items {
       let base = UnsafeMutableRawPointer(items)
       for index in 0..<count {
-        fill((base + index * stride).assumingMemoryBound(to: lm_media_item.self), with: songs[offset + index])
+        // Filled whole here, then as much of it as the caller's struct holds.
+        var item = lm_media_item()
+        fill(&item, with: songs[offset + index])
+        let size = min(stride, MemoryLayout<lm_media_item>.size)
+        item.struct_size = size
+        withUnsafeBytes(of: &item) { bytes in
+          (base + index * stride).copyMemory(from: bytes.baseAddress!, byteCount: size)
+        }
       }
     }
     outCount?.pointee = count

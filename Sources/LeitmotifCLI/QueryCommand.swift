@@ -18,7 +18,7 @@ enum QueryCommand {
                            (numbers); several combine with AND.
                            PROPERTY: \(MediaProperty.allCases.map(\.rawValue).joined(separator: ", "))
                            or bpm, duration, year, plays, skips, rating, album, title, artist,
-                           genre, composer, track, disc, compilation, id, path
+                           genre, composer, mood, track, disc, compilation, id, path
       --json               one JSON object per line per item (or collection)
       --library DIR        a library folder (repeatable; default: XDG_MUSIC_DIR, else ~/Music)
       --app ID             whose consent applies (default: leitmotif)
@@ -35,7 +35,7 @@ enum QueryCommand {
     "skips": .skipCount, "rating": .rating, "album": .albumTitle, "title": .title, "artist": .artist,
     "genre": .genre, "composer": .composer, "track": .albumTrackNumber, "disc": .discNumber,
     "compilation": .isCompilation, "id": .persistentID, "path": .assetURL, "loudness": .loudness,
-    "energy": .energy,
+    "energy": .energy, "mood": .mood,
   ]
 
   struct Options {
@@ -191,6 +191,7 @@ enum QueryCommand {
     add("albumArtist", item.albumArtist)
     add("genre", item.genre)
     add("composer", item.composer)
+    add("mood", item.mood)
     add("playbackDuration", number: item.playbackDuration)
     add("albumTrackNumber", number: item.albumTrackNumber)
     add("discNumber", number: item.discNumber)

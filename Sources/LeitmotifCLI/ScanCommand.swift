@@ -126,7 +126,7 @@ enum ScanCommand {
     let fields: [(String, String)] = [
       ("folders", "[" + folders.map { jsonString($0.path) }.joined(separator: ",") + "]"),
       ("added", "\(report.added)"), ("updated", "\(report.updated)"), ("moved", "\(report.moved)"),
-      ("removed", "\(report.removed)"), ("unchanged", "\(report.unchanged)"),
+      ("removed", "\(report.removed)"), ("unchanged", "\(report.unchanged)"), ("tagsReread", "\(report.tagsReread)"),
       ("failedUnchanged", "\(report.failedUnchanged)"), ("notRetried", list(report.notRetried)),
       ("failed", list(report.failed)),
       ("skipped", list(report.skipped)),

@@ -29,7 +29,7 @@ public struct AudioTags: Sendable, Hashable {
   /// Tempo in beats per minute (Vorbis `BPM`, ID3 `TBPM`).
   public var beatsPerMinute: Double?
   /// The mood the track sets, as free text ("Tense", "Calm"): Vorbis `MOOD`, ID3v2.4 `TMOO` or
-  /// an ID3 `TXXX` frame described `MOOD`.
+  /// an ID3 `TXXX` frame described `MOOD`; several are joined with " / " ("Calm / Dreamy").
   public var mood: String?
   /// Beats per bar, for changes on the bar: Vorbis `METER` or `TIMESIGNATURE` (or `TIME_SIGNATURE`)
   /// as a time signature's numerator ("3/4" or "6/8" -> 3 and 6) or a plain count ("4"); ID3
@@ -207,7 +207,7 @@ package struct TagCollector {
       }
     case "COMPILATION", "ITUNESCOMPILATION":
       if tags.isCompilation == nil { tags.isCompilation = ["1", "true", "yes"].contains(value.lowercased()) }
-    case "MOOD": tags.mood = tags.mood ?? value
+    case "MOOD": tags.mood = Self.joined(tags.mood, value)
     case "METER", "TIMESIGNATURE", "TIME_SIGNATURE":
       if tags.meter == nil { tags.meter = Self.beatsPerBar(value) }
     case "BPM", "TEMPO":

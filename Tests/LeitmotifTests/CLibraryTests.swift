@@ -16,6 +16,9 @@ struct CLibraryTests {
     ("Epsilon", "Tester", 605, 2), ("Zeta", "Tester", 770, 2), ("Gamma", "Other", 550, 6),
   ]
 
+  /// The MOOD tags of some of them.
+  static let moods = ["Delta": "Calm", "Gamma": "Calm", "Zeta": "Tense"]
+
   /// Runs the jukebox over the player's folder of `songs` (and a playlist) with `arguments`,
   /// rendering 20 s offline; its output and the left channel it rendered.
   func runJukebox(_ arguments: [String]) throws -> (output: String, left: [Float]) {
@@ -25,7 +28,8 @@ struct CLibraryTests {
     for song in Self.songs {
       try DirectorFixture.tone(
         music + "/\(song.title.lowercased()).ogg", pitch: song.pitch, seconds: song.seconds,
-        tags: [("TITLE", song.title), ("ARTIST", song.artist), ("BPM", "120")])
+        tags: [("TITLE", song.title), ("ARTIST", song.artist), ("BPM", "120")]
+          + (Self.moods[song.title].map { [("MOOD", $0)] } ?? []))
     }
     try "gamma.ogg\nalpha.ogg\n".write(toFile: music + "/Road trip.m3u", atomically: true, encoding: .utf8)
     _ = try game.sheet(
@@ -83,6 +87,21 @@ struct CLibraryTests {
     let after = Listen.rms(Listen.window(left, 19.6, 20))
     #expect(before > 0.05 && fading < before * 0.8 && fading > 0.01, "before \(before), fading \(fading)")
     #expect(after < 1e-4, "the master volume reached 0: RMS \(after)")
+  }
+
+  @Test("The jukebox's queue is the player's calm songs: LM_PROPERTY_MOOD selects them, and each item gives its mood")
+  func moodQueue() throws {
+    let (output, left) = try runJukebox(["--mood", "calm"])
+    for line in [
+      "jukebox: song 1/2: \"Delta\" by \"Tester\", 2.0 s, 120 BPM, mood \"Calm\"",
+      "jukebox: song 2/2: \"Gamma\" by \"Other\", 6.0 s, 120 BPM, mood \"Calm\"", "jukebox 4.000 queue set: 2 songs",
+    ] {
+      #expect(output.contains(line), "missing: \(line)\n\(output)")
+    }
+    #expect(!output.contains("Zeta"), "\(output)")
+    let pitches = [DirectorFixture.explorePitch] + Self.songs.map(\.pitch)
+    #expect(Listen.loudest(left, 4.6, 5.4, among: pitches) == 495, "the queue's first song, Delta")
+    #expect(Listen.loudest(left, 7, 11, among: pitches) == 550, "then Gamma")
   }
 
   @Test("The jukebox shuffles the queue: it starts at the song its report names, and plays the songs as reported")

@@ -1587,6 +1587,25 @@ struct DirectorLibraryTests {
     #expect(timeline.items.first?.title == "My Song")
   }
 
+  @Test("A library source selects the player's songs by their MOOD tag, as a bundled source does")
+  func moodSelectsPlayersSongs() throws {
+    let game = try DirectorFixture()
+    var options = CueSimulation.Options()
+    options.library = try library(game, status: .authorized) { music in
+      try DirectorFixture.tone(
+        music + "/a-tense.ogg", pitch: DirectorFixture.combatPitch, seconds: 10,
+        tags: [("TITLE", "Tense Song"), ("MOOD", "Tense")])
+      try DirectorFixture.tone(
+        music + "/b-calm.ogg", pitch: DirectorFixture.userPitch, seconds: 10,
+        tags: [("TITLE", "Calm Song"), ("MOOD", "Calm")])
+    }
+    let (left, timeline) = try game.simulate(
+      try game.sheet(cues(query: #"{ mood: "calm" }"#)), [], seconds: 1.5, options: options)
+    let pitches = [DirectorFixture.userPitch, DirectorFixture.combatPitch, DirectorFixture.explorePitch]
+    #expect(Listen.loudest(left, 0.2, 1.4, among: pitches) == DirectorFixture.userPitch, "\(timeline.summary)")
+    #expect(timeline.items.map(\.title) == ["Calm Song"], "\(timeline.summary)")
+  }
+
   @Test(
     "Denied, restricted or not asked: bundled music from the first sample, and the reason",
     arguments: [AuthorizationStatus.denied, .restricted, .notDetermined])

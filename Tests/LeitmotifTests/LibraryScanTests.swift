@@ -51,16 +51,18 @@ struct LibraryFolder {
   }
 
   @discardableResult
-  func song(_ relative: String, frequency: Double, title: String, artist: String = "Artist", album: String = "Album")
-    throws -> String
-  {
+  func song(
+    _ relative: String, frequency: Double, title: String, artist: String = "Artist", album: String = "Album",
+    moreTags: [(String, String)] = []
+  ) throws -> String {
     let path = music + "/" + relative
     try FileManager.default.createDirectory(
       atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
     let format = PCMFormat.mono22050
     try VorbisEncoder.encode(
       samples: ToneGenerator.sine(frequency: frequency, seconds: 0.3, format: format), format: format,
-      tags: [("TITLE", title), ("ARTIST", artist), ("ALBUM", album), ("TRACKNUMBER", "3/9"), ("BPM", "128")],
+      tags: [("TITLE", title), ("ARTIST", artist), ("ALBUM", album), ("TRACKNUMBER", "3/9"), ("BPM", "128")]
+        + moreTags,
       to: path)
     return path
   }
@@ -96,6 +98,66 @@ struct LibraryScanTests {
     #expect(abs((one.playbackDuration ?? 0) - 0.3) < 0.001)
     #expect(one.dateAdded != nil)
     #expect(try index.index.lastModifiedDate() != nil)
+  }
+
+  @Test("The MOOD tag is indexed: a query selects by it ignoring case and accents, and contains finds one of several")
+  func moodIsQueryable() throws {
+    let library = try LibraryFolder()
+    try library.song("calm.ogg", frequency: 440, title: "Calm One", moreTags: [("MOOD", "Calme")])
+    try library.song("tense.ogg", frequency: 550, title: "Tense One", moreTags: [("MOOD", "Tense")])
+    try library.song("both.ogg", frequency: 660, title: "Both", moreTags: [("MOOD", "Dreamy"), ("MOOD", "Calmé")])
+    try library.song("none.ogg", frequency: 770, title: "No Mood")
+    let index = try DirectIndex(path: library.indexPath)
+    _ = try library.scanner.scan(through: index)
+    func titles(_ predicate: MediaPropertyPredicate) throws -> [String] {
+      try index.withIndex { (index) throws(LibraryError) in try index.run(MediaQuery(filterPredicates: [predicate])) }
+        .items.compactMap(\.title).sorted()
+    }
+    #expect(try titles(MediaPropertyPredicate(value: "CALMÉ", forProperty: .mood)) == ["Calm One"])
+    #expect(
+      try titles(MediaPropertyPredicate(value: "calm", forProperty: .mood, comparisonType: .contains)) == [
+        "Both", "Calm One",
+      ])
+    #expect(try titles(MediaPropertyPredicate(value: "tense", forProperty: .mood)) == ["Tense One"])
+    #expect(try index.item(at: library.music + "/both.ogg")?.mood == "Dreamy / Calmé")
+    #expect(try index.item(at: library.music + "/none.ogg")?.mood == nil)
+    #expect(throws: LibraryError.self) {
+      try MediaPropertyPredicate(value: 3, forProperty: .mood, comparisonType: .greaterThan).validate()
+    }
+  }
+
+  @Test("An index of schema 3 (no MOOD) is migrated in place: the next scan reads the tags again, not the audio")
+  func olderIndexRereadsTags() throws {
+    let library = try LibraryFolder()
+    let path = try library.song("calm.ogg", frequency: 440, title: "Calm", moreTags: [("MOOD", "Calm")])
+    try library.song("plain.ogg", frequency: 550, title: "Plain")
+    do {
+      // The index as schema 3 left it: scanned, one song played 7 times, no mood columns.
+      let index = try DirectIndex(path: library.indexPath)
+      _ = try library.scanner.scan(through: index)
+      try index.index.database.execute(
+        """
+        UPDATE items SET play_count = 7, loudness = -99 WHERE title = 'Calm';
+        DROP INDEX items_mood;
+        ALTER TABLE items DROP COLUMN mood;
+        ALTER TABLE items DROP COLUMN mood_key;
+        ALTER TABLE items DROP COLUMN tags_version;
+        UPDATE meta SET value = '3' WHERE key = 'schema_version';
+        """)
+    }
+    var warnings: [String] = []
+    let index = try DirectIndex(path: library.indexPath) { warnings.append($0) }
+    #expect(warnings.isEmpty, "migrated, not rebuilt: \(warnings)")
+    #expect(try index.item(at: path)?.mood == nil)
+    let report = try library.scanner.scan(through: index)
+    #expect(report.tagsReread == 2 && report.filesOpened == 0 && report.updated == 0, "\(report)")
+    #expect(report.description.contains("2 tags re-read"), "\(report)")
+    let item = try #require(try index.item(at: path))
+    #expect(item.mood == "Calm")
+    // The analysis was not made again (the marker stays), and the player's count stays.
+    #expect(item.loudness == -99 && item.playCount == 7)
+    let again = try library.scanner.scan(through: index)
+    #expect(again.tagsReread == 0 && again.unchanged == 2, "\(again)")
   }
 
   @Test(

@@ -19,7 +19,7 @@ import LeitmotifOutput
 package final class LibraryIndex: @unchecked Sendable {
   /// Bump when the schema changes. An index of an older version that `migrations` knows is
   /// brought up to date in place (play counts and ratings kept); any other is rebuilt.
-  static let schemaVersion = 3
+  static let schemaVersion = 4
 
   /// The statements that take an index from version N to N + 1, by N.
   static let migrations: [Int: String] = [
@@ -44,7 +44,20 @@ package final class LibraryIndex: @unchecked Sendable {
     ALTER TABLE items ADD COLUMN sound_start REAL;
     ALTER TABLE items ADD COLUMN sound_end REAL;
     """,
+    // 3 -> 4: the MOOD tag (queries select by it, as bundled sources do), and the version of the
+    // tag reading that filled each row. Rows of version 3 have tags_version 0, so the next scan
+    // reads their tags again (not their audio: the analysis stands while the file is unchanged).
+    3: """
+    ALTER TABLE items ADD COLUMN mood TEXT;
+    ALTER TABLE items ADD COLUMN mood_key TEXT;
+    ALTER TABLE items ADD COLUMN tags_version INTEGER NOT NULL DEFAULT 0;
+    """,
   ]
+
+  /// Bump when what is read from a file's tags into a row changes (a new tag, several values
+  /// joined): a scan reads the tags of every row of an older version again, without decoding the
+  /// audio. 1: MOOD, and several artists, genres and composers joined with " / ".
+  static let tagsVersion = 1
 
   let database: SQLiteDatabase
   let path: String
@@ -54,7 +67,7 @@ package final class LibraryIndex: @unchecked Sendable {
     persistent_id, path, title, artist, album_title, album_artist, genre, composer, duration, \
     track_number, disc_number, bpm, year, play_count, skip_count, last_played, date_added, rating, \
     is_compilation, sample_rate, loudness, loudness_range, true_peak, detected_bpm, first_beat, energy, \
-    bpm_detected, beats_per_bar, replay_gain_track, replay_gain_album, sound_start, sound_end
+    bpm_detected, beats_per_bar, replay_gain_track, replay_gain_album, sound_start, sound_end, mood
     """
 
   /// The tables of the current schema (an older index keeps its own until migrated).
@@ -82,7 +95,9 @@ package final class LibraryIndex: @unchecked Sendable {
       loudness REAL, loudness_range REAL, true_peak REAL, detected_bpm REAL, first_beat REAL, energy REAL,
       bpm_detected INTEGER NOT NULL DEFAULT 0, beats_per_bar INTEGER, replay_gain_track REAL,
       replay_gain_album REAL, analysis_version INTEGER NOT NULL DEFAULT 0,
-      sound_start REAL, sound_end REAL        -- seconds: the first and last sound (-60 dBFS)
+      sound_start REAL, sound_end REAL,       -- seconds: the first and last sound (-60 dBFS)
+      mood TEXT, mood_key TEXT,               -- the MOOD tag, and its folded key
+      tags_version INTEGER NOT NULL DEFAULT 0 -- the `tagsVersion` that read the tags (0: older)
     );
     -- Files that could not be read, so a rescan does not retry them until they change.
     CREATE TABLE IF NOT EXISTS failures (
@@ -109,6 +124,7 @@ package final class LibraryIndex: @unchecked Sendable {
     CREATE INDEX IF NOT EXISTS items_fingerprint ON items(fingerprint);
     CREATE INDEX IF NOT EXISTS items_energy ON items(energy);
     CREATE INDEX IF NOT EXISTS items_loudness ON items(loudness);
+    CREATE INDEX IF NOT EXISTS items_mood ON items(mood_key);
     """
 
   /// Opens the index at `path`, creating it; a damaged file, or one of another schema version, is
@@ -234,10 +250,11 @@ package final class LibraryIndex: @unchecked Sendable {
         is_compilation, sample_rate, title_key, artist_key, album_key, album_artist_key, genre_key,
         composer_key, title_sort, artist_sort, album_sort, album_artist_sort, play_count, skip_count, rating,
         last_played, loudness, loudness_range, true_peak, detected_bpm, first_beat, energy, bpm_detected,
-        beats_per_bar, replay_gain_track, replay_gain_album, analysis_version, sound_start, sound_end)
+        beats_per_bar, replay_gain_track, replay_gain_album, analysis_version, sound_start, sound_end, mood,
+        mood_key, tags_version)
       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21,
         ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34, ?35, ?36, ?37, ?38, ?39, ?40, ?41, ?42,
-        ?43, ?44, ?45, ?46)
+        ?43, ?44, ?45, ?46, ?47, ?48, ?49)
       ON CONFLICT(persistent_id) DO UPDATE SET
         path = excluded.path, size = excluded.size, mtime_ns = excluded.mtime_ns,
         fingerprint = excluded.fingerprint, title = excluded.title, artist = excluded.artist,
@@ -255,7 +272,8 @@ package final class LibraryIndex: @unchecked Sendable {
         bpm_detected = excluded.bpm_detected, beats_per_bar = excluded.beats_per_bar,
         replay_gain_track = excluded.replay_gain_track, replay_gain_album = excluded.replay_gain_album,
         analysis_version = excluded.analysis_version, sound_start = excluded.sound_start,
-        sound_end = excluded.sound_end
+        sound_end = excluded.sound_end, mood = excluded.mood, mood_key = excluded.mood_key,
+        tags_version = excluded.tags_version
       """)
     func text(_ value: String?) -> SQLiteStatement.Value { value.map { .text($0) } ?? .null }
     func int(_ value: Int?) -> SQLiteStatement.Value { value.map { .integer(Int64($0)) } ?? .null }
@@ -275,7 +293,34 @@ package final class LibraryIndex: @unchecked Sendable {
       real(item.truePeak), real(item.detectedBeatsPerMinute), real(item.firstBeatSeconds), real(item.energy),
       .integer(item.isBeatsPerMinuteDetected ? 1 : 0), int(item.beatsPerBar), real(item.replayGainTrackDecibels),
       real(item.replayGainAlbumDecibels), .integer(Int64(analysisVersion)), real(item.soundStartSeconds),
-      real(item.soundEndSeconds),
+      real(item.soundEndSeconds), text(item.mood), text(Self.searchKey(item.mood)), .integer(Int64(Self.tagsVersion)),
+    ])
+  }
+
+  /// Writes what `item` read from its file's tags (the names, numbers and flags that come from
+  /// tags, and the mood) into the row `persistentID`, and marks it read by this `tagsVersion`.
+  /// The rest of the row (the analysis, the BPM, the player's counts) stays: for a row of an
+  /// older tag reading whose file has not changed.
+  func updateTags(_ item: MediaItem, persistentID: Int64) throws(SQLiteError) {
+    let statement = try database.prepare(
+      """
+      UPDATE items SET title = ?2, artist = ?3, album_title = ?4, album_artist = ?5, genre = ?6, composer = ?7,
+        track_number = ?8, disc_number = ?9, year = ?10, is_compilation = ?11, mood = ?12, title_key = ?13,
+        artist_key = ?14, album_key = ?15, album_artist_key = ?16, genre_key = ?17, composer_key = ?18,
+        title_sort = ?19, artist_sort = ?20, album_sort = ?21, album_artist_sort = ?22, mood_key = ?23,
+        tags_version = ?24
+      WHERE persistent_id = ?1
+      """)
+    func text(_ value: String?) -> SQLiteStatement.Value { value.map { .text($0) } ?? .null }
+    func int(_ value: Int?) -> SQLiteStatement.Value { value.map { .integer(Int64($0)) } ?? .null }
+    try statement.run([
+      .integer(persistentID), text(item.title), text(item.artist), text(item.albumTitle), text(item.albumArtist),
+      text(item.genre), text(item.composer), int(item.albumTrackNumber), int(item.discNumber), int(item.year),
+      .integer(item.isCompilation ? 1 : 0), text(item.mood), text(Self.searchKey(item.title)),
+      text(Self.searchKey(item.artist)), text(Self.searchKey(item.albumTitle)), text(Self.searchKey(item.albumArtist)),
+      text(Self.searchKey(item.genre)), text(Self.searchKey(item.composer)), text(Self.sortKey(item.title)),
+      text(Self.sortKey(item.artist)), text(Self.sortKey(item.albumTitle)), text(Self.sortKey(item.albumArtist)),
+      text(Self.searchKey(item.mood)), .integer(Int64(Self.tagsVersion)),
     ])
   }
 
@@ -315,6 +360,7 @@ package final class LibraryIndex: @unchecked Sendable {
     item.replayGainAlbumDecibels = statement.real(o + 29)
     item.soundStartSeconds = statement.real(o + 30)
     item.soundEndSeconds = statement.real(o + 31)
+    item.mood = statement.text(o + 32)
     return item
   }
 
@@ -346,19 +392,22 @@ package extension LibraryIndex {
     var fingerprint: String
     /// The `AudioAnalysis.version` that measured the item (0: not analysed).
     var analysisVersion: Int = 0
+    /// The `LibraryIndex.tagsVersion` that read the item's tags (0: an index older than schema 4).
+    var tagsVersion: Int = 0
   }
 
   /// Every item's file record (one query; about 100 ms for 100,000 items).
   func fileRecords() throws(SQLiteError) -> [FileRecord] {
     let statement = try database.prepare(
-      "SELECT persistent_id, path, size, mtime_ns, fingerprint, analysis_version FROM items")
+      "SELECT persistent_id, path, size, mtime_ns, fingerprint, analysis_version, tags_version FROM items")
     var records: [FileRecord] = []
     while try statement.step() {
       records.append(
         FileRecord(
           persistentID: statement.integer(0) ?? 0, path: statement.text(1) ?? "",
           sizeBytes: statement.integer(2) ?? -1, modificationNanoseconds: statement.integer(3) ?? -1,
-          fingerprint: statement.text(4) ?? "", analysisVersion: Int(statement.integer(5) ?? 0)))
+          fingerprint: statement.text(4) ?? "", analysisVersion: Int(statement.integer(5) ?? 0),
+          tagsVersion: Int(statement.integer(6) ?? 0)))
     }
     return records
   }

@@ -99,13 +99,20 @@ package struct LibraryScanner {
     var present = Set<String>()
     present.reserveCapacity(walk.audioFiles.count)
     var toRead: [FolderWalker.File] = []
+    // Unchanged files whose row an older tag reading filled (an index from before schema 4):
+    // their tags are read again, not their audio.
+    var toRetag: [(file: FolderWalker.File, persistentID: Int64)] = []
     for file in walk.audioFiles {
       present.insert(file.path)
       if let record = byPath[file.path], record.sizeBytes == file.sizeBytes,
         record.modificationNanoseconds == file.modificationNanoseconds,
         record.analysisVersion == AudioAnalysis.version
       {
-        report.unchanged += 1
+        if record.tagsVersion < LibraryIndex.tagsVersion {
+          toRetag.append((file, record.persistentID))
+        } else {
+          report.unchanged += 1
+        }
         continue
       }
       if let failure = failureRecords[file.path], failure.sizeBytes == file.sizeBytes,
@@ -228,6 +235,7 @@ package struct LibraryScanner {
       }
     }
     journal?.clear()
+    try retag(toRetag, through: gate, reader: &reader, report: &report)
 
     // 3. What is gone, then the playlists.
     for record in vanishedByFingerprint.values.joined() {
@@ -241,6 +249,54 @@ package struct LibraryScanner {
     }
     report.durationSeconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
     return report
+  }
+
+  /// Reads the tags of `files` again (opening each, decoding nothing) and writes them into their
+  /// rows, in batches. A file that cannot be opened now is left as it was and named in the
+  /// report: its row keeps its old tags until a scan can read them.
+  private func retag(
+    _ files: [(file: FolderWalker.File, persistentID: Int64)], through gate: some LibraryIndexAccess,
+    reader: inout LowPriorityReader?, report: inout ScanReport
+  ) throws(LibraryError) {
+    var batchStart = 0
+    while batchStart < files.count {
+      let batch = files[batchStart..<min(files.count, batchStart + Self.batchFiles)]
+      batchStart = batch.endIndex
+      var items: [(MediaItem, Int64)] = []
+      for (file, persistentID) in batch {
+        try gate.checkAccess()
+        let current = reader ?? LowPriorityReader()
+        reader = current
+        let result = current.perform { () -> Result<MediaItem, DecodeError> in
+          Result { () throws(DecodeError) in
+            Self.item(path: file.path, decoder: try AudioFile.openDecoder(path: file.path))
+          }
+        }
+        switch result {
+        case .success(let item) where FolderWalker.status(of: file.path) == file:
+          items.append((item, persistentID))
+        case .success:
+          // Changed meanwhile: the next scan reads it whole.
+          continue
+        case .failure(let error):
+          report.failed.append(
+            ScanFailure(path: file.path, reason: Self.reason(error) + ": its tags were not read again (next scan)"))
+        }
+      }
+      guard !items.isEmpty else { continue }
+      try gate.withIndex { (index) throws(LibraryError) in
+        do throws(SQLiteError) {
+          try index.database.transaction { () throws(SQLiteError) in
+            for (item, persistentID) in items { try index.updateTags(item, persistentID: persistentID) }
+            try index.touch()
+          }
+        } catch {
+          throw error.isBusy
+            ? LibraryError.busy(path: index.path) : LibraryError.index(path: index.path, reason: error.description)
+        }
+      }
+      report.tagsReread += items.count
+    }
   }
 
   /// Files read between two writes to the index.

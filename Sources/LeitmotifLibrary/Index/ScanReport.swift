@@ -51,6 +51,10 @@ public struct ScanReport: Sendable, CustomStringConvertible {
   public var removed = 0
   /// Files with the size and modification time the index knows: not opened.
   public var unchanged = 0
+  /// Unchanged files whose tags were read again (not their audio), because an older version of
+  /// Leitmotif read fewer of them (an index made before the MOOD tag was kept, or when only the
+  /// first of several artists was). Their play counts, analysis and ids stay.
+  public var tagsReread = 0
   /// Files and folders that could not be read this scan (zero-byte, damaged, not audio, vanished
   /// or changed while read, unreadable folders, names that are not UTF-8).
   public var failed: [ScanFailure] = []
@@ -80,12 +84,13 @@ public struct ScanReport: Sendable, CustomStringConvertible {
   /// An empty report: nothing scanned yet.
   public init() {}
 
-  /// Whether the scan changed the index (items added, updated, moved or removed).
-  public var hasChanges: Bool { added + updated + moved + removed > 0 }
+  /// Whether the scan changed the index (items added, updated, moved or removed, or tags re-read).
+  public var hasChanges: Bool { added + updated + moved + removed + tagsReread > 0 }
 
   /// One line: the counts and the time, e.g. "3 added, 0 updated, ... in 0.12 s".
   public var description: String {
     "\(added) added, \(updated) updated, \(moved) moved, \(removed) removed, \(unchanged) unchanged, "
+      + (tagsReread > 0 ? "\(tagsReread) tags re-read, " : "")
       + "\(failed.count) failed" + (failedUnchanged > 0 ? " (\(failedUnchanged) earlier failures not retried)" : "")
       + " in \(fixedPoint(durationSeconds, decimals: 2)) s"
       + (unsupported.isEmpty ? "" : "; " + unsupportedSummary)

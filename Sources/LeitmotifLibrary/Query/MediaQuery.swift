@@ -7,10 +7,11 @@ import LeitmotifOutput
 public enum MediaProperty: String, Sendable, CaseIterable {
   /// The ``MediaItem`` property of the same name (`assetURL` matches the file's path;
   /// `beatsPerMinute` is the BPM tag, else the detected tempo, compared to the hundredth of a
-  /// BPM: a song detected at 119.998 equals 120; `loudness` and `energy` are the scan's analysis).
+  /// BPM: a song detected at 119.998 equals 120; `loudness` and `energy` are the scan's analysis;
+  /// `mood` is the MOOD tag, as bundled sources select by it).
   case persistentID, title, artist, albumTitle, albumArtist, genre, composer, playbackDuration, albumTrackNumber,
     discNumber, beatsPerMinute, year, playCount, skipCount, rating, isCompilation, lastPlayedDate, dateAdded, assetURL,
-    loudness, energy
+    loudness, energy, mood
 
   /// What kind of value the property holds, which says which comparisons it takes.
   package enum Kind {
@@ -28,7 +29,7 @@ public enum MediaProperty: String, Sendable, CaseIterable {
 
   var kind: Kind {
     switch self {
-    case .title, .artist, .albumTitle, .albumArtist, .genre, .composer: return .text
+    case .title, .artist, .albumTitle, .albumArtist, .genre, .composer, .mood: return .text
     case .playbackDuration, .albumTrackNumber, .discNumber, .beatsPerMinute, .year, .playCount, .skipCount, .rating,
       .lastPlayedDate, .dateAdded, .loudness, .energy:
       return .number
@@ -146,7 +147,9 @@ public struct MediaPropertyPredicate: Sendable, Hashable, CustomStringConvertibl
       case .contains:
         // Three characters or more: through the trigram search index (SearchIndex.swift).
         // Shorter, or the path: a scan, with instr (no escaping of % and _ as LIKE would need).
-        if property.kind == .text && searchIndex && folded.count >= 3 {
+        // (The mood is not in the search index: a library has a handful of moods, and a scan of
+        // its short keys is quick.)
+        if property.kind == .text && searchIndex && folded.count >= 3 && LibraryIndex.searchColumns.contains(column) {
           return (
             "items.persistent_id IN (SELECT rowid FROM items_search WHERE items_search MATCH ?)",
             [.text(LibraryIndex.searchMatch(column: column, text: folded))]
@@ -238,6 +241,7 @@ public struct MediaPropertyPredicate: Sendable, Hashable, CustomStringConvertibl
     case .assetURL: return "items.path"
     case .loudness: return "loudness"
     case .energy: return "energy"
+    case .mood: return "mood_key"
     }
   }
 }
