@@ -938,19 +938,39 @@ typedef struct lm_report {
      In real time a report comes before its change is heard: by the director's scheduling lead
      (48 ms at 1024-frame periods) plus what the output still holds (the OpenAL queue and the
      device's buffer: a trial on the headless device measured 150 to 165 ms in all). To act on
-     the moment music is heard, use the beat and marker callbacks: they are called then. */
+     the moment music is heard, ask for reports then (lm_set_report_timing), or use the beat and
+     marker callbacks: they are called then. */
   double decided_seconds;
   double sounding_seconds;
 } lm_report;
 
-/* Called with every report, in order, one at a time, on the director's notification queue: a
-   thread of Leitmotif's, never the game's (offline engines too). It must not block for long; it
+/* Called with every report, in order, one at a time, on the director's notification queue (or,
+   with LM_REPORTS_WHEN_HEARD, on its audible thread): a thread of Leitmotif's, never the game's
+   (offline engines too). It must not block for long; it
    may call any lm_* function except lm_engine_destroy and lm_flush_reports of this engine. */
 typedef void (*lm_report_fn)(const lm_report *report, void *user_data);
 
 /* Sets (or, with NULL, removes) the report callback. Reports made after the call reach it.
    Thread safety: any thread. */
 lm_error lm_set_report_callback(lm_engine *engine, lm_report_fn callback, void *user_data);
+
+/* When the report callback is called. */
+typedef enum lm_report_timing {
+  /* When the director decides (the default): in real time ahead of the music it speaks of (see
+     lm_report.decided_seconds). For logs, and to know a change is coming. */
+  LM_REPORTS_WHEN_DECIDED = 0,
+  /* When the report's time_seconds is heard (OpenAL's playback position reaches it, as for the
+     beat callback; at most a second late when the device stalls): to change the game's screen
+     on the change itself. In order, on Leitmotif's audible thread. Offline, where the director
+     steps on the frames lm_render renders, the same as LM_REPORTS_WHEN_DECIDED.
+     lm_flush_reports waits for these too (the time the output holds). */
+  LM_REPORTS_WHEN_HEARD = 1
+} lm_report_timing;
+
+/* Chooses when the report callback is called. Call it before lm_start (LM_ERROR_WRONG_MODE
+   after: a change while music plays would lose or repeat reports in flight); an unknown value is
+   LM_ERROR_INVALID_ARGUMENT. Thread safety: any thread. */
+lm_error lm_set_report_timing(lm_engine *engine, lm_report_timing timing);
 
 /* A beat of the music, as it is heard. Strings are valid during the callback only. */
 typedef struct lm_beat {

@@ -205,6 +205,8 @@ class engine {
   void on_report(lm_report_fn callback, void *user_data = NULL) {
     check(lm_set_report_callback(handle_, callback, user_data));
   }
+  /* Before start(): reports when decided (the default) or when heard. */
+  void set_report_timing(lm_report_timing timing) { check(lm_set_report_timing(handle_, timing)); }
   void on_beat(lm_beat_fn callback, void *user_data = NULL) {
     check(lm_set_beat_callback(handle_, callback, user_data));
   }

@@ -524,6 +524,17 @@ static int self_test(const char *cues) {
   expect(lm_set_parameter(engine, "no.such.parameter", 1, 0), LM_ERROR_INVALID_ARGUMENT, "an unknown parameter");
   expect(lm_set_parameter(engine, "health", 0.5, -1), LM_ERROR_INVALID_ARGUMENT, "a negative ramp");
   expect(lm_start(engine, "no.such.state"), LM_ERROR_INVALID_ARGUMENT, "start in an unknown state");
+  expect(lm_set_report_timing(engine, (lm_report_timing)7), LM_ERROR_INVALID_ARGUMENT, "an unknown report timing");
+  expect(lm_set_report_timing(engine, LM_REPORTS_WHEN_HEARD), LM_OK, "reports when heard, before lm_start");
+  expect(lm_set_report_timing(engine, LM_REPORTS_WHEN_DECIDED), LM_OK, "and back to when decided");
+  {
+    lm_engine *started = NULL;
+    lm_config started_config = offline_config(cues);
+    expect(lm_engine_create(&started_config, &started), LM_OK, "create a second offline engine");
+    expect(lm_start(started, NULL), LM_OK, "start it");
+    expect(lm_set_report_timing(started, LM_REPORTS_WHEN_HEARD), LM_ERROR_WRONG_MODE, "report timing after lm_start");
+    expect(lm_engine_destroy(started), LM_OK, "destroy it");
+  }
   expect(lm_update(engine), LM_ERROR_WRONG_MODE, "lm_update on an offline engine");
   expect(lm_render(engine, NULL, 16), LM_ERROR_INVALID_ARGUMENT, "render into NULL");
   expect(lm_render(engine, NULL, 0), LM_OK, "render 0 frames into NULL");

@@ -645,6 +645,18 @@ public func lmSetReportCallback(
   withEngine(handle) { $0.callbacks.setReport(callback, userData) }
 }
 
+@_cdecl("lm_set_report_timing")
+public func lmSetReportTiming(_ handle: OpaquePointer?, _ timing: lm_report_timing) -> lm_error {
+  withEngine(handle) { session throws(CAPIError) in
+    switch timing {
+    case LM_REPORTS_WHEN_DECIDED: try session.setReportTiming(.whenDecided)
+    case LM_REPORTS_WHEN_HEARD: try session.setReportTiming(.whenHeard)
+    default:
+      throw .invalidArgument("timing \(timing.rawValue): not an lm_report_timing value")
+    }
+  }
+}
+
 @_cdecl("lm_set_authorization_callback")
 public func lmSetAuthorizationCallback(
   _ handle: OpaquePointer?, _ callback: lm_authorization_fn?, _ userData: UnsafeMutableRawPointer?

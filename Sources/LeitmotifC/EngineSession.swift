@@ -14,6 +14,22 @@ import Synchronization
 final class EngineSession: @unchecked Sendable {
   let engine: AudioEngine
   let director: Director
+  /// The director's observer that calls the game's report callback, and its timing.
+  private let reportObserver: Mutex<(token: UInt64, timing: ReportTiming)>
+
+  /// Reports to the game's callback when decided or when heard (`lm_set_report_timing`): only
+  /// before `lm_start`, so that no report is lost or given twice in the change.
+  func setReportTiming(_ timing: ReportTiming) throws(CAPIError) {
+    guard !director.hasStarted else {
+      throw CAPIError(LM_ERROR_WRONG_MODE, "lm_set_report_timing: call it before lm_start (the music has started)")
+    }
+    let callbacks = self.callbacks
+    reportObserver.withLock { observer in
+      guard observer.timing != timing else { return }
+      director.removeObserver(observer.token)
+      observer = (director.addObserver(timing: timing) { callbacks.deliver($0) }, timing)
+    }
+  }
   let library: MediaLibrary
   let callbacks: Callbacks
   /// The desktop's parts (`lm_desktop_publish`, `lm_system_music_start`).
@@ -97,7 +113,7 @@ final class EngineSession: @unchecked Sendable {
       engine.shutdown()
       throw CAPIError(LM_ERROR_CUE_FILE, "the cue file \(cueFile) cannot be used:\n\(error)")
     }
-    director.addObserver { callbacks.deliver($0) }
+    reportObserver = Mutex((director.addObserver { callbacks.deliver($0) }, .whenDecided))
     // An offline engine's beats come out of the lm_render call (which may run in the game's own
     // audio callback): they go on to the game from a queue of Leitmotif's, in order.
     let beats = beatQueue

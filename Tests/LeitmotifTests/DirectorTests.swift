@@ -2366,6 +2366,54 @@ struct DirectorLiveTests {
   }
 
   @Test(
+    "Live, a .whenHeard observer gets each report when its time is heard, in order; a .whenDecided one gets it ahead",
+    .hangGuard)
+  func reportsWhenHeard() throws {
+    let game = try DirectorFixture()
+    try """
+    { start: "explore", \(DirectorFixture.sources)
+      states: { explore: { music: "calm" }, combat: { music: "tense", transition: { seconds: 0.2 } } },
+      rules: [ { name: "fight", on: "enemy", do: { state: "combat" } } ] }
+    """.write(toFile: game.cuePath, atomically: true, encoding: .utf8)
+    let engine = try AudioEngine(output: .defaultDevice)
+    defer { engine.shutdown() }
+    let director = try Director(engine: engine, cueFile: game.cuePath)
+    // Each report as each observer got it, with the director time heard then.
+    let decided = Mutex<[(report: DirectorReport, heard: Double)]>([])
+    let heard = Mutex<[(report: DirectorReport, heard: Double)]>([])
+    _ = director.addObserver { report in decided.withLock { $0.append((report, director.heardTime)) } }
+    let token = director.addObserver(timing: .whenHeard) { report in
+      heard.withLock { $0.append((report, director.heardTime)) }
+    }
+    director.start()
+    usleep(700_000)
+    director.post("enemy")
+    usleep(700_000)
+    director.waitForReports()
+    director.removeObserver(token)
+    director.post("enemy")
+    usleep(300_000)
+    director.shutdown()
+    let early = decided.withLock { $0 }
+    let late = heard.withLock { $0 }
+    let lines = late.map { "\($0.report.description) heard at \($0.heard)" }.joined(separator: "\n")
+    // The same reports, in the same order (the last "enemy" came after the heard observer went).
+    #expect(late.map(\.report.description) == early.dropLast().map(\.report.description), "\(lines)")
+    // Each when its time was heard: not before (the playback position moves in blocks of 256
+    // frames), and not long after.
+    for entry in late {
+      #expect(entry.heard >= entry.report.time - 256.0 / 48_000 - 0.002, "\(lines)")
+      #expect(entry.heard < entry.report.time + 0.15, "\(lines)")
+    }
+    let change = try #require(
+      early.first { if case .stateChanged(_, "combat", _, _, _) = $0.report.kind { true } else { false } })
+    #expect(
+      change.heard < change.report.time - 0.05, "decided ahead of what is heard: \(change.heard), \(change.report.time)"
+    )
+    #expect(late.contains { if case .stateChanged(_, "combat", _, _, _) = $0.report.kind { true } else { false } })
+  }
+
+  @Test(
     "Started on an empty cue file (caught mid-save), nothing plays and it says so; the first reload with states starts the level"
   )
   func startOnAnEmptyFile() throws {

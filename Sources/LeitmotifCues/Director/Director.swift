@@ -62,9 +62,16 @@ public final class Director: @unchecked Sendable {
   nonisolated(unsafe) package var onParametersTaken:
     (@Sendable (_ changes: [(name: String, value: Double, ramp: Double)], _ time: Double) -> Void)?
   private let observers = Mutex<(next: UInt64, handlers: [UInt64: @Sendable (DirectorReport) -> Void])>((1, [:]))
+  /// The `.whenHeard` observers and the reports waiting to be heard (a live engine's only).
+  private let heardReports: HeardReports
   private let notifications = NotificationQueue(label: "leitmotif.director.notifications")
   private let running = RunFlag()
   private let started = Atomic<Bool>(false)
+  /// Whether `start` was called.
+  package var hasStarted: Bool { started.load(ordering: .acquiring) }
+
+  /// The director time being heard now (OpenAL's playback position; offline, what is rendered).
+  package var heardTime: Double { Double(engine.heardFrame - originFrame) / Double(engine.sampleRate) }
   private var thread: NativeThread?
   private var watcher: NativeThread?
 
@@ -126,6 +133,7 @@ public final class Director: @unchecked Sendable {
   ) {
     self.engine = engine
     self.library = library
+    heardReports = HeardReports(engine: engine)
     self.clocking = engine.isOffline ? .pumped : clocking
     cueFilePath = watchedPath ?? sheet.path
     bus = LevelEventBus(capacity: busCapacity, packedPostBytes: packedPostBytes)
@@ -194,6 +202,9 @@ public final class Director: @unchecked Sendable {
     while let thread, !thread.isCurrent, !thread.isFinished { usleep(1000) }
     while let watcher, !watcher.isCurrent, !watcher.isFinished { usleep(1000) }
     releasePreloads()
+    // Reports still waiting to be heard go now: the music they speak of will not be.
+    notifications.waitUntilDelivered()
+    heardReports.flush()
   }
 
   // MARK: - Preloaded stingers
@@ -563,19 +574,32 @@ public final class Director: @unchecked Sendable {
 
   // MARK: - Observing
 
-  /// Calls `handler` with every report, in order, on the director's notification queue.
+  /// Calls `handler` with every report, in order: `.whenDecided` (the default) on the director's
+  /// notification queue as soon as the director makes it, which in real time is ahead of the
+  /// music it speaks of (see `ReportTiming`); `.whenHeard` on Leitmotif's audible thread when
+  /// the report's `time` is heard, as beat callbacks are. Returns a token for `removeObserver(_:)`.
   @discardableResult
-  public func addObserver(_ handler: @escaping @Sendable (DirectorReport) -> Void) -> UInt64 {
+  public func addObserver(
+    timing: ReportTiming = .whenDecided, _ handler: @escaping @Sendable (DirectorReport) -> Void
+  ) -> UInt64 {
     observers.withLock { state in
       let token = state.next
       state.next += 1
-      state.handlers[token] = handler
+      // Offline the director steps on the frames it renders: decided is heard.
+      if timing == .whenHeard && !engine.isOffline {
+        heardReports.add(token, handler)
+      } else {
+        state.handlers[token] = handler
+      }
       return token
     }
   }
 
   /// Stops calling the observer registered under `token`.
-  public func removeObserver(_ token: UInt64) { _ = observers.withLock { $0.handlers.removeValue(forKey: token) } }
+  public func removeObserver(_ token: UInt64) {
+    if heardReports.remove(token) { return }
+    _ = observers.withLock { $0.handlers.removeValue(forKey: token) }
+  }
 
   /// Calls `handler` with every beat of the music, when it is heard (within about a device
   /// period; offline, as the render passes it), on Leitmotif's own thread: so a game can flash
@@ -622,12 +646,20 @@ public final class Director: @unchecked Sendable {
     }
   }
 
-  /// Waits until every report made so far has reached the observers.
-  /// From inside an observer it returns at once (the events before have been delivered).
-  public func waitForReports() { notifications.waitUntilDelivered() }
+  /// Waits until every report made so far has reached the observers: `.whenHeard` ones too,
+  /// which can take the time the output holds (a few tenths of a second; at most a second more
+  /// when the device stalls). From inside an observer it returns at once (the reports before
+  /// have been delivered).
+  public func waitForReports() {
+    notifications.waitUntilDelivered()
+    guard !heardReports.isDeliveringOnThisThread else { return }
+    let deadline = DispatchTime.now().uptimeNanoseconds + UInt64((HeardReports.latestSeconds + 2) * 1e9)
+    while !heardReports.isEmpty && DispatchTime.now().uptimeNanoseconds < deadline { usleep(2000) }
+  }
 
   private func deliver(_ reports: [DirectorReport]) {
     guard !reports.isEmpty else { return }
+    if heardReports.hasHandlers { heardReports.enqueue(reports, originFrame: originFrame) }
     let handlers = observers.withLock { Array($0.handlers.sorted { $0.key < $1.key }.map(\.value)) }
     guard !handlers.isEmpty else { return }
     notifications.async {
