@@ -1,4 +1,5 @@
 import Dispatch
+import Synchronization
 
 /// The serial queue a player (or the director) hands its events to observers on, in the order
 /// they happened, off the caller's and the mixer's threads.
@@ -28,5 +29,56 @@ package final class NotificationQueue: @unchecked Sendable {
   package func waitUntilDelivered() {
     guard !isCurrent else { return }
     queue.sync {}
+  }
+}
+
+/// The `AsyncStream`s an owner (a player, the director) hands out for its events, so that they
+/// can end: when the owner is done (its engine shut down, the director shut down), each stream
+/// finishes after the events before, and a `for await` over it returns. Before, they ran on for
+/// ever, and a game that awaited its logging task at quit hung.
+package final class EventStreams<Element: Sendable>: Sendable {
+  private struct State {
+    var continuations: [Int: AsyncStream<Element>.Continuation] = [:]
+    var next = 0
+    var finished = false
+  }
+  private let state = Mutex(State())
+
+  package init() {}
+
+  /// A stream fed by `subscribe` (which registers an observer yielding to it and returns its
+  /// token) and unsubscribed with `unsubscribe` when the stream is dropped. After `finish` the
+  /// stream it gives is already over.
+  package func make(
+    subscribe: (@escaping @Sendable (Element) -> Void) -> UInt64, unsubscribe: @escaping @Sendable (UInt64) -> Void
+  ) -> AsyncStream<Element> {
+    let (stream, continuation) = AsyncStream<Element>.makeStream(bufferingPolicy: .unbounded)
+    let key = state.withLock { state -> Int? in
+      guard !state.finished else { return nil }
+      state.next += 1
+      state.continuations[state.next] = continuation
+      return state.next
+    }
+    guard let key else {
+      continuation.finish()
+      return stream
+    }
+    let token = subscribe { continuation.yield($0) }
+    continuation.onTermination = { [weak self] _ in
+      unsubscribe(token)
+      _ = self?.state.withLock { $0.continuations.removeValue(forKey: key) }
+    }
+    return stream
+  }
+
+  /// Ends every stream (those made later end at once). Call it on the owner's notification
+  /// queue, so that the events handed over before reach the streams first.
+  package func finish() {
+    let continuations = state.withLock { state in
+      state.finished = true
+      defer { state.continuations.removeAll() }
+      return Array(state.continuations.values)
+    }
+    for continuation in continuations { continuation.finish() }
   }
 }

@@ -31,12 +31,21 @@ package final class VoiceLease: Sendable, Equatable, CustomStringConvertible {
   package let handle: VoiceHandle
   private let pool: VoicePool
 
+  /// Set by `playOut`: the voice is not given back when the lease goes.
+  private let playsOut = Atomic<Bool>(false)
+
   fileprivate init(handle: VoiceHandle, pool: VoicePool) {
     self.handle = handle
     self.pool = pool
   }
 
-  deinit { pool.release(handle) }
+  deinit { if !playsOut.load(ordering: .acquiring) { pool.release(handle) } }
+
+  /// Lets the voice play to its end when this lease goes (a one-shot player released while it
+  /// plays): the pool gives it back when it ends or fails, or it is stolen as any voice.
+  package func playOut() {
+    if pool.playOut(handle) { playsOut.store(true, ordering: .releasing) }
+  }
 
   package var slot: Int { handle.slot }
 
@@ -98,7 +107,11 @@ package final class VoicePool: Sendable {
   /// crossfade), quietest first; (2) a voice of lower priority than the one asked for, quietest
   /// first. A voice of the same or higher priority that is still heard is never stolen: the
   /// request fails (nil) instead. A voice whose claim the streaming thread has not taken up yet
-  /// is never stolen either (its status still describes the previous owner). A stolen voice
+  /// (an offline engine's until the next render; live, for a moment) is silent, the quietest
+  /// there is: it can be stolen by rule (2), never by (1) (its status still describes the
+  /// previous owner, whose letting go says nothing of this one). A game that starts its sound
+  /// effects and its music in one step of an offline engine got silent music that said it
+  /// played: the effects' claims were not taken up, so none could be stolen. A stolen voice
   /// fades out over 10 ms (never a cut), and its owner is told (`.stolen`).
   /// With `stealsHeld: false` (a voice prepared ahead of need) only (1) applies: a voice another
   /// owner still holds for playing is never taken for something that is not heard yet.
@@ -115,16 +128,16 @@ package final class VoicePool: Sendable {
         for candidate in 0..<limit {
           guard let owner = table.owners[candidate] else { continue }
           let status = statuses[candidate]
-          guard status.generation.load(ordering: .acquiring) == owner.generation else { continue }
+          let takenUp = status.generation.load(ordering: .acquiring) == owner.generation
           let rank: Int
-          if status.isLetGo.load(ordering: .acquiring) {
+          if takenUp && status.isLetGo.load(ordering: .acquiring) {
             rank = 0
           } else if stealsHeld && owner.priority < priority {
             rank = 1
           } else {
             continue
           }
-          let gain = status.gain
+          let gain = takenUp ? status.gain : 0
           if best == nil || rank < best!.rank || (rank == best!.rank && gain < best!.gain) {
             best = (candidate, rank, gain)
           }
@@ -175,6 +188,23 @@ package final class VoicePool: Sendable {
       table.owners[handle.slot] = nil
       table.free.append(handle.slot)
       commands.post(keep.map { .callOff(incoming: handle, keep: $0) } ?? .release(handle))
+    }
+  }
+
+  /// The voice of `handle` plays to its end on its own: its owner's listener is replaced by one
+  /// that gives the slot back when the voice ends or fails. False when `handle` no longer owns
+  /// its slot.
+  func playOut(_ handle: VoiceHandle) -> Bool {
+    table.withLock { table in
+      guard var owner = table.owners[handle.slot], owner.generation == handle.generation else { return false }
+      owner.listener = { [weak self] event in
+        switch event {
+        case .ended, .failed: self?.release(handle)
+        default: break
+        }
+      }
+      table.owners[handle.slot] = owner
+      return true
     }
   }
 

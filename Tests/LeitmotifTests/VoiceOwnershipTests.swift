@@ -38,7 +38,6 @@ struct VoiceOwnershipTests {
     #expect(first.isCurrent)
     #expect(first.handle.generation != 0)
     #expect(engine.claimVoice(priority: 0, listener: { _ in }) == nil, "same priority: never stolen")
-    #expect(engine.claimVoice(priority: 1, listener: { _ in }) == nil, "nor a voice whose claim is not taken up yet")
     _ = EngineHarness.render(engine, frames: EngineHarness.renderFrames)
     let second = try #require(engine.claimVoice(priority: 1, listener: { @Sendable _ in }), "higher priority steals")
     #expect(second.slot == first.slot && second.handle.generation != first.handle.generation)
@@ -87,6 +86,85 @@ struct VoiceOwnershipTests {
     #expect(level(of: 330, in: Array(after[(after.count / 2)...])) > 0.1, "the music plays on")
     #expect(level(of: 660, in: Array(after[(after.count / 2)...])) < 0.01)
     #expect(queue.playbackState == .playing)
+  }
+
+  @Test(
+    "Offline, sound effects and music started in one step on a full pool: the music takes a voice the effects had not yet begun"
+  )
+  func musicStealsVoicesNotYetTakenUp() throws {
+    let directory = try TemporaryDirectory()
+    let effectA = try tone(directory, "a.ogg", frequency: 440, seconds: 3)
+    let effectC = try tone(directory, "c.ogg", frequency: 880, seconds: 3)
+    let music = try tone(directory, "music.ogg", frequency: 660, seconds: 3)
+    let engine = try AudioEngine(
+      output: .offline(sampleRate: 48_000, renderFrames: EngineHarness.renderFrames), voiceLimit: 2)
+    let players = [try Player(engine: engine, item: effectA), try Player(engine: engine, item: effectC)]
+    for player in players { player.play() }
+    let queue = QueuePlayer(engine: engine)
+    try queue.setQueue(with: [music])
+    queue.play()  // before any render: neither effect's claim is taken up
+    let heard = EngineHarness.render(engine, seconds: 1)
+    for player in players { player.waitForNotifications() }
+    #expect(level(of: 660, in: Array(heard[(heard.count / 2)...])) > 0.1, "the music plays")
+    #expect(queue.voiceCount > 0 && queue.playbackState == .playing)
+    #expect(players.filter { $0.playbackState == .stopped }.count == 1, "one effect gave its voice up")
+    #expect(players.filter { $0.playbackState == .playing }.count == 1, "the other plays on")
+  }
+
+  @Test("A playing player nobody holds plays to its end, then gives its voice back; a paused one goes at once")
+  func oneShotPlaysWithoutAReference() throws {
+    let directory = try TemporaryDirectory()
+    let hit = try tone(directory, "hit.ogg", frequency: 440, seconds: 1)
+    let engine = try AudioEngine(
+      output: .offline(sampleRate: 48_000, renderFrames: EngineHarness.renderFrames), voiceLimit: 4)
+    try Player(engine: engine, item: hit).play()  // fire and forget
+    weak var paused: Player?
+    do {
+      let player = try Player(engine: engine, item: hit)
+      player.play()
+      player.pause()
+      paused = player
+    }
+    #expect(EngineHarness.wait(seconds: 2) { paused == nil }, "the paused one is gone at once")
+    #expect(engine.pool.ownedCount == 1)
+    let heard = EngineHarness.render(engine, seconds: 1.5)
+    #expect(level(of: 440, in: Array(heard[(48_000 / 5 * 2)..<(48_000 * 8 / 10 * 2)])) > 0.1, "heard")
+    #expect(EngineHarness.wait(seconds: 2) { engine.pool.ownedCount == 0 }, "its voice given back when it ended")
+  }
+
+  @Test("Event streams end when the engine shuts down, and players say they stopped", .hangGuard)
+  func streamsEndAtShutdown() async throws {
+    let directory = try TemporaryDirectory()
+    let item = try tone(directory, "long.ogg", frequency: 440, seconds: 30)
+    let engine = try AudioEngine(output: .headless)
+    let player = try Player(engine: engine, item: item)
+    let queue = QueuePlayer(engine: engine)
+    try queue.setQueue(with: [item])
+    let game = try DirectorFixture()
+    try #"{ start: "explore", \#(DirectorFixture.sources) states: { explore: { music: "calm" } } }"#
+      .write(toFile: game.cuePath, atomically: true, encoding: .utf8)
+    let director = try Director(engine: engine, cueFile: game.cuePath)
+    let playerEvents = player.events
+    let queueEvents = queue.events
+    let reports = director.reports
+    let listening = Task {
+      var seen = 0
+      for await _ in playerEvents { seen += 1 }
+      for await _ in queueEvents { seen += 1 }
+      for await _ in reports { seen += 1 }
+      return seen
+    }
+    player.play()
+    queue.play()
+    director.start()
+    try await Task.sleep(nanoseconds: 300_000_000)
+    engine.shutdown()
+    let seen = await listening.value
+    #expect(seen >= 3, "the events before the end came through")
+    #expect(player.playbackState == .stopped && queue.playbackState == .stopped)
+    var after = 0
+    for await _ in player.events { after += 1 }  // made after the shutdown: already over
+    #expect(after == 0)
   }
 
   @Test("A queue that steals its own fading voice plays on")

@@ -148,12 +148,14 @@ public final class Director: @unchecked Sendable {
     // The player's consent is watched whatever the cue file is: a director made from a sheet
     // (or with `watchesFile: false`) kept opening the player's songs after they said no.
     if watchedPath != nil || (library != nil && !engine.isOffline) { startWatching(path: watchedPath) }
+    shutdownHook.store(engine.addShutdownHook { [weak self] in self?.finishStreams() }, ordering: .releasing)
   }
 
   deinit {
     running.value.store(false, ordering: .releasing)
     bus.wakeConsumer()
     releasePreloads()
+    engine.removeShutdownHook(shutdownHook.load(ordering: .acquiring))
   }
 
   /// Starts the music: enters the cue file's `start` state (or `state`), and, with `.ownThread`
@@ -204,7 +206,8 @@ public final class Director: @unchecked Sendable {
     releasePreloads()
     // Reports still waiting to be heard go now: the music they speak of will not be.
     notifications.waitUntilDelivered()
-    heardReports.flush()
+    finishStreams()
+    engine.removeShutdownHook(shutdownHook.load(ordering: .acquiring))
   }
 
   // MARK: - Preloaded stingers
@@ -638,12 +641,22 @@ public final class Director: @unchecked Sendable {
   /// Stops calling the marker observer registered under `token`.
   public func removeMarkerObserver(_ token: UInt64) { player.removeMarkerObserver(token) }
 
-  /// The reports as an async sequence (from now on).
+  /// The reports as an async sequence (from now on, as they are decided). It ends when the
+  /// director or its engine shuts down (so a `for await` over it returns), or when dropped.
   public var reports: AsyncStream<DirectorReport> {
-    AsyncStream { continuation in
-      let token = addObserver { continuation.yield($0) }
-      continuation.onTermination = { [weak self] _ in self?.removeObserver(token) }
-    }
+    streams.make(subscribe: { addObserver($0) }, unsubscribe: { [weak self] in self?.removeObserver($0) })
+  }
+
+  /// The `reports` streams handed out.
+  private let streams = EventStreams<DirectorReport>()
+  /// The engine's shutdown hook of this director.
+  private let shutdownHook = Atomic<UInt64>(0)
+
+  /// Ends the report streams after the reports before (director or engine shut down).
+  private func finishStreams() {
+    heardReports.flush()
+    let streams = self.streams
+    notifications.async { streams.finish() }
   }
 
   /// Waits until every report made so far has reached the observers: `.whenHeard` ones too,

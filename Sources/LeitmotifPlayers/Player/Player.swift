@@ -14,6 +14,13 @@ import Synchronization
 ///
 /// Transport changes are click-free: pause, stop and seeks ramp the gain over 10 ms first.
 ///
+/// A player released while it plays lets its sound play out: `try Player(engine: engine, item:
+/// hit).play()` is a one-shot sound, heard to its end though nothing holds the player (its voice
+/// goes back to the pool when the item ends or fails). Keep a reference to pause, stop or change
+/// it; a paused or stopped player that is released gives its voice back at once. (Before, a
+/// playing player that went out of scope gave its voice back at once, and the sound was never
+/// heard.)
+///
 /// Thread safety: safe to call from any thread; no async code needed.
 /// Observers run on the player's own serial notification queue, in order, never on the streaming
 /// thread; they may call back into the player.
@@ -42,7 +49,12 @@ public final class Player: MediaPlayback {
     var requestedSeekSeconds: Double = 0
     var observers: [UInt64: @Sendable (PlayerEvent) -> Void] = [:]
     var nextObserverID: UInt64 = 1
+    /// The engine's shutdown hook of this player.
+    var shutdownHook: UInt64 = 0
   }
+
+  /// The `events` streams handed out, ended when the engine shuts down.
+  private let streams = EventStreams<PlayerEvent>()
 
   /// A player on `engine` for `item`.
   /// - Throws: `PlayerError.noFreeVoice` when the engine has no voice left.
@@ -51,6 +63,31 @@ public final class Player: MediaPlayback {
     state = Mutex(State(item: item))
     let lease = state.withLock { state in Self.claim(engine: engine, for: self, &state) }
     guard lease != nil else { throw PlayerError.noFreeVoice(limit: engine.voiceLimit) }
+    let hook = engine.addShutdownHook { [weak self] in self?.engineDidShutDown() }
+    state.withLock { $0.shutdownHook = hook }
+  }
+
+  deinit {
+    state.withLock { state in
+      engine.removeShutdownHook(state.shutdownHook)
+      switch state.playbackState {
+      case .playing, .interrupted, .seekingForward, .seekingBackward:
+        // Heard to its end: the pool takes the voice back when it ends (see the type's notes).
+        state.lease?.playOut()
+      case .paused, .stopped:
+        break
+      }
+    }
+  }
+
+  /// The engine stopped: nothing more plays, so the player is stopped, and its streams end.
+  private func engineDidShutDown() {
+    state.withLock { state in
+      state.stateBeforeSeeking = nil
+      _ = setState(.stopped, in: &state)
+    }
+    let streams = self.streams
+    notifications.async { streams.finish() }
   }
 
   /// Claims a voice from the pool for this player (stingers' priority, 0) and keeps its lease.
@@ -344,12 +381,10 @@ public final class Player: MediaPlayback {
   /// Stops calling the observer registered under `token`.
   public func removeObserver(_ token: UInt64) { _ = state.withLock { $0.observers.removeValue(forKey: token) } }
 
-  /// The events from now on as an async sequence (ends when the stream is dropped).
+  /// The events from now on as an async sequence. It ends when the engine shuts down (so a
+  /// `for await` over it returns), or when the stream is dropped.
   public var events: AsyncStream<PlayerEvent> {
-    let (stream, continuation) = AsyncStream<PlayerEvent>.makeStream(bufferingPolicy: .unbounded)
-    let token = addObserver { continuation.yield($0) }
-    continuation.onTermination = { [weak self] _ in self?.removeObserver(token) }
-    return stream
+    streams.make(subscribe: { addObserver($0) }, unsubscribe: { [weak self] in self?.removeObserver($0) })
   }
 
   /// Sets the state and, if it changed, queues the notification (under the lock, so the order of

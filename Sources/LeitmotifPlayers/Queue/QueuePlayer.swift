@@ -46,11 +46,19 @@ import Synchronization
 /// ## Threads
 /// Every method returns at once and may be called from any thread. Observers run in order on the
 /// player's own notification queue, never on the streaming thread.
+///
+/// ## Lifetime
+/// Keep a reference while it plays: a queue player that is released gives its voices back, and
+/// its music fades out (unlike a one-shot `Player`, which plays to its end on its own).
 public final class QueuePlayer: MediaPlayback {
   /// The engine the player plays on.
   public let engine: AudioEngine
   private let state: Mutex<State>
   private let notifications = NotificationQueue(label: "leitmotif.queue.notifications")
+  /// The `events` streams handed out, ended when the engine shuts down.
+  private let streams = EventStreams<QueuePlayerEvent>()
+  /// The engine's shutdown hook of this player.
+  private let shutdownHook = Atomic<UInt64>(0)
   /// Items that failed (to open, or while playing), in order, until `takeFailures()`: for the
   /// director, which polls on its own thread 200 times a second. The count makes a poll with
   /// nothing new one atomic load.
@@ -194,6 +202,18 @@ public final class QueuePlayer: MediaPlayback {
     self.library = library
     duckGroup = engine.makeDuckGroup()
     state = Mutex(State())
+    shutdownHook.store(engine.addShutdownHook { [weak self] in self?.engineDidShutDown() }, ordering: .releasing)
+  }
+
+  // The voices' leases go with the state, and each gives its voice back.
+  deinit { engine.removeShutdownHook(shutdownHook.load(ordering: .acquiring)) }
+
+  /// The engine stopped: nothing more plays, so the player is stopped (where it was), and its
+  /// streams end.
+  private func engineDidShutDown() {
+    state.withLock { state in setState(.stopped, &state) }
+    let streams = self.streams
+    notifications.async { streams.finish() }
   }
 
   /// The engine's group for this player's voices: a duck (`duck(_:)`, or one that starts with a
@@ -222,8 +242,6 @@ public final class QueuePlayer: MediaPlayback {
       }
     }
   }
-
-  // No deinit: the voices' leases go with the state, and each gives its voice back.
 
   // MARK: - The queue
 
@@ -1294,12 +1312,10 @@ public final class QueuePlayer: MediaPlayback {
   /// Stops calling the observer registered under `token`.
   public func removeObserver(_ token: UInt64) { _ = state.withLock { $0.observers.removeValue(forKey: token) } }
 
-  /// The events from now on as an async sequence (ends when the stream is dropped).
+  /// The events from now on as an async sequence. It ends when the engine shuts down (so a
+  /// `for await` over it returns), or when the stream is dropped.
   public var events: AsyncStream<QueuePlayerEvent> {
-    let (stream, continuation) = AsyncStream<QueuePlayerEvent>.makeStream(bufferingPolicy: .unbounded)
-    let token = addObserver { continuation.yield($0) }
-    continuation.onTermination = { [weak self] _ in self?.removeObserver(token) }
-    return stream
+    streams.make(subscribe: { addObserver($0) }, unsubscribe: { [weak self] in self?.removeObserver($0) })
   }
 
   /// Blocks until every event reported so far has reached the observers (for tests and tools).
