@@ -906,7 +906,7 @@ typedef enum lm_report_kind {
   /* The music ran out: the last song of a queue that does not repeat (LM_REPEAT_NONE, or a
      state's `repeat: "none"`) played to its end. `state` is the state that stays current, `title`
      the song that ended. Silence until a rule changes state or lm_resume; lm_now_playing then
-     says LM_PLAYBACK_STOPPED at the queue's first song (MediaPlayer's end of queue). Since 0.3. */
+     says LM_PLAYBACK_STOPPED with no item (has_item 0: nothing is heard). Since 0.3. */
   LM_REPORT_MUSIC_ENDED = 11
 } lm_report_kind;
 

@@ -113,6 +113,7 @@ public final class AudioEngine: @unchecked Sendable {
   /// - Parameters:
   ///   - output: where the sound goes.
   ///   - voiceLimit: the voice pool's cap (1 to 16): players, crossfades and stingers share it.
+  ///     A value outside is brought inside, with a warning to `diagnostics`.
   ///   - latency: how far ahead of OpenAL the music bus runs (see `OutputLatency`); real-time
   ///     devices only.
   ///   - diagnostics: receives notices, warnings and errors (the library never prints), on any
@@ -179,6 +180,13 @@ public final class AudioEngine: @unchecked Sendable {
       reopenDevice: { isOffline ? nil : try? AudioEngine.openDefaultOutput() }, isOffline: isOffline,
       lowLatency: latency == .low)
     if let notice { report(Diagnostic(.notice, notice)) }
+    if voiceLimit != pool.limit {
+      report(
+        Diagnostic(
+          .warning,
+          "voiceLimit \(voiceLimit) is outside 1...\(StreamingLoop.maximumVoices): the engine plays at most \(pool.limit) voices"
+        ))
+    }
     if isOffline {
       let loader = self.loader
       // Offline, a start (or a gapless join) that finds its file still opening waits for the

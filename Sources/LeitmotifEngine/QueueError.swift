@@ -39,7 +39,7 @@ public enum QueueError: Error, Sendable, Equatable, CustomStringConvertible {
       let limit = duration.map { "0...\($0) s" } ?? "a time of 0 s or more"
       return "\(item): trim time \(time) s is outside the item (expected \(limit))"
     case .invalidCrossfade(let seconds):
-      return "crossfade of \(seconds) s: expected a finite duration of 0 s (gapless) or more"
+      return "crossfade of \(seconds) s: expected 0 s (gapless) to 86400 s (one day)"
     case .invalidLoopPoints(let why): return "invalid loop points: \(why)"
     case .invalidLoopCount(let count): return "loop count \(count): expected 0 or more"
     case .invalidGain(let item, let decibels):

@@ -21,6 +21,20 @@ public struct MediaItem: Sendable, Hashable {
     }
   }
 
+  /// Whether `other` names the same file (standardized paths), whatever the titles and ids say:
+  /// an item made with `MediaItem(path:)` and one from `load(path:)` or the library.
+  package func isSameFile(as other: MediaItem) -> Bool {
+    assetURL.standardizedFileURL == other.assetURL.standardizedFileURL
+  }
+
+  /// Where `self` is among `elements` (`item` reads each one's item): the first equal one
+  /// (`==`), else the first of the same file. Queues look items up this way, so a game can name a
+  /// queued item by its file (`MediaItem(path:)`) though the queue holds it loaded, with its
+  /// title: `==` alone said such an item was not in the queue.
+  package func firstMatch<C: Collection>(in elements: C, item: (C.Element) -> MediaItem?) -> C.Index? {
+    elements.firstIndex { item($0) == self } ?? elements.firstIndex { item($0).map(isSameFile) ?? false }
+  }
+
   /// Hashes what `==` compares: the persistent id, else the file.
   public func hash(into hasher: inout Hasher) {
     if let persistentID {

@@ -443,6 +443,27 @@ struct DecoderTests {
 
   // MARK: - Bad input
 
+  @Test(
+    "Random bytes that pass for MP3 at first say no MPEG frame was found, not libmpg123's \"I am done with this track\""
+  )
+  func randomBytesAsMP3() throws {
+    let directory = try TemporaryDirectory()
+    var reasons: [String] = []
+    for seed in UInt64(1)...64 {
+      var random = SplitMix64(seed: seed)
+      let bytes = (0..<20_000).map { _ in UInt8.random(in: 0...255, using: &random) }
+      let path = directory.file("random\(seed).ogg")
+      try Data(bytes).write(to: URL(fileURLWithPath: path))
+      do {
+        _ = try AudioFile.openDecoder(path: path)
+      } catch {
+        reasons.append(error.description)
+      }
+    }
+    #expect(!reasons.contains { $0.contains("I am done") }, "\(reasons)")
+    #expect(reasons.contains { $0.contains("no MPEG audio frame in the whole file") }, "\(Set(reasons))")
+  }
+
   @Test("A missing file, a directory and an empty file are told apart")
   func missingDirectoryEmpty() throws {
     let directory = try TemporaryDirectory()

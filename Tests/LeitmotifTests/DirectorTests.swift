@@ -2344,9 +2344,13 @@ struct DirectorLiveTests {
     let reports = Mutex<[DirectorReport]>([])
     _ = director.addObserver { report in reports.withLock { $0.append(report) } }
     var states: (current: String?, audible: String?) = (nil, nil)
+    var heardTitles: [String?] = []
     // The 12 s piece ends at 12 s; the rule for the state that stays current moves on at 14 s.
     let left = DirectorFixture.renderPumped(director, engine, seconds: 16) { frame in
       if frame == 614_400 { states = (director.currentState, director.audibleState) }  // 12.8 s
+      if frame == 491_520 || frame == 614_400 || frame == 737_280 {  // 10.24, 12.8 and 15.36 s
+        heardTitles.append(director.nowPlaying?.item.title)
+      }
       if frame == 14 * 48_000 { director.post("enemy") }
     }
     director.waitForReports()
@@ -2363,6 +2367,9 @@ struct DirectorLiveTests {
       states.current == "explore" && states.audible == nil, "\(states) \(reports.withLock { $0.map(\.description) })")
     #expect(Listen.rms(Listen.window(left, 12.1, 13.9)) == 0)
     #expect(Listen.level(of: DirectorFixture.combatPitch, in: Listen.window(left, 14.2, 15.8)) > 0.2)
+    // What is heard: the piece, nothing after its end (not the queue's first item again), then combat.
+    #expect(heardTitles.count == 3 && heardTitles[0] == "Explore" && heardTitles[1] == nil, "\(heardTitles)")
+    #expect(heardTitles.last != nil && heardTitles.last != "Explore", "\(heardTitles)")
   }
 
   @Test(

@@ -632,6 +632,32 @@ struct LibraryScanTests {
     #expect(rescans.withLock { $0 } >= 1)
   }
 
+  @Test("Watch mode owes the rescans it could not make (consent withdrawn) and makes one when it can again")
+  func watchModeCatchesUpWhenConsentReturns() throws {
+    let library = try LibraryFolder()
+    let gone = try library.song("gone.ogg", frequency: 440, title: "Gone")
+    try library.song("stays.ogg", frequency: 550, title: "Stays")
+    let index = try DirectIndex(path: library.indexPath)
+    let first = try library.scanner.scan(through: index)
+    let scanner = library.scanner
+    let allowed = Atomic<Bool>(true)
+    let watcher = try LibraryWatcher(
+      folders: first.walkedFolders,
+      rescan: { allowed.load(ordering: .acquiring) ? try? scanner.scan(through: index).walkedFolders : nil },
+      warn: { _ in }, isReady: { allowed.load(ordering: .acquiring) })
+    watcher.start()
+    defer { watcher.stop() }
+    usleep(300_000)
+    allowed.store(false, ordering: .releasing)  // the player says no
+    try FileManager.default.removeItem(atPath: gone)
+    usleep(1_000_000)  // the change is seen, and its rescan owed
+    #expect(try index.items().count == 2, "nothing read without consent")
+    allowed.store(true, ordering: .releasing)  // and yes again: no file changes from here
+    let deadline = Date().addingTimeInterval(3)
+    while try index.items().count > 1 && Date() < deadline { usleep(50_000) }
+    #expect(try index.items().compactMap(\.title) == ["Stays"])
+  }
+
   @Test func withoutAuthorizationScanReadsNothing() throws {
     let library = try LibraryFolder()
     try library.song("one.ogg", frequency: 440, title: "One")

@@ -1,5 +1,6 @@
 import Foundation
 import LeitmotifFixtures
+import Synchronization
 import Testing
 
 @testable import Leitmotif
@@ -390,6 +391,47 @@ struct QueueBehaviorTests {
     #expect(player.queue.last == list[1])
   }
 
+  @Test("An item named by its file finds the queued one loaded with its title: jump, trims, transitions, removal")
+  func itemsFoundByFile() throws {
+    let directory = try TemporaryDirectory()
+    let list = try items(3, in: directory, seconds: 2)
+    var loaded = try list.map { try MediaItem.load(path: $0.assetURL.path) }
+    loaded[1].title = "Second"  // a title the file does not have: the lookup falls back on the file
+    let byPath = list.map { MediaItem(path: $0.assetURL.path) }
+    #expect(byPath[1] != loaded[1], "not equal: the titles differ")
+    var descriptor = QueueDescriptor(items: loaded)
+    try descriptor.setStartTime(0.5, for: byPath[1])
+    try descriptor.setTransition(.gapless, for: byPath[2])
+    #expect(descriptor.entries[1].startTime == 0.5 && descriptor.entries[2].transition == .gapless)
+    let engine = try EngineHarness.offlineEngine()
+    let player = QueuePlayer(engine: engine)
+    try player.setQueue(with: QueueDescriptor(entries: descriptor.entries, startItem: byPath[2]))
+    #expect(player.indexOfNowPlayingItem == 2)
+    try player.setNowPlayingItem(byPath[1])
+    #expect(player.nowPlayingItem?.title == "Second")
+    try player.perform { queue in try queue.remove(byPath[0]) }
+    #expect(player.queue.map(\.title) == ["Second", loaded[2].title])
+    // Equal items first: an item queued under two titles is found by its own.
+    var twice = loaded[0]
+    twice.title = "Again"
+    try player.setQueue(with: [loaded[0], twice])
+    try player.setNowPlayingItem(twice)
+    #expect(player.indexOfNowPlayingItem == 1)
+  }
+
+  @Test("Beats, markers and a player's events print as one short line")
+  func shortDescriptions() {
+    var item = MediaItem(path: "/music/a.ogg")
+    item.title = "Theme"
+    item.loudness = -12.5
+    let beat = MusicBeat(item: item, bar: 3, beat: 2, beatsPerBar: 4, mixFrame: 72_000, seconds: 1.5)
+    #expect(beat.description == "bar 3, beat 2/4 of \"Theme\" at 1.500 s (frame 72000)")
+    let marker = MusicMarker(item: item, name: "chorus", fileSeconds: 12, mixFrame: 1_920_000, seconds: 40)
+    #expect(marker.description == "marker \"chorus\" of \"Theme\" (12.000 s into it) at 40.000 s (frame 1920000)")
+    #expect(PlayerEvent.playbackStateChanged(.playing).description == "playback state: playing")
+    #expect("\(PlayerEvent.voiceStolen)" == "voice stolen")
+  }
+
   @Test("Bad input is a clear error and the queue stays as it was")
   func badInput() throws {
     let directory = try TemporaryDirectory()
@@ -422,6 +464,16 @@ struct QueueBehaviorTests {
     }
     #expect(throws: QueueError.invalidCrossfade(-1)) { try Transition(duration: -1) }
     #expect(throws: QueueError.self) { try Transition(duration: .nan) }
+    #expect(throws: QueueError.invalidCrossfade(1e9)) { try Transition(duration: 1e9) }
+    #expect(try Transition(duration: 86_400).duration == 86_400)
+    let said = Mutex<[String]>([])
+    for limit in [0, 17] {
+      let engine = try AudioEngine(
+        output: .offline(sampleRate: 48_000, renderFrames: 256), voiceLimit: limit,
+        diagnostics: { diagnostic in said.withLock { $0.append(diagnostic.message) } })
+      #expect(engine.voiceLimit == (limit == 0 ? 1 : 16))
+    }
+    #expect(said.withLock { $0.filter { $0.contains("voiceLimit") }.count } == 2, "\(said.withLock { $0 })")
     #expect(throws: QueueError.self) { try LoopPoints(startFrame: 100, endFrame: 100) }
     #expect(throws: QueueError.self) { try LoopPoints(loopStart: 0, loopLength: 0) }
     let pastEnd = QueueDescriptor(entries: [

@@ -40,7 +40,10 @@ public final class Director: @unchecked Sendable {
 
   /// The engine the music plays on.
   public let engine: AudioEngine
-  /// The music: the state's queue plays here.
+  /// The music: the state's queue plays here. It is the director's working queue, not what is
+  /// heard: while a change waits for its beat or bar it already holds the new state's music (its
+  /// `nowPlayingItem` the new item, at 0 s), and after the music ran out it says MediaPlayer's
+  /// end of queue. For what is heard, read `audibleState`, `nowPlaying` and `nowPlayingPosition`.
   public let player: QueuePlayer
   /// The level-event bus the game's cues arrive on (`post(_:_:)` posts to it).
   public let bus: LevelEventBus
@@ -413,9 +416,12 @@ public final class Director: @unchecked Sendable {
 
   /// What is heard: the item, its source, and whether it is one of the player's own songs. While
   /// a state change waits for its beat or bar, the music heard until then (the player's queue is
-  /// the new state's already).
+  /// the new state's already). Nil when nothing is: before the start, after the music ran out
+  /// (`musicEnded`) or was stopped (the player's queue then says MediaPlayer's end of queue,
+  /// stopped at its first item, but that is not heard).
   public var nowPlaying: (item: MediaItem, source: String?, isUserMusic: Bool)? {
-    let heard = core.withLock { $0.itemHeardBeforeLanding }
+    let (heard, audible) = core.withLock { ($0.itemHeardBeforeLanding, $0.audibleState) }
+    if heard == nil && audible == nil && player.playbackState == .stopped { return nil }
     guard let item = heard ?? player.nowPlayingItem else { return nil }
     let origin = core.withLock { $0.origin(of: item) }
     return (item, origin?.source, origin?.isUserMusic ?? false)

@@ -82,7 +82,16 @@ final class MP3Decoder: AudioDecoder {
     var rate = 0
     var channels: Int32 = 0
     var encoding: Int32 = 0
-    check(mpg123_getformat(handle, &rate, &channels, &encoding), "reading the first frame")
+    let first = mpg123_getformat(handle, &rate, &channels, &encoding)
+    if first == MPG123_DONE.rawValue && failure == nil {
+      // libmpg123's words for it are "I am done with this track": it read to the end of the file
+      // without finding one MPEG audio frame.
+      mpg123_delete(handle)
+      throw DecodeError(
+        path: source.path, reason: .corrupt("no MPEG audio frame in the whole file (not an MP3, or damaged throughout)")
+      )
+    }
+    check(first, "reading the first frame")
     if let failure {
       mpg123_delete(handle)
       throw failure

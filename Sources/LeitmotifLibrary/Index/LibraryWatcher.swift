@@ -16,7 +16,10 @@ import Synchronization
 /// A rescan walks every folder but opens only files whose size or modification time changed, so
 /// "rescan what changed" costs a walk (about a second for 100,000 files) plus the changed files.
 /// New folders get a watch after each rescan; deleted ones drop out by themselves (IN_IGNORED).
-/// An event-queue overflow (IN_Q_OVERFLOW) just means a rescan.
+/// An event-queue overflow (IN_Q_OVERFLOW) just means a rescan. A rescan that failed (the
+/// player withdrew consent, the index was busy) is owed: it is tried again, twice a second, as
+/// soon as `isReady` says it can run. Before, a file deleted while consent was withdrawn stayed in
+/// the index after consent came back, until the game scanned by hand (a developer's trial).
 ///
 /// Owns the inotify descriptor: closed when the thread ends.
 /// Thread safety: `start` and `stop` from any thread; the rescan runs on the watch thread.
@@ -34,11 +37,13 @@ package final class LibraryWatcher: Sendable {
   private let warn: @Sendable (String) -> Void
   /// False once the library that started the watch is gone: the thread ends.
   private let isOwnerAlive: @Sendable () -> Bool
+  /// Whether a rescan can run now (the player's consent): an owed rescan waits for it.
+  private let isReady: @Sendable () -> Bool
 
   /// - Throws: `LibraryError.folder` when inotify cannot be set up (with errno's words).
   init(
     folders: [String], rescan: @escaping @Sendable () -> [String]?, warn: @escaping @Sendable (String) -> Void,
-    isOwnerAlive: @escaping @Sendable () -> Bool = { true }
+    isOwnerAlive: @escaping @Sendable () -> Bool = { true }, isReady: @escaping @Sendable () -> Bool = { true }
   ) throws(LibraryError) {
     let fd = inotify_init1(Int32(IN_NONBLOCK) | Int32(IN_CLOEXEC))
     guard fd >= 0 else {
@@ -48,6 +53,7 @@ package final class LibraryWatcher: Sendable {
     self.rescan = rescan
     self.warn = warn
     self.isOwnerAlive = isOwnerAlive
+    self.isReady = isReady
     addWatches(folders)
   }
 
@@ -77,12 +83,33 @@ package final class LibraryWatcher: Sendable {
     var buffer = [UInt8](repeating: 0, count: 64 * 1024)
     var lastEvent: UInt64?
     var firstEvent: UInt64?
+    // A rescan that failed, to try again when it can run; when it was last looked at, and how
+    // long until the next look (half a second while consent is missing; 30 s after a rescan that
+    // failed with it, a broken index say, so its warning does not come twice a second).
+    var owed = false
+    var lastLook: UInt64 = 0
+    var lookAfter: UInt64 = 500_000_000
+    func rescanNow() {
+      if let folders = rescan() {
+        addWatches(folders)
+        owed = false
+      } else {
+        owed = true
+        lastLook = DispatchTime.now().uptimeNanoseconds
+        lookAfter = isReady() ? 30_000_000_000 : 500_000_000
+      }
+    }
     // Catch up with what changed while nobody watched (the watches are already in place).
-    if let folders = rescan() { addWatches(folders) }
+    rescanNow()
     while !stopping.load(ordering: .acquiring) && isOwnerAlive() {
       var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
       let ready = poll(&poller, 1, 100)
       let now = DispatchTime.now().uptimeNanoseconds
+      if owed && lastEvent == nil && now - lastLook >= lookAfter {
+        lastLook = now
+        lookAfter = 500_000_000
+        if isReady() { rescanNow() }
+      }
       if ready > 0 {
         // Drain: the events themselves do not matter, only that something changed.
         while buffer.withUnsafeMutableBytes({ read(descriptor, $0.baseAddress, $0.count) }) > 0 {}
@@ -96,7 +123,7 @@ package final class LibraryWatcher: Sendable {
         lastEvent = nil
         firstEvent = nil
         if stopping.load(ordering: .acquiring) { break }
-        if let folders = rescan() { addWatches(folders) }
+        if isReady() { rescanNow() } else { owed = true }
       }
     }
   }

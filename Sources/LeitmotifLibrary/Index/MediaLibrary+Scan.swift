@@ -103,7 +103,8 @@ extension MediaLibrary {
         folders: walk.folders,
         rescan: { [weak self] in self?.watchRescan() },
         warn: { [weak self] message in self?.report(Diagnostic(.warning, message)) },
-        isOwnerAlive: { [weak self] in self != nil })
+        isOwnerAlive: { [weak self] in self != nil },
+        isReady: { [weak self] in self?.authorizationStatus == .authorized })
       slot = watcher
       watcher.start()
     }

@@ -111,3 +111,17 @@ package extension PlayerError {
     guard rate == 0 || Voice.rateRange.contains(rate) else { throw PlayerError.rateOutOfRange(rate) }
   }
 }
+
+extension PlayerEvent: CustomStringConvertible {
+  /// One line, as `QueuePlayerEvent` and `DirectorReport` print theirs.
+  public var description: String {
+    switch self {
+    case .playbackStateChanged(let state): return "playback state: \(state.rawValue)"
+    case .prepared: return "prepared"
+    case .itemEnded: return "item ended"
+    case .itemFailed(let error): return "item failed: \(error)"
+    case .underrun: return "underrun"
+    case .voiceStolen: return "voice stolen"
+    }
+  }
+}

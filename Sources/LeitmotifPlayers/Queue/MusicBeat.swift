@@ -1,5 +1,6 @@
 import LeitmotifDecoding
 import LeitmotifLibrary
+import LeitmotifOutput
 
 /// A beat of the music a queue player plays, delivered when it is heard
 /// (`QueuePlayer.addBeatObserver`, `Director.addBeatObserver`): so a game can flash its lights,
@@ -67,5 +68,22 @@ extension MediaItem {
       offset = max(0, first).truncatingRemainder(dividingBy: 60 / bpm * Double(meter))
     }
     return QueueDescriptor.BeatGrid(beatsPerMinute: bpm, beatsPerBar: meter, offsetSeconds: offset)
+  }
+}
+
+extension MusicBeat: CustomStringConvertible {
+  /// One line: "bar 3, beat 2/4 of "Title" at 12.345 s (frame 592560)". (The item whole, which
+  /// the default description printed, is about 1,200 characters.)
+  public var description: String {
+    "bar \(bar), beat \(beat)/\(beatsPerBar) of \"\(item.displayName)\" at \(fixedPoint(seconds, decimals: 3)) s "
+      + "(frame \(mixFrame))"
+  }
+}
+
+extension MusicMarker: CustomStringConvertible {
+  /// One line: "marker "chorus" of "Title" (12.000 s into it) at 40.000 s (frame 1920000)".
+  public var description: String {
+    "marker \"\(name)\" of \"\(item.displayName)\" (\(fixedPoint(fileSeconds, decimals: 3)) s into it) at "
+      + "\(fixedPoint(seconds, decimals: 3)) s (frame \(mixFrame))"
   }
 }

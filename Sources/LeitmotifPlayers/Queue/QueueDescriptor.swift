@@ -149,6 +149,10 @@ public struct QueueDescriptor: Sendable, Equatable {
   }
 
   /// Trims where `item` starts playing (MediaPlayer's `setStartTime(_:for:)`).
+  ///
+  /// This and the setters below change the first entry that is `item` (`==`), else the first
+  /// entry of the same file (an item made with `MediaItem(path:)` names one that was loaded, with
+  /// its title). With an item queued twice, change `entries[i]` to reach a later one.
   /// - Throws: `QueueError.itemNotInQueue`, `.trimOutsideItem`, `.startAfterEnd`.
   public mutating func setStartTime(_ time: TimeInterval, for item: MediaItem) throws(QueueError) {
     try update(item) { $0.startTime = time }
@@ -175,7 +179,7 @@ public struct QueueDescriptor: Sendable, Equatable {
   }
 
   private mutating func update(_ item: MediaItem, _ change: (inout Entry) -> Void) throws(QueueError) {
-    guard let index = entries.firstIndex(where: { $0.item == item }) else {
+    guard let index = item.firstMatch(in: entries, item: \.item) else {
       throw QueueError.itemNotInQueue(item.errorName)
     }
     var entry = entries[index]
@@ -187,7 +191,7 @@ public struct QueueDescriptor: Sendable, Equatable {
   /// Checks every entry and the start item.
   func validate() throws(QueueError) {
     for entry in entries { try entry.validate() }
-    if let startItem, !entries.contains(where: { $0.item == startItem }) {
+    if let startItem, startItem.firstMatch(in: entries, item: \.item) == nil {
       throw QueueError.itemNotInQueue(startItem.errorName)
     }
   }
@@ -209,7 +213,7 @@ public struct QueueTransaction: Sendable {
     try descriptor.validate()
     var index = 0
     if let item {
-      guard let found = entries.firstIndex(where: { $0.entry.item == item }) else {
+      guard let found = item.firstMatch(in: entries, item: \.entry.item) else {
         throw QueueError.itemNotInQueue(item.errorName)
       }
       index = found + 1
@@ -226,7 +230,7 @@ public struct QueueTransaction: Sendable {
   /// Removes the first occurrence of `item`. Removing the playing item moves on to the next.
   /// - Throws: `QueueError.itemNotInQueue`.
   public mutating func remove(_ item: MediaItem) throws(QueueError) {
-    guard let index = entries.firstIndex(where: { $0.entry.item == item }) else {
+    guard let index = item.firstMatch(in: entries, item: \.entry.item) else {
       throw QueueError.itemNotInQueue(item.errorName)
     }
     entries.remove(at: index)

@@ -125,7 +125,9 @@ package struct QueueModel {
     queueOrder = ids
     pinned = []
     lap = 0
-    nowID = descriptor.startItem.flatMap { start in ids.first { entries[$0]?.item == start } }
+    nowID = descriptor.startItem.flatMap { start in
+      start.firstMatch(in: ids, item: { entries[$0]?.item }).map { ids[$0] }
+    }
     let hadStart = nowID != nil
     rebuildPlayOrder()
     if !hadStart { nowID = playOrder.first }

@@ -618,12 +618,15 @@ public final class QueuePlayer: MediaPlayback {
     }
   }
 
-  /// Jumps to `item`. - Throws: `QueueError.itemNotInQueue`.
+  /// Jumps to `item`: the first in play order that is `item` (`==`), else the first of the same
+  /// file (so `MediaItem(path:)` names a queued item that was loaded with its title; with an item
+  /// queued twice, `skip(toIndex:)` reaches a later one). - Throws: `QueueError.itemNotInQueue`.
   public func setNowPlayingItem(_ item: MediaItem) throws(QueueError) {
     try state.withLock { (state) throws(QueueError) -> Void in
-      guard let id = state.queue.playOrder.first(where: { state.queue.entries[$0]?.item == item }) else {
+      guard let index = item.firstMatch(in: state.queue.playOrder, item: { state.queue.entries[$0]?.item }) else {
         throw QueueError.itemNotInQueue(item.errorName)
       }
+      let id = state.queue.playOrder[index]
       let forward = (state.queue.playOrder.firstIndex(of: id) ?? 0) >= (indexOfNow(state) ?? 0)
       jump(to: id, reason: forward ? .skipForward : .skipBack, &state)
     }
@@ -877,8 +880,10 @@ public final class QueuePlayer: MediaPlayback {
   /// used to let that music go at once: silence until the line, and, released at once on the
   /// streaming thread rather than on the seek's frame, a live mix that was not the offline one.
   /// A time at or past the item's end ends the item:
-  /// the queue goes on as when it plays to its end (the next item, reported with `naturalEnd`, a
-  /// 10 ms crossfade away; the same item again under repeat one; after the last item, the end).
+  /// the queue goes on as when it plays to its end (the next item, reported with `naturalEnd`,
+  /// comes in with its transition as a skip does: the music heard crossfades into it from where
+  /// it is, over the transition's length, a gapless one as 10 ms; the same item again under
+  /// repeat one; after the last item, the end).
   /// A time before the entry's `startTime` (its trim) seeks to that start: the part trimmed
   /// away is not played, as the item never plays it otherwise (a library song the director
   /// plays from where its sound begins, sent back to 0, played its seconds of silence again, and

@@ -20,10 +20,17 @@ public struct Transition: Sendable, Equatable, Codable, CustomStringConvertible 
   /// Leitmotif's default: an equal-power crossfade of 3 seconds.
   public static let defaultCrossfade = Transition(validDuration: 3, curve: .equalPower)
 
+  /// The longest crossfade: one day, as the cue file and the C API allow (a slip such as 1e9 s is
+  /// caught here, not heard as music that never changes).
+  public static let maximumDuration: TimeInterval = 86_400
+
   /// A crossfade of `duration` seconds (0 is gapless).
-  /// - Throws: `QueueError.invalidCrossfade` for a negative, NaN or infinite duration.
+  /// - Throws: `QueueError.invalidCrossfade` for a negative, NaN or infinite duration, or one
+  ///   longer than `maximumDuration`.
   public init(duration: TimeInterval, curve: FadeCurve = .equalPower) throws(QueueError) {
-    guard duration.isFinite, duration >= 0 else { throw QueueError.invalidCrossfade(duration) }
+    guard duration.isFinite, duration >= 0, duration <= Self.maximumDuration else {
+      throw QueueError.invalidCrossfade(duration)
+    }
     self.duration = duration
     self.curve = curve
   }
