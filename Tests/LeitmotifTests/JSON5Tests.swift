@@ -457,6 +457,16 @@ struct DidYouMeanTests {
     #expect(closestMatch(to: "lenght", among: ["lens", "length"]) == "length")
   }
 
+  @Test("A key spelt out at length, or cut short, names the key it starts or that starts with it")
+  func prefixes() {
+    let keys = ["music", "repeat", "resume", "transition", "between", "tempo"]
+    #expect(closestMatch(to: "resumesPlayerMusic", among: keys) == "resume")
+    #expect(closestMatch(to: "transit", among: keys) == "transition")
+    #expect(closestMatch(to: "tempoRamp", among: keys) == "tempo")
+    #expect(closestMatch(to: "tra", among: keys) == nil, "too short to say")
+    #expect(closestMatch(to: "musicians", among: ["music", "musicBox"]) == "music")
+  }
+
   @Test("Too far, empty candidates, and never the word itself")
   func noMatch() {
     #expect(closestMatch(to: "xyz", among: ["gain"]) == nil)

@@ -15,6 +15,11 @@ import LeitmotifPlayers
 /// difference in case only ("Combat" for "combat") and a difference in '_' or '-' separators only
 /// ("loop_start" for "loopStart", "fade-in" for "fadeIn").
 ///
+/// Failing those, a word that starts with a candidate of 4 letters or more, or a word of 4 or
+/// more that a candidate starts with, names it ("resumesPlayerMusic" for "resume", "trans" is
+/// too short but "transit" for "transition"): a key spelt out at length, or cut short, is as
+/// plain a miss as a typo, and got no hint. The longest such candidate wins.
+///
 /// - Parameters:
 ///   - word: what the user wrote, e.g. an unknown key.
 ///   - candidates: the valid words, in order of preference.
@@ -36,7 +41,13 @@ public func closestMatch(to word: String, among candidates: [String]) -> String?
       best = (candidate, distance)
     }
   }
-  return best?.candidate
+  if let best { return best.candidate }
+  let plain = withoutSeparators(folded)
+  return candidates.filter { candidate in
+    let other = withoutSeparators(Array(candidate.lowercased()))
+    guard candidate != word, other != plain else { return false }
+    return (other.count >= 4 && plain.starts(with: other)) || (plain.count >= 4 && other.starts(with: plain))
+  }.max { $0.count < $1.count }
 }
 
 private func withoutSeparators(_ characters: [Character]) -> [Character] {
