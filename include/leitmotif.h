@@ -673,7 +673,8 @@ typedef enum lm_media_property {
   /* The scan's analysis: integrated loudness in LUFS, and energy 0 to 1. */
   LM_PROPERTY_LOUDNESS = 19,
   LM_PROPERTY_ENERGY = 20,
-  /* Text: the MOOD tag (Vorbis MOOD, ID3 TMOO or TXXX:MOOD), as a bundled source selects by it. */
+  /* Text: the MOOD tag (Vorbis MOOD, ID3 TMOO or TXXX:MOOD), as a bundled source selects by it.
+     Since 0.3. */
   LM_PROPERTY_MOOD = 21
 } lm_media_property;
 
@@ -969,7 +970,7 @@ typedef enum lm_report_timing {
 
 /* Chooses when the report callback is called. Call it before lm_start (LM_ERROR_WRONG_MODE
    after: a change while music plays would lose or repeat reports in flight); an unknown value is
-   LM_ERROR_INVALID_ARGUMENT. Thread safety: any thread. */
+   LM_ERROR_INVALID_ARGUMENT. Thread safety: any thread. Since 0.3. */
 lm_error lm_set_report_timing(lm_engine *engine, lm_report_timing timing);
 
 /* A beat of the music, as it is heard. Strings are valid during the callback only. */

@@ -249,29 +249,18 @@ public final class AudioEngine: @unchecked Sendable {
       usleep(1000)
     }
     // Last, the owners: a player says it stopped, event streams end.
-    let hooks = shutdownHooks.withLock { state in
-      state.done = true
-      defer { state.hooks.removeAll() }
-      return state.hooks.sorted { $0.key < $1.key }.map(\.value)
-    }
-    for hook in hooks { hook() }
+    for hook in shutdownHooks.close() { hook() }
   }
 
   /// What owners (players, directors) do when the engine shuts down.
-  private let shutdownHooks = Mutex<(next: UInt64, hooks: [UInt64: @Sendable () -> Void], done: Bool)>((1, [:], false))
+  private let shutdownHooks = ClosingRegistry<@Sendable () -> Void>()
 
   /// Calls `hook` once, on the thread that shuts the engine down, when `shutdown()` has stopped
   /// everything (at once, on this thread, if it already has). Returns a token for
   /// `removeShutdownHook(_:)`: an owner that goes first removes its hook, or the engine would
   /// keep one for every player ever made.
   package func addShutdownHook(_ hook: @escaping @Sendable () -> Void) -> UInt64 {
-    let token = shutdownHooks.withLock { state -> UInt64? in
-      guard !state.done else { return nil }
-      state.next += 1
-      state.hooks[state.next] = hook
-      return state.next
-    }
-    guard let token else {
+    guard let token = shutdownHooks.add(hook) else {
       hook()
       return 0
     }
@@ -279,9 +268,7 @@ public final class AudioEngine: @unchecked Sendable {
   }
 
   /// Forgets the hook of `token` (0 and unknown tokens: nothing).
-  package func removeShutdownHook(_ token: UInt64) {
-    _ = shutdownHooks.withLock { $0.hooks.removeValue(forKey: token) }
-  }
+  package func removeShutdownHook(_ token: UInt64) { shutdownHooks.remove(token) }
 
   /// Whether `shutdown()` has run (or started): nothing plays on the engine any more, and its
   /// players' `play()` does nothing.

@@ -32,17 +32,43 @@ package final class NotificationQueue: @unchecked Sendable {
   }
 }
 
+/// Values kept until the registry closes: an engine's shutdown hooks, an owner's event streams.
+/// `add` after `close` gives nil, so the caller acts at once instead (runs the hook, ends the
+/// stream), and nothing registered late waits for a close that has passed.
+package final class ClosingRegistry<Value: Sendable>: Sendable {
+  private let state = Mutex<(next: UInt64, values: [UInt64: Value], closed: Bool)>((0, [:], false))
+
+  package init() {}
+
+  /// Keeps `value`; its key (from 1), or nil once closed.
+  package func add(_ value: Value) -> UInt64? {
+    state.withLock { state in
+      guard !state.closed else { return nil }
+      state.next += 1
+      state.values[state.next] = value
+      return state.next
+    }
+  }
+
+  /// Forgets the value of `key` (0 and unknown keys: nothing).
+  package func remove(_ key: UInt64) { _ = state.withLock { $0.values.removeValue(forKey: key) } }
+
+  /// Closes the registry and gives what it held, in the order it was added.
+  package func close() -> [Value] {
+    state.withLock { state in
+      state.closed = true
+      defer { state.values.removeAll() }
+      return state.values.sorted { $0.key < $1.key }.map(\.value)
+    }
+  }
+}
+
 /// The `AsyncStream`s an owner (a player, the director) hands out for its events, so that they
 /// can end: when the owner is done (its engine shut down, the director shut down), each stream
 /// finishes after the events before, and a `for await` over it returns. Before, they ran on for
 /// ever, and a game that awaited its logging task at quit hung.
 package final class EventStreams<Element: Sendable>: Sendable {
-  private struct State {
-    var continuations: [Int: AsyncStream<Element>.Continuation] = [:]
-    var next = 0
-    var finished = false
-  }
-  private let state = Mutex(State())
+  private let continuations = ClosingRegistry<AsyncStream<Element>.Continuation>()
 
   package init() {}
 
@@ -53,20 +79,14 @@ package final class EventStreams<Element: Sendable>: Sendable {
     subscribe: (@escaping @Sendable (Element) -> Void) -> UInt64, unsubscribe: @escaping @Sendable (UInt64) -> Void
   ) -> AsyncStream<Element> {
     let (stream, continuation) = AsyncStream<Element>.makeStream(bufferingPolicy: .unbounded)
-    let key = state.withLock { state -> Int? in
-      guard !state.finished else { return nil }
-      state.next += 1
-      state.continuations[state.next] = continuation
-      return state.next
-    }
-    guard let key else {
+    guard let key = continuations.add(continuation) else {
       continuation.finish()
       return stream
     }
     let token = subscribe { continuation.yield($0) }
     continuation.onTermination = { [weak self] _ in
       unsubscribe(token)
-      _ = self?.state.withLock { $0.continuations.removeValue(forKey: key) }
+      self?.continuations.remove(key)
     }
     return stream
   }
@@ -74,11 +94,6 @@ package final class EventStreams<Element: Sendable>: Sendable {
   /// Ends every stream (those made later end at once). Call it on the owner's notification
   /// queue, so that the events handed over before reach the streams first.
   package func finish() {
-    let continuations = state.withLock { state in
-      state.finished = true
-      defer { state.continuations.removeAll() }
-      return Array(state.continuations.values)
-    }
-    for continuation in continuations { continuation.finish() }
+    for continuation in continuations.close() { continuation.finish() }
   }
 }
