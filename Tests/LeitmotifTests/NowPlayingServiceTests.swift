@@ -275,6 +275,25 @@ struct NowPlayingServiceTests {
     #expect(try bus.playerctl(["play-pause"]).status == 0)
     #expect(EngineHarness.wait(seconds: 2) { director.player.playbackState == .playing })
     #expect(service.commandsReceived == [.nextTrack, .togglePlayPause, .togglePlayPause])
+
+    // Repeat and shuffle are the score's: the desktop cannot set them ("None" ended it in silence).
+    #expect(try bus.playerctl(["loop", "None"]).status != 0)
+    #expect(try bus.playerctl(["shuffle", "On"]).status != 0)
+    #expect(director.player.repeatMode == .all && director.player.shuffleMode == .off)
+    // A pause the game made (its pause menu): Play resumes it through the director, which then
+    // plays its state again (the key used to play the queue behind the director's back: silence).
+    director.perform([.pause(fadeSeconds: 0)])
+    #expect(EngineHarness.wait(seconds: 2) { director.player.playbackState == .paused })
+    #expect(try bus.playerctl(["play"]).status == 0)
+    #expect(EngineHarness.wait(seconds: 2) { director.player.playbackState == .playing })
+    #expect(director.audibleState == "combat")
+    director.waitForReports()
+    // Music the game stopped (game over) stays stopped: Play does nothing, and says so.
+    director.perform([.stop(fadeSeconds: 0)])
+    #expect(EngineHarness.wait(seconds: 2) { director.player.playbackState == .stopped })
+    #expect(try bus.playerctl(["play"]).status != 0)
+    usleep(300_000)
+    #expect(director.player.playbackState == .stopped && director.currentState == nil)
   }
 
   @Test(

@@ -219,12 +219,21 @@ private final class ServiceCore: @unchecked Sendable {
   }
 
   func setVolume(_ volume: Double) { player.volume = Float(min(1, max(0, volume))) }
-  /// False for a one-item player (no queue to repeat or shuffle).
+  /// Why `LoopStatus` or `Shuffle` (`what`: "repeat", "shuffle") cannot be set.
+  func queueSettingsRefusal(_ what: String) -> String {
+    handler.setsRepeatAndShuffle
+      ? "one item plays: there is no queue to \(what)" : "the game's score is the game's to \(what), not the desktop's"
+  }
+
+  /// False for a one-item player (no queue to repeat or shuffle), and for a handler that keeps
+  /// them (a director's score).
   func setRepeat(_ mode: RepeatMode) -> Bool {
+    guard handler.setsRepeatAndShuffle else { return false }
     queue?.repeatMode = mode
     return queue != nil
   }
   func setShuffle(_ on: Bool) -> Bool {
+    guard handler.setsRepeatAndShuffle else { return false }
     queue?.shuffleMode = on ? .songs : .off
     return queue != nil
   }
@@ -519,14 +528,14 @@ private final class MPRISObject: @unchecked Sendable {
         return fail(message, "org.freedesktop.DBus.Error.InvalidArgs", "LoopStatus is None, Track or Playlist")
       }
       guard service.setRepeat(mode) else {
-        return fail(message, "org.freedesktop.DBus.Error.NotSupported", "one item plays: there is no queue to repeat")
+        return fail(message, "org.freedesktop.DBus.Error.NotSupported", service.queueSettingsRefusal("repeat"))
       }
     case "Shuffle":
       guard let on = value.boolValue else {
         return fail(message, "org.freedesktop.DBus.Error.InvalidArgs", "Shuffle takes true or false (b)")
       }
       guard service.setShuffle(on) else {
-        return fail(message, "org.freedesktop.DBus.Error.NotSupported", "one item plays: there is no queue to shuffle")
+        return fail(message, "org.freedesktop.DBus.Error.NotSupported", service.queueSettingsRefusal("shuffle"))
       }
     case "Rate":
       // The game's music keeps its speed (rate is the score's to change); the specification

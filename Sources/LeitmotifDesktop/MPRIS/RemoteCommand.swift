@@ -33,12 +33,18 @@ public struct RemoteCommandHandler: Sendable {
   public var perform: @Sendable (RemoteCommand) -> Bool
   /// Whether `command` would do something now (MPRIS's CanGoNext, CanPlay, ...).
   public var isEnabled: @Sendable (RemoteCommand) -> Bool
+  /// Whether the desktop may set the queue's repeat and shuffle (MPRIS `LoopStatus`,
+  /// `Shuffle`): a music player's yes; a director's no (the score is the game's: "repeat none"
+  /// from a panel applet ended a state's music in silence after its piece).
+  public var setsRepeatAndShuffle: Bool
 
   public init(
-    perform: @escaping @Sendable (RemoteCommand) -> Bool, isEnabled: @escaping @Sendable (RemoteCommand) -> Bool
+    perform: @escaping @Sendable (RemoteCommand) -> Bool, isEnabled: @escaping @Sendable (RemoteCommand) -> Bool,
+    setsRepeatAndShuffle: Bool = true
   ) {
     self.perform = perform
     self.isEnabled = isEnabled
+    self.setsRepeatAndShuffle = setsRepeatAndShuffle
   }
 
   /// A music player's own behaviour, for a game that plays a `QueuePlayer` as a player would:
@@ -96,6 +102,12 @@ public struct RemoteCommandHandler: Sendable {
   /// The cue file's `mediaKeys` (read at each press, so a reload counts at once): `skip` moves
   /// through the player's own songs only, `pause` pauses and resumes the game's music, a cue is
   /// posted on the level-event bus. Seeking is the game's too: only in the player's own songs.
+  ///
+  /// Pause and resume go through the director (its `pause` and `resume` actions), as a rule's
+  /// do: the keys used to pause and play the director's queue player behind its back, and Play
+  /// after a rule's `stop` or `pause` said "Playing" over silence for the rest of the level
+  /// (a desktop trial). Music the game stopped stays stopped: the keys resume a pause, they do
+  /// not start a score the game ended.
   public static func director(_ director: Director) -> RemoteCommandHandler {
     let player = director.player
     @Sendable func action(_ command: RemoteCommand) -> MediaKeyAction? {
@@ -118,7 +130,16 @@ public struct RemoteCommandHandler: Sendable {
             return (try? player.skipToPreviousItem()) != nil
           case .pause:
             // Play and play-pause as they say; stop, next and previous set to `pause` pause.
-            return transport([.play, .togglePlayPause].contains(command) ? command : .pause, player)
+            let paused = player.playbackState == .paused
+            let resumes = command == .play || (command == .togglePlayPause && paused)
+            if resumes {
+              guard paused, director.currentState != nil else { return false }
+              director.perform([.resume(fadeSeconds: 0)])
+            } else {
+              guard player.playbackState == .playing else { return false }
+              director.perform([.pause(fadeSeconds: 0)])
+            }
+            return true
           case .ignore, nil: return false
           }
         }
@@ -128,11 +149,16 @@ public struct RemoteCommandHandler: Sendable {
         case .seek, .changePlaybackPosition: return playsUserMusic()
         default:
           switch action(command) {
-          case .cue, .pause: return true
+          case .cue: return true
+          case .pause:
+            // While the game's music has a state (not after a stop): a press pauses or resumes it.
+            // (CanPlay false while it plays made playerctl refuse play-pause, and metadata.)
+            return director.currentState != nil
           case .skip: return playsUserMusic() && !director.changeWaits
           case .ignore, nil: return false
           }
         }
-      })
+      },
+      setsRepeatAndShuffle: false)
   }
 }
