@@ -297,6 +297,39 @@ struct NowPlayingServiceTests {
   }
 
   @Test(
+    "While a change waits for its bar, the desktop shows the music heard (not the next state's at 0:00)",
+    .enabled(if: canRun))
+  func waitingChangeIsNotShown() throws {
+    let bus = try TestSessionBus()
+    let game = try DirectorFixture()
+    _ = try game.sheet(
+      """
+      {
+        \(DirectorFixture.sources)
+        start: "explore", tempo: { bpm: 60, meter: 4 },
+        states: { explore: { music: "calm" }, combat: { music: "tense", transition: { seconds: 0.5, at: "bar" } } },
+        rules: [ { on: "fight", do: { state: "combat" } } ],
+      }
+      """)
+    let engine = try AudioEngine(output: .headless)
+    defer { engine.shutdown() }
+    let director = try Director(engine: engine, cueFile: game.cuePath)
+    defer { director.shutdown() }
+    director.start()
+    let service = try NowPlayingService(director: director, configuration: .init(busAddress: bus.address))
+    defer { service.shutdown() }
+    #expect(try playerctl(bus, ["metadata", "title"], becomes: "Explore") == "Explore")
+    #expect(EngineHarness.wait(seconds: 3) { director.clockTime > 0.5 })
+    director.post("fight")  // lands on the next bar line
+    #expect(EngineHarness.wait(seconds: 2) { director.changeWaits })
+    usleep(300_000)  // several of the service's polls
+    #expect(director.changeWaits, "the test needs the change still waiting")
+    #expect(try bus.playerctl(["metadata", "title"]).output == "Explore")
+    #expect((Double(try bus.playerctl(["position"]).output) ?? 0) > 0.3, "the position of the music heard, not 0:00")
+    #expect(try playerctl(bus, ["metadata", "title"], becomes: "Combat", seconds: 6) == "Combat")
+  }
+
+  @Test(
     "shutdown returns once the service's thread has let go of the player and its engine", .enabled(if: canRun))
   func shutdownLetsGo() throws {
     // `leitmotif play` aborted 9 times in 30 on a loaded machine: this thread still held the

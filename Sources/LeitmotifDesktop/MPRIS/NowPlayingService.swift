@@ -209,9 +209,11 @@ private final class ServiceCore: @unchecked Sendable {
   }
 
   func snapshot() -> PlayerSnapshot {
-    PlayerSnapshot(
-      item: player.nowPlayingItem, index: queue?.indexOfNowPlayingItem ?? 0, state: player.playbackState,
-      position: player.currentPlaybackTime, rate: player.currentPlaybackRate, volume: player.volume,
+    let heard = handler.heard?()
+    return PlayerSnapshot(
+      item: heard.map(\.item) ?? player.nowPlayingItem, index: queue?.indexOfNowPlayingItem ?? 0,
+      state: player.playbackState, position: heard?.position ?? player.currentPlaybackTime,
+      rate: player.currentPlaybackRate, volume: player.volume,
       repeatMode: queue?.repeatMode ?? .none, shuffleMode: queue?.shuffleMode ?? .off,
       can: Dictionary(
         uniqueKeysWithValues: [RemoteCommand.play, .pause, .nextTrack, .previousTrack, .changePlaybackPosition(to: 0)]

@@ -1,4 +1,6 @@
+import FoundationEssentials
 import LeitmotifCues
+import LeitmotifLibrary
 import LeitmotifPlayers
 
 /// A command from outside the game: a media key, the desktop's "now playing" controls,
@@ -37,14 +39,19 @@ public struct RemoteCommandHandler: Sendable {
   /// `Shuffle`): a music player's yes; a director's no (the score is the game's: "repeat none"
   /// from a panel applet ended a state's music in silence after its piece).
   public var setsRepeatAndShuffle: Bool
+  /// What is heard, when it is not the player's now-playing item (a director's queue holds the
+  /// next state's music while the change waits for its bar): the item (nil: nothing) and the
+  /// position in it. Nil: the player's own.
+  public var heard: (@Sendable () -> (item: MediaItem?, position: TimeInterval))?
 
   public init(
     perform: @escaping @Sendable (RemoteCommand) -> Bool, isEnabled: @escaping @Sendable (RemoteCommand) -> Bool,
-    setsRepeatAndShuffle: Bool = true
+    setsRepeatAndShuffle: Bool = true, heard: (@Sendable () -> (item: MediaItem?, position: TimeInterval))? = nil
   ) {
     self.perform = perform
     self.isEnabled = isEnabled
     self.setsRepeatAndShuffle = setsRepeatAndShuffle
+    self.heard = heard
   }
 
   /// A music player's own behaviour, for a game that plays a `QueuePlayer` as a player would:
@@ -159,6 +166,9 @@ public struct RemoteCommandHandler: Sendable {
           }
         }
       },
-      setsRepeatAndShuffle: false)
+      setsRepeatAndShuffle: false,
+      // What is heard: a change waiting for its bar (or called off before it) is not shown
+      // playing at 0:00 while the music before it plays on (a desktop trial).
+      heard: { (director.nowPlaying?.item, director.nowPlayingPosition) })
   }
 }
