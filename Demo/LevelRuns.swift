@@ -65,6 +65,12 @@ enum OfflineLevel {
   }
 }
 
+/// The signal that ended a real-time run (0: none): Ctrl-C, SIGTERM (a launcher quitting the
+/// game) and SIGHUP (its terminal closed) only set it, and the level loop stops there and shuts
+/// down in order, as a game should: the player's music app the demo paused is resumed. They
+/// ended the process at once before, and the app stayed paused for good (a desktop trial).
+nonisolated(unsafe) var stoppedBySignal: sig_atomic_t = 0
+
 /// A sound card (or `--realtime`): the level plays as it would in a game. The director runs on
 /// its own thread and watches the cue file; the main thread is the "game": it posts the level's
 /// events at their times (sped up by `--speed`) and samples the voices for the timeline.
@@ -104,9 +110,10 @@ enum RealtimeLevel {
           ? "headless (no sound card: nothing is heard)" : "on \"\(engine.initialDevice.name)\"")
         + (speed == 1 ? "" : " at \(speed)x speed") + "; edit \(options.cuesPath) to hear changes; Ctrl-C stops")
     var timeline = CueTimeline(sampleRate: engine.sampleRate, durationSeconds: levelSeconds / speed)
+    for number in [SIGINT, SIGTERM, SIGHUP] { signal(number) { stoppedBySignal = $0 } }
     director.start()
     var next = 0
-    while true {
+    while stoppedBySignal == 0 {
       // The level's clock is the director's (its time 0 is where the start state's music
       // begins, a quarter of a second after `start()`), as `cues simulate --live` posts by it:
       // counted from a wall clock read before `start()`, every cue went in and was printed that
@@ -129,6 +136,10 @@ enum RealtimeLevel {
       usleep(useconds_t(max(0.001, min(0.05, untilNext)) * 1_000_000))
     }
     Output.shared.finishProgress()
+    if stoppedBySignal != 0 {
+      Output.shared.print(
+        "stopped by signal \(stoppedBySignal): shutting down (the music app paused for the game resumes)")
+    }
     director.player.stop()
     desktop?.shutdown()
     director.waitForReports()

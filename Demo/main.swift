@@ -87,3 +87,6 @@ do {
 } catch {
   complain("cannot write the timeline: \(error)")
 }
+
+// Stopped by a signal: the shell's status for it (128 + its number), after the orderly shutdown.
+if stoppedBySignal != 0 { exit(128 + stoppedBySignal) }

@@ -420,10 +420,12 @@ final class Flag: @unchecked Sendable {
 
 nonisolated(unsafe) var interrupted: sig_atomic_t = 0
 
-/// Ctrl-C and SIGTERM only raise a flag: the play loops see it and stop with a fade.
+/// Ctrl-C, SIGTERM and SIGHUP (the terminal closed) only raise a flag: the play loops see it and
+/// stop with a fade, and the desktop's music app paused for the music is resumed.
 func stopOnSignals() {
   signal(SIGINT) { _ in interrupted = 1 }
   signal(SIGTERM) { _ in interrupted = 1 }
+  signal(SIGHUP) { _ in interrupted = 1 }
 }
 
 func openEngine(_ arguments: Arguments, diagnostics: @escaping DiagnosticsHandler) -> AudioEngine {

@@ -69,6 +69,7 @@ final class ChildProcess {
   func kill() { signal(SIGKILL) }
   func terminate() { signal(SIGTERM) }
   func interrupt() { signal(SIGINT) }
+  func hangUp() { signal(SIGHUP) }
 
   /// Waits for the end and returns what it wrote to stderr (or, with `status`, its exit status).
   @discardableResult

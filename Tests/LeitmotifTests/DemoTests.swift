@@ -56,6 +56,36 @@ struct DemoTests {
     }
   }
 
+  @Test(
+    "Ctrl-C, SIGTERM and SIGHUP stop the real-time demo in order (the music app it paused is resumed) and exit 128 + the signal"
+  )
+  func signalsStopInOrder() throws {
+    let directory = try TemporaryDirectory(prefix: "leitmotif-demo-signal")
+    let executable = try #require(LeitmotifCommand.executable(named: "leitmotif-demo"))
+    for number in [SIGTERM, SIGINT, SIGHUP] {
+      let out = directory.file("out-\(number)")
+      let child = try ChildProcess(
+        executable,
+        ["--realtime", "--speed", "4", "--no-desktop", "--timeline", directory.file("level-\(number).svg")],
+        environment: ProcessInfo.processInfo.environment, output: out)
+      // Once the level plays (the signal before it would find the default action).
+      let deadline = Date().addingTimeInterval(30)
+      while Date() < deadline, !((try? String(contentsOfFile: out, encoding: .utf8)) ?? "").contains("in real time") {
+        usleep(50_000)
+      }
+      usleep(300_000)
+      switch number {
+      case SIGTERM: child.terminate()
+      case SIGINT: child.interrupt()
+      default: child.hangUp()
+      }
+      let status = child.finish(status: true)
+      let printed = (try? String(contentsOfFile: out, encoding: .utf8)) ?? ""
+      #expect(status == String(128 + number), "\(printed)")
+      #expect(printed.contains("stopped by signal \(number): shutting down"), "\(printed)")
+    }
+  }
+
   @Test("Not silent, no clipping, and the music changes when the script says")
   func demoLevel() throws {
     let directory = try TemporaryDirectory(prefix: "leitmotif-demo-test")
