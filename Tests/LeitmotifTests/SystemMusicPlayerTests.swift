@@ -337,6 +337,26 @@ struct SystemMusicPlayerTests {
   }
 
   @Test(
+    "systemMusic pause: an app that answers after the 2 s wait (a busy browser) is still the game's to resume",
+    .enabled(if: canRun))
+  func answerAfterTheWait() throws {
+    // The app obeys at once but announces its pause 2.6 s later: past the coordinator's wait,
+    // the command's state no longer stands in for it, and it reads "Playing" until it answers.
+    // That used to count as the player taking it over: it was never resumed.
+    let game = try PausingGame(announceDelay: 2.6)
+    defer { game.end() }
+    let (app, director, system, coordinator) = (game.app, game.director, game.system, game.coordinator)
+    #expect(EngineHarness.wait(seconds: 2) { system.apps.first?.playbackState == .playing })
+    director.start()
+    #expect(EngineHarness.wait(seconds: 5) { director.player.playbackState == .playing })
+    #expect(EngineHarness.wait(seconds: 2) { app.calls == ["Pause"] })
+    #expect(EngineHarness.wait(seconds: 5) { system.apps.first?.playbackState == .paused }, "the late answer")
+    director.player.stop()
+    #expect(EngineHarness.wait(seconds: 2) { app.calls == ["Pause", "Play"] }, "resumed: \(app.calls)")
+    _ = coordinator
+  }
+
+  @Test(
     "systemMusic pause: the player's own play right after the game's pause counts, though both reports come at once",
     .enabled(if: canRun))
   func pauseFollowsEveryReport() throws {

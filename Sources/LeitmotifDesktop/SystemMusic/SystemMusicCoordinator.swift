@@ -78,13 +78,17 @@ public final class SystemMusicCoordinator: @unchecked Sendable {
         state: state, reportsBefore: app.playbackStateReports, until: now + Self.answerSeconds)
     }
 
-    /// Follows an app the game paused: confirmed once seen paused; seen anything else after
-    /// that (or gone), the player took it over and the game lets it be.
-    mutating func settle(_ name: String, seen: PlaybackState?) {
+    /// Follows an app the game paused: confirmed once it reports itself paused; seen anything
+    /// else after that (or gone), the player took it over and the game lets it be. `seen` is the
+    /// state as counted (the command's, while it waits for an answer), `reported` the app's own
+    /// last report: only a report confirms. The command's state confirmed it before, so an app
+    /// that answered after the 2 s (a busy browser) read as taken over by the player the moment
+    /// the wait ran out, and was never resumed (a desktop trial).
+    mutating func settle(_ name: String, seen: PlaybackState?, reported: PlaybackState?) {
       guard let confirmed = pausedByGame[name] else { return }
-      if seen == .paused {
+      if reported == .paused && seen == .paused {
         pausedByGame[name] = true
-      } else if confirmed || seen == nil {
+      } else if seen == nil || (confirmed && seen != .paused) {
         pausedByGame[name] = nil
       }
     }
@@ -95,7 +99,7 @@ public final class SystemMusicCoordinator: @unchecked Sendable {
     mutating func observe(_ app: SystemMusicApp, at now: Double) {
       guard pausedByGame[app.busName] != nil || expected[app.busName] != nil else { return }
       let seen = state(of: app, at: now)
-      settle(app.busName, seen: seen)
+      settle(app.busName, seen: seen, reported: app.playbackState)
     }
 
     /// The apps the game paused and that are paused still, to resume; forgets them all.
@@ -158,7 +162,9 @@ public final class SystemMusicCoordinator: @unchecked Sendable {
       var current: [String: PlaybackState] = [:]
       for app in apps { current[app.busName] = state.state(of: app, at: now) }
       playing = apps.filter { current[$0.busName] == .playing }
-      for name in state.pausedByGame.keys { state.settle(name, seen: current[name]) }
+      for name in state.pausedByGame.keys {
+        state.settle(name, seen: current[name], reported: apps.first { $0.busName == name }?.playbackState)
+      }
       if case .pause = policy, gamePlaying, !state.gameWasPlaying {
         toPause = playing.filter { $0.canPause && $0.canControl }
         for app in toPause {
