@@ -38,9 +38,9 @@ private final class PausingGame {
   }
   private let fixture: DirectorFixture
 
-  init(announceDelay: Double = 0) throws {
+  init(announceDelay: Double = 0, refusesTransport: Bool = false) throws {
     bus = try TestSessionBus()
-    app = try TestMusicApp(bus: bus, announceDelay: announceDelay)
+    app = try TestMusicApp(bus: bus, announceDelay: announceDelay, refusesTransport: refusesTransport)
     app.setStatus("Playing")
     fixture = try DirectorFixture()
     _ = try fixture.sheet(
@@ -354,6 +354,23 @@ struct SystemMusicPlayerTests {
     director.player.stop()
     #expect(EngineHarness.wait(seconds: 2) { app.calls == ["Pause", "Play"] }, "resumed: \(app.calls)")
     _ = coordinator
+  }
+
+  @Test("systemMusic pause: an app that refuses the pause is said to, and is not resumed", .enabled(if: canRun))
+  func refusedPause() throws {
+    let game = try PausingGame(refusesTransport: true)
+    defer { game.end() }
+    let (app, director, system) = (game.app, game.director, game.system)
+    #expect(EngineHarness.wait(seconds: 2) { system.apps.first?.playbackState == .playing })
+    director.start()
+    #expect(EngineHarness.wait(seconds: 5) { director.player.playbackState == .playing })
+    #expect(
+      EngineHarness.wait(seconds: 2) {
+        game.notices.contains(prefix: "Test Music (org.mpris.MediaPlayer2.testapp) did not pause")
+      })
+    director.player.stop()
+    usleep(500_000)
+    #expect(app.calls == ["Pause"], "not resumed: it never paused")
   }
 
   @Test(

@@ -38,6 +38,8 @@ final class TestMusicApp: @unchecked Sendable {
   private let requests = Mutex<[String]>([])
   /// Seconds between a change and its `PropertiesChanged`, as a slow app takes; 0: at once.
   private let announceDelay: Double
+  /// Answers Play, Pause, Stop and PlayPause with an error and stays as it is.
+  let refusesTransport: Bool
   /// While set, every change's signal waits (`holdAnnouncements`), to go out with the next ones.
   private let holding = Atomic<Bool>(false)
   /// Signals waiting for their time (the app's thread only), in order.
@@ -45,8 +47,9 @@ final class TestMusicApp: @unchecked Sendable {
 
   init(
     bus: TestSessionBus, name: String = "testapp", identity: String = "Test Music", canOpenFiles: Bool = true,
-    announceDelay: Double = 0
+    announceDelay: Double = 0, refusesTransport: Bool = false
   ) throws {
+    self.refusesTransport = refusesTransport
     busName = "org.mpris.MediaPlayer2." + name
     self.canOpenFiles = canOpenFiles
     self.announceDelay = announceDelay
@@ -171,6 +174,9 @@ final class TestMusicApp: @unchecked Sendable {
       }
     case ("org.mpris.MediaPlayer2.Player", _):
       state.withLock { $0.calls.append(member) }
+      if refusesTransport && ["Play", "Pause", "Stop", "PlayPause"].contains(member) {
+        return connection.replyError(to: message, name: "org.example.Refused", message: "not now")
+      }
       switch member {
       case "Play": applyStatus("Playing")
       case "Pause": applyStatus("Paused")

@@ -121,9 +121,16 @@ public final class SystemMusicCoordinator: @unchecked Sendable {
     self.systemMusic = systemMusic
     systemMusic.everyTurn { [weak self] in self?.turn() }
     observer = systemMusic.addObserver { [weak self] event in
-      guard let self, case .changed(let app) = event, active.load(ordering: .acquiring) else { return }
-      let now = SystemMusicApp.now()
-      state.withLock { $0.observe(app, at: now) }
+      guard let self, active.load(ordering: .acquiring) else { return }
+      switch event {
+      case .changed(let app):
+        let now = SystemMusicApp.now()
+        state.withLock { $0.observe(app, at: now) }
+      case .commandFailed(let busName?, let error):
+        refused(busName, error)
+      default:
+        break
+      }
     }
   }
 
@@ -198,6 +205,24 @@ public final class SystemMusicCoordinator: @unchecked Sendable {
         change.map { "the game's music ducks \(format(-$0)) dB under \(names) (systemMusic: duck)" }
           ?? "the game's music comes back up: no music app plays")
     }
+  }
+
+  /// An app refused the game's pause or resume (or did not answer): it is not the game's to
+  /// resume any more, and the log says so. It used to read "paused" with no word of the refusal
+  /// while the app played on under the game's music (a desktop trial).
+  private func refused(_ busName: String, _ error: DesktopBusError) {
+    let what = state.withLock { state -> String? in
+      defer { state.expected[busName] = nil }
+      if state.pausedByGame[busName] == false {
+        state.pausedByGame[busName] = nil
+        return "pause"
+      }
+      return state.expected[busName]?.state == .playing ? "resume" : nil
+    }
+    guard let what else { return }
+    let identity = systemMusic.apps.first { $0.busName == busName }?.identity ?? busName
+    director.engine.report(
+      Diagnostic(.warning, "\(identity) (\(busName)) did not \(what) for the game: \(error) (systemMusic: pause)"))
   }
 
   private func resume(_ apps: [SystemMusicApp], because reason: String) {
