@@ -69,6 +69,30 @@ struct SystemMusicPlayerTests {
   static var canRun: Bool { NowPlayingServiceTests.canRun }
 
   @Test(
+    "playerctl's proxy daemon (playerctld) mirrors an app: it is not listed as one more",
+    .enabled(if: canRun && FileManager.default.isExecutableFile(atPath: "/usr/bin/playerctld")))
+  func proxyIsNotAnApp() throws {
+    let bus = try TestSessionBus()
+    let app = try TestMusicApp(bus: bus)
+    defer { app.stop() }
+    app.setStatus("Playing")
+    let directory = try TemporaryDirectory(prefix: "leitmotif-playerctld")
+    let proxy = try ChildProcess(
+      "/usr/bin/playerctld", [], environment: ["DBUS_SESSION_BUS_ADDRESS": bus.address, "PATH": "/usr/bin:/bin"],
+      output: directory.file("playerctld.out"))
+    defer {
+      proxy.kill()
+      proxy.finish()
+    }
+    usleep(1_000_000)  // the proxy takes its name (org.mpris.MediaPlayer2.playerctld) at once
+    let system = try SystemMusicPlayer(busAddress: bus.address)
+    defer { system.shutdown() }
+    #expect(EngineHarness.wait(seconds: 2) { system.apps.first?.playbackState == .playing })
+    usleep(300_000)
+    #expect(system.apps.map(\.busName) == ["org.mpris.MediaPlayer2.testapp"])
+  }
+
+  @Test(
     "Lists the music apps with what they play, leaves out the game's own MPRIS player, and follows changes within 100 ms",
     .enabled(if: canRun))
   func listsAndFollows() throws {

@@ -276,9 +276,16 @@ private final class ClientCore: @unchecked Sendable {
 
   // MARK: Following the apps
 
+  /// The MPRIS names of proxies that mirror another player (playerctl's `playerctld daemon`,
+  /// common on tiling-window-manager desktops): not music apps. Counted as one, the real app was
+  /// paused and resumed twice, and a resume through the proxy went to whichever player it
+  /// followed by then (a desktop trial).
+  static let proxyNames: Set<String> = ["org.mpris.MediaPlayer2.playerctld"]
+
   /// A new MPRIS name: read its properties (without waiting), unless it is this process's own
-  /// `NowPlayingService`.
+  /// `NowPlayingService` or a proxy (`proxyNames`).
   private func adopt(_ name: String, owner: String, first: Bool = false) {
+    guard !Self.proxyNames.contains(name) else { return }
     let identity = connection.identity(of: owner)
     guard !ownPlayerConnections.withLock({ $0.contains(identity) }) else { return }
     owners[owner, default: []].insert(name)
