@@ -513,6 +513,51 @@ struct SystemMusicPlayerTests {
     #expect(abs(back) < 0.2, "\(back) dB")
   }
 
+  @Test(
+    "systemMusic duck: with the app already playing, the game's music starts held down (no ramp from full level)",
+    .enabled(if: canRun))
+  func duckFromTheStart() throws {
+    let bus = try TestSessionBus()
+    let app = try TestMusicApp(bus: bus)
+    defer { app.stop() }
+    app.setStatus("Playing")
+    let game = try DirectorFixture()
+    let sheet = try game.sheet(
+      """
+      { \(DirectorFixture.sources) start: "explore", states: { explore: { music: "calm", transition: { seconds: 0 } } },
+        systemMusic: { duck: -12, seconds: 0.5 } }
+      """)
+    let engine = try EngineHarness.offlineEngine()
+    let director = Director(engine: engine, sheet: sheet, clocking: .pumped)
+    let system = try SystemMusicPlayer(busAddress: bus.address)
+    defer { system.shutdown() }
+    let coordinator = SystemMusicCoordinator(director: director, systemMusic: system)
+    defer { coordinator.shutdown() }
+    let reports = Mutex<[String]>([])
+    director.addObserver { report in reports.withLock { $0.append("\(report)") } }
+    #expect(EngineHarness.wait(seconds: 2) { system.apps.first?.playbackState == .playing })
+    // The coordinator's turn holds the duck before the first step.
+    #expect(EngineHarness.wait(seconds: 2) { director.hasPendingCommands })
+    director.advance(toAudioTime: 0)
+    director.waitForReports()
+    #expect(
+      reports.withLock { $0 }.contains { $0.contains("hold the music down 12 dB over 0 s") },
+      "\(reports.withLock { $0 })")
+    var samples: [Float] = []
+    var time = 0.0
+    for _ in 0..<60 {
+      director.advance(toAudioTime: time)
+      samples += EngineHarness.render(engine, frames: 480)
+      time += 0.01
+    }
+    func rms(_ from: Double, _ to: Double) -> Double {
+      let part = samples[Int(from * 96_000)..<Int(to * 96_000)]
+      return (part.reduce(0) { $0 + Double($1) * Double($1) } / Double(part.count)).squareRoot()
+    }
+    let early = 20 * log10(rms(0.05, 0.15)), later = 20 * log10(rms(0.45, 0.55))
+    #expect(abs(early - later) < 1, "ducked from the start: \(early) dB, then \(later) dB")
+  }
+
   @Test("systemMusic in the cue file: its words, a duck with numbers, and mistakes named by key")
   func cueFileKey() throws {
     #expect(try CueSheet.parse("{}", path: "c.json5").systemMusic == .leave)

@@ -345,6 +345,9 @@ public final class Director: @unchecked Sendable {
   /// The game's commands (`perform`), taken by the director's next step.
   private let pendingCommands = Mutex<[[CueAction]]>([])
 
+  /// Whether commands wait for the next step (for tests that must know one was given).
+  package var hasPendingCommands: Bool { pendingCommands.withLock { !$0.isEmpty } }
+
   /// A parameter's current value (nil for a name the cue file does not have). A value set
   /// without a ramp counts at once, before the director's next step applies it: a game that
   /// sets a parameter and reads it back sees what it set (clamped to the cue file's range).

@@ -163,7 +163,11 @@ public final class SystemMusicCoordinator: @unchecked Sendable {
     var toResume: [SystemMusicApp] = []
     var duckChange: Double?? = nil
     var playing: [SystemMusicApp] = []
+    // The game's music not heard yet: a duck goes in at once, not over its seconds (the start
+    // state's first half second played at full level over the player's app).
+    var duckAtOnce = false
     state.withLock { state in
+      duckAtOnce = !state.gameWasPlaying
       defer { state.gameWasPlaying = gamePlaying }
       state.expected = state.expected.filter { name, _ in apps.contains { $0.busName == name } }
       var current: [String: PlaybackState] = [:]
@@ -198,7 +202,11 @@ public final class SystemMusicCoordinator: @unchecked Sendable {
     resume(toResume, because: "the game's music stopped")
     if let change = duckChange {
       let seconds: Double
-      if case .duck(_, let given) = policy { seconds = given } else { seconds = SystemMusicPolicy.defaultDuckSeconds }
+      if case .duck(_, let given) = policy {
+        seconds = duckAtOnce ? 0 : given
+      } else {
+        seconds = SystemMusicPolicy.defaultDuckSeconds
+      }
       director.perform([.holdDuck(decibels: change ?? 0, seconds: seconds)])
       let names = playing.map(\.identity).joined(separator: ", ")
       notice(
