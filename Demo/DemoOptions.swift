@@ -12,9 +12,10 @@ struct DemoOptions {
       --offline, --realtime  force the mode (real time without a sound card plays headless)
       --speed N        real time only: the level's events come N times faster (the music plays
                        at its own speed)
-      --cues FILE      another cue file (default Assets/cues.json5); in real time it is watched:
-                       edit it while the level runs and hear the change
-      --level FILE     another level script (default Demo/level.json5)
+      --cues FILE      another cue file (default: this repository's Assets/cues.json5, wherever
+                       the demo is run from); in real time it is watched: edit it while the
+                       level runs and hear the change
+      --level FILE     another level script (default: this repository's Demo/level.json5)
       --library DIR    the player's music for the exploration state (asks for consent first)
       --pick           first pick the songs for the exploration state in the full-screen terminal
                        picker (leitmotif pick: type to search, Space marks, Enter picks); needs --library
