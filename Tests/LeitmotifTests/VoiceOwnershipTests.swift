@@ -144,6 +144,8 @@ struct VoiceOwnershipTests {
     try #"{ start: "explore", \#(DirectorFixture.sources) states: { explore: { music: "calm" } } }"#
       .write(toFile: game.cuePath, atomically: true, encoding: .utf8)
     let director = try Director(engine: engine, cueFile: game.cuePath)
+    let heard = Mutex(0)
+    director.addObserver(timing: .whenHeard) { _ in heard.withLock { $0 += 1 } }
     let playerEvents = player.events
     let queueEvents = queue.events
     let reports = director.reports
@@ -161,6 +163,12 @@ struct VoiceOwnershipTests {
     engine.shutdown()
     let seen = await listening.value
     #expect(seen >= 3, "the events before the end came through")
+    // Reports still waiting to be heard were handed on, and nothing is left to wait for (a drain
+    // scheduled on the shut-down engine used to keep waitForReports busy for its 3 s).
+    let waiting = Date()
+    director.waitForReports()
+    #expect(Date().timeIntervalSince(waiting) < 1)
+    #expect(heard.withLock { $0 } >= 1)
     #expect(player.playbackState == .stopped && queue.playbackState == .stopped)
     var after = 0
     for await _ in player.events { after += 1 }  // made after the shutdown: already over

@@ -210,6 +210,7 @@ public final class Director: @unchecked Sendable {
     // Reports still waiting to be heard go now: the music they speak of will not be.
     notifications.waitUntilDelivered()
     finishStreams()
+    notifications.waitUntilDelivered()
     engine.removeShutdownHook(shutdownHook.load(ordering: .acquiring))
   }
 
@@ -661,11 +662,18 @@ public final class Director: @unchecked Sendable {
   /// The engine's shutdown hook of this director.
   private let shutdownHook = Atomic<UInt64>(0)
 
-  /// Ends the report streams after the reports before (director or engine shut down).
+  /// Ends the report streams after the reports before (director or engine shut down); the
+  /// reports still waiting to be heard go first, on the notification queue (never on the
+  /// thread that shuts down, which may be the game's).
   private func finishStreams() {
-    heardReports.flush()
+    let (rest, handlers) = heardReports.takeRest()
     let streams = self.streams
-    notifications.async { streams.finish() }
+    notifications.async {
+      for report in rest {
+        for handler in handlers { handler(report) }
+      }
+      streams.finish()
+    }
   }
 
   /// Waits until every report made so far has reached the observers: `.whenHeard` ones too,

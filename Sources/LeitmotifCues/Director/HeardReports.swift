@@ -117,16 +117,17 @@ final class HeardReports: Sendable {
     }
   }
 
-  /// Hands on what still waits, at once (the director is shutting down: nothing is lost), and
-  /// takes no more.
-  func flush() {
-    let (rest, handlers) = state.withLock { state in
+  /// What still waits, with the handlers to give it to (the director is shutting down: nothing
+  /// is lost; it hands them on, on its notification queue); takes no more.
+  func takeRest() -> (reports: [DirectorReport], handlers: [@Sendable (DirectorReport) -> Void]) {
+    state.withLock { state in
       state.stopped = true
+      // A drain scheduled on an engine that has shut down never runs: nothing waits for it.
+      state.draining = false
       let rest = state.waiting.map(\.report)
       state.waiting.removeAll()
       return (rest, state.handlers.sorted { $0.key < $1.key }.map(\.value))
     }
-    deliver(rest, to: handlers)
   }
 
   /// The thread handing reports on now (0: none), so that `Director.waitForReports()` called
