@@ -55,6 +55,15 @@ private final class PausingGame {
     coordinator = SystemMusicCoordinator(director: director, systemMusic: system)
   }
 
+  /// The app seen playing, then the game's music started and heard playing.
+  func startMusic() -> Bool {
+    EngineHarness.wait(seconds: 2) { system.apps.first?.playbackState == .playing }
+      && {
+        director.start()
+        return EngineHarness.wait(seconds: 5) { director.player.playbackState == .playing }
+      }()
+  }
+
   func end() {
     coordinator.shutdown()
     system.shutdown()
@@ -339,9 +348,7 @@ struct SystemMusicPlayerTests {
     let game = try PausingGame(announceDelay: 0.5)
     defer { game.end() }
     let (app, director, system, coordinator) = (game.app, game.director, game.system, game.coordinator)
-    #expect(EngineHarness.wait(seconds: 2) { system.apps.first?.playbackState == .playing })
-    director.start()
-    #expect(EngineHarness.wait(seconds: 5) { director.player.playbackState == .playing })
+    #expect(game.startMusic())
     #expect(EngineHarness.wait(seconds: 2) { system.apps.first?.playbackState == .paused })
 
     director.player.stop()
@@ -369,25 +376,20 @@ struct SystemMusicPlayerTests {
     // That used to count as the player taking it over: it was never resumed.
     let game = try PausingGame(announceDelay: 2.6)
     defer { game.end() }
-    let (app, director, system, coordinator) = (game.app, game.director, game.system, game.coordinator)
-    #expect(EngineHarness.wait(seconds: 2) { system.apps.first?.playbackState == .playing })
-    director.start()
-    #expect(EngineHarness.wait(seconds: 5) { director.player.playbackState == .playing })
+    let (app, director, system) = (game.app, game.director, game.system)
+    #expect(game.startMusic())
     #expect(EngineHarness.wait(seconds: 2) { app.calls == ["Pause"] })
     #expect(EngineHarness.wait(seconds: 5) { system.apps.first?.playbackState == .paused }, "the late answer")
     director.player.stop()
     #expect(EngineHarness.wait(seconds: 2) { app.calls == ["Pause", "Play"] }, "resumed: \(app.calls)")
-    _ = coordinator
   }
 
   @Test("systemMusic pause: an app that refuses the pause is said to, and is not resumed", .enabled(if: canRun))
   func refusedPause() throws {
     let game = try PausingGame(refusesTransport: true)
     defer { game.end() }
-    let (app, director, system) = (game.app, game.director, game.system)
-    #expect(EngineHarness.wait(seconds: 2) { system.apps.first?.playbackState == .playing })
-    director.start()
-    #expect(EngineHarness.wait(seconds: 5) { director.player.playbackState == .playing })
+    let (app, director) = (game.app, game.director)
+    #expect(game.startMusic())
     #expect(
       EngineHarness.wait(seconds: 2) {
         game.notices.contains(prefix: "Test Music (org.mpris.MediaPlayer2.testapp) did not pause")

@@ -130,6 +130,14 @@ struct VoiceOwnershipTests {
     let heard = EngineHarness.render(engine, seconds: 1.5)
     #expect(level(of: 440, in: Array(heard[(48_000 / 5 * 2)..<(48_000 * 8 / 10 * 2)])) > 0.1, "heard")
     #expect(EngineHarness.wait(seconds: 2) { engine.pool.ownedCount == 0 }, "its voice given back when it ended")
+
+    // Live the same: the voice plays out on the streaming thread and comes back when it ends.
+    let live = try AudioEngine(output: .headless)
+    defer { live.shutdown() }
+    try Player(engine: live, item: hit).play()
+    usleep(500_000)
+    #expect(live.pool.ownedCount == 1, "still playing its 1 s item")
+    #expect(EngineHarness.wait(seconds: 3) { live.pool.ownedCount == 0 }, "given back after it ended")
   }
 
   @Test("Event streams end when the engine shuts down, and players say they stopped", .hangGuard)
